@@ -22,23 +22,48 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, target)
+        Path(tmp).replace(target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def atomic_write_json(path: str | os.PathLike[str], data: Any) -> None:
-    """Write data as stable, reviewable JSON (sorted keys, 2-space indent), atomically."""
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
+def format_json(data: Any, *, inline_scalar_lists: bool = False) -> str:
+    """Stable, reviewable JSON: sorted keys, 2-space indent, no NaN, a final newline.
+
+    With `inline_scalar_lists`, a list of numbers or strings stays on one line, so that a
+    baseline's sample list changes as one line in a diff instead of forty.
+    """
+    if not inline_scalar_lists:
+        return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+    def encode(obj: Any, depth: int) -> str:
+        pad, inner = "  " * depth, "  " * (depth + 1)
+        if isinstance(obj, dict) and obj:
+            items = [f"{inner}{json.dumps(str(k))}: {encode(obj[k], depth + 1)}" for k in sorted(obj)]
+            return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+        if isinstance(obj, list) and any(isinstance(x, (dict, list)) for x in obj):
+            return "[\n" + ",\n".join(inner + encode(x, depth + 1) for x in obj) + "\n" + pad + "]"
+        return json.dumps(obj, allow_nan=False, separators=(", ", ": "))
+
+    return encode(data, 0) + "\n"
+
+
+def atomic_write_json(path: str | os.PathLike[str], data: Any, *, inline_scalar_lists: bool = False) -> None:
+    """Write data as stable, reviewable JSON (see `format_json`), atomically."""
+    atomic_write_text(path, format_json(data, inline_scalar_lists=inline_scalar_lists))
 
 
 def _reject_constant(name: str) -> float:
     raise ValueError(f"non-finite number {name} is not valid JSON here")
 
 
-def read_json(path: str | os.PathLike[str], what: str) -> Any:
-    """Read a JSON file; a missing, unreadable or corrupt file is an InputError naming it."""
+def read_json(path: str | os.PathLike[str], what: str, *, allow_nan: bool = False) -> Any:
+    """Read a JSON file; a missing, unreadable or corrupt file is an InputError naming it.
+
+    `allow_nan` accepts the NaN / Infinity literals Python's json writes (pytest-benchmark does),
+    so that the caller can name the row that holds one instead of rejecting the whole file.
+    """
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{what} {p} does not exist")
@@ -47,7 +72,7 @@ def read_json(path: str | os.PathLike[str], what: str) -> Any:
     except OSError as err:
         raise InputError(f"{what} {p} cannot be read: {err}") from err
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text) if allow_nan else json.loads(text, parse_constant=_reject_constant)
     except ValueError as err:
         raise InputError(f"{what} {p} is not valid JSON ({err}); restore it from git or regenerate it") from err
 

@@ -1,0 +1,176 @@
+"""The perf suite's options, parametrization and machine_info hook.
+
+Run it through `nox -s perf` (GPU) or `nox -s smoke` (CPU interpreter). Directly:
+
+    python -m pytest perf_tests --perf-profile quick --benchmark-json .perf/results.json
+
+Each case's timings are device times measured by `tilegate.measure` (CUDA events, L2 flushed,
+variants interleaved per round) and handed to pytest-benchmark, so its JSON, its terminal table
+and its own `pytest-benchmark compare` all show GPU time per call.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tilegate import __version__
+from tilegate.cases import PROFILES, VARIANT_ORDER, Case, build_cases
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("tilegate", "tilegate perf suite")
+    group.addoption("--perf-profile", default="quick", choices=sorted(PROFILES),
+                    help="which cases to measure (default: quick)")
+    group.addoption("--perf-variants", default=None, help="comma-separated subset of variants")
+    group.addoption("--perf-ks", default=None, help="comma-separated K values instead of the profile's")
+    group.addoption("--perf-m", type=int, default=None, help="M (default: the profile's, 16384)")
+    group.addoption("--perf-n", type=int, default=None, help="N (default: the profile's, 16384)")
+    group.addoption("--perf-rounds", type=int, default=None, help="timed rounds per group")
+    group.addoption("--perf-no-l2-flush", action="store_true", help="time with a warm L2")
+    group.addoption("--perf-groups-of", default=None,
+                    help="file of case ids (one a line): measure only their groups (confirmation runs)")
+    group.addoption("--inject", action="append", default=[],
+                    help="TEST ONLY: slow=VARIANT:FRACTION | impostor=NAME:REAL | wrong=VARIANT")
+
+
+def _profile_cases(config: pytest.Config) -> list[Case]:
+    profile = PROFILES[config.getoption("--perf-profile")]
+    variants = tuple(VARIANT_ORDER)
+    if config.getoption("--perf-variants"):
+        variants = tuple(v.strip() for v in config.getoption("--perf-variants").split(",") if v.strip())
+    ks = None
+    if config.getoption("--perf-ks"):
+        ks = tuple(int(k) for k in config.getoption("--perf-ks").split(","))
+    only = None
+    if config.getoption("--perf-groups-of"):
+        path = Path(config.getoption("--perf-groups-of"))
+        only = frozenset(line.strip() for line in path.read_text().splitlines() if line.strip())
+    try:
+        return build_cases(profile, variants, ks=ks, m=config.getoption("--perf-m"),
+                           n=config.getoption("--perf-n"), only=only)
+    except ValueError as err:
+        raise pytest.UsageError(str(err)) from err
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--perf-profile", default=None) == "smoke":
+        # The interpreter must be chosen before Triton decorates the kernels.
+        os.environ["TRITON_INTERPRET"] = "1"
+    config._tilegate_cases = _profile_cases(config)  # type: ignore[attr-defined]
+    config._tilegate_run = None  # type: ignore[attr-defined]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "case" in metafunc.fixturenames:
+        cases = metafunc.config._tilegate_cases  # type: ignore[attr-defined]
+        metafunc.parametrize("case", cases, ids=[c.id for c in cases])
+
+
+class PerfRun:
+    """Session state: the device, the timer, the measurer and the GPU state log."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        from kernels import VARIANTS
+        from perf_tests.inject import apply_injections
+        from tilegate.gpu import StateLog, gpu_info, software_versions
+        from tilegate.measure import GroupMeasurer
+        from tilegate.timing import CudaTimer, HostTimer, TimerConfig
+
+        self.config = config
+        profile = PROFILES[config.getoption("--perf-profile")]
+        self.profile = profile
+        self.smoke = profile.name == "smoke"
+        self.injected = list(config.getoption("--inject"))
+        registry = apply_injections(VARIANTS, self.injected) if self.injected else dict(VARIANTS)
+        timer_config = TimerConfig(
+            rounds=config.getoption("--perf-rounds") or profile.rounds,
+            l2_flush=not config.getoption("--perf-no-l2-flush"),
+        )
+        self.cases: list[Case] = config._tilegate_cases  # type: ignore[attr-defined]
+        self.groups: dict[str, list[Case]] = {}
+        for case in self.cases:
+            self.groups.setdefault(case.group, []).append(case)
+        self.software = software_versions()
+        if self.smoke:
+            self.gpu = None
+            self.state = None
+            self.timer: Any = HostTimer(timer_config)
+            device, capability = "cpu", None
+        else:
+            try:
+                self.gpu = gpu_info()
+            except RuntimeError as err:
+                pytest.exit(f"tilegate: cannot measure: {err}. Use --perf-profile smoke on a CPU.", returncode=2)
+            self.state = StateLog()
+            self.state.sample("start")
+            self.timer = CudaTimer(timer_config, l2_bytes=self.gpu.l2_bytes)
+            device, capability = "cuda", self.gpu.capability
+        self.measurer = GroupMeasurer(
+            registry=registry, timer=self.timer, device=device, capability=capability,
+            warmup_first_s=0.0 if self.smoke else 2.0, on_group=self._on_group,
+        )
+        self._done = 0
+
+    def _on_group(self, group: str, results: dict[str, Any], seconds: float) -> None:
+        self._done += 1
+        line = f"[tilegate] group {self._done}/{len(self.groups)} {group}: {len(results)} variants, " \
+               f"{self.timer.config.rounds} rounds, {seconds:.1f} s"
+        if self.state is not None:
+            s = self.state.sample(group)
+            if s.get("available"):
+                line += f"; SM {s.get('sm_clock_mhz')} MHz, {s.get('temperature_c')} C, {s.get('power_w')} W"
+                if s.get("slowdown_reasons"):
+                    line += f", SLOWDOWN: {','.join(s['slowdown_reasons'])}"
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(line)
+
+    def machine_info(self) -> dict[str, Any]:
+        if self.state is not None:
+            self.state.sample("end")
+        return {
+            "harness_version": __version__,
+            "mode": "smoke" if self.smoke else "gpu",
+            "profile": self.profile.name,
+            "M": self.cases[0].m if self.cases else self.profile.m,
+            "N": self.cases[0].n if self.cases else self.profile.n,
+            "ks": sorted({c.k for c in self.cases}),
+            "l2_flush": self.timer.config.l2_flush and not self.smoke,
+            "l2_policy": self.timer.l2_policy,
+            "timer": self.timer.name,
+            "rounds": self.timer.config.rounds,
+            "injected": self.injected,
+            "gpu": self.gpu.as_json() if self.gpu else None,
+            "software": self.software,
+            "state": self.state.summary() if self.state else None,
+        }
+
+
+@pytest.fixture(scope="session")
+def perf_run(request: pytest.FixtureRequest) -> PerfRun:
+    config = request.config
+    if config._tilegate_run is None:  # type: ignore[attr-defined]
+        config._tilegate_run = PerfRun(config)  # type: ignore[attr-defined]
+    return config._tilegate_run  # type: ignore[attr-defined]
+
+
+def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict[str, Any]) -> None:
+    run = getattr(config, "_tilegate_run", None)
+    if run is not None:
+        machine_info["tilegate"] = run.machine_info()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    cases = config._tilegate_cases  # type: ignore[attr-defined]
+    profile = config.getoption("--perf-profile")
+    lines = [f"tilegate {__version__}: profile {profile}, {len(cases)} cases in "
+             f"{len({c.group for c in cases})} groups"]
+    if profile == "smoke":
+        lines.append("tilegate: SMOKE mode (CPU interpreter, tiny shapes): timings are meaningless")
+    if config.getoption("--inject"):
+        lines.append(f"tilegate: TEST-ONLY injections: {config.getoption('--inject')}")
+    return lines

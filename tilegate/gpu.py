@@ -1,0 +1,219 @@
+"""Device facts (name, slug, SMs, versions) and device state (clocks, temperature, throttling).
+
+State comes from NVML (nvidia-ml-py) when it is importable; without it the state says so instead
+of guessing. Nothing here changes the GPU: clocks, power limits and modes are only read.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# NVML clock-event reasons that mean the GPU ran slower than it would have. The SW power cap is
+# listed separately: a compute-bound GEMM on an H200 routinely runs at its power limit.
+_SLOWDOWN_REASONS = {
+    0x0000000000000008: "hw_slowdown",
+    0x0000000000000020: "sw_thermal_slowdown",
+    0x0000000000000040: "hw_thermal_slowdown",
+    0x0000000000000080: "hw_power_brake_slowdown",
+}
+_OTHER_REASONS = {
+    0x0000000000000001: "gpu_idle",
+    0x0000000000000002: "applications_clocks_setting",
+    0x0000000000000004: "sw_power_cap",
+    0x0000000000000100: "display_clock_setting",
+}
+
+
+def slugify(name: str) -> str:
+    """'NVIDIA H200' -> 'nvidia-h200': the baseline file name for a GPU model."""
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    if not slug:
+        raise ValueError(f"GPU name {name!r} gives an empty slug")
+    return slug
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    name: str
+    slug: str
+    sm_count: int
+    capability: tuple[int, int]
+    memory_gib: float
+    l2_bytes: int
+    driver: str
+    cuda: str
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["capability"] = list(self.capability)
+        return data
+
+
+def software_versions() -> dict[str, str]:
+    import torch
+    import triton
+
+    return {
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def gpu_info(device_index: int = 0) -> GpuInfo:
+    """Facts about the CUDA device; raises RuntimeError when there is none."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError(
+            f"no CUDA GPU visible to torch {torch.__version__} (torch.version.cuda={torch.version.cuda})"
+        )
+    props = torch.cuda.get_device_properties(device_index)
+    return GpuInfo(
+        name=props.name,
+        slug=slugify(props.name),
+        sm_count=props.multi_processor_count,
+        capability=(props.major, props.minor),
+        memory_gib=round(props.total_memory / 2**30, 1),
+        l2_bytes=int(getattr(props, "L2_cache_size", 0) or 0),
+        driver=_nvml_driver() or "unknown",
+        cuda=str(torch.version.cuda),
+    )
+
+
+def _nvml() -> Any | None:
+    try:
+        import pynvml  # nvidia-ml-py
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    return pynvml
+
+
+def _nvml_driver() -> str | None:
+    nv = _nvml()
+    if nv is None:
+        return None
+    version = nv.nvmlSystemGetDriverVersion()
+    return version.decode() if isinstance(version, bytes) else str(version)
+
+
+def _nvml_handle(nv: Any, device_index: int) -> Any:
+    import torch
+
+    uuid = getattr(torch.cuda.get_device_properties(device_index), "uuid", None)
+    if uuid is not None:
+        try:
+            return nv.nvmlDeviceGetHandleByUUID(f"GPU-{uuid}")
+        except Exception:
+            pass
+    return nv.nvmlDeviceGetHandleByIndex(device_index)
+
+
+def read_state(device_index: int = 0) -> dict[str, Any]:
+    """Clocks, temperature, power and clock-event (throttle) reasons, as read now."""
+    nv = _nvml()
+    if nv is None:
+        return {"available": False, "note": "nvidia-ml-py (pynvml) not importable: GPU state not recorded"}
+    handle = _nvml_handle(nv, device_index)
+    state: dict[str, Any] = {"available": True}
+    readers = {
+        "sm_clock_mhz": lambda: nv.nvmlDeviceGetClockInfo(handle, nv.NVML_CLOCK_SM),
+        "mem_clock_mhz": lambda: nv.nvmlDeviceGetClockInfo(handle, nv.NVML_CLOCK_MEM),
+        "max_sm_clock_mhz": lambda: nv.nvmlDeviceGetMaxClockInfo(handle, nv.NVML_CLOCK_SM),
+        "temperature_c": lambda: nv.nvmlDeviceGetTemperature(handle, nv.NVML_TEMPERATURE_GPU),
+        "power_w": lambda: round(nv.nvmlDeviceGetPowerUsage(handle) / 1000.0, 1),
+        "power_limit_w": lambda: round(nv.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0, 1),
+    }
+    for key, read in readers.items():
+        try:
+            state[key] = read()
+        except Exception as err:  # one unsupported query must not lose the others
+            state[key] = None
+            state.setdefault("errors", []).append(f"{key}: {err}")
+    try:
+        get = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
+        mask = int(get(handle))
+        state["slowdown_reasons"] = [n for bit, n in _SLOWDOWN_REASONS.items() if mask & bit]
+        state["other_reasons"] = [n for bit, n in _OTHER_REASONS.items() if mask & bit]
+    except Exception as err:
+        state["slowdown_reasons"] = None
+        state.setdefault("errors", []).append(f"clock event reasons: {err}")
+    return state
+
+
+class StateLog:
+    """Samples of the device state over a run: at start, after each measured group, at end."""
+
+    def __init__(self, device_index: int = 0) -> None:
+        self.device_index = device_index
+        self.samples: list[dict[str, Any]] = []
+
+    def sample(self, label: str) -> dict[str, Any]:
+        state = read_state(self.device_index)
+        state["at"] = label
+        self.samples.append(state)
+        return state
+
+    def summary(self) -> dict[str, Any]:
+        """Start and end state, whether the GPU slowed down at any sample, and notes for the report."""
+        if not self.samples:
+            return {"start": None, "end": None, "throttled": None, "notes": ["GPU state was not sampled"]}
+        slowed = sorted({r for s in self.samples for r in (s.get("slowdown_reasons") or [])})
+        power_capped = sum("sw_power_cap" in (s.get("other_reasons") or []) for s in self.samples)
+        notes = []
+        if slowed:
+            where = [s["at"] for s in self.samples if s.get("slowdown_reasons")]
+            notes.append(f"GPU slowed down ({', '.join(slowed)}) at: {', '.join(where)}")
+        if power_capped:
+            notes.append(f"SW power cap active in {power_capped} of {len(self.samples)} samples")
+        clocks = [s["sm_clock_mhz"] for s in self.samples if s.get("sm_clock_mhz")]
+        temps = [s["temperature_c"] for s in self.samples if s.get("temperature_c") is not None]
+        if clocks:
+            notes.append(f"SM clock {min(clocks)}-{max(clocks)} MHz over {len(clocks)} samples")
+        if temps:
+            notes.append(f"temperature {min(temps)}-{max(temps)} C")
+        if not self.samples[0].get("available", False):
+            notes.append(self.samples[0].get("note", "GPU state unavailable"))
+        return {
+            "start": self.samples[0],
+            "end": self.samples[-1],
+            "throttled": bool(slowed) if self.samples[0].get("available", False) else None,
+            "slowdown_reasons": slowed,
+            "sm_clock_mhz_range": [min(clocks), max(clocks)] if clocks else None,
+            "samples": len(self.samples),
+            "notes": notes,
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m tilegate.gpu`: print the GPU's slug, or say there is none (exit 2)."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        info = gpu_info()
+    except (RuntimeError, ImportError) as err:
+        print(
+            f"tilegate: cannot measure: {err}.\n"
+            "  `nox -s perf` needs a CUDA GPU and the runner's CUDA build of torch and Triton.\n"
+            "  Without a GPU: `nox -s tests` (CPU tests), `nox -s smoke` (pipeline on the interpreter),\n"
+            "  `tilegate compare RESULTS BASELINE` (judge results measured elsewhere).",
+            file=sys.stderr,
+        )
+        return 2
+    if "--slug" in args:
+        print(info.slug)
+    else:
+        print(f"{info.name} ({info.slug}), {info.sm_count} SMs, sm_{info.capability[0]}{info.capability[1]}, "
+              f"driver {info.driver}, CUDA {info.cuda}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

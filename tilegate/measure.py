@@ -1,0 +1,196 @@
+"""Measure one group of cases: same inputs, correctness first, then interleaved timing.
+
+A group is every variant at one (dtype, layout, K). Its inputs are drawn once (random normal,
+fixed seed per group); each variant's output buffer is poisoned with NaN and checked against a
+higher-precision reference before any of its timings count. Only variants that passed are timed,
+all together, round by round, so the ratios between them are paired.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tilegate.cases import Case
+from tilegate.timing import paired_ratio
+
+# Relative Frobenius error allowed against the reference. fp16/bf16 outputs round at ~5e-4 /
+# ~4e-3; 1e-2 is what the calibration used and still catches a missing K block or tile.
+REL_ERR_TOL = {"fp16": 1e-2, "bf16": 1e-2}
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    skip_reason: str | None = None
+    correct: bool | None = None
+    rel_err: float | None = None
+    error: str | None = None
+    samples_s: list[float] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failure(self) -> str | None:
+        """Why this case must fail its test, or None."""
+        if self.error is not None:
+            return f"{self.case.id}: {self.error}"
+        if self.correct is False:
+            return (
+                f"{self.case.id}: wrong result: relative error {self.rel_err:.3g} > "
+                f"{REL_ERR_TOL[self.case.dtype]:g} against the reference; its timing does not count"
+            )
+        return None
+
+
+def group_seed(group: str) -> int:
+    return zlib.crc32(group.encode()) & 0x7FFFFFFF
+
+
+class GroupMeasurer:
+    """Measures groups on demand and remembers the results for the tests that report them."""
+
+    def __init__(
+        self,
+        *,
+        registry: Mapping[str, Any],
+        timer: Any,
+        device: str,
+        capability: tuple[int, int] | None,
+        warmup_first_s: float = 2.0,
+        on_group: Callable[[str, dict[str, CaseResult], float], None] | None = None,
+        torch_module: Any = None,
+    ) -> None:
+        import torch
+
+        self.torch = torch_module or torch
+        self.registry = registry
+        self.timer = timer
+        self.device = device
+        self.capability = capability
+        self.warmup_first_s = warmup_first_s
+        self.on_group = on_group
+        self._results: dict[str, CaseResult] = {}
+        self._groups_done = 0
+
+    def result(self, case: Case, group_cases: list[Case]) -> CaseResult:
+        if case.id not in self._results:
+            self._measure(group_cases)
+        return self._results[case.id]
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _inputs(self, case: Case) -> tuple[Any, Any]:
+        torch = self.torch
+        dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[case.dtype]
+        gen = torch.Generator(device=self.device).manual_seed(group_seed(case.group))
+        a = torch.randn(case.m, case.k, dtype=dtype, device=self.device, generator=gen)
+        if case.layout == "nn":
+            b = torch.randn(case.k, case.n, dtype=dtype, device=self.device, generator=gen)
+        else:  # "nt": B stored N x K (K contiguous), passed as its transpose with no copy
+            b = torch.randn(case.n, case.k, dtype=dtype, device=self.device, generator=gen).T
+        return a, b
+
+    def _reference(self, a: Any, b: Any) -> Any:
+        torch = self.torch
+        hi = torch.float64 if a.device.type == "cpu" else torch.float32
+        return torch.matmul(a.to(hi), b.to(hi))
+
+    def _check(self, variant: Any, a: Any, b: Any, ref: Any, out: Any, tol: float) -> tuple[bool, float, str | None]:
+        """Poison `out`, run once, compare; returns (correct, rel_err, error message)."""
+        torch = self.torch
+        out.fill_(float("nan"))
+        got = variant.matmul(a, b, out=out)
+        if got is not out:
+            return False, math.inf, "matmul(a, b, out=c) did not return c"
+        if tuple(got.shape) != tuple(ref.shape) or got.dtype != a.dtype:
+            return False, math.inf, f"returned {tuple(got.shape)} {got.dtype}, expected {tuple(ref.shape)} {a.dtype}"
+        unwritten = int(torch.isnan(got).sum())
+        if unwritten:
+            return False, math.inf, f"{unwritten} output elements were never written (still NaN)"
+        diff = got.to(ref.dtype) - ref
+        rel = float(torch.linalg.vector_norm(diff) / torch.linalg.vector_norm(ref).clamp_min(1e-30))
+        return math.isfinite(rel) and rel <= tol, rel, None
+
+    def _measure(self, group_cases: list[Case]) -> None:
+        torch = self.torch
+        t0 = time.perf_counter()
+        first = group_cases[0]
+        a, b = self._inputs(first)
+        ref = self._reference(a, b)
+        outs: dict[str, Any] = {}
+        fns: dict[str, Callable[[], Any]] = {}
+        results: dict[str, CaseResult] = {}
+        for case in group_cases:
+            res = results[case.variant] = CaseResult(case)
+            variant = self.registry.get(case.variant)
+            if variant is None:
+                res.skip_reason = f"variant {case.variant!r} is not in kernels.VARIANTS"
+                continue
+            reason = variant.unsupported_reason(self.capability)
+            if reason:
+                res.skip_reason = f"{case.variant} cannot run here: {reason}"
+                continue
+            out = torch.empty(case.m, case.n, dtype=a.dtype, device=self.device)
+            try:
+                ok, rel, err = self._check(variant, a, b, ref, out, REL_ERR_TOL[case.dtype])
+            except Exception as exc:  # a kernel that raises fails its own case, not the group
+                res.error = f"{type(exc).__name__}: {exc}"
+                continue
+            res.correct, res.rel_err, res.error = ok, rel, err
+            outs[case.variant] = out
+            # A wrong kernel is still timed (its row is written, marked incorrect, and refused
+            # by the gate); a kernel that errored or wrote nothing is not.
+            if err is None:
+                fns[case.variant] = (lambda v=variant, o=out: v.matmul(a, b, out=o))
+        del ref
+        if fns:
+            warm = self.warmup_first_s if self._groups_done == 0 else self.timer.config.warmup_s
+            self.timer.warm(fns, warm)
+            samples = self.timer.time(fns)
+        else:
+            samples = {}
+        self._groups_done += 1
+        torch_samples = samples.get("torch")
+        for name, res in results.items():
+            res.samples_s = samples.get(name, [])
+            res.extra = self._extra(res, torch_samples, samples)
+            self._results[res.case.id] = res
+        if self.on_group is not None:
+            self.on_group(first.group, results, time.perf_counter() - t0)
+
+    def _extra(self, res: CaseResult, torch_samples: list[float] | None, samples: dict[str, list[float]]) -> dict[str, Any]:
+        case = res.case
+        extra: dict[str, Any] = {
+            "key": case.id,
+            "variant": case.variant,
+            "dtype": case.dtype,
+            "layout": case.layout,
+            "M": case.m,
+            "N": case.n,
+            "K": case.k,
+            "correct": res.correct,
+            "rel_err": res.rel_err if res.rel_err is None or math.isfinite(res.rel_err) else None,
+            "tolerance": REL_ERR_TOL[case.dtype],
+            "samples_s": res.samples_s,
+        }
+        if res.error:
+            extra["error"] = res.error
+        if res.samples_s:
+            med = statistics.median(res.samples_s)
+            extra["median_s"] = med
+            extra["tflops"] = round(case.flops / med / 1e12, 3)
+            extra["ratio_to_torch"] = (
+                paired_ratio(res.samples_s, torch_samples) if torch_samples and case.variant != "torch" else None
+            )
+        variant = self.registry.get(case.variant)
+        twin = getattr(variant, "xtile_twin_of", None)
+        if twin:
+            extra["twin"] = twin
+            twin_samples = samples.get(twin)
+            extra["ratio_to_twin"] = paired_ratio(res.samples_s, twin_samples) if twin_samples and res.samples_s else None
+        return extra

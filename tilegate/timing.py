@@ -1,0 +1,129 @@
+"""The timer: device time per call, interleaved rounds, an explicit L2 policy.
+
+GPU work is asynchronous, so a host clock around a launch measures the launch queue. Here each
+call is bracketed by a pair of CUDA events, the L2 cache is flushed (a buffer several times the
+L2 is zeroed) before every timed call by default, and the variants of one group take turns in
+every round so that clock and thermal drift fall on all of them alike: ratios between them are
+then paired, round by round. Events are read once, after the last round, so the host never
+stalls the GPU between calls.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+L2_FLUSH_MIN_BYTES = 256 * 2**20
+
+
+@dataclass(frozen=True)
+class TimerConfig:
+    rounds: int = 40
+    warmup_s: float = 0.3  # interleaved warm-up before the timed rounds of a group
+    l2_flush: bool = True
+
+    def __post_init__(self) -> None:
+        if self.rounds < 1:
+            raise ValueError(f"rounds must be >= 1, got {self.rounds}")
+        if self.warmup_s < 0:
+            raise ValueError(f"warmup_s must be >= 0, got {self.warmup_s}")
+
+
+def round_order(names: list[str], r: int) -> list[str]:
+    """Rotate the order every round so no variant always runs first (or right after another)."""
+    if not names:
+        return []
+    shift = r % len(names)
+    return names[shift:] + names[:shift]
+
+
+class CudaTimer:
+    """Times callables on the current CUDA device with event pairs."""
+
+    name = "cuda-event"
+
+    def __init__(self, config: TimerConfig, l2_bytes: int = 0) -> None:
+        import torch
+
+        self.config = config
+        self._torch = torch
+        self._flush_buf = None
+        if config.l2_flush:
+            nbytes = max(L2_FLUSH_MIN_BYTES, 4 * l2_bytes)
+            self._flush_buf = torch.empty(nbytes // 4, dtype=torch.int32, device="cuda")
+
+    @property
+    def l2_policy(self) -> str:
+        if self._flush_buf is None:
+            return "no flush (warm L2)"
+        return f"flush before every call ({self._flush_buf.numel() * 4 // 2**20} MiB zeroed)"
+
+    def _flush(self) -> None:
+        if self._flush_buf is not None:
+            self._flush_buf.zero_()
+
+    def warm(self, fns: Mapping[str, Callable[[], Any]], seconds: float) -> int:
+        """Run the callables in turn for about `seconds` (at least twice each); return rounds run."""
+        torch = self._torch
+        names = list(fns)
+        rounds = 0
+        start = time.perf_counter()
+        while rounds < 2 or time.perf_counter() - start < seconds:
+            for name in round_order(names, rounds):
+                self._flush()
+                fns[name]()
+            rounds += 1
+            torch.cuda.synchronize()
+        return rounds
+
+    def time(self, fns: Mapping[str, Callable[[], Any]]) -> dict[str, list[float]]:
+        """Seconds per call for each callable, one sample per round, rounds interleaved."""
+        torch = self._torch
+        names = list(fns)
+        events: dict[str, list[tuple[Any, Any]]] = {n: [] for n in names}
+        for r in range(self.config.rounds):
+            for name in round_order(names, r):
+                begin = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                self._flush()
+                begin.record()
+                fns[name]()
+                end.record()
+                events[name].append((begin, end))
+        torch.cuda.synchronize()
+        return {n: [b.elapsed_time(e) / 1e3 for b, e in pairs] for n, pairs in events.items()}
+
+
+class HostTimer:
+    """Smoke mode only: a host clock around synchronous CPU (interpreter) calls. Measures nothing real."""
+
+    name = "perf-counter"
+    l2_policy = "none (CPU interpreter)"
+
+    def __init__(self, config: TimerConfig) -> None:
+        self.config = config
+
+    def warm(self, fns: Mapping[str, Callable[[], Any]], seconds: float) -> int:
+        for fn in fns.values():
+            fn()
+        return 1
+
+    def time(self, fns: Mapping[str, Callable[[], Any]]) -> dict[str, list[float]]:
+        names = list(fns)
+        out: dict[str, list[float]] = {n: [] for n in names}
+        for r in range(self.config.rounds):
+            for name in round_order(names, r):
+                t0 = time.perf_counter()
+                fns[name]()
+                out[name].append(time.perf_counter() - t0)
+        return out
+
+
+def paired_ratio(x: list[float], ref: list[float]) -> float | None:
+    """Median over rounds of x_i / ref_i: the same-run ratio that survives drift between rounds."""
+    if not x or len(x) != len(ref) or any(r <= 0 for r in ref):
+        return None
+    return statistics.median(a / b for a, b in zip(x, ref, strict=True))

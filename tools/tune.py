@@ -1,0 +1,101 @@
+"""Sweep candidate configs of a kernel family on this GPU: swizzle vs cross-tile vs cuBLAS per K.
+
+    python tools/tune.py --family tma --ks 128,4096 --layout nt
+    python tools/tune.py --family pointer --configs "128x256x64w8s3p1,128x128x64w8s3p2"
+
+Each candidate is checked against torch.matmul first, then timed with the suite's own timer
+(CUDA events, L2 flushed, variants interleaved per round). Prints one table; the chosen config
+goes into kernels/configs.py by hand, with the table in docs/tuning-<arch>.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+from functools import partial
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from kernels import configs, persistent, tma  # noqa: E402
+from kernels._common import run_matmul  # noqa: E402
+from tilegate.gpu import gpu_info  # noqa: E402
+from tilegate.timing import CudaTimer, TimerConfig, paired_ratio  # noqa: E402
+
+_CFG = re.compile(r"^(\d+)x(\d+)x(\d+)w(\d+)s(\d+)p(\d+)(sub)?$")
+
+
+def parse_config(text: str) -> configs.Config:
+    m = _CFG.match(text)
+    if not m:
+        raise SystemExit(f"bad config {text!r}: expected BMxBNxBKwWARPSsSTAGESpPROGRAMS_PER_SM[sub]")
+    bm, bn, bk, w, s, p = (int(x) for x in m.groups()[:6])
+    return configs.Config(bm, bn, bk, 8, num_warps=w, num_stages=s, programs_per_sm=p, epilogue_subtile=bool(m[7]))
+
+
+def name_of(c: configs.Config) -> str:
+    return (f"{c.block_m}x{c.block_n}x{c.block_k}w{c.num_warps}s{c.num_stages}p{c.programs_per_sm}"
+            + ("sub" if c.epilogue_subtile else ""))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--family", choices=["pointer", "tma"], required=True)
+    ap.add_argument("--configs", required=True, help="comma-separated, e.g. 128x256x64w8s3p1sub")
+    ap.add_argument("--ks", default="128,4096")
+    ap.add_argument("--layout", default="nt", choices=["nt", "nn"])
+    ap.add_argument("--m", type=int, default=16384)
+    ap.add_argument("--rounds", type=int, default=20)
+    args = ap.parse_args()
+    info = gpu_info()
+    timer = CudaTimer(TimerConfig(rounds=args.rounds), l2_bytes=info.l2_bytes)
+    module = tma if args.family == "tma" else persistent
+    extra = {} if args.family == "tma" else {"grouped": True}
+    rows = []
+    for k in (int(x) for x in args.ks.split(",")):
+        gen = torch.Generator(device="cuda").manual_seed(k)
+        a = torch.randn(args.m, k, dtype=torch.float16, device="cuda", generator=gen)
+        b = torch.randn(args.m, k, dtype=torch.float16, device="cuda", generator=gen).T
+        if args.layout == "nn":
+            b = b.contiguous()
+        ref = torch.matmul(a.float(), b.float())
+        fns = {"torch": partial(torch.matmul, a, b, out=torch.empty(args.m, args.m, dtype=a.dtype, device="cuda"))}
+        for text in args.configs.split(","):
+            cfg = parse_config(text)
+            for flat in (False, True):
+                label = f"{name_of(cfg)}/{'xtile' if flat else 'swz'}"
+                plan = partial(module.plan, variant=label, flatten=flat, config=cfg, **extra)
+                out = torch.full((args.m, args.m), float("nan"), dtype=a.dtype, device="cuda")
+                try:
+                    run_matmul(label, plan, a, b, out=out)
+                    torch.cuda.synchronize()
+                except Exception as exc:  # a config that does not compile or fit is reported, not fatal
+                    print(f"K={k} {label}: FAILED {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+                    continue
+                err = float((out.float() - ref).norm() / ref.norm())
+                if not err < 1e-2:
+                    print(f"K={k} {label}: WRONG rel err {err:.3g}", flush=True)
+                    continue
+                fns[label] = partial(run_matmul, label, plan, a, b, out=out)
+        del ref
+        timer.warm(fns, 1.0)
+        samples = timer.time(fns)
+        base = samples["torch"]
+        for label, s in samples.items():
+            twin = label.replace("/xtile", "/swz")
+            rows.append((k, label, statistics.median(s) * 1e3, paired_ratio(s, base),
+                         paired_ratio(s, samples[twin]) if label.endswith("/xtile") and twin in samples else None))
+        print(f"K={k} done", flush=True)
+    print(f"\n{info.name} {args.family} {args.layout} M=N={args.m}, {args.rounds} rounds, L2 flushed")
+    print(f"{'K':>5} {'config':<28} {'median ms':>10} {'/cuBLAS':>8} {'xtile/swz':>10}")
+    for k, label, ms, rt, rx in rows:
+        print(f"{k:>5} {label:<28} {ms:>10.4f} {rt or 1:>8.3f} {'' if rx is None else f'{rx:.3f}':>10}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
