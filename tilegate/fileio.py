@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        # mkstemp makes the file owner-only (0600); keep the old file's mode, or the usual 0644
+        Path(tmp).chmod(stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o644)
         Path(tmp).replace(target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -40,7 +43,9 @@ def format_json(data: Any, *, inline_scalar_lists: bool = False) -> str:
     def encode(obj: Any, depth: int) -> str:
         pad, inner = "  " * depth, "  " * (depth + 1)
         if isinstance(obj, dict) and obj:
-            items = [f"{inner}{json.dumps(str(k))}: {encode(obj[k], depth + 1)}" for k in sorted(obj)]
+            items = [
+                f"{inner}{json.dumps(str(k))}: {encode(obj[k], depth + 1)}" for k in sorted(obj)
+            ]
             return "{\n" + ",\n".join(items) + "\n" + pad + "}"
         if isinstance(obj, list) and any(isinstance(x, (dict, list)) for x in obj):
             return "[\n" + ",\n".join(inner + encode(x, depth + 1) for x in obj) + "\n" + pad + "]"
@@ -49,7 +54,9 @@ def format_json(data: Any, *, inline_scalar_lists: bool = False) -> str:
     return encode(data, 0) + "\n"
 
 
-def atomic_write_json(path: str | os.PathLike[str], data: Any, *, inline_scalar_lists: bool = False) -> None:
+def atomic_write_json(
+    path: str | os.PathLike[str], data: Any, *, inline_scalar_lists: bool = False
+) -> None:
     """Write data as stable, reviewable JSON (see `format_json`), atomically."""
     atomic_write_text(path, format_json(data, inline_scalar_lists=inline_scalar_lists))
 
@@ -74,7 +81,9 @@ def read_json(path: str | os.PathLike[str], what: str, *, allow_nan: bool = Fals
     try:
         return json.loads(text) if allow_nan else json.loads(text, parse_constant=_reject_constant)
     except ValueError as err:
-        raise InputError(f"{what} {p} is not valid JSON ({err}); restore it from git or regenerate it") from err
+        raise InputError(
+            f"{what} {p} is not valid JSON ({err}); restore it from git or regenerate it"
+        ) from err
 
 
 def is_finite_positive(x: Any) -> bool:

@@ -1,0 +1,403 @@
+"""What every Triton variant shares: operand checks, layouts, SM counts, binding and launching a plan."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+from triton.runtime.interpreter import InterpretedFunction
+from triton.runtime.jit import JITFunction
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+from .configs import INTERPRETER_NUM_SMS
+from .launch import DescArg, KernelLaunch, ScalarArg, TensorArg
+
+DTYPES: dict[torch.dtype, str] = {torch.float16: "fp16", torch.bfloat16: "bf16"}
+LAYOUTS = ("nn", "nt")
+TMA_MIN_CAPABILITY = (9, 0)
+_TMA_ALIGN_BYTES = 16
+_INT32_LIMIT = 2**31  # pointer kernels index with int32 offsets
+
+# A plan function: plan(M, N, K, *, dtype, layout, capability, num_sms) -> KernelLaunch.
+PlanFn = Callable[..., KernelLaunch]
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels that compile for the GPU and also run in the interpreter, chosen at launch.
+
+
+class Kernel(JITFunction):
+    """A `@triton.jit` function whose interpreter form is chosen at launch, not at import.
+
+    `triton.jit` returns an interpreter-only object when TRITON_INTERPRET=1 is set at import
+    time, which `triton.compile` (the AOT fingerprint) cannot compile. A `Kernel` is always a
+    real JITFunction; `launchable()` gives its interpreted twin when the interpreter is on.
+    """
+
+    @functools.cached_property
+    def interpreted(self) -> InterpretedFunction:
+        """This function as Triton's interpreter runs it."""
+        return InterpretedFunction(self.fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # Reached only as a device-function call inside an interpreted kernel (the compiler
+        # inlines jit helpers from their source and never calls them).
+        return self.interpreted(*args, **kwargs)
+
+
+def jit(fn: Callable[..., Any]) -> Kernel:
+    """Decorator: like `triton.jit`, but the interpreter is picked per launch (see `Kernel`)."""
+    return Kernel(fn)
+
+
+def launchable(fn: JITFunction) -> JITFunction | InterpretedFunction:
+    """`fn` as it runs now: interpreted when TRITON_INTERPRET=1, compiled otherwise."""
+    if interpreting() and isinstance(fn, Kernel):
+        return fn.interpreted
+    return fn
+
+
+# ---------------------------------------------------------------------------------------------
+# Device code shared by the kernels.
+#
+# Kernels call only Triton builtins (tl.load, tl.dot, tl.full, ...) and `jit` helpers defined
+# here, never triton.language's own jit functions (tl.cdiv, tl.zeros, tl.sum, ...): those are
+# fixed as compiled or interpreted when triton is imported, which would tie this package to the
+# mode of the process again (tests/test_kernels.py runs both modes in one process).
+
+
+@jit
+def cdiv(x, y):
+    """Ceiling division (our own tl.cdiv: see the comment above)."""
+    return (x + y - 1) // y
+
+
+@jit
+def tile_coords(tile, num_pid_m, num_pid_n, GROUP_M: tl.constexpr, GROUPED: tl.constexpr):
+    """(pid_m, pid_n) of linear tile index `tile`: row-major, or GROUP_M-swizzled when GROUPED."""
+    if GROUPED:
+        # Walk GROUP_M rows of tiles column by column: consecutive tiles (running at the same
+        # time on neighbouring SMs) share A rows and B columns, so they hit in L2 (tutorial 03).
+        num_pid_in_group = GROUP_M * num_pid_n
+        group_id = tile // num_pid_in_group
+        first_pid_m = group_id * GROUP_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+        pid_m = first_pid_m + (tile % num_pid_in_group) % group_size_m
+        pid_n = (tile % num_pid_in_group) // group_size_m
+    else:
+        pid_m = tile // num_pid_n
+        pid_n = tile % num_pid_n
+    return pid_m, pid_n
+
+
+@jit
+def pointer_tile_acc(
+    a_ptr,
+    b_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    pid_m,
+    pid_n,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    """fp32 accumulator of one BLOCK_M x BLOCK_N tile of A @ B, read through pointers."""
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    # Rows / columns past the edge read row / column 0 instead of being masked (tutorial 09):
+    # loads stay unmasked in M and N, the store drops them. The hints keep loads vectorized.
+    offs_m = tl.max_contiguous(tl.multiple_of(tl.where(offs_m < M, offs_m, 0), BLOCK_M), BLOCK_M)
+    offs_n = tl.max_contiguous(tl.multiple_of(tl.where(offs_n < N, offs_n, 0), BLOCK_N), BLOCK_N)
+    k_range = tl.arange(0, BLOCK_K)
+    acc = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
+    for ki in range(cdiv(K, BLOCK_K)):
+        # Pointers are rebuilt from ki rather than carried (as tutorial 09 does), so a flattened
+        # tile loop has no pointer tensors to reset at tile boundaries. K is masked (zeros add
+        # nothing), so any K works, including K < BLOCK_K.
+        offs_k = ki * BLOCK_K + k_range
+        a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+        b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K, other=0.0)
+        acc = tl.dot(a, b, acc)
+    return acc
+
+
+@jit
+def pointer_tile_store(
+    c_ptr,
+    acc,
+    M,
+    N,
+    stride_cm,
+    stride_cn,
+    pid_m,
+    pid_n,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
+    """Store one tile of C in C's dtype, masked at the M and N edges."""
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+# ---------------------------------------------------------------------------------------------
+# Host side: names, layouts, checks.
+
+
+def dtype_name(dtype: torch.dtype | str) -> str:
+    """Triton's short name ("fp16", "bf16") of a supported torch dtype or short name."""
+    if isinstance(dtype, str) and dtype in DTYPES.values():
+        return dtype
+    if dtype in DTYPES:
+        return DTYPES[dtype]
+    raise TypeError(f"unsupported dtype {dtype}: use torch.float16 or torch.bfloat16")
+
+
+def layout_of(b: torch.Tensor) -> str:
+    """Layout of b (K x N): "nn" when N-contiguous, "nt" when K-contiguous (b = bt.T).
+
+    Reads strides only; nothing is copied. A dimension of size 1 has no meaningful stride, so it never decides: "nn" wins whenever
+    b.stride(1) == 1 or N == 1, then "nt" when b.stride(0) == 1 or K == 1.
+    """
+    if b.dim() != 2:
+        raise ValueError(f"b must be 2-D (K x N), got shape {tuple(b.shape)}")
+    K, N = b.shape
+    if b.stride(1) == 1 or N == 1:
+        return "nn"
+    if b.stride(0) == 1 or K == 1:
+        return "nt"
+    raise ValueError(
+        f"b (K x N = {K} x {N}) has strides {tuple(b.stride())}: neither N-contiguous "
+        f"(stride(1) == 1, layout nn) nor K-contiguous (stride(0) == 1, layout nt)"
+    )
+
+
+def check_problem(
+    variant: str,
+    M: int,
+    N: int,
+    K: int,
+    dtype: torch.dtype | str,
+    layout: str,
+    capability: tuple[int, int] | None,
+    num_sms: int,
+    min_capability: tuple[int, int] | None = None,
+) -> str:
+    """Validate plan() arguments; return the dtype's short name. Errors name the variant."""
+    for dim, value in (("M", M), ("N", N), ("K", K)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{variant}: {dim} must be a positive int, got {value!r}")
+    try:
+        name = dtype_name(dtype)
+    except TypeError as e:
+        raise TypeError(f"{variant}: {e}") from None
+    if layout not in LAYOUTS:
+        raise ValueError(f"{variant}: layout must be one of {LAYOUTS}, got {layout!r}")
+    if not isinstance(num_sms, int) or num_sms < 1:
+        raise ValueError(f"{variant}: num_sms must be a positive int, got {num_sms!r}")
+    if capability is not None and min_capability is not None and tuple(capability) < min_capability:
+        raise ValueError(
+            f"{variant}: needs compute capability >= {min_capability[0]}.{min_capability[1]}"
+            f" (TMA), this GPU is sm_{capability[0]}{capability[1]}"
+        )
+    return name
+
+
+def check_operands(
+    variant: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None
+) -> None:
+    """Shapes, dtypes and devices of `matmul(a, b, out=out)`; errors name the variant."""
+    for name, t in (("a", a), ("b", b), ("out", out)):
+        if t is None:
+            continue
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{variant}: {name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2:
+            raise ValueError(f"{variant}: {name} must be 2-D, got shape {tuple(t.shape)}")
+    if a.dtype not in DTYPES:
+        raise TypeError(
+            f"{variant}: unsupported dtype {a.dtype}: use torch.float16 or torch.bfloat16"
+        )
+    if b.dtype != a.dtype:
+        raise TypeError(f"{variant}: a and b dtypes differ ({a.dtype} vs {b.dtype})")
+    if b.device != a.device:
+        raise ValueError(f"{variant}: a and b are on different devices ({a.device} vs {b.device})")
+    (M, K), (K_b, N) = a.shape, b.shape
+    if K_b != K:
+        raise ValueError(f"{variant}: inner dimensions differ: a is {M} x {K}, b is {K_b} x {N}")
+    if min(M, N, K) < 1:
+        raise ValueError(f"{variant}: empty problem M x N x K = {M} x {N} x {K}")
+    if out is not None:
+        if tuple(out.shape) != (M, N):
+            raise ValueError(f"{variant}: out has shape {tuple(out.shape)}, expected ({M}, {N})")
+        if out.dtype != a.dtype:
+            raise TypeError(f"{variant}: out is {out.dtype}, expected {a.dtype}")
+        if out.device != a.device:
+            raise ValueError(f"{variant}: out is on {out.device}, operands on {a.device}")
+
+
+def interpreting() -> bool:
+    """Whether Triton runs kernels in its CPU interpreter (TRITON_INTERPRET=1)."""
+    return bool(triton.knobs.runtime.interpret)
+
+
+@functools.cache
+def _cuda_facts(index: int) -> tuple[tuple[int, int], int]:
+    props = torch.cuda.get_device_properties(index)
+    return (props.major, props.minor), props.multi_processor_count
+
+
+def device_facts(variant: str, device: torch.device) -> tuple[tuple[int, int] | None, int]:
+    """(capability, SM count) to plan for on `device`; (None, INTERPRETER_NUM_SMS) when interpreting."""
+    if interpreting():
+        return None, INTERPRETER_NUM_SMS
+    if device.type != "cuda":
+        raise ValueError(
+            f"{variant}: operands are on {device}; Triton kernels need a CUDA device "
+            f"(or TRITON_INTERPRET=1 to run them in Triton's CPU interpreter)"
+        )
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return _cuda_facts(index)
+
+
+# ---------------------------------------------------------------------------------------------
+# Binding a plan to real tensors and launching it.
+
+
+def _scalar_values(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> dict[str, int]:
+    (M, K), N = a.shape, b.shape[1]
+    return {
+        "M": M,
+        "N": N,
+        "K": K,
+        "stride_am": a.stride(0),
+        "stride_ak": a.stride(1),
+        "stride_bk": b.stride(0),
+        "stride_bn": b.stride(1),
+        "stride_cm": c.stride(0),
+        "stride_cn": c.stride(1),
+    }
+
+
+def _descriptor(variant: str, arg: DescArg, t: torch.Tensor) -> TensorDescriptor:
+    """A host TMA descriptor over `t` (or t.T), after checking what TMA requires."""
+    base = t.T if arg.transposed else t
+    what = f"{arg.operand}.T" if arg.transposed else arg.operand
+    size = base.element_size()
+    if base.stride(-1) != 1:
+        raise ValueError(
+            f"{variant}: TMA needs {what} contiguous in its last dimension, got strides "
+            f"{tuple(base.stride())}"
+        )
+    if any(s * size % _TMA_ALIGN_BYTES for s in base.stride()[:-1]):
+        raise ValueError(
+            f"{variant}: TMA needs {what}'s leading strides to be multiples of 16 bytes, got "
+            f"strides {tuple(base.stride())} of {size}-byte elements (shape {tuple(base.shape)})"
+        )
+    if base.data_ptr() % _TMA_ALIGN_BYTES:
+        raise ValueError(f"{variant}: TMA needs {what}'s data pointer 16-byte aligned")
+    return TensorDescriptor(base, list(base.shape), list(base.stride()), list(arg.block_shape))
+
+
+def _check_int32_offsets(variant: str, name: str, t: torch.Tensor) -> None:
+    """Pointer kernels compute element offsets in int32: refuse what would overflow."""
+    span = sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride(), strict=True))
+    if span >= _INT32_LIMIT:
+        raise ValueError(f"{variant}: {name} spans {span} elements, beyond int32 offsets")
+
+
+def bind(
+    variant: str, launch: KernelLaunch, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor
+) -> list[Any]:
+    """The kernel's positional arguments: `launch.args` bound to a, b and c.
+
+    Sizes and strides are read from the tensors themselves (they equal the plan's for the
+    layout's canonical tensors; a padded leading dimension, say, still runs correctly).
+    """
+    operands = {"a": a, "b": b, "c": c}
+    scalars = _scalar_values(a, b, c)
+    values: list[Any] = []
+    for arg in launch.args:
+        if isinstance(arg, TensorArg):
+            t = operands[arg.operand]
+            _check_int32_offsets(variant, arg.operand, t)
+            values.append(t)
+        elif isinstance(arg, DescArg):
+            values.append(_descriptor(variant, arg, operands[arg.operand]))
+        elif isinstance(arg, ScalarArg):
+            values.append(scalars.get(arg.name, arg.value))
+        else:  # pragma: no cover - launch.py defines exactly three kinds
+            raise TypeError(f"{variant}: unknown launch argument {arg!r}")
+    return values
+
+
+def launch_kernel(
+    variant: str, launch: KernelLaunch, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor
+) -> torch.Tensor:
+    """Bind `launch` to a, b, c and run it; returns c."""
+    values = bind(variant, launch, a, b, c)
+    kernel = launchable(launch.fn)[launch.grid]
+    options = {"num_warps": launch.num_warps, "num_stages": launch.num_stages}
+    if a.device.type == "cuda":
+        with torch.cuda.device(a.device):
+            kernel(*values, **launch.constexprs, **options)
+    else:
+        kernel(*values, **launch.constexprs, **options)
+    return c
+
+
+def run_matmul(
+    variant: str, plan: PlanFn, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None
+) -> torch.Tensor:
+    """C = A @ B with the launch `plan` makes for these operands, written into `out` if given."""
+    check_operands(variant, a, b, out)
+    capability, num_sms = device_facts(variant, a.device)
+    (M, K), N = a.shape, b.shape[1]
+    try:
+        layout = layout_of(b)
+    except ValueError as e:
+        raise ValueError(f"{variant}: {e}") from None
+    launch = plan(M, N, K, dtype=a.dtype, layout=layout, capability=capability, num_sms=num_sms)
+    c = torch.empty((M, N), dtype=a.dtype, device=a.device) if out is None else out
+    return launch_kernel(variant, launch, a, b, c)
+
+
+def canonical_strides(M: int, N: int, K: int, layout: str) -> Mapping[str, tuple[int, int]]:
+    """Strides of contiguous a (M x K), b in `layout` and contiguous c (M x N)."""
+    b_strides = (N, 1) if layout == "nn" else (1, K)
+    return {"a": (K, 1), "b": b_strides, "c": (N, 1)}
+
+
+def pointer_args(
+    M: int, N: int, K: int, dtype: str, layout: str
+) -> tuple[TensorArg | ScalarArg, ...]:
+    """The pointer kernels' runtime parameters, in order, for canonical tensors of `layout`."""
+    strides = canonical_strides(M, N, K, layout)
+    return (
+        TensorArg("a_ptr", "a", dtype, (M, K), strides["a"]),
+        TensorArg("b_ptr", "b", dtype, (K, N), strides["b"]),
+        TensorArg("c_ptr", "c", dtype, (M, N), strides["c"]),
+        ScalarArg("M", M),
+        ScalarArg("N", N),
+        ScalarArg("K", K),
+        ScalarArg("stride_am", strides["a"][0]),
+        ScalarArg("stride_ak", strides["a"][1]),
+        ScalarArg("stride_bk", strides["b"][0]),
+        ScalarArg("stride_bn", strides["b"][1]),
+        ScalarArg("stride_cm", strides["c"][0]),
+        ScalarArg("stride_cn", strides["c"][1]),
+    )

@@ -1,0 +1,69 @@
+"""Launch configurations per kernel family and GPU architecture: the one place they live.
+
+`CONFIGS[(family, arch)]` holds one `Config`. Every variant of a family uses the same config on a
+given GPU, so a cross-tile variant and its twin differ only in the tile loop (the ratio the gate
+watches). Edit the table to tune; `config_for` picks the row for a capability.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The interpreter has no SMs; this many "SMs" (programs) is deliberately small and divides few
+# tile counts, so each persistent program loops over several tiles and some get one fewer.
+INTERPRETER_NUM_SMS = 3
+
+
+@dataclass(frozen=True)
+class Config:
+    """Tile sizes, tile order, warps, pipeline depth and programs per SM for one family on one GPU."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int  # rows of tiles per GROUP_M swizzle group (grouped / swizzle variants)
+    num_warps: int
+    num_stages: int  # software-pipeline depth of the innermost (K, or flattened) loop
+    programs_per_sm: int  # persistent grids: programs = programs_per_sm x SMs (capped at tiles)
+    epilogue_subtile: bool = False  # TMA only: store C as two BLOCK_N / 2 halves (tutorial 09)
+
+
+# family: "pointer" (tiled, grouped and the pointer persistent kernels) or "tma".
+# arch: "sm_90" (H100 / H200), "sm_120" (RTX 50xx), "default" (any other GPU), "interpreter".
+CONFIGS: dict[tuple[str, str], Config] = {
+    # H200, tuned by measurement (docs/tuning-sm90.md, `python tools/tune.py`). Pointer: one
+    # 128x256x64 program per SM (3 stages take ~144 KiB of shared memory). TMA: two 128x128x64
+    # programs per SM with the epilogue stored in halves (3 x 32 KiB of stages + 16 KiB of C each,
+    # so two fit in 228 KiB): two C stores in flight per SM is what beats cuBLAS at K = 128,
+    # where writing C is most of the work.
+    ("pointer", "sm_90"): Config(128, 256, 64, 8, num_warps=8, num_stages=3, programs_per_sm=1),
+    ("tma", "sm_90"): Config(
+        128, 128, 64, 8, num_warps=4, num_stages=3, programs_per_sm=2, epilogue_subtile=True
+    ),
+    # RTX 5090, the seed write-up's config (340 programs = 2 x 170 SMs). TMA on sm_120 is untuned.
+    ("pointer", "sm_120"): Config(128, 64, 32, 8, num_warps=4, num_stages=4, programs_per_sm=2),
+    ("tma", "sm_120"): Config(128, 64, 32, 8, num_warps=4, num_stages=4, programs_per_sm=2),
+    # Anything else: conservative tiles that fit the shared memory of every GPU since sm_80.
+    ("pointer", "default"): Config(128, 128, 32, 8, num_warps=4, num_stages=3, programs_per_sm=1),
+    ("tma", "default"): Config(128, 128, 64, 8, num_warps=4, num_stages=3, programs_per_sm=1),
+    # CPU interpreter: small tiles so tiny odd shapes still have many tiles and several K steps;
+    # GROUP_M = 2 so grouping reorders tiles and leaves a partial last group. Warps and stages
+    # are ignored by the interpreter, except that num_stages reaches `tl.range`.
+    ("pointer", "interpreter"): Config(16, 16, 16, 2, num_warps=1, num_stages=2, programs_per_sm=1),
+    ("tma", "interpreter"): Config(16, 16, 16, 2, num_warps=1, num_stages=2, programs_per_sm=1),
+}
+
+
+def arch_of(capability: tuple[int, int] | None) -> str:
+    """The `CONFIGS` arch key for a CUDA capability; None (no GPU) is the interpreter."""
+    if capability is None:
+        return "interpreter"
+    return {(9, 0): "sm_90", (12, 0): "sm_120"}.get(tuple(capability), "default")
+
+
+def config_for(family: str, capability: tuple[int, int] | None) -> Config:
+    """The config of `family` ("pointer" or "tma") on a GPU of `capability` (None: interpreter)."""
+    key = (family, arch_of(capability))
+    if key not in CONFIGS:
+        raise ValueError(f"no config for kernel family {family!r} on {key[1]}")
+    return CONFIGS[key]

@@ -1,0 +1,202 @@
+"""The compile fingerprint's real pipeline: registry plans -> AOT compile -> facts -> rules -> diff.
+
+Mutation tests alter a registry launch before it is compiled (flatten off, one more stage) and
+check that the gate fails for the right reason. A cross-check compiles through the JIT itself
+(`JITFunction.warmup` with real torch tensors and a stand-in driver for the target) and
+verifies that it hands `triton.compile` exactly what the fingerprint compiles.
+
+Compile count is kept small: a session-wide compile cache and baseline, sm_90 only, two
+variants (the cross-tile pointer kernel and its twin); the mutations add three compiles.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tilegate.fingerprint import gate
+from tilegate.fingerprint.compile import Target, compile_one, specialize
+from tilegate.fingerprint.extract import ttgir_facts
+from tilegate.fingerprint.store import baseline_path, load_baseline
+from tilegate.fingerprint.suite import KernelCase
+
+pytestmark = pytest.mark.aot
+
+VARIANTS = ("xtile_persistent", "swizzle_persistent")
+
+
+@pytest.fixture(scope="session")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A fingerprint baseline of the two pointer persistent variants on sm_90, recorded once."""
+    root = tmp_path_factory.mktemp("fingerprint")
+    paths = {"baselines": root / "baselines", "cache": root / "cache", "out": root / "out"}
+    result = gate.record(_opts(paths))
+    assert result.exit_code == 0, result.text
+    return paths
+
+
+def _opts(paths: dict[str, Path], **over: Any) -> gate.Options:
+    o = gate.Options(baseline_dir=paths["baselines"], cache_dir=paths["cache"], archs=["sm_90"],
+                     variants=list(VARIANTS), jobs=1, report_path=paths["out"] / "fingerprint.md",
+                     json_dir=paths["out"] / "json")
+    return dataclasses.replace(o, **over)
+
+
+def test_recorded_fingerprints_reproduce_and_show_the_named_exception(recorded: dict[str, Path]) -> None:
+    result = gate.check(_opts(recorded))
+    assert result.exit_code == 0, result.text
+    assert result.compiled is not None and result.compiled.compiled == 0  # all from the cache
+    stored = load_baseline(baseline_path(recorded["baselines"], _triton(), "sm_90"))
+    nn = stored["xtile_persistent-fp16-nn-sm90"].facts
+    nt = stored["xtile_persistent-fp16-nt-sm90"].facts
+    swz = stored["swizzle_persistent-fp16-nn-sm90"].facts
+    # the calibration's story, read from the TTGIR: fused, B loses its buffers on nn only,
+    # the wgmma wait drops to 0 there; the unfused twin keeps everything
+    assert nn["fused"] and nt["fused"] and not swz["fused"]
+    assert nn["b_multi_buffered"] is False and nn["b_load"] == "sync" and nn["wgmma_wait"] == 0
+    assert nt["b_multi_buffered"] and nt["a_multi_buffered"] and nt["wgmma_wait"] >= 1
+    assert swz["a_load"] == swz["b_load"] == "cp.async" and swz["b_buffers"] >= 2
+    # the known violation is visible, by name, not silent
+    assert [f.exception for f in result.rules.excepted] == ["xtile-nn-pointer-b-sync"] * 2
+    assert "EXCEPTED (xtile-nn-pointer-b-sync)" in result.text
+    assert (recorded["out"] / "fingerprint.md").read_text() == result.text
+
+
+def _triton() -> str:
+    import triton
+
+    return str(triton.__version__)
+
+
+def _with(launch: Any, *, constexprs: dict[str, Any] | None = None, **fields: Any) -> Any:
+    return dataclasses.replace(launch, constexprs={**launch.constexprs, **(constexprs or {})}, **fields)
+
+
+def test_flatten_off_in_the_cross_tile_variant_fails_the_gate(recorded: dict[str, Path]) -> None:
+    def flatten_off(case: KernelCase, launch: Any) -> Any:
+        return _with(launch, constexprs={"FLATTEN": False}) if case.variant == "xtile_persistent" else launch
+
+    result = gate.check(_opts(recorded, mutate=flatten_off))
+    assert result.exit_code == 1
+    broken = {(f.rule, f.kernel) for f in result.rules.failures}
+    assert broken == {("xtile-fused", "xtile_persistent-fp16-nt-sm90"),
+                      ("xtile-fused", "xtile_persistent-fp16-nn-sm90")}
+    assert "cross-tile variant is not fused" in result.text
+    fused = [c for c in result.changes if c.field == "fused"]
+    assert {(c.kernel, c.old, c.new, c.verdict) for c in fused} == {
+        ("xtile_persistent-fp16-nt-sm90", True, False, "worse"),
+        ("xtile_persistent-fp16-nn-sm90", True, False, "worse"),
+    }
+    # unfused, B is multi-buffered again on nn: the exception no longer excuses anything
+    assert any(s.startswith("xtile-nn-pointer-b-sync") for s in result.rules.stale_exceptions)
+
+
+def test_one_more_stage_shows_the_shared_memory_change(recorded: dict[str, Path]) -> None:
+    def deeper(case: KernelCase, launch: Any) -> Any:
+        if case.id.startswith("swizzle_persistent-fp16-nt"):
+            s = launch.num_stages + 1
+            return _with(launch, constexprs={"NUM_STAGES": s}, num_stages=s)
+        return launch
+
+    result = gate.check(_opts(recorded, mutate=deeper))
+    assert result.exit_code == 1
+    assert not result.rules.failures  # deeper is not a rule violation: it is a change to record
+    by_field = {c.field: c for c in result.changes if c.kernel == "swizzle_persistent-fp16-nt-sm90"}
+    smem = by_field["shared_bytes"]
+    assert smem.new > smem.old and smem.fails
+    assert by_field["a_buffers"].new == by_field["a_buffers"].old + 1
+    assert by_field["num_stages"].verdict == "changed"
+    assert (f"| swizzle_persistent-fp16-nt-sm90 | shared_bytes | {smem.old} -> {smem.new} "
+            f"(+{smem.new - smem.old}) | changed |") in result.text
+    assert "shared memory per block" in result.text  # why it matters
+
+
+# --- the JIT itself, with a stand-in driver -------------------------------------------------------
+
+
+class _FakeDriver:
+    """Enough of a Triton driver for `JITFunction.run(warmup=True)`: a target, no device."""
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+
+    def get_current_target(self) -> Any:
+        return self.target
+
+    def get_current_device(self) -> str:
+        return f"tilegate-fake-{self.target.arch}"
+
+    def get_current_stream(self, device: Any = None) -> int:
+        return 0
+
+
+@pytest.fixture
+def fake_driver(tmp_path: Path) -> Iterator[Any]:
+    from triton import knobs
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime.driver import driver
+
+    saved = driver._active
+    fake = _FakeDriver(GPUTarget("cuda", 90, 32))
+    driver.set_active(fake)
+    try:
+        with knobs.cache.scope():
+            knobs.cache.dir = str(tmp_path / "triton-cache")
+            yield fake
+    finally:
+        driver._active = saved
+
+
+def _real_args(launch: Any) -> list[Any]:
+    """Real torch tensors and host TensorDescriptors for a launch, as the benchmark passes them."""
+    import torch
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from kernels.launch import DescArg, TensorArg
+
+    dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16}
+    out: list[Any] = []
+    for arg in launch.args:
+        if isinstance(arg, TensorArg):
+            out.append(torch.empty_strided(arg.shape, arg.strides, dtype=dtypes[arg.dtype]))
+        elif isinstance(arg, DescArg):
+            t = torch.empty(arg.shape, dtype=dtypes[arg.dtype])
+            assert tuple(t.stride()) == tuple(arg.strides)
+            out.append(TensorDescriptor.from_tensor(t, list(arg.block_shape)))
+        else:
+            out.append(arg.value)
+    return out
+
+
+@pytest.mark.parametrize("variant, layout", [("swizzle_persistent", "nn"), ("tma_xtile_persistent", "nt")])
+def test_aot_specialization_equals_the_jits(fake_driver: Any, tmp_path: Path, variant: str, layout: str) -> None:
+    """The JIT, given real tensors, compiles exactly what the fingerprint compiles (same Triton
+    cache hash: same source, signature, divisibility attributes, constexprs and options)."""
+    from kernels import VARIANTS
+
+    target = Target("sm_90", (9, 0), 132, "test")
+    # a small problem: specialization depends on alignment and values, not on sizes
+    launch = VARIANTS[variant].plan(256, 256, 128, dtype="fp16", layout=layout, capability=(9, 0), num_sms=132)
+    fn = launch.fn
+    try:
+        kernel = fn.warmup(*_real_args(launch), grid=launch.grid, **launch.constexprs,
+                           num_warps=launch.num_warps, num_stages=launch.num_stages)
+    finally:
+        fn.device_caches.pop(fake_driver.get_current_device(), None)
+    spec = specialize(launch, target)
+    assert kernel.hash == hashlib.sha256(spec.triton_key.encode()).hexdigest()
+    # and the facts read from the JIT's TTGIR are the fingerprint's
+    ours, _ = compile_one(launch, target, tmp_path / "cache", spec)
+    jit = ttgir_facts(kernel.asm["ttgir"])
+    assert jit["fused"] == ours["fused"] and jit["wgmma_wait"] == ours["wgmma_wait"]
+    for op in ("a", "b"):
+        assert jit["operands"][op]["buffers"] == ours[f"{op}_buffers"]
+        assert jit["operands"][op]["load"] == ours[f"{op}_load"]
+    assert kernel.metadata.shared == ours["shared_bytes"]
+    # PITFALLS.md: without the JIT's divisibility hints the loads are not pipelined at all
+    assert ours["a_load"] in ("cp.async", "tma") and ours["a_multi_buffered"]

@@ -1,0 +1,177 @@
+"""The perf suite's parts that run without a GPU: cases, timer helpers, GPU state, measurement."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from tilegate.cases import PROFILES, VARIANT_ORDER, build_cases, case_id, parse_case_id
+from tilegate.gpu import StateLog, slugify
+from tilegate.measure import GroupMeasurer
+from tilegate.timing import HostTimer, TimerConfig, paired_ratio, round_order
+
+
+def test_case_ids_round_trip_and_join_key_format() -> None:
+    key = case_id("xtile_persistent", "fp16", "nt", 128)
+    assert key == "xtile_persistent-fp16-nt-K128"
+    assert parse_case_id(key) == ("xtile_persistent", "fp16", "nt", 128)
+    for bad in ("xtile_persistent-fp32-nt-K128", "torch-fp16-tn-K1", "torch-fp16-nt-128"):
+        with pytest.raises(ValueError, match="case id"):
+            parse_case_id(bad)
+
+
+def test_profiles_cover_what_the_issue_asks() -> None:
+    quick = build_cases(PROFILES["quick"])
+    assert {(c.dtype, c.layout, c.k) for c in quick} == {("fp16", "nt", k) for k in (128, 512, 4096)}
+    default = build_cases(PROFILES["default"])
+    assert {c.layout for c in default} == {"nt", "nn"}
+    assert sorted({c.k for c in default}) == [128, 256, 512, 1024, 2048, 4096]
+    assert {c.dtype for c in build_cases(PROFILES["full"])} == {"fp16", "bf16"}
+    assert all(c.m == c.n == 16384 for c in default)
+    assert len({c.id for c in default}) == len(default) == 2 * 6 * len(VARIANT_ORDER)
+
+
+def test_cases_are_grouped_and_torch_leads_each_group() -> None:
+    cases = build_cases(PROFILES["default"])
+    seen: list[str] = []
+    for c in cases:
+        if not seen or seen[-1] != c.group:
+            assert c.group not in seen, f"group {c.group} is split"
+            seen.append(c.group)
+            assert c.variant == "torch"
+
+
+def test_only_keeps_whole_groups_of_suspects_and_rejects_unknown_ids() -> None:
+    profile = PROFILES["quick"]
+    cases = build_cases(profile, only=frozenset({"xtile_persistent-fp16-nt-K512"}))
+    assert {c.group for c in cases} == {"fp16-nt-K512"}
+    assert len(cases) == len(VARIANT_ORDER)  # the twin and torch are re-measured too
+    with pytest.raises(ValueError, match="not in profile"):
+        build_cases(profile, only=frozenset({"xtile_persistent-fp16-nn-K512"}))
+    with pytest.raises(ValueError, match="unknown variant"):
+        build_cases(profile, ("nope",))
+
+
+def test_round_order_rotates_every_variant_through_every_position() -> None:
+    names = ["a", "b", "c"]
+    firsts = [round_order(names, r)[0] for r in range(3)]
+    assert sorted(firsts) == names
+    assert all(sorted(round_order(names, r)) == names for r in range(7))
+
+
+def test_paired_ratio_is_the_median_of_per_round_ratios() -> None:
+    # A drift that hits both rows alike leaves the paired ratio exact.
+    ref = [1.0, 2.0, 4.0, 8.0, 16.0]
+    assert paired_ratio([0.5 * r for r in ref], ref) == pytest.approx(0.5)
+    assert paired_ratio([1.0], []) is None
+    assert paired_ratio([1.0, 2.0], [1.0, 0.0]) is None
+
+
+def test_timer_config_rejects_nonsense() -> None:
+    with pytest.raises(ValueError, match="rounds"):
+        TimerConfig(rounds=0)
+    with pytest.raises(ValueError, match="warmup"):
+        TimerConfig(warmup_s=-1)
+
+
+def test_slugify_names_baseline_files() -> None:
+    assert slugify("NVIDIA H200") == "nvidia-h200"
+    assert slugify("NVIDIA GeForce RTX 5090") == "nvidia-geforce-rtx-5090"
+    with pytest.raises(ValueError):
+        slugify("***")
+
+
+def test_state_log_reports_slowdown_and_power_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    states = iter([
+        {"available": True, "sm_clock_mhz": 1980, "temperature_c": 40, "slowdown_reasons": [],
+         "other_reasons": []},
+        {"available": True, "sm_clock_mhz": 1500, "temperature_c": 85,
+         "slowdown_reasons": ["hw_thermal_slowdown"], "other_reasons": ["sw_power_cap"]},
+    ])
+    monkeypatch.setattr("tilegate.gpu.read_state", lambda index=0: dict(next(states)))
+    log = StateLog()
+    log.sample("start")
+    log.sample("fp16-nt-K128")
+    summary = log.summary()
+    assert summary["throttled"] is True
+    assert summary["sm_clock_mhz_range"] == [1500, 1980]
+    assert any("hw_thermal_slowdown" in n and "fp16-nt-K128" in n for n in summary["notes"])
+    assert any("power cap" in n for n in summary["notes"])
+
+
+def test_state_log_without_nvml_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("tilegate.gpu.read_state", lambda index=0: {"available": False, "note": "no nvml"})
+    log = StateLog()
+    log.sample("start")
+    summary = log.summary()
+    assert summary["throttled"] is None
+    assert "no nvml" in summary["notes"]
+
+
+class _Torch:
+    """A registry entry that computes in torch on the CPU (the reference)."""
+
+    name = "torch"
+    xtile_twin_of = None
+
+    def __init__(self, scale: float = 1.0, write: bool = True, raises: bool = False) -> None:
+        self.scale, self.write, self.raises = scale, write, raises
+
+    def unsupported_reason(self, capability: object) -> str | None:
+        return None
+
+    def matmul(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        if self.raises:
+            raise RuntimeError("kernel exploded")
+        c = out if out is not None else torch.empty(a.shape[0], b.shape[1], dtype=a.dtype)
+        if self.write:
+            c.copy_(torch.matmul(a.float() * self.scale, b.float()).to(a.dtype))
+        return c
+
+
+class _Twin(_Torch):
+    xtile_twin_of = "torch"
+
+
+class _Unsupported(_Torch):
+    def unsupported_reason(self, capability: object) -> str | None:
+        return "needs TMA"
+
+
+def _measure(registry: dict[str, object]) -> dict[str, object]:
+    cases = [c for c in build_cases(PROFILES["smoke"], tuple(registry), ks=(24,))
+             if c.layout == "nt"]
+    m = GroupMeasurer(registry=registry, timer=HostTimer(TimerConfig(rounds=3)), device="cpu",
+                      capability=None, warmup_first_s=0.0)
+    return {c.variant: m.result(c, cases) for c in cases}
+
+
+def test_measurer_checks_correctness_before_timing_and_pairs_ratios() -> None:
+    names = ("torch", "tiled", "grouped", "persistent", "xtile_persistent")
+    registry: dict[str, object] = {
+        "torch": _Torch(),
+        "tiled": _Torch(scale=1.5),          # wrong numbers, fully written
+        "grouped": _Torch(write=False),      # leaves the poisoned output untouched
+        "persistent": _Torch(raises=True),   # raises
+        "xtile_persistent": _Twin(),         # right, with a twin
+    }
+    assert set(registry) == set(names)
+    res = _measure(registry)
+    assert res["torch"].correct is True and res["torch"].failure is None
+    assert len(res["torch"].samples_s) == 3
+    assert res["tiled"].correct is False and "wrong result" in res["tiled"].failure
+    assert res["tiled"].samples_s, "a wrong kernel is still timed and written, marked incorrect"
+    assert "never written" in res["grouped"].failure and not res["grouped"].samples_s
+    assert "kernel exploded" in res["persistent"].failure
+    extra = res["xtile_persistent"].extra
+    assert extra["twin"] == "torch" and extra["ratio_to_twin"] is not None
+    assert extra["key"] == "xtile_persistent-fp16-nt-K24"
+    assert math.isclose(extra["median_s"], sorted(extra["samples_s"])[1])
+
+
+def test_measurer_skips_what_the_device_cannot_run() -> None:
+    res = _measure({"torch": _Torch(), "tma_swizzle_persistent": _Unsupported()})
+    assert res["tma_swizzle_persistent"].skip_reason == "tma_swizzle_persistent cannot run here: needs TMA"
+    assert res["torch"].correct is True

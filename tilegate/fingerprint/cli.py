@@ -1,0 +1,90 @@
+"""Command line of the compile fingerprint gate: `python -m tilegate.fingerprint` / `tilegate fingerprint`.
+
+    python -m tilegate.fingerprint                 # check: compile, rules, diff vs baseline
+    python -m tilegate.fingerprint --record        # re-record this Triton version's fingerprints
+    python -m tilegate.fingerprint --arch sm_90 --variant 'xtile_*'
+
+Exit codes: 0 every rule holds and every fingerprint equals the recorded one; 1 a rule is broken
+or a fingerprint changed; 2 cannot judge (no fingerprint for this Triton version, a corrupt file,
+a kernel that does not compile).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
+
+from .compile import DEFAULT_CACHE_DIR
+from .gate import DEFAULT_REPORT, Options, check, record
+from .rules import DEFAULT_RULES
+from .store import DEFAULT_DIR
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the fingerprint options to `parser` (the `tilegate fingerprint` subcommand uses this)."""
+    parser.add_argument("--record", "--rebaseline", dest="record", action="store_true",
+                        help="re-record the fingerprints of this Triton version (atomic write; prints the diff)")
+    parser.add_argument("--arch", action="append", metavar="ARCH",
+                        help="architecture to compile for, e.g. sm_90 (repeatable; default: every target "
+                             "of the rules file)")
+    parser.add_argument("--variant", action="append", metavar="NAME",
+                        help="registry variant to fingerprint, wildcards allowed (repeatable; default: all "
+                             "Triton variants)")
+    parser.add_argument("--profile", default="default",
+                        help="perf profile whose dtypes, layouts and Ks are compiled (default: default)")
+    parser.add_argument("--baseline-dir", type=Path, default=DEFAULT_DIR,
+                        help=f"where fingerprints live (default: {DEFAULT_DIR})")
+    parser.add_argument("--rules", type=Path, default=DEFAULT_RULES, help=f"rules file (default: {DEFAULT_RULES})")
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR,
+                        help=f"compile cache keyed by source hash (default: {DEFAULT_CACHE_DIR})")
+    parser.add_argument("--no-cache", action="store_true", help="compile everything, read and write no cache")
+    parser.add_argument("--jobs", type=int, default=0,
+                        help="compile processes for cache misses (default: min(2, cores))")
+    parser.add_argument("--report", type=Path, default=DEFAULT_REPORT,
+                        help=f"Markdown report (default: {DEFAULT_REPORT})")
+    parser.add_argument("--quiet", action="store_true", help="print only the verdict line, not the report")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the gate for parsed arguments; print the report; return the exit code."""
+    try:
+        from tilegate.cases import PROFILES
+
+        if args.profile not in PROFILES:
+            raise InputError(f"unknown profile {args.profile!r}; known: {sorted(PROFILES)}")
+        if args.jobs < 0:
+            raise InputError("--jobs must be >= 0")
+        opts = Options(
+            baseline_dir=args.baseline_dir,
+            rules_path=args.rules,
+            cache_dir=None if args.no_cache else args.cache_dir,
+            archs=args.arch,
+            variants=args.variant,
+            profile=PROFILES[args.profile],
+            jobs=args.jobs,
+            report_path=args.report,
+        )
+        result = record(opts) if args.record else check(opts)
+    except InputError as err:
+        print(f"tilegate fingerprint: cannot judge: {err}", file=sys.stderr)
+        return EXIT_CANNOT_JUDGE
+    if args.quiet:
+        print(result.text.splitlines()[0])
+    else:
+        print(result.text, end="")
+    return result.exit_code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tilegate.fingerprint",
+        description="Compile fingerprint gate: compile every Triton variant for sm_90 and sm_120 without a "
+                    "GPU and catch pipelining regressions (fusion, multi-buffering, wgmma wait, shared "
+                    "memory, registers, spills).",
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

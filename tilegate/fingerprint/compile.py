@@ -1,0 +1,362 @@
+"""Compile a `KernelLaunch` ahead of time for sm_90 / sm_120, exactly as the JIT would, with no GPU.
+
+The JIT turns real arguments into a signature, constexprs and attributes (`tt.divisibility = 16`
+on 16-byte aligned pointers and on ints divisible by 16; ints equal to 1 become constexprs;
+host `TensorDescriptor`s become `tensordesc<fp16[128, 64]>`). Re-implementing that would drift
+from Triton, so this module calls Triton's own code: the binder that `JITFunction.run` uses
+(`create_function_from_signature` over the target backend's `specialize_impl`) and
+`JITFunction._pack_args`, fed with stand-ins for the real arguments (`MockTensor`, whose data
+pointer is 0, i.e. aligned like any tensor torch allocates, and a real `TensorDescriptor` over
+one). Then `triton.compile(ASTSource(...), target=GPUTarget("cuda", 90 | 120, 32))`, as
+`JITFunction._do_compile` does. Triton runs its bundled ptxas with `-v`; its report (registers,
+spills) is captured through the `dump_ptxas_log` knob rather than by running ptxas a second time.
+
+Results are cached under `.perf/fingerprint-cache/` by a key built from Triton's own compile cache
+key (Triton's source, the kernel's source and that of every `@jit` function it calls, the
+signature, constexprs, attributes, options, ptxas version and target) plus this package's
+extractor source, so an unchanged kernel is never recompiled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib
+import io
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tilegate.errors import InputError
+from tilegate.fileio import atomic_write_json, atomic_write_text
+
+from . import extract
+
+DEFAULT_CACHE_DIR = Path(".perf") / "fingerprint-cache"
+CACHE_SCHEMA = "tilegate.fingerprint-cache/1"
+
+# Triton's short dtype names (TensorArg.dtype) -> torch dtype attribute names.
+_TORCH_DTYPES = {
+    "fp16": "float16",
+    "bf16": "bfloat16",
+    "fp32": "float32",
+    "fp8e4nv": "float8_e4m3fn",
+    "fp8e5": "float8_e5m2",
+    "i8": "int8",
+    "i32": "int32",
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    """One architecture the fingerprint compiles for, and the GPU its plans are made for."""
+
+    arch: str  # "sm_90"
+    capability: tuple[int, int]  # (9, 0): what `plan` is told
+    num_sms: int  # SMs of the reference GPU (plans size persistent grids by it)
+    gpu: str  # the reference GPU, for the report
+
+    @property
+    def cc(self) -> int:
+        """Triton's integer capability (90, 120): the `cuda:<cc>` target."""
+        return self.capability[0] * 10 + self.capability[1]
+
+    @property
+    def short(self) -> str:
+        """"sm90": the suffix of kernel ids."""
+        return self.arch.replace("_", "")
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """What the JIT would hand `triton.compile` for one launch on one target."""
+
+    signature: dict[str, Any]
+    constexprs: dict[tuple[int, ...], Any]
+    attrs: dict[tuple[int, ...], Any]
+    options: dict[str, Any]
+    key: str  # our cache key (hex): Triton's key + extractor source + target
+    triton_key: str = ""  # Triton's own compile cache key (its sha256 is CompiledKernel.hash)
+    declared: frozenset[str] = frozenset()  # parameters declared tl.constexpr in the kernel
+
+    def signature_text(self) -> str:
+        """A one-line signature, e.g. "*fp16:16, *fp16:16, i32:16, 1, ...", for the report."""
+        parts = []
+        for i, (name, ty) in enumerate(self.signature.items()):
+            if ty == "constexpr":
+                if name not in self.declared and (i,) in self.constexprs:  # a runtime int the JIT folded
+                    parts.append(f"{name}={self.constexprs[(i,)]}")
+                continue
+            div = any(a[0] == "tt.divisibility" for a in self.attrs.get((i,), []))
+            parts.append(f"{name}:{ty}{':16' if div else ''}")
+        return ", ".join(parts)
+
+
+def triton_version() -> str:
+    import triton
+
+    return str(triton.__version__)
+
+
+def _triton_internals() -> Any:
+    """Triton's JIT internals this module relies on; a clear InputError on a Triton without them."""
+    try:
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler.compiler import ASTSource, make_backend
+        from triton.runtime.cache import get_cache_key
+        from triton.runtime.jit import JITFunction, MockTensor, create_function_from_signature
+    except ImportError as err:  # pragma: no cover - depends on the installed Triton
+        raise InputError(
+            f"Triton {triton_version()} lacks the JIT internals the fingerprint uses ({err}); "
+            f"adapt tilegate/fingerprint/compile.py to this Triton"
+        ) from err
+    return GPUTarget, ASTSource, make_backend, get_cache_key, JITFunction, MockTensor, create_function_from_signature
+
+
+@functools.lru_cache(maxsize=1)
+def _extractor_hash() -> str:
+    """Hash of the fact extractor's source: changing how facts are read invalidates the cache."""
+    h = hashlib.sha256()
+    for name in ("extract.py", "compile.py"):
+        h.update((Path(__file__).parent / name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _stand_ins(launch: Any) -> list[Any]:
+    """Objects the JIT's binder treats exactly like the real arguments of `launch.args`."""
+    import torch
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from kernels.launch import DescArg, ScalarArg, TensorArg
+
+    mock_tensor = _triton_internals()[5]
+    out: list[Any] = []
+    for arg in launch.args:
+        if isinstance(arg, (TensorArg, DescArg)):
+            if arg.dtype not in _TORCH_DTYPES:
+                raise InputError(f"argument {arg.name}: unknown dtype {arg.dtype!r}")
+            base = mock_tensor(getattr(torch, _TORCH_DTYPES[arg.dtype]), list(arg.shape))
+            if isinstance(arg, DescArg):
+                out.append(TensorDescriptor(base, list(arg.shape), list(arg.strides), list(arg.block_shape)))
+            else:
+                out.append(base)
+        elif isinstance(arg, ScalarArg):
+            out.append(int(arg.value))
+        else:
+            raise InputError(f"unknown launch argument {arg!r}")
+    return out
+
+
+def specialize(launch: Any, target: Target) -> Specialization:
+    """The signature, constexprs, attributes and options the JIT would compile `launch` with."""
+    (GPUTarget, ASTSource, make_backend, get_cache_key, JITFunction, _mock,
+     create_function_from_signature) = _triton_internals()
+    from triton import knobs
+    from triton._C.libtriton import get_cache_invalidating_env_vars
+
+    fn = launch.fn
+    if not isinstance(fn, JITFunction):
+        raise InputError(
+            f"{fn!r} is not a JITFunction (TRITON_INTERPRET=1 at import?): the fingerprint compiles "
+            f"for the GPU; run it without TRITON_INTERPRET"
+        )
+    gpu_target = GPUTarget("cuda", target.cc, 32)
+    backend = make_backend(gpu_target)
+    binder = create_function_from_signature(fn.signature, fn.params, backend)
+    kwargs: dict[str, Any] = dict(launch.constexprs)
+    kwargs["num_warps"] = launch.num_warps
+    kwargs["num_stages"] = launch.num_stages
+    # as JITFunction.run does before binding
+    kwargs["debug"] = kwargs.get("debug", fn.debug) or knobs.runtime.debug
+    kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
+    bound, spec, opts = binder(*_stand_ins(launch), **kwargs)
+    options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, spec, opts)
+    src = ASTSource(fn, signature, constexprs, attrs)
+    env = get_cache_invalidating_env_vars()
+    triton_key = get_cache_key(src, backend, options, env)
+    key = hashlib.sha256(f"{triton_key}|{_extractor_hash()}|{target}".encode()).hexdigest()
+    declared = frozenset(p.name for p in fn.params if p.is_constexpr)
+    return Specialization(dict(signature), dict(constexprs), dict(attrs), dict(options.__dict__), key, triton_key,
+                          declared)
+
+
+def _compile(launch: Any, target: Target, spec: Specialization) -> tuple[str, str, dict[str, Any]]:
+    """Run Triton's compiler; return (TTGIR, ptxas report, metadata facts)."""
+    import triton
+    from triton import knobs
+
+    GPUTarget, ASTSource = _triton_internals()[:2]
+    src = ASTSource(launch.fn, spec.signature, spec.constexprs, spec.attrs)
+    log = io.StringIO()
+    with tempfile.TemporaryDirectory(prefix="tilegate-triton-") as tmp, knobs.cache.scope(), \
+            knobs.compilation.scope(), knobs.nvidia.scope(), contextlib.redirect_stdout(log):
+        knobs.cache.dir = tmp  # keep ~/.triton clean; our own cache is the one that counts
+        knobs.compilation.always_compile = True  # so ptxas runs and reports every time
+        knobs.nvidia.dump_ptxas_log = True
+        kernel = triton.compile(src, target=GPUTarget("cuda", target.cc, 32), options=spec.options)
+        ttgir = kernel.asm["ttgir"]
+        shared = int(kernel.metadata.shared)
+    return ttgir, log.getvalue(), {"shared_bytes": shared}
+
+
+FACT_KEYS = (
+    "fused", "loops", "mma_loop_depth", "mma", "acc_select",
+    "a_buffers", "a_load", "a_multi_buffered", "b_buffers", "b_load", "b_multi_buffered",
+    "wgmma_wait", "shared_bytes", "registers", "spill_stores", "spill_loads", "stack_bytes",
+)
+
+
+def facts_for(ttgir: str, ptxas_log: str, meta: dict[str, Any]) -> dict[str, Any]:
+    """All fingerprint facts of one compiled kernel, flat (one key per reviewable fact)."""
+    t = extract.ttgir_facts(ttgir)
+    p = extract.ptxas_facts(ptxas_log)
+    facts: dict[str, Any] = {k: t[k] for k in ("fused", "loops", "mma_loop_depth", "mma", "acc_select", "wgmma_wait")}
+    for op in ("a", "b"):
+        facts[f"{op}_buffers"] = t["operands"][op]["buffers"]
+        facts[f"{op}_load"] = t["operands"][op]["load"]
+        facts[f"{op}_multi_buffered"] = t["operands"][op]["multi_buffered"]
+    facts["shared_bytes"] = meta["shared_bytes"]
+    facts.update(p)
+    return {k: facts[k] for k in FACT_KEYS}
+
+
+def _cache_path(cache_dir: Path, key: str) -> Path:
+    return cache_dir / f"{key}.json"
+
+
+def _read_cache(cache_dir: Path | None, key: str) -> dict[str, Any] | None:
+    """A cached result, or None (a missing or damaged cache entry is simply recompiled)."""
+    if cache_dir is None:
+        return None
+    path = _cache_path(cache_dir, key)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("schema") != CACHE_SCHEMA or data.get("key") != key:
+        return None
+    facts = data.get("facts")
+    return facts if isinstance(facts, dict) else None
+
+
+def compile_one(launch: Any, target: Target, cache_dir: Path | None, spec: Specialization | None = None) -> tuple[dict[str, Any], bool]:
+    """Facts of `launch` on `target` and whether they came from the cache."""
+    spec = spec or specialize(launch, target)
+    cached = _read_cache(cache_dir, spec.key)
+    if cached is not None:
+        return cached, True
+    ttgir, log, meta = _compile(launch, target, spec)
+    try:
+        facts = facts_for(ttgir, log, meta)
+    except ValueError as err:
+        raise InputError(f"cannot read the compiled kernel {launch.fn!r} for {target.arch}: {err}") from err
+    if cache_dir is not None:
+        atomic_write_text(cache_dir / f"{spec.key}.ttgir", ttgir)
+        atomic_write_text(cache_dir / f"{spec.key}.ptxas.log", log)
+        atomic_write_json(_cache_path(cache_dir, spec.key), {"schema": CACHE_SCHEMA, "key": spec.key, "facts": facts})
+    return facts, False
+
+
+# --- compiling many kernels, possibly in worker processes ------------------------------------
+
+# A spawned worker pays ~2.5 s to import torch, Triton and the kernels; one compile takes ~0.5 s.
+# Below this many cache misses, compiling in this process is faster.
+POOL_MIN_COMPILES = 12
+
+
+@dataclass(frozen=True)
+class Job:
+    """A picklable description of one compile: where the kernel lives and the launch's data."""
+
+    fn_module: str
+    fn_name: str
+    args: tuple[Any, ...]
+    constexprs: tuple[tuple[str, Any], ...]
+    num_warps: int
+    num_stages: int
+    target: Target
+
+    @staticmethod
+    def of(launch: Any, target: Target) -> Job:
+        fn = launch.fn
+        return Job(
+            fn.fn.__module__, fn.fn.__qualname__, tuple(launch.args), tuple(sorted(launch.constexprs.items())),
+            launch.num_warps, launch.num_stages, target,
+        )
+
+    def launch(self) -> Any:
+        from kernels.launch import KernelLaunch
+
+        fn = importlib.import_module(self.fn_module)
+        for part in self.fn_name.split("."):
+            fn = getattr(fn, part)
+        return KernelLaunch(fn=fn, grid=(1,), args=self.args, constexprs=dict(self.constexprs),
+                            num_warps=self.num_warps, num_stages=self.num_stages)
+
+
+def _run_job(job: Job, cache_dir: str | None) -> dict[str, Any]:
+    return compile_one(job.launch(), job.target, Path(cache_dir) if cache_dir else None)[0]
+
+
+def compile_many(
+    work: Sequence[tuple[Any, Target, Specialization]],
+    cache_dir: Path | None,
+    jobs: int = 1,
+    labels: Sequence[str] | None = None,
+) -> tuple[list[dict[str, Any]], int]:
+    """Facts for every (launch, target, specialization); returns them and the number compiled.
+
+    Cache hits are answered here; misses are compiled in this process (jobs = 1, or fewer than
+    POOL_MIN_COMPILES of them) or in a pool of `jobs` fresh ("spawn") processes, each
+    re-importing the kernel by module and name.
+    """
+    results: list[dict[str, Any] | None] = [_read_cache(cache_dir, spec.key) for _, _, spec in work]
+    misses = [i for i, r in enumerate(results) if r is None]
+    # one compile per distinct key, even if two ids share it
+    first_of: dict[str, int] = {}
+    for i in misses:
+        first_of.setdefault(work[i][2].key, i)
+    todo = list(first_of.values())
+    done: dict[int, dict[str, Any]] = {}
+
+    def failed(i: int, err: Exception) -> InputError:
+        what = labels[i] if labels else f"{work[i][0].fn!r} for {work[i][1].arch}"
+        return InputError(f"{what} does not compile: {type(err).__name__}: {err}")
+
+    if jobs > 1 and len(todo) >= POOL_MIN_COMPILES:
+        import multiprocessing
+
+        # spawn, not fork: forking a process that has imported torch and Triton (threads) can hang
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx) as pool:
+            futures = {i: pool.submit(_run_job, Job.of(work[i][0], work[i][1]), str(cache_dir) if cache_dir else None)
+                       for i in todo}
+            for i, f in futures.items():
+                try:
+                    done[i] = f.result()
+                except InputError:
+                    raise
+                except Exception as err:
+                    raise failed(i, err) from err
+    else:
+        for i in todo:
+            try:
+                done[i] = compile_one(work[i][0], work[i][1], cache_dir, work[i][2])[0]
+            except InputError:
+                raise
+            except Exception as err:
+                raise failed(i, err) from err
+    by_key = {work[i][2].key: facts for i, facts in done.items()}
+    out = [r if r is not None else by_key[work[i][2].key] for i, r in enumerate(results)]
+    return out, len(todo)
+
+
+def default_jobs() -> int:
+    """Worker processes for cold compiles: the machine's cores, at most 2 (the CI budget's machine)."""
+    return max(1, min(2, os.cpu_count() or 1))

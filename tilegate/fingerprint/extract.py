@@ -1,0 +1,400 @@
+"""Read pipelining facts out of Triton 3.6 TTGIR text and a ptxas `-v` report.
+
+The TTGIR is parsed as text, one op per line, with a stack for regions. That is enough for the
+facts the gate needs, and it keeps the parser readable and independent of MLIR Python bindings
+(Triton's bindings cannot walk def-use chains). What is extracted, and how:
+
+* **loops**: every `scf.for` in the kernel, and the nesting depth of the loop that holds the MMA.
+* **fused**: the tile loop and the K loop became one loop, i.e. the store of C sits in the same
+  innermost `scf.for` as the MMA (after FuseNestedLoops the epilogue is an `scf.if` inside the
+  fused loop). A nested persistent kernel stores in the outer loop; a one-tile-per-program
+  kernel stores outside any loop.
+* **operands**: the MMA's first operand is A and its second is B (by position, never by shape, so
+  BM == BN is not ambiguous). Each is traced back through views (`memdesc_index`, `local_load`,
+  `convert_layout`, transposes) and loop-carried values to where its shared memory comes from:
+  a mutable `ttg.local_alloc : () -> !ttg.memdesc<SxMxK...>` written by `cp.async`
+  (`ttg.async_copy_global_to_local`) or TMA (`ttng.async_tma_copy_global_to_local`) is
+  multi-buffered with depth S; `ttg.local_alloc %tensor` (a register tensor copied to shared
+  memory) or a plain register operand means the load is synchronous, depth 1.
+* **wgmma wait**: the smallest `pendings` of the `ttng.warp_group_dot_wait` ops directly in the
+  MMA loop's body (sm_90). `pendings = 0` means the loop waits for every wgmma before issuing the
+  next one: loads and MMA no longer overlap. `None` where there is no async wgmma (sm_120).
+* **acc_select**: an `arith.select` over a value of the accumulator's type in the MMA loop: the
+  per-step accumulator reset that flattening adds (the write-up's "select over the accumulator").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+# Operations that are the matrix multiply in TTGIR (after Triton's accelerate-matmul pass).
+MMA_OPS = ("ttng.warp_group_dot", "tt.dot", "ttng.tc_gen5_mma", "tt.dot_scaled", "ttng.tc_gen5_mma_scaled")
+# Operations that write the output tile to global memory.
+STORE_OPS = (
+    "tt.store",
+    "tt.descriptor_store",
+    "ttng.async_tma_copy_local_to_global",
+    "ttng.async_tma_reduce",
+    "tt.atomic_rmw",
+)
+# Operations that only re-view or re-layout their first operand: follow them to the source.
+VIEW_OPS = (
+    "ttg.memdesc_index",
+    "ttg.memdesc_subview",
+    "ttg.memdesc_subslice",
+    "ttg.memdesc_trans",
+    "ttg.memdesc_reshape",
+    "ttg.memdesc_reinterpret",
+    "ttg.local_load",
+    "ttg.convert_layout",
+    "tt.trans",
+    "tt.reshape",
+    "tt.fp_to_fp",
+    "arith.extf",
+    "arith.truncf",
+    "arith.sitofp",
+    "tt.bitcast",
+)
+ASYNC_COPY_OPS = {
+    "ttg.async_copy_global_to_local": "cp.async",
+    "ttng.async_tma_copy_global_to_local": "tma",
+    "ttng.async_tma_gather": "tma",
+}
+SYNC_LOAD_OPS = {"tt.load": "sync", "tt.descriptor_load": "sync-tma", "tt.descriptor_gather": "sync-tma"}
+
+_VALUE = r"%[\w.$\-]+(?:#\d+)?"
+_VALUE_RE = re.compile(_VALUE)
+_RESULTS_RE = re.compile(r"^((?:%[\w.$\-]+(?::\d+)?)(?:\s*,\s*%[\w.$\-]+(?::\d+)?)*)\s*=\s*")
+_OPNAME_RE = re.compile(r'^"?([a-z_][\w]*\.[\w.]+)"?')
+_MEMDESC_RE = re.compile(r"!ttg\.memdesc<([0-9x]+)x([a-z]\w*)")
+_TENSOR_RE = re.compile(r"tensor<([0-9x]+)x([a-z]\w*)")
+_PENDINGS_RE = re.compile(r"pendings\s*=\s*(\d+)")
+_LOC_TAIL_RE = re.compile(r"\s+loc\((?:[^()]|\([^()]*\))*\)\s*$")
+
+
+@dataclass
+class Op:
+    """One TTGIR operation: its results, name, operand values and place in the region tree."""
+
+    index: int
+    line: int
+    name: str
+    text: str
+    results: list[str]
+    operands: list[str]
+    parent: int | None  # index of the op whose region holds this one
+    block_args: dict[str, tuple[str, int]] = field(default_factory=dict)  # for scf.for: arg -> (init, i)
+    attrs_tail: str = ""  # the "} {attrs}" text that closes a region op (e.g. tt.num_stages)
+
+
+@dataclass
+class Module:
+    ops: list[Op]
+    defs: dict[str, int]  # SSA value -> defining op index (block args map to their loop op)
+    module_attrs: str
+
+    def parents(self, op: Op) -> list[Op]:
+        out = []
+        p = op.parent
+        while p is not None:
+            out.append(self.ops[p])
+            p = self.ops[p].parent
+        return out
+
+    def enclosing_loops(self, op: Op) -> list[Op]:
+        return [p for p in self.parents(op) if p.name == "scf.for"]
+
+    def children(self, parent: Op, name: str | None = None) -> list[Op]:
+        return [o for o in self.ops if o.parent == parent.index and (name is None or o.name == name)]
+
+
+class TTGIRParseError(ValueError):
+    """The text is not TTGIR this parser understands."""
+
+
+def _strip_loc(text: str) -> str:
+    return _LOC_TAIL_RE.sub("", text)
+
+
+def _split_results(head: str) -> list[str]:
+    out: list[str] = []
+    for part in head.split(","):
+        part = part.strip()
+        if ":" in part:
+            name, count = part.split(":")
+            out.extend(f"{name}#{i}" for i in range(int(count)))
+        else:
+            out.append(part)
+    return out
+
+
+def _closing_paren(text: str) -> int:
+    """Index of the ")" closing an already opened "(" at the start of text."""
+    depth = 1
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0:
+            return i
+    return len(text)
+
+
+def parse_ttgir(text: str) -> Module:
+    """Parse TTGIR text into a flat op list with parent links and SSA definitions."""
+    ops: list[Op] = []
+    defs: dict[str, int] = {}
+    stack: list[int | None] = []  # op index that opened each open region; None for func/module
+    module_attrs = ""
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith(("#", "//")):
+            continue
+        if line.startswith("}"):
+            # "} else {", "} do {", "} {tt.num_stages = 3 : i32} loc(#x)", "} loc(#x)"
+            if not stack:
+                raise TTGIRParseError(f"line {lineno}: unbalanced '}}'")
+            closing = stack.pop()
+            rest = _strip_loc(line[1:].strip())
+            if closing is not None and rest.startswith("{") and not rest.endswith("{"):
+                ops[closing].attrs_tail = rest
+            if rest.endswith("{"):
+                stack.append(closing)
+            continue
+        body = _strip_loc(line)
+        if body.startswith("module"):
+            module_attrs = body
+            stack.append(None)
+            continue
+        if body.startswith(("tt.func", "llvm.func")):
+            stack.append(None)
+            continue
+        results: list[str] = []
+        m = _RESULTS_RE.match(body)
+        rest = body
+        if m:
+            results = _split_results(m.group(1))
+            rest = body[m.end():]
+        nm = _OPNAME_RE.match(rest)
+        if not nm:
+            # block labels (^bb0(...):) and region headers of ops such as ttg.warp_specialize
+            # ("partition0(...) num_warps(4) {") are not operations: keep the region balance only.
+            if body.endswith("{"):
+                stack.append(next((s for s in reversed(stack) if s is not None), None))
+            continue
+        name = nm.group(1)
+        after = rest[nm.end():]
+        parent = next((s for s in reversed(stack) if s is not None), None)
+        op = Op(index=len(ops), line=lineno, name=name, text=body, results=results, operands=[], parent=parent)
+        if name == "scf.for":
+            # scf.for %iv = %lb to %ub step %s iter_args(%a = %x, ...) -> (...) : i32 {
+            head, _, iter_part = after.partition("iter_args(")
+            vals = _VALUE_RE.findall(head)
+            if vals:
+                defs[vals[0]] = op.index  # the induction variable
+                op.operands.extend(vals[1:])
+            if iter_part:
+                for i, pair in enumerate(iter_part[:_closing_paren(iter_part)].split(",")):
+                    arg, _, init = pair.partition("=")
+                    arg, init = arg.strip(), init.strip()
+                    op.block_args[arg] = (init, i)
+                    op.operands.append(init)
+                    defs[arg] = op.index
+        else:
+            # attribute dictionaries and types hold no SSA values, so every %token is an operand.
+            op.operands = _VALUE_RE.findall(after)
+        for r in results:
+            defs[r] = op.index
+        ops.append(op)
+        # a region opens here unless the brace is an attribute dict closed on this line
+        if body.endswith("{") and body.count("{") > body.count("}"):
+            stack.append(op.index)
+    if stack:
+        raise TTGIRParseError("unbalanced regions: the TTGIR text is truncated")
+    if not ops or not module_attrs:
+        raise TTGIRParseError("no module or no operations: this is not TTGIR")
+    return Module(ops=ops, defs=defs, module_attrs=module_attrs)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _yield_operand(mod: Module, region_op: Op, i: int) -> list[str]:
+    """Operand i of every scf.yield directly inside region_op (a loop's next value, an if's branches)."""
+    out = []
+    for y in mod.children(region_op, "scf.yield"):
+        if i < len(y.operands):
+            out.append(y.operands[i])
+    return out
+
+
+def _shape_of(text: str, after: str = "->") -> tuple[list[int], str] | None:
+    """The shape and element type of the last memdesc/tensor type in text (after `after` if present)."""
+    part = text.rsplit(after, 1)[-1] if after in text else text
+    m = _MEMDESC_RE.search(part) or _TENSOR_RE.search(part)
+    if not m:
+        return None
+    return [int(x) for x in m.group(1).split("x")], m.group(2)
+
+
+def _alloc_users(mod: Module, alloc: Op) -> set[str]:
+    """Names of the ops that write into a shared buffer or any view of it."""
+    names = set(alloc.results)
+    kinds: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for o in mod.ops:
+            if not names.intersection(o.operands):
+                continue
+            if o.name in VIEW_OPS and o.results and not names.issuperset(o.results):
+                names.update(o.results)
+                changed = True
+            if o.name in ASYNC_COPY_OPS or o.name in ("ttg.local_store",):
+                kinds.add(o.name)
+    return kinds
+
+
+def trace_operand(mod: Module, value: str, operand_rank: int) -> dict[str, Any]:
+    """Where an MMA operand's data comes from: buffer depth and load path (see module docstring)."""
+    seen: set[str] = set()
+    todo = [value]
+    sources: list[dict[str, Any]] = []
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        idx = mod.defs.get(v)
+        if idx is None:
+            sources.append({"buffers": 1, "load": "argument"})
+            continue
+        op = mod.ops[idx]
+        if op.name == "scf.for" and v in op.block_args:
+            init, i = op.block_args[v]
+            todo.append(init)
+            todo.extend(_yield_operand(mod, op, i))
+        elif op.name == "scf.for":
+            sources.append({"buffers": 1, "load": "loop-index"})
+        elif op.name in ("scf.if", "scf.index_switch"):
+            i = op.results.index(v)
+            todo.extend(_yield_operand(mod, op, i))
+            # branches nested one level deeper (else regions) are children of the same op
+        elif op.name in VIEW_OPS:
+            if op.operands:
+                todo.append(op.operands[0])
+        elif op.name == "ttg.local_alloc":
+            shape = _shape_of(op.text)
+            if op.operands:  # register tensor copied into shared memory: one buffer, synchronous
+                src_kind = "sync"
+                for s in op.operands[:1]:
+                    sidx = mod.defs.get(s)
+                    if sidx is not None and mod.ops[sidx].name in SYNC_LOAD_OPS:
+                        src_kind = SYNC_LOAD_OPS[mod.ops[sidx].name]
+                sources.append({"buffers": 1, "load": src_kind})
+                continue
+            rank = len(shape[0]) if shape else operand_rank
+            buffers = shape[0][0] if shape and rank == operand_rank + 1 else 1
+            kinds = _alloc_users(mod, op)
+            paths = sorted({ASYNC_COPY_OPS[k] for k in kinds if k in ASYNC_COPY_OPS})
+            if paths:
+                kind = "+".join(paths)
+            elif "ttg.local_store" in kinds:
+                kind = "sync"  # registers stored into a (possibly multi-slot) buffer by the threads
+            else:
+                kind = "unknown"
+            sources.append({"buffers": buffers, "load": kind})
+        elif op.name in SYNC_LOAD_OPS:
+            sources.append({"buffers": 1, "load": SYNC_LOAD_OPS[op.name]})
+        elif op.name in ("arith.select",):
+            todo.extend(op.operands[1:3])
+        else:
+            sources.append({"buffers": 1, "load": f"other:{op.name}"})
+    if not sources:
+        return {"buffers": 0, "load": "unknown", "multi_buffered": False}
+    buffers = min(s["buffers"] for s in sources)
+    loads = sorted({s["load"] for s in sources})
+    load = loads[0] if len(loads) == 1 else "+".join(loads)
+    multi = buffers >= 2 and all(s["load"] in ("cp.async", "tma", "cp.async+tma") for s in sources)
+    return {"buffers": buffers, "load": load, "multi_buffered": multi}
+
+
+def ttgir_facts(text: str) -> dict[str, Any]:
+    """The pipelining facts of one compiled kernel (see module docstring)."""
+    mod = parse_ttgir(text)
+    mmas = [o for o in mod.ops if o.name in MMA_OPS]
+    loops = [o for o in mod.ops if o.name == "scf.for"]
+    facts: dict[str, Any] = {
+        "loops": len(loops),
+        "max_loop_depth": max((len(mod.enclosing_loops(o)) + 1 for o in loops), default=0),
+        "mma_ops": len(mmas),
+    }
+    if not mmas:
+        facts.update(
+            mma=None, mma_loop_depth=0, fused=False, acc_select=False, wgmma_wait=None,
+            operands={"a": {"buffers": 0, "load": "none", "multi_buffered": False},
+                      "b": {"buffers": 0, "load": "none", "multi_buffered": False}},
+        )
+        return facts
+    # The main MMA: the one in the deepest loop (a fused kernel's k == 0 fallback has none).
+    mma = max(mmas, key=lambda o: len(mod.enclosing_loops(o)))
+    enclosing = mod.enclosing_loops(mma)
+    mma_loop = enclosing[0] if enclosing else None
+    if mma.name == "ttng.warp_group_dot":
+        kind = "wgmma"
+    elif mma.name.startswith("ttng.tc_gen5"):
+        kind = "tcgen05"
+    else:
+        mm = re.search(r"#ttg\.nvidia_mma<\{versionMajor = (\d+)", text)
+        kind = f"mma_v{mm.group(1)}" if mm else "dot"
+    stores = [o for o in mod.ops if o.name in STORE_OPS]
+    fused = mma_loop is not None and any(
+        mod.enclosing_loops(s)[:1] == [mma_loop] for s in stores
+    )
+    shape = _shape_of(mma.text)
+    acc_type = None
+    if shape:
+        acc_type = "tensor<" + "x".join(map(str, shape[0])) + "x" + shape[1]
+    acc_select = False
+    wait: int | None = None
+    if mma_loop is not None:
+        body = mod.children(mma_loop)
+        if acc_type:
+            acc_select = any(o.name == "arith.select" and acc_type in o.text for o in body)
+        pend = [int(m.group(1)) for o in body if o.name == "ttng.warp_group_dot_wait"
+                for m in [_PENDINGS_RE.search(o.text)] if m]
+        wait = min(pend) if pend else (0 if kind == "wgmma" else None)
+    # operand rank equals the accumulator's: 2 for a plain matmul (3 with a batch dimension)
+    rank = len(shape[0]) if shape else 2
+    facts.update(
+        mma=kind,
+        mma_loop_depth=len(enclosing),
+        fused=fused,
+        acc_select=acc_select,
+        wgmma_wait=wait,
+        operands={
+            "a": trace_operand(mod, mma.operands[0], rank),
+            "b": trace_operand(mod, mma.operands[1], rank),
+        },
+    )
+    return facts
+
+
+_PTXAS_REGS = re.compile(r"Used (\d+) registers")
+_PTXAS_SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_STACK = re.compile(r"(\d+) bytes stack frame")
+
+
+def ptxas_facts(log: str) -> dict[str, Any]:
+    """Registers, spills and stack frame from a `ptxas -v` report (one entry function)."""
+    regs = _PTXAS_REGS.search(log)
+    spill = _PTXAS_SPILL.search(log)
+    stack = _PTXAS_STACK.search(log)
+    if not regs or not spill:
+        raise ValueError(f"no register/spill line in the ptxas report: {log[:300]!r}")
+    return {
+        "registers": int(regs.group(1)),
+        "spill_stores": int(spill.group(1)),
+        "spill_loads": int(spill.group(2)),
+        "stack_bytes": int(stack.group(1)) if stack else 0,
+    }

@@ -1,0 +1,231 @@
+"""The fingerprint gate: compile the suite's kernels, check the rules, compare with the baseline.
+
+`check(...)` and `record(...)` return a `GateResult` (exit code + report); they raise
+`InputError` when they cannot judge (no baseline for this Triton version, a corrupt file, a
+kernel that does not compile). Exit codes: 0 holds, 1 a rule is broken or a fingerprint changed,
+2 cannot judge (the caller turns InputError into 2).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
+from tilegate.fileio import atomic_write_json, atomic_write_text
+
+from . import report as report_mod
+from .compile import DEFAULT_CACHE_DIR, Target, compile_many, default_jobs, triton_version
+from .rules import DEFAULT_RULES, RuleReport, RuleSet, Subject, evaluate, load_rules
+from .store import (
+    DEFAULT_DIR,
+    RECORD_HINT,
+    Change,
+    Entry,
+    baseline_path,
+    diff,
+    load_baseline,
+    other_versions,
+    write_baseline,
+)
+from .suite import KernelCase, Mutator, Skipped, collect
+
+DEFAULT_REPORT = Path(".perf") / "fingerprint.md"
+
+
+@dataclass
+class Options:
+    """Everything a gate run needs; the CLI fills it from its arguments."""
+
+    baseline_dir: Path = DEFAULT_DIR
+    rules_path: Path = DEFAULT_RULES
+    cache_dir: Path | None = DEFAULT_CACHE_DIR
+    archs: Sequence[str] | None = None  # default: every target of the rules file
+    variants: Sequence[str] | None = None  # default: every Triton variant of the registry
+    profile: Any = None  # a tilegate.cases.Profile; default: "default"
+    jobs: int = 0  # 0: default_jobs()
+    report_path: Path | None = DEFAULT_REPORT
+    json_dir: Path | None = Path(".perf") / "fingerprint"
+    mutate: Mutator | None = None  # tests: alter a launch before it is compiled
+
+
+@dataclass
+class Compiled:
+    """The kernels compiled now, with their facts, and what compiling them took."""
+
+    cases: list[KernelCase]
+    skipped: list[Skipped]
+    facts: dict[str, dict[str, Any]]
+    compiled: int
+    seconds: float
+    targets: list[Target]
+    ruleset: RuleSet
+    profile: Any
+
+
+@dataclass
+class GateResult:
+    exit_code: int
+    text: str
+    rules: RuleReport
+    changes: list[Change] = field(default_factory=list)
+    compiled: Compiled | None = None
+
+
+def _ptxas_version(target: Target) -> str:
+    from triton.backends.nvidia.compiler import get_ptxas_version
+
+    m = re.search(r"V(\d+\.\d+\.\d+)", get_ptxas_version(target.cc))
+    return m.group(1) if m else "unknown"
+
+
+def _profile_json(profile: Any) -> dict[str, Any]:
+    return {"name": profile.name, "m": profile.m, "n": profile.n, "ks": list(profile.ks),
+            "dtypes": list(profile.dtypes), "layouts": list(profile.layouts)}
+
+
+def compile_suite(opts: Options) -> Compiled:
+    """Plan, specialize and compile (or fetch from cache) every kernel the options select."""
+    ruleset = load_rules(opts.rules_path)
+    archs = list(opts.archs or ruleset.targets)
+    unknown = [a for a in archs if a not in ruleset.targets]
+    if unknown:
+        raise InputError(f"unknown architecture(s) {unknown}; {ruleset.path} defines {sorted(ruleset.targets)}")
+    targets = [ruleset.targets[a] for a in archs]
+    from tilegate.cases import PROFILES
+
+    profile = opts.profile or PROFILES["default"]
+    t0 = time.perf_counter()
+    cases, skipped = collect(targets, profile=profile, variants=opts.variants, mutate=opts.mutate)
+    if not cases:
+        raise InputError("no kernel selected: check --variant / --arch")
+    work = [(c.launch, c.target, c.spec) for c in cases]
+    # a kernel that does not compile cannot be judged: InputError naming it (exit 2)
+    facts, compiled = compile_many(work, opts.cache_dir, jobs=opts.jobs or default_jobs(),
+                                   labels=[c.id for c in cases])
+    seconds = time.perf_counter() - t0
+    return Compiled(cases, skipped, {c.id: f for c, f in zip(cases, facts, strict=True)}, compiled, seconds,
+                    targets, ruleset, profile)
+
+
+def entries_of(comp: Compiled, arch: str) -> dict[str, Entry]:
+    return {
+        c.id: Entry(c.id, c.variant, c.dtype, c.layout, c.ks, c.config(), comp.facts[c.id])
+        for c in comp.cases if c.target.arch == arch
+    }
+
+
+def check_rules(comp: Compiled) -> RuleReport:
+    subjects = [
+        Subject(c.id, c.variant, c.dtype, c.layout, c.target.arch, c.xtile, c.pipelined, comp.facts[c.id])
+        for c in comp.cases
+    ]
+    return evaluate(comp.ruleset, subjects)
+
+
+def _selected(entries: dict[str, Entry], opts: Options, comp: Compiled) -> dict[str, Entry]:
+    """Baseline entries within the run's selection (a --variant run does not miss the others)."""
+    if not opts.variants:
+        return entries
+    names = {c.variant for c in comp.cases}
+    return {k: e for k, e in entries.items() if e.variant in names}
+
+
+def _write_outputs(opts: Options, comp: Compiled, text: str) -> None:
+    if opts.report_path is not None:
+        atomic_write_text(opts.report_path, text)
+    if opts.json_dir is not None:
+        for t in comp.targets:
+            keys = {c.id: c.spec.key for c in comp.cases}
+            where = str(opts.cache_dir) if opts.cache_dir is not None else None
+            atomic_write_json(Path(opts.json_dir) / f"{t.arch}.json", {
+                "triton": triton_version(), "arch": t.arch,
+                # the compiled TTGIR and ptxas report of each kernel: <cache_dir>/<cache_key>.ttgir / .ptxas.log
+                "cache_dir": where,
+                "kernels": {k: {**e.to_json(), "cache_key": keys[k]} for k, e in sorted(entries_of(comp, t.arch).items())},
+            })
+
+
+def check(opts: Options) -> GateResult:
+    """Compare the kernels compiled now with the recorded fingerprints of this Triton version."""
+    version = triton_version()
+    ruleset = load_rules(opts.rules_path)
+    archs = list(opts.archs or ruleset.targets)
+    baselines: dict[str, dict[str, Entry]] = {}
+    missing = []
+    for arch in archs:
+        path = baseline_path(opts.baseline_dir, version, arch)
+        if not path.is_file():
+            missing.append(str(path))
+            continue
+        baselines[arch] = load_baseline(path, triton=version, arch=arch)
+    if missing:
+        others = sorted({v for a in archs for v, _ in other_versions(opts.baseline_dir, a, version)})
+        have = f" (recorded: Triton {', '.join(others)})" if others else ""
+        raise InputError(
+            f"no fingerprint for Triton {version}{have}: {', '.join(missing)} missing; run {RECORD_HINT} "
+            f"to record one, and review its diff"
+        )
+    comp = compile_suite(opts)
+    rules = check_rules(comp)
+    changes: list[Change] = []
+    for t in comp.targets:
+        changes += diff(_selected(baselines[t.arch], opts, comp), entries_of(comp, t.arch), comp.ruleset.allowances)
+    failed = bool(rules.failures) or any(c.fails for c in changes)
+    text = report_mod.render(
+        mode="check", version=version, comp=comp, rules=rules, changes=changes,
+        baseline_note={t.arch: str(baseline_path(opts.baseline_dir, version, t.arch)) for t in comp.targets},
+        failed=failed,
+    )
+    _write_outputs(opts, comp, text)
+    return GateResult(EXIT_FAIL if failed else EXIT_OK, text, rules, changes, comp)
+
+
+def record(opts: Options) -> GateResult:
+    """Re-record this Triton version's fingerprints (atomically), printing the diff it makes.
+
+    Against the previous file of this version, or, for a first recording, against the newest
+    other Triton version's file (what the upgrade changed). Rules are checked on what is
+    recorded: a kernel that breaks one still fails (exit 1) after recording.
+    """
+    version = triton_version()
+    comp = compile_suite(opts)
+    rules = check_rules(comp)
+    changes: list[Change] = []
+    notes: dict[str, str] = {}
+    for t in comp.targets:
+        path = baseline_path(opts.baseline_dir, version, t.arch)
+        new = entries_of(comp, t.arch)
+        old: dict[str, Entry] = {}
+        keep: dict[str, Entry] = {}
+        if path.is_file():
+            try:
+                old = load_baseline(path, triton=version, arch=t.arch)
+                notes[t.arch] = str(path)
+            except InputError as err:
+                notes[t.arch] = f"{path} (unreadable, replaced: {err})"
+            keep = {k: e for k, e in old.items() if k not in new and k not in _selected(old, opts, comp)}
+        else:
+            prev = other_versions(opts.baseline_dir, t.arch, version)
+            if prev:
+                pv, pp = prev[0]
+                try:
+                    old = load_baseline(pp, triton=pv, arch=t.arch)
+                    notes[t.arch] = f"{pp} (Triton {pv}: what the upgrade changes)"
+                except InputError as err:
+                    notes[t.arch] = f"{pp} (unreadable: {err})"
+            else:
+                notes[t.arch] = "nothing (first recording for this architecture)"
+        changes += diff(_selected(old, opts, comp), new, comp.ruleset.allowances)
+        write_baseline(path, triton=version, arch=t.arch,
+                       target={"capability": list(t.capability), "num_sms": t.num_sms, "gpu": t.gpu},
+                       profile=_profile_json(comp.profile), ptxas=_ptxas_version(t), entries={**keep, **new})
+    failed = bool(rules.failures)
+    text = report_mod.render(mode="record", version=version, comp=comp, rules=rules, changes=changes,
+                             baseline_note=notes, failed=failed)
+    _write_outputs(opts, comp, text)
+    return GateResult(EXIT_FAIL if failed else EXIT_OK, text, rules, changes, comp)

@@ -1,0 +1,133 @@
+"""Which kernels the fingerprint covers: every Triton variant of the registry x dtype x layout x
+architecture of a perf profile, each planned exactly as the suite plans it.
+
+K: the suite runs K in {128, ..., 4096}. K is a runtime argument, so it changes the compiled
+kernel only through the JIT's specialization (K == 1 becomes a constexpr, K % 16 == 0 adds a
+divisibility hint) or through a plan that picks constexprs per K. Rather than assume either,
+every suite K is planned and specialized (cheap, no compile) and the Ks are grouped by compile
+key: one fingerprint per distinct compiled kernel. Today every suite K is a multiple of 16, so
+each case is one kernel whose id carries no K; if a plan ever made K matter, the ids of that
+case would gain a `@K<first K of the group>` suffix and the report would show the split.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tilegate.errors import InputError
+
+from .compile import Specialization, Target, specialize
+
+# A mutation hook for tests and experiments: (case, launch) -> launch actually compiled.
+Mutator = Callable[["KernelCase", Any], Any]
+
+
+@dataclass(frozen=True)
+class KernelCase:
+    """One compiled kernel of the suite."""
+
+    id: str  # "xtile_persistent-fp16-nn-sm90"
+    variant: str
+    dtype: str
+    layout: str
+    target: Target
+    ks: tuple[int, ...]  # the suite's Ks that run exactly this compiled kernel
+    xtile: bool  # a cross-tile variant (the registry names its twin)
+    launch: Any  # kernels.KernelLaunch
+    spec: Specialization
+
+    @property
+    def pipelined(self) -> bool:
+        """The plan asks Triton for a software pipeline (num_stages >= 2)."""
+        return int(self.launch.num_stages) >= 2
+
+    def config(self) -> dict[str, Any]:
+        """The launch configuration, as stored beside the facts."""
+        return {
+            "num_warps": int(self.launch.num_warps),
+            "num_stages": int(self.launch.num_stages),
+            "constexprs": {k: _plain(v) for k, v in sorted(self.launch.constexprs.items())},
+            "signature": self.spec.signature_text(),
+        }
+
+
+@dataclass(frozen=True)
+class Skipped:
+    id: str
+    reason: str
+
+
+def _plain(v: Any) -> Any:
+    """A JSON-friendly constexpr value."""
+    v = getattr(v, "value", v)  # tl.constexpr
+    return v if isinstance(v, (bool, int, float, str)) or v is None else str(v)
+
+
+def kernel_id(variant: str, dtype: str, layout: str, target: Target) -> str:
+    return f"{variant}-{dtype}-{layout}-{target.short}"
+
+
+def _matches(name: str, patterns: Sequence[str] | None) -> bool:
+    return not patterns or any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def collect(
+    targets: Sequence[Target],
+    *,
+    profile: Any = None,
+    variants: Sequence[str] | None = None,
+    mutate: Mutator | None = None,
+) -> tuple[list[KernelCase], list[Skipped]]:
+    """Plan and specialize every kernel of `profile` (default: the perf suite's "default")."""
+    try:
+        import kernels
+    except ImportError as err:
+        raise InputError(f"cannot import the kernel registry (kernels/): {err}") from err
+    from tilegate.cases import PROFILES
+
+    profile = profile or PROFILES["default"]
+    registry = kernels.VARIANTS
+    unknown = [p for p in variants or () if not any(fnmatch.fnmatchcase(n, p) for n in registry)]
+    if unknown:
+        raise InputError(f"no variant matches {unknown}; known: {sorted(registry)}")
+    cases: list[KernelCase] = []
+    skipped: list[Skipped] = []
+    for name, variant in registry.items():
+        if variant.plan is None or not _matches(name, variants):
+            continue  # the torch reference has no Triton kernel
+        for target in targets:
+            for dtype in profile.dtypes:
+                for layout in profile.layouts:
+                    base = kernel_id(name, dtype, layout, target)
+                    reason = variant.unsupported_reason(target.capability)
+                    if reason:
+                        skipped.append(Skipped(base, reason))
+                        continue
+                    groups: dict[str, list[tuple[int, Any, Specialization]]] = {}
+                    for k in profile.ks:
+                        try:
+                            launch = variant.plan(
+                                profile.m, profile.n, k, dtype=dtype, layout=layout,
+                                capability=target.capability, num_sms=target.num_sms,
+                            )
+                        except (ValueError, TypeError) as err:
+                            raise InputError(f"{base}: plan(K={k}) failed: {err}") from err
+                        probe = KernelCase(base, name, dtype, layout, target, (k,),
+                                           variant.xtile_twin_of is not None, launch, _NO_SPEC)
+                        if mutate is not None:
+                            launch = mutate(probe, launch)
+                        spec = specialize(launch, target)
+                        groups.setdefault(spec.key, []).append((k, launch, spec))
+                    for members in groups.values():
+                        ks = tuple(k for k, _, _ in members)
+                        cid = base if len(groups) == 1 else f"{base}@K{ks[0]}"
+                        _, launch, spec = members[-1]
+                        cases.append(KernelCase(cid, name, dtype, layout, target, ks,
+                                                variant.xtile_twin_of is not None, launch, spec))
+    return cases, skipped
+
+
+_NO_SPEC = Specialization({}, {}, {}, {}, "")
