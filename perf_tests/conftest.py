@@ -29,7 +29,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--perf-ks", default=None, help="comma-separated K values instead of the profile's")
     group.addoption("--perf-m", type=int, default=None, help="M (default: the profile's, 16384)")
     group.addoption("--perf-n", type=int, default=None, help="N (default: the profile's, 16384)")
-    group.addoption("--perf-rounds", type=int, default=None, help="timed rounds per group")
+    group.addoption("--perf-rounds", type=int, default=None,
+                    help="exactly this many timed rounds per group (default: the profile's minimum "
+                         "rounds and minimum time)")
     group.addoption("--perf-no-l2-flush", action="store_true", help="time with a warm L2")
     group.addoption("--perf-groups-of", default=None,
                     help="file of case ids (one a line): measure only their groups (confirmation runs)")
@@ -86,8 +88,10 @@ class PerfRun:
         self.smoke = profile.name == "smoke"
         self.injected = list(config.getoption("--inject"))
         registry = apply_injections(VARIANTS, self.injected) if self.injected else dict(VARIANTS)
+        fixed_rounds = config.getoption("--perf-rounds")
         timer_config = TimerConfig(
-            rounds=config.getoption("--perf-rounds") or profile.rounds,
+            rounds=fixed_rounds or profile.rounds,
+            min_time_s=0.0 if fixed_rounds else profile.min_time_s,
             l2_flush=not config.getoption("--perf-no-l2-flush"),
         )
         self.cases: list[Case] = config._tilegate_cases  # type: ignore[attr-defined]
@@ -117,8 +121,9 @@ class PerfRun:
 
     def _on_group(self, group: str, results: dict[str, Any], seconds: float) -> None:
         self._done += 1
+        rounds = max((len(r.samples_s) for r in results.values()), default=0)
         line = f"[tilegate] group {self._done}/{len(self.groups)} {group}: {len(results)} variants, " \
-               f"{self.timer.config.rounds} rounds, {seconds:.1f} s"
+               f"{rounds} rounds, {seconds:.1f} s"
         if self.state is not None:
             s = self.state.sample(group)
             if s.get("available"):
@@ -143,6 +148,7 @@ class PerfRun:
             "l2_policy": self.timer.l2_policy,
             "timer": self.timer.name,
             "rounds": self.timer.config.rounds,
+            "min_time_s": self.timer.config.min_time_s,
             "injected": self.injected,
             "gpu": self.gpu.as_json() if self.gpu else None,
             "software": self.software,

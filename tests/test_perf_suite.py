@@ -175,3 +175,13 @@ def test_measurer_skips_what_the_device_cannot_run() -> None:
     res = _measure({"torch": _Torch(), "tma_swizzle_persistent": _Unsupported()})
     assert res["tma_swizzle_persistent"].skip_reason == "tma_swizzle_persistent cannot run here: needs TMA"
     assert res["torch"].correct is True
+
+
+def test_rounds_fill_the_minimum_time_within_bounds() -> None:
+    config = TimerConfig(rounds=40, min_time_s=3.0, max_rounds=2000)
+    assert config.rounds_for(0.002) == 1500  # fast groups get many rounds
+    assert config.rounds_for(0.0005) == 2000  # ... up to the cap
+    assert config.rounds_for(0.5) == 40  # slow groups keep the minimum count
+    assert TimerConfig(rounds=7).rounds_for(0.001) == 7  # no minimum time: a fixed count
+    with pytest.raises(ValueError, match="max_rounds"):
+        TimerConfig(rounds=50, max_rounds=10)

@@ -38,13 +38,14 @@ class Profile:
     ks: tuple[int, ...]
     m: int = 16384
     n: int = 16384
-    rounds: int = 40
+    rounds: int = 40  # at least this many timed rounds per group ...
+    min_time_s: float = 3.0  # ... and at least this long (tilegate.timing.TimerConfig)
     description: str = ""
 
 
 PROFILES: dict[str, Profile] = {
     "quick": Profile(
-        "quick", ("fp16",), ("nt",), (128, 512, 4096),
+        "quick", ("fp16",), ("nt",), (128, 512, 4096), min_time_s=2.5,
         description="pull-request check: the write-up's small, middle and large K",
     ),
     "default": Profile(
@@ -57,7 +58,7 @@ PROFILES: dict[str, Profile] = {
     ),
     # CPU pipeline proof under TRITON_INTERPRET=1: tiny shapes, timings meaningless.
     "smoke": Profile(
-        "smoke", ("fp16",), ("nt", "nn"), (24, 40), m=40, n=48, rounds=3,
+        "smoke", ("fp16",), ("nt", "nn"), (24, 40), m=40, n=48, rounds=3, min_time_s=0.0,
         description="CPU interpreter, tiny shapes: proves the pipeline, measures nothing",
     ),
 }

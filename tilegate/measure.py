@@ -150,8 +150,8 @@ class GroupMeasurer:
         del ref
         if fns:
             warm = self.warmup_first_s if self._groups_done == 0 else self.timer.config.warmup_s
-            self.timer.warm(fns, warm)
-            samples = self.timer.time(fns)
+            pace = self.timer.warm(fns, warm)
+            samples = self.timer.time(fns, self.timer.config.rounds_for(pace))
         else:
             samples = {}
         self._groups_done += 1

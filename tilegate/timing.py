@@ -10,6 +10,7 @@ stalls the GPU between calls.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -21,15 +22,33 @@ L2_FLUSH_MIN_BYTES = 256 * 2**20
 
 @dataclass(frozen=True)
 class TimerConfig:
-    rounds: int = 40
+    """How long to time a group: at least `rounds` rounds and at least `min_time_s` of them.
+
+    Single calls of a power-capped GPU jitter by several percent (clock changes on a scale of
+    tens of milliseconds), so a median over 40 calls of 0.2 ms, 8 ms of GPU time, still moves
+    2-3 % between processes. Timing each group for a fixed time instead of a fixed count puts
+    hundreds of rounds into the fast groups and keeps every median to about 1 %.
+    """
+
+    rounds: int = 40  # the minimum number of rounds
+    min_time_s: float = 0.0  # ... and the minimum time of the timed rounds of a group
+    max_rounds: int = 2000
     warmup_s: float = 0.3  # interleaved warm-up before the timed rounds of a group
     l2_flush: bool = True
 
     def __post_init__(self) -> None:
         if self.rounds < 1:
             raise ValueError(f"rounds must be >= 1, got {self.rounds}")
-        if self.warmup_s < 0:
-            raise ValueError(f"warmup_s must be >= 0, got {self.warmup_s}")
+        if self.max_rounds < self.rounds:
+            raise ValueError(f"max_rounds ({self.max_rounds}) must be >= rounds ({self.rounds})")
+        if self.warmup_s < 0 or self.min_time_s < 0:
+            raise ValueError(f"warmup_s and min_time_s must be >= 0, got {self.warmup_s}, {self.min_time_s}")
+
+    def rounds_for(self, seconds_per_round: float) -> int:
+        """Rounds that fill `min_time_s` at the measured pace, within [rounds, max_rounds]."""
+        if seconds_per_round <= 0 or self.min_time_s <= 0:
+            return self.rounds
+        return max(self.rounds, min(self.max_rounds, math.ceil(self.min_time_s / seconds_per_round)))
 
 
 def round_order(names: list[str], r: int) -> list[str]:
@@ -65,26 +84,30 @@ class CudaTimer:
         if self._flush_buf is not None:
             self._flush_buf.zero_()
 
-    def warm(self, fns: Mapping[str, Callable[[], Any]], seconds: float) -> int:
-        """Run the callables in turn for about `seconds` (at least twice each); return rounds run."""
+    def warm(self, fns: Mapping[str, Callable[[], Any]], seconds: float) -> float:
+        """Run the callables in turn for about `seconds` (at least 3 rounds); return seconds per round."""
         torch = self._torch
         names = list(fns)
         rounds = 0
         start = time.perf_counter()
-        while rounds < 2 or time.perf_counter() - start < seconds:
+        paced_from = start
+        while rounds < 3 or time.perf_counter() - start < seconds:
+            if rounds == 1:  # the first round may compile or allocate: pace the others
+                torch.cuda.synchronize()
+                paced_from = time.perf_counter()
             for name in round_order(names, rounds):
                 self._flush()
                 fns[name]()
             rounds += 1
-            torch.cuda.synchronize()
-        return rounds
+        torch.cuda.synchronize()
+        return (time.perf_counter() - paced_from) / (rounds - 1)
 
-    def time(self, fns: Mapping[str, Callable[[], Any]]) -> dict[str, list[float]]:
+    def time(self, fns: Mapping[str, Callable[[], Any]], rounds: int | None = None) -> dict[str, list[float]]:
         """Seconds per call for each callable, one sample per round, rounds interleaved."""
         torch = self._torch
         names = list(fns)
         events: dict[str, list[tuple[Any, Any]]] = {n: [] for n in names}
-        for r in range(self.config.rounds):
+        for r in range(rounds or self.config.rounds):
             for name in round_order(names, r):
                 begin = torch.cuda.Event(enable_timing=True)
                 end = torch.cuda.Event(enable_timing=True)
@@ -106,15 +129,16 @@ class HostTimer:
     def __init__(self, config: TimerConfig) -> None:
         self.config = config
 
-    def warm(self, fns: Mapping[str, Callable[[], Any]], seconds: float) -> int:
+    def warm(self, fns: Mapping[str, Callable[[], Any]], seconds: float) -> float:
+        t0 = time.perf_counter()
         for fn in fns.values():
             fn()
-        return 1
+        return time.perf_counter() - t0
 
-    def time(self, fns: Mapping[str, Callable[[], Any]]) -> dict[str, list[float]]:
+    def time(self, fns: Mapping[str, Callable[[], Any]], rounds: int | None = None) -> dict[str, list[float]]:
         names = list(fns)
         out: dict[str, list[float]] = {n: [] for n in names}
-        for r in range(self.config.rounds):
+        for r in range(rounds or self.config.rounds):
             for name in round_order(names, r):
                 t0 = time.perf_counter()
                 fns[name]()

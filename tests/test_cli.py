@@ -1,0 +1,335 @@
+"""The command line: exit codes, messages, files written (and not written)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests._factories import key, results_file
+from tilegate.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+BASELINES = FIXTURES / "baselines"
+
+
+def compare(
+    tmp_path: Path, results: str | Path, *options: str, baseline: Path | None = None
+) -> int:
+    """`tilegate compare RESULTS [BASELINE] [options]` on fixtures, the report into tmp_path."""
+    positional = [str(FIXTURES / results)] + ([str(baseline)] if baseline else [])
+    return main(
+        [
+            "compare",
+            *positional,
+            "--baselines",
+            str(BASELINES),
+            "--no-plots",
+            "--report",
+            str(tmp_path / "report.md"),
+            *options,
+        ]
+    )
+
+
+def test_pass_is_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert compare(tmp_path, "results-h200-quick.json") == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# tilegate: PASS")
+    assert (tmp_path / "report.md").read_text() == out
+
+
+def test_regression_is_1_and_suspects_are_written(tmp_path: Path) -> None:
+    suspects = tmp_path / "suspects.txt"
+    assert compare(tmp_path, "results-regressed.json", "--suspects-out", str(suspects)) == 1
+    assert suspects.read_text().splitlines() == [
+        key("xtile_persistent", K=128),
+        key("persistent", K=4096),
+        key("swizzle_persistent", K=128),
+    ]
+
+
+def test_confirmation_flow(tmp_path: Path) -> None:
+    suspects = tmp_path / "suspects.txt"
+    code = compare(
+        tmp_path,
+        "results-regressed.json",
+        "--confirm",
+        str(FIXTURES / "results-regressed-confirm.json"),
+        "--suspects-out",
+        str(suspects),
+    )
+    assert code == 1
+    assert "confirmed by 1 re-measurement" in (tmp_path / "report.md").read_text()
+    # a healthy re-measurement acquits the rows it re-measured
+    code = compare(
+        tmp_path, "results-regressed.json", "--confirm", str(FIXTURES / "results-h200-quick.json")
+    )
+    assert code == 0
+
+
+def test_pass_writes_an_empty_suspects_file(tmp_path: Path) -> None:
+    suspects = tmp_path / "suspects.txt"
+    assert compare(tmp_path, "results-h200-quick.json", "--suspects-out", str(suspects)) == 0
+    assert suspects.read_text() == ""
+
+
+BAD_INPUT = [
+    ("results-corrupt.json", None, "results-corrupt.json"),
+    ("results-nan-timing.json", None, "xtile_persistent-fp16-nt-K128"),
+    ("results-zero-timing.json", None, "swizzle_persistent-fp16-nt-K128"),
+    ("results-failed-row.json", None, "xtile_persistent-fp16-nt-K128"),
+    ("results-missing-row.json", None, "tma_xtile_persistent-fp16-nt-K512"),
+    ("results-not-tilegate.json", None, "results-not-tilegate.json"),
+    ("results-rtx5090.json", BASELINES / "nvidia-h200.json", "nvidia-geforce-rtx-5090"),
+    ("results-h200-quick.json", FIXTURES / "baseline-unknown-schema.json", "schema_version 99"),
+    ("results-h200-quick.json", FIXTURES / "baseline-corrupt.json", "baseline-corrupt.json"),
+    ("results-smoke.json", None, "smoke"),
+]
+
+
+@pytest.mark.parametrize(
+    ("results", "baseline", "needle"), BAD_INPUT, ids=[f"{r}-{n}" for r, _, n in BAD_INPUT]
+)
+def test_bad_input_is_2(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    results: str,
+    baseline: Path | None,
+    needle: str,
+) -> None:
+    (tmp_path / "report.md").write_text("# an old report that must not survive\n")
+    assert compare(tmp_path, results, baseline=baseline) == 2
+    err = capsys.readouterr().err
+    assert "cannot judge" in err and needle in err
+    report = (tmp_path / "report.md").read_text()
+    assert report.startswith("# tilegate: CANNOT JUDGE (exit 2)") and needle in report
+
+
+def test_missing_baseline_is_2_or_report_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [
+        "compare",
+        str(FIXTURES / "results-h200-quick.json"),
+        "--baselines",
+        str(tmp_path),
+        "--no-plots",
+        "--report",
+        str(tmp_path / "r.md"),
+    ]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"{tmp_path / 'nvidia-h200.json'} does not exist" in err
+        and "nox -s rebaseline" in err
+        and "--report-only" in err
+    )
+    assert main([*args, "--report-only"]) == 0
+    assert capsys.readouterr().out.startswith("# tilegate: REPORT ONLY (no baseline, no verdict)")
+
+
+def test_allow_missing(tmp_path: Path) -> None:
+    assert compare(tmp_path, "results-missing-row.json", "--allow-missing") == 0
+
+
+def test_report_never_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "report",
+            str(FIXTURES / "results-regressed.json"),
+            str(BASELINES / "nvidia-h200.json"),
+            "--out",
+            str(tmp_path / "r.md"),
+        ]
+    )
+    assert code == 0
+    assert capsys.readouterr().out.startswith("# tilegate: REPORT ONLY (would fail)")
+    assert (tmp_path / "r.md").is_file()
+
+
+def test_report_still_refuses_bad_input(tmp_path: Path) -> None:
+    assert main(["report", str(FIXTURES / "results-nan-timing.json")]) == 2
+
+
+def test_plots_are_written_and_linked(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    code = main(
+        [
+            "compare",
+            str(FIXTURES / "results-regressed.json"),
+            "--baselines",
+            str(BASELINES),
+            "--report",
+            str(tmp_path / "perf" / "report.md"),
+            "--plots",
+            str(tmp_path / "perf"),
+            "--quiet",
+        ]
+    )
+    assert code == 1
+    assert (tmp_path / "perf" / "crosstile-fp16-nt.png").is_file()
+    assert "![times-fp16-nt](times-fp16-nt.png)" in (tmp_path / "perf" / "report.md").read_text()
+
+
+# --- rebaseline -----------------------------------------------------------------------------------------
+
+
+def three_runs(tmp_path: Path, prefix: str = "run", **kwargs: object) -> list[str]:
+    return [
+        str(results_file(tmp_path, f"{prefix}-{s}.json", seed=s, rounds=20, **kwargs))
+        for s in (31, 32, 33)
+    ]
+
+
+def test_rebaseline_writes_atomically_and_diffs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "baselines" / "nvidia-h200.json"
+    assert main(["rebaseline", *three_runs(tmp_path), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "# Rebaseline nvidia-h200" in text and "every row is new" in text
+    assert "+ xtile_persistent-beats-swizzle_persistent-fp16-nt K=128" in text
+    assert "no tolerances file" in text  # none beside --out: built-in policy, said so
+    assert json.loads(out.read_text())["schema_version"] == 1
+    assert sorted(p.name for p in out.parent.iterdir()) == ["nvidia-h200.json"]
+    # the baseline judges a run of the same machine
+    fresh = results_file(tmp_path, "pr.json", seed=40, rounds=20)
+    assert (
+        main(
+            [
+                "compare",
+                str(fresh),
+                "--baselines",
+                str(out.parent),
+                "--no-plots",
+                "--report",
+                str(tmp_path / "r.md"),
+            ]
+        )
+        == 0
+    )
+
+
+def test_rebaseline_check_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "nvidia-h200.json"
+    assert main(["rebaseline", *three_runs(tmp_path), "--out", str(out), "--check"]) == 0
+    assert not out.exists()
+
+
+def test_rebaseline_refuses_a_slower_run_unless_accepted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "nvidia-h200.json"
+    shutil.copy(BASELINES / "nvidia-h200.json", out)
+    before = out.read_bytes()
+    slower = three_runs(tmp_path, slow={key("persistent", K=4096): 1.10})
+    assert main(["rebaseline", *slower, "--out", str(out)]) == 1
+    text = capsys.readouterr().out
+    assert "REFUSED" in text and "persistent-fp16-nt-K4096" in text and "--accept-slower" in text
+    assert out.read_bytes() == before
+    assert main(["rebaseline", *slower, "--out", str(out), "--accept-slower"]) == 0
+    assert out.read_bytes() != before
+
+
+def test_rebaseline_uses_the_tolerances_file(tmp_path: Path) -> None:
+    tol = tmp_path / "tol.toml"
+    tol.write_text(
+        '[policy]\nfloor = 0.05\n[[override]]\nvariant = "tiled"\ntolerance = 0.07\nreason = "test"\n'
+    )
+    out = tmp_path / "nvidia-h200.json"
+    assert (
+        main(["rebaseline", *three_runs(tmp_path), "--out", str(out), "--tolerances", str(tol)])
+        == 0
+    )
+    rows = json.loads(out.read_text())["rows"]
+    assert rows[key("tiled")]["tolerance"] == 0.07
+    assert rows[key("tiled")]["tolerance_source"].startswith("override [variant=tiled]: test")
+    assert min(r["tolerance"] for r in rows.values()) >= 0.05
+
+
+@pytest.mark.parametrize(
+    ("fixture", "needle"),
+    [
+        ("results-failed-row.json", "correctness"),
+        ("results-rtx5090.json", "GPU model"),
+        ("results-nan-timing.json", "NaN"),
+    ],
+)
+def test_rebaseline_refuses_bad_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fixture: str, needle: str
+) -> None:
+    out = tmp_path / "nvidia-h200.json"
+    assert (
+        main(["rebaseline", three_runs(tmp_path)[0], str(FIXTURES / fixture), "--out", str(out)])
+        == 2
+    )
+    assert needle in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_rebaseline_needs_something(tmp_path: Path) -> None:
+    assert main(["rebaseline", "--out", str(tmp_path / "x.json")]) == 2
+    assert (
+        main(
+            ["rebaseline", "--out", str(tmp_path / "x.json"), "--old", str(tmp_path / "none.json")]
+        )
+        == 2
+    )
+
+
+# --- the command itself ---------------------------------------------------------------------------------------
+
+
+def test_usage_errors_are_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert main(["compare"]) == 2
+    assert main(["--help"]) == 0
+    assert "compare" in capsys.readouterr().out
+
+
+def test_fingerprint_is_optional(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "tilegate.fingerprint.cli", None)  # as if it did not exist
+    assert main(["fingerprint"]) == 2
+    assert "fingerprint is not available" in capsys.readouterr().err
+    assert main(["compare", "--help"]) == 0
+
+
+def test_python_dash_m(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tilegate",
+            "compare",
+            str(FIXTURES / "results-regressed.json"),
+            "--baselines",
+            str(BASELINES),
+            "--no-plots",
+            "--report",
+            str(tmp_path / "r.md"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=Path(__file__).parents[1],
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.strip() == "tilegate: FAIL: 2 regressions, 1 broken expectation"
+
+
+def test_rebaseline_diff_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, diff = tmp_path / "nvidia-h200.json", tmp_path / "perf" / "rebaseline-diff.md"
+    assert (
+        main(["rebaseline", *three_runs(tmp_path), "--out", str(out), "--diff-out", str(diff)]) == 0
+    )
+    assert diff.read_text() == capsys.readouterr().out
+    assert "Wrote" in diff.read_text()

@@ -1,0 +1,150 @@
+"""The markdown report and the plots: what a reader sees first, and that it is true."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests._factories import load_run
+from tilegate.baseline import load_baseline
+from tilegate.report import render
+from tilegate.results import load_results
+from tilegate.verdict import compare
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def baseline():  # type: ignore[no-untyped-def]
+    return load_baseline(FIXTURES / "baselines" / "nvidia-h200.json")
+
+
+def regressed_report() -> str:
+    run = load_results(FIXTURES / "results-regressed.json")
+    return render(run, compare(run, baseline()))
+
+
+def test_headline_and_section_order() -> None:
+    text = regressed_report()
+    assert text.startswith("# tilegate: FAIL: 2 regressions, 1 broken expectation\n")
+    order = [
+        "- **Regressed**",
+        "## Environment",
+        "## Cross-tile against its twin",
+        "## Expectations",
+        "## All rows",
+    ]
+    positions = [text.index(s) for s in order]
+    assert positions == sorted(positions)
+
+
+def test_summary_names_the_rows_and_the_fix() -> None:
+    text = regressed_report()
+    assert "`xtile_persistent-fp16-nt-K128` +4" in text  # +40 % against the baseline
+    assert "`persistent-fp16-nt-K4096` +" in text
+    assert "**Improved** (1): `grouped-fp16-nt-K512`" in text and "nox -s rebaseline" in text
+    assert "cross-tile stopped winning" in text
+
+
+def test_environment_flags_the_new_triton() -> None:
+    text = regressed_report()
+    assert "| Triton | 3.7.0 | 3.6.0 | **differs** |" in text
+    assert "| driver | 580.159.04 | 580.159.04 |  |" in text
+    assert "Differs from the baseline: Triton." in text
+
+
+def test_cross_tile_table_like_the_write_up() -> None:
+    text = regressed_report()
+    assert "### xtile persistent vs swizzle persistent (fp16, nt)" in text
+    assert (
+        "| K | swizzle persistent (ms) | xtile persistent (ms) | change | baseline change | expectation |"
+        in text
+    )
+    k128 = next(
+        line for line in text.splitlines() if line.startswith("| 128 |") and "**FAIL**" in line
+    )
+    cells = [c.strip() for c in k128.strip("|").split("|")]
+    assert cells[3].startswith("+")  # cross-tile now slower than its twin
+    assert cells[4].startswith("-2")  # it won by ~27 % at rebaseline
+    assert (
+        "Crossover (smallest K where cross-tile stops winning): **K=128 (loses from the smallest K)**; baseline: none up to K=4096"
+        in text
+    )
+
+
+def test_full_table_has_every_row() -> None:
+    text = regressed_report()
+    rows = [
+        line
+        for line in text.splitlines()
+        if line.startswith("| `") and "-fp16-nt-K" in line and "ms" not in line
+    ]
+    assert len([r for r in rows if r.count("|") == 9]) == 24
+    assert "| **REGRESSED** |" in text
+
+
+def test_a_pass() -> None:
+    run = load_results(FIXTURES / "results-h200-quick.json")
+    text = render(run, compare(run, baseline()))
+    assert text.startswith("# tilegate: PASS\n")
+    assert "All 24 rows within tolerance; all 4 expectation checks hold." in text
+
+
+def test_throttled_run_says_so_prominently(tmp_path: Path) -> None:
+    run = load_run(tmp_path, "hot.json", seed=3, rounds=20, throttled=True)
+    text = render(run, compare(run, baseline()))
+    assert "> **The GPU THROTTLED during this run** (GPU slowed down (sw_thermal_slowdown)" in text
+    assert text.index("THROTTLED") < text.index("## Environment")
+
+
+def test_injected_run_says_so(tmp_path: Path) -> None:
+    run = load_run(tmp_path, "inj.json", seed=3, rounds=20, injected=("wrong=tiled",))
+    assert "TEST-ONLY injections in this run:** wrong=tiled" in render(
+        run, compare(run, baseline())
+    )
+
+
+def test_smoke_report_without_baseline() -> None:
+    run = load_results(FIXTURES / "results-smoke.json")
+    text = render(run, None, report_only=True, no_baseline_reason="No baseline.")
+    assert text.startswith("# tilegate: REPORT ONLY (no baseline, no verdict)")
+    assert "**SMOKE RUN**" in text and "meaningless" in text
+    assert "| K | swizzle persistent (ms) | xtile persistent (ms) | change |\n" in text
+    assert "## Expectations" not in text
+
+
+def test_report_only_with_a_baseline_would_fail() -> None:
+    run = load_results(FIXTURES / "results-regressed.json")
+    assert render(run, compare(run, baseline()), report_only=True).startswith(
+        "# tilegate: REPORT ONLY (would fail)"
+    )
+
+
+def test_confirmed_report_shows_every_run() -> None:
+    run = load_results(FIXTURES / "results-regressed.json")
+    conf = load_results(FIXTURES / "results-regressed-confirm.json")
+    text = render(run, compare(run, baseline(), [conf]))
+    assert "confirmed by 1 re-measurement(s)" in text
+    assert "| per run |" in text
+    assert "confirmation: first run REGRESSED" in text
+
+
+def test_plots(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from tilegate.plots import make_plots
+
+    run = load_results(FIXTURES / "results-regressed.json")
+    files = make_plots(run, compare(run, baseline()), tmp_path)
+    assert [f.name for f in files] == ["times-fp16-nt.png", "crosstile-fp16-nt.png"]
+    for f in files:
+        assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f.stat().st_size > 20_000
+    text = render(run, None, plots=files, relative_to=tmp_path)
+    assert "![crosstile-fp16-nt](crosstile-fp16-nt.png)" in text
+
+
+def test_plots_without_baseline(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from tilegate.plots import make_plots
+
+    files = make_plots(load_results(FIXTURES / "results-smoke.json"), None, tmp_path)
+    assert len(files) == 2

@@ -1,0 +1,479 @@
+"""The report: markdown for the terminal, `.perf/report.md` and a pull-request comment.
+
+Order of sections, most useful first: the outcome and what to do; the environment and what
+differs from the baseline (a new Triton is the usual reason to look); cross-tile against its
+twin per family, the write-up's table, with the crossover K; the expectations; every row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tilegate.baseline import Baseline
+from tilegate.results import Run
+from tilegate.verdict import CheckResult, Comparison, Family, Status, Verdict, families
+
+_VERDICT_TEXT = {
+    Verdict.REGRESSED: "**REGRESSED**",
+    Verdict.UNSURE: "UNSURE",
+    Verdict.IMPROVED: "improved",
+    Verdict.OK: "ok",
+    Verdict.NEW: "new",
+    Verdict.NOT_MEASURED: "not measured",
+}
+
+
+def _ms(seconds: float | None) -> str:
+    return "" if seconds is None else f"{seconds * 1e3:.4f}"
+
+
+def _pct(x: float | None) -> str:
+    return "" if x is None else f"{x * 100:+.1f}%"
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return ""
+    return "<1e-4" if p < 1e-4 else f"{p:.2g}"
+
+
+def _table(header: Sequence[str], align: str, rows: Sequence[Sequence[str]]) -> list[str]:
+    """A markdown table; `align` has one letter per column: l(eft) or r(ight)."""
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|",
+    ]
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
+    return lines
+
+
+def _pretty(variant: str) -> str:
+    return variant.replace("_", " ")
+
+
+# --- header and summary ----------------------------------------------------------------------------
+
+
+def _headline(cmp: Comparison | None, report_only: bool) -> str:
+    if cmp is None:
+        return "# tilegate: REPORT ONLY (no baseline, no verdict)"
+    regressed = [r for r in cmp.rows if r.fails]
+    parts = []
+    if regressed:
+        parts.append(f"{len(regressed)} regression{'s' * (len(regressed) != 1)}")
+    if cmp.failed_checks:
+        parts.append(
+            f"{len(cmp.failed_checks)} broken expectation{'s' * (len(cmp.failed_checks) != 1)}"
+        )
+    outcome = "FAIL" if cmp.exit_code else "PASS"
+    if report_only:
+        outcome = f"REPORT ONLY (would {outcome.lower()})"
+    return f"# tilegate: {outcome}" + (f": {', '.join(parts)}" if parts else "")
+
+
+def _summary(cmp: Comparison) -> list[str]:
+    out = []
+
+    def bullet(title: str, items: Sequence[str], hint: str = "") -> None:
+        if items:
+            shown = "; ".join(items[:8]) + (
+                f"; and {len(items) - 8} more" if len(items) > 8 else ""
+            )
+            out.append(f"- **{title}** ({len(items)}): {shown}" + (f". {hint}" if hint else ""))
+
+    bullet(
+        "Regressed",
+        [
+            f"`{r.key}` {_pct(r.delta)} (tolerance {r.tolerance:.1%})"
+            for r in cmp.rows
+            if r.fails and r.tolerance
+        ],
+        "Slower than the tolerance and significant"
+        + (" in the confirmation runs too." if cmp.confirmations else "."),
+    )
+    bullet(
+        "Broken expectations",
+        [
+            f"`{c.expectation.faster}` / `{c.expectation.than}` {c.expectation.dtype} {c.expectation.layout} "
+            f"K={c.K}: ratio {c.ratio:.3f} > {c.max_ratio:.3f} ({c.note})"
+            for c in cmp.failed_checks
+            if c.ratio
+        ],
+    )
+    bullet(
+        "Unsure, measure again",
+        [f"`{r.key}` {_pct(r.delta)}" for r in cmp.by(Verdict.UNSURE)],
+        "Not counted as failures: re-measure them (`nox -s perf` does; by hand, `--suspects-out` then `--confirm`).",
+    )
+    bullet(
+        "Reference rows slower",
+        [
+            f"`{r.key}` {_pct(r.delta)}"
+            for r in cmp.rows
+            if r.reference and r.verdict is Verdict.REGRESSED
+        ],
+        "cuBLAS is not our code: when it moves, suspect the machine, the driver or torch.",
+    )
+    bullet(
+        "Improved",
+        [f"`{r.key}` {_pct(r.delta)}" for r in cmp.by(Verdict.IMPROVED)],
+        f"Not a failure. Lock it in: `nox -s rebaseline` on this GPU (writes {cmp.baseline.path}).",
+    )
+    bullet(
+        "New rows",
+        [f"`{r.key}`" for r in cmp.by(Verdict.NEW)],
+        "Not in the baseline, not judged: rebaseline to start judging them.",
+    )
+    missing = list(cmp.missing_allowed)
+    bullet(
+        "Missing rows",
+        [f"`{k}`" for k in missing],
+        "Their groups ran but they did not (--allow-missing): see the pytest log.",
+    )
+    not_measured = [r for r in cmp.by(Verdict.NOT_MEASURED) if r.key not in missing]
+    if not_measured:
+        out.append(
+            f"- {len(not_measured)} baseline row(s) are outside this run's profile and were not judged."
+        )
+    if not out:
+        n = sum(1 for r in cmp.rows if r.verdict is Verdict.OK)
+        out.append(
+            f"- All {n} rows within tolerance; all {sum(c.status is Status.PASS for c in cmp.checks)} expectation checks hold."
+        )
+    return out
+
+
+# --- environment -------------------------------------------------------------------------------------
+
+
+def _env_rows(run: Run, baseline: Baseline | None) -> list[tuple[str, str, str]]:
+    e = run.env
+    prov: Mapping[str, Any] = baseline.provenance if baseline else {}
+    gpu: Mapping[str, Any] = baseline.gpu if baseline else {}
+    sw: Mapping[str, Any] = prov.get("software") or {}
+
+    def s(x: Any) -> str:
+        return "-" if x is None else str(x)
+
+    def gpu_text(name: Any, sms: Any) -> str:
+        return f"{name}, {sms} SMs" if sms is not None else s(name)
+
+    commit = (e.commit or "-")[:10] + (" (dirty)" if e.dirty else "")
+    base_commits = {
+        str(r.get("commit"))[:10] for r in prov.get("runs") or [] if isinstance(r, dict)
+    }
+    return [
+        (
+            "GPU",
+            gpu_text(e.gpu.name, e.gpu.sm_count),
+            gpu_text(gpu.get("name"), gpu.get("sm_count")) if gpu else "",
+        ),
+        ("driver", s(e.gpu.driver), s(prov.get("driver"))),
+        ("CUDA", s(e.gpu.cuda), s(prov.get("cuda"))),
+        ("torch", s(e.software.get("torch")), s(sw.get("torch"))),
+        ("Triton", s(e.software.get("triton")), s(sw.get("triton"))),
+        ("Python", s(e.software.get("python")), s(sw.get("python"))),
+        ("harness", e.harness_version, s(prov.get("harness_version"))),
+        ("mode", e.mode, s(prov.get("mode"))),
+        ("profile", e.profile, ", ".join(prov.get("profiles") or [])),
+        (
+            "M x N",
+            f"{s(e.M)} x {s(e.N)}",
+            f"{s(prov.get('M'))} x {s(prov.get('N'))}" if prov else "",
+        ),
+        ("rounds", s(e.rounds), s(prov.get("rounds"))),
+        (
+            "timer, L2 flush",
+            f"{s(e.timer)}, {s(e.l2_flush)}",
+            f"{s(prov.get('timer'))}, {s(prov.get('l2_flush'))}" if prov else "",
+        ),
+        ("commit", commit, ", ".join(sorted(base_commits))),
+        ("date", s(e.datetime)[:19], str(prov.get("created") or "")[:19]),
+    ]
+
+
+def _environment(run: Run, baseline: Baseline | None) -> list[str]:
+    rows = _env_rows(run, baseline)
+    out = ["## Environment", ""]
+    if baseline is None:
+        out += _table(["", "this run"], "ll", [(k, v) for k, v, _ in rows])
+    else:
+        # commit and date always differ; they are context, not a difference worth flagging
+        quiet = {"commit", "date"}
+        cells = [
+            (k, v, b, "**differs**" if v != b and k not in quiet and b else "") for k, v, b in rows
+        ]
+        out += _table(["", "this run", "baseline", ""], "llll", cells)
+        changed = [k for k, v, b, flag in cells if flag]
+        if changed:
+            why = (
+                " A new Triton changes the generated kernels: read the cross-tile section first."
+                if "Triton" in changed
+                else ""
+            )
+            out += ["", f"Differs from the baseline: {', '.join(changed)}.{why}"]
+    e = run.env
+    if e.throttled is None and not e.smoke:
+        out += ["", "GPU state: not recorded (no NVML), throttling cannot be ruled out."]
+    elif not e.throttled and e.state_notes:
+        out += ["", "GPU state: no slowdown recorded; " + "; ".join(e.state_notes) + "."]
+    return out
+
+
+# --- cross-tile families -----------------------------------------------------------------------------
+
+
+def _crossover_text(f: Family) -> str:
+    now = Family.crossover(f.now)
+    top = max(f.now)
+
+    def say(k: int | None, ratios: Mapping[int, float]) -> str:
+        if not ratios:
+            return "unknown"
+        if k is None:
+            return f"none up to K={max(ratios)} (wins everywhere measured)"
+        if k == min(ratios):
+            return f"K={k} (loses from the smallest K)"
+        return f"K={k}"
+
+    text = f"Crossover (smallest K where cross-tile stops winning): **{say(now, f.now)}**"
+    if f.base:
+        base_in_range = {k: r for k, r in f.base.items() if k <= top}
+        base = Family.crossover(base_in_range)
+        same = "same as" if base == now else "baseline:"
+        text += f"; {same} the baseline" if base == now else f"; {same} {say(base, base_in_range)}"
+    return text + "."
+
+
+def _family(f: Family, run: Run, checks: Sequence[CheckResult], with_baseline: bool) -> list[str]:
+    by_k = {
+        c.K: c
+        for c in checks
+        if (c.expectation.faster, c.expectation.than, c.expectation.dtype, c.expectation.layout)
+        == (f.faster, f.than, f.dtype, f.layout)
+    }
+    rows = []
+    for K in f.Ks:
+        than, faster = (
+            run.find(f.than, f.dtype, f.layout, K),
+            run.find(f.faster, f.dtype, f.layout, K),
+        )
+        c = by_k.get(K)
+        expect = ""
+        if c is not None:
+            expect = f"<= {_pct(c.max_ratio - 1)}: {'PASS' if c.status is Status.PASS else '**FAIL**' if c.status is Status.FAIL else c.status.value}"
+        base = f.base.get(K)
+        cells = [
+            str(K),
+            _ms(than.median_s if than else None),
+            _ms(faster.median_s if faster else None),
+            f"**{_pct(f.now[K] - 1)}**" if f.now[K] < 1 else _pct(f.now[K] - 1),
+        ]
+        if with_baseline:
+            cells += [_pct(base - 1) if base is not None else "", expect]
+        rows.append(cells)
+    title = f"### {_pretty(f.faster)} vs {_pretty(f.than)} ({f.dtype}, {f.layout})"
+    header = ["K", f"{_pretty(f.than)} (ms)", f"{_pretty(f.faster)} (ms)", "change"]
+    if with_baseline:
+        header += ["baseline change", "expectation"]
+    return [title, "", *_table(header, "rrrrrl"[: len(header)], rows), "", _crossover_text(f), ""]
+
+
+def _families(run: Run, cmp: Comparison | None) -> list[str]:
+    fams = families(run, cmp.baseline if cmp else None)
+    if not fams:
+        return []
+    out = [
+        "## Cross-tile against its twin",
+        "",
+        "Median time per call; *change* is the cross-tile time over its twin's, measured in the same "
+        "rounds (the paired median ratio minus one): negative means cross-tile wins. Expectations are "
+        "checked on this ratio, never on stored absolute times.",
+        "",
+    ]
+    for f in fams:
+        out += _family(f, run, cmp.checks if cmp else (), with_baseline=cmp is not None)
+    return out
+
+
+# --- expectations and rows -------------------------------------------------------------------------------
+
+
+def _expectations(cmp: Comparison) -> list[str]:
+    if not cmp.checks:
+        return [
+            "## Expectations",
+            "",
+            "The baseline holds no expectations (no clear cross-tile win at rebaseline).",
+            "",
+        ]
+    per_run = any(len(c.run_ratios) > 1 for c in cmp.checks)
+    rows = []
+    for c in cmp.checks:
+        e = c.expectation
+        status = {
+            Status.PASS: "PASS",
+            Status.FAIL: "**FAIL**",
+            Status.NOT_MEASURED: "not measured",
+        }[c.status]
+        cells = [
+            f"`{e.faster}` / `{e.than}`, {e.dtype} {e.layout}",
+            str(c.K),
+            f"{c.max_ratio:.3f}",
+            f"{c.ratio:.3f}" if c.ratio is not None else "",
+            f"{c.baseline_ratio:.3f}" if c.baseline_ratio is not None else "",
+            status + (f" ({c.note})" if c.note else ""),
+        ]
+        if per_run:
+            cells.insert(4, ", ".join(f"{r:.3f}" for r in c.run_ratios))
+        rows.append(cells)
+    header = ["cross-tile / twin", "K", "max ratio", "ratio now", "at rebaseline", "result"]
+    if per_run:
+        header.insert(4, "per run")
+    return [
+        "## Expectations",
+        "",
+        "Cross-tile must take at most *max ratio* of its twin's time, measured in the same rounds of this run.",
+        "",
+        *_table(header, "lrrr" + "r" * per_run + "rl", rows),
+        "",
+    ]
+
+
+def _rows(cmp: Comparison) -> list[str]:
+    rows = []
+    for r in cmp.rows:
+        base = r.base.median_s if r.base else None
+        now = r.now_median_s if r.now_median_s is not None else r.now.median_s if r.now else None
+        verdict = _VERDICT_TEXT[r.verdict] + (
+            " (reference)" if r.reference and r.verdict is not Verdict.OK else ""
+        )
+        rows.append(
+            (
+                f"`{r.key}`",
+                _ms(base),
+                _ms(now),
+                _pct(r.delta),
+                f"{r.tolerance:.1%}" if r.tolerance is not None else "",
+                _p(r.p_faster if r.delta is not None and r.delta < 0 else r.p_slower),
+                verdict,
+                r.note,
+            )
+        )
+    return [
+        "## All rows",
+        "",
+        "*delta*: the median against the baseline's median (over runs, when re-measured). *p*: one-sided "
+        "Mann-Whitney U p-value on the per-round samples against the baseline's, in the direction of the "
+        f"change (significant below {cmp.baseline.policy.alpha:g}).",
+        "",
+        *_table(
+            ["case", "baseline (ms)", "now (ms)", "delta", "tolerance", "p", "verdict", "note"],
+            "lrrrrrll",
+            rows,
+        ),
+        "",
+    ]
+
+
+def _rows_only(run: Run) -> list[str]:
+    rows = [
+        (
+            f"`{r.key}`",
+            _ms(r.median_s),
+            f"{r.tflops:.1f}" if r.tflops else "",
+            f"{r.ratio_to_torch:.3f}" if r.ratio_to_torch else "",
+            str(len(r.samples_s)),
+        )
+        for r in sorted(
+            run.rows.values(),
+            key=lambda r: (r.dtype, r.layout, r.K, run.variant_order.index(r.variant)),
+        )
+    ]
+    header = ["case", "median (ms)", "TFLOP/s", "time / torch (same run)", "rounds"]
+    return ["## All rows", "", *_table(header, "lrrrr", rows), ""]
+
+
+def _banners(run: Run) -> list[str]:
+    """What makes the numbers below less than a measurement, before anything else."""
+    e = run.env
+    out = []
+    if e.smoke:
+        out.append(
+            "> **SMOKE RUN** (CPU interpreter, tiny shapes): the timings below are meaningless; "
+            "this run proves the pipeline only."
+        )
+    if e.throttled:
+        out.append(
+            "> **The GPU THROTTLED during this run** ("
+            + "; ".join(e.state_notes)
+            + "). Slow rows may be the "
+            "machine, not the code: re-run on a cool, idle GPU before trusting a regression."
+        )
+    if e.injected:
+        out.append(
+            f"> **TEST-ONLY injections in this run:** {', '.join(e.injected)}. Not a real measurement of the kernels."
+        )
+    return [x for b in out for x in (b, "")]
+
+
+def render(
+    run: Run,
+    cmp: Comparison | None = None,
+    *,
+    report_only: bool = False,
+    no_baseline_reason: str | None = None,
+    plots: Sequence[Path] = (),
+    relative_to: Path | None = None,
+    suspects_path: Path | None = None,
+) -> str:
+    """The whole report as markdown."""
+    out = [_headline(cmp, report_only), "", *_banners(run)]
+    if cmp is not None:
+        out += [
+            f"Results `{run.path}` against baseline `{cmp.baseline.path}`"
+            + (
+                f", confirmed by {len(cmp.confirmations)} re-measurement(s): "
+                + ", ".join(f"`{c.path}`" for c in cmp.confirmations)
+                if cmp.confirmations
+                else ""
+            )
+            + ".",
+            "",
+        ]
+        out += [*_summary(cmp), ""]
+        if suspects_path is not None:
+            n = len(cmp.suspects())
+            out += [
+                f"{n} case(s) to measure again written to `{suspects_path}`."
+                if n
+                else f"Nothing to measure again (`{suspects_path}` is empty).",
+                "",
+            ]
+    else:
+        out += [f"Results `{run.path}`. {no_baseline_reason or ''}".rstrip(), ""]
+    out += [*_environment(run, cmp.baseline if cmp else None), ""]
+    out += _families(run, cmp)
+    if cmp is not None:
+        out += _expectations(cmp)
+        out += _rows(cmp)
+    else:
+        out += _rows_only(run)
+    if plots:
+        out += ["## Plots", ""]
+        for p in plots:
+            target = _relative(p, relative_to)
+            out.append(f"![{p.stem}]({target})")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _relative(path: Path, base: Path | None) -> str:
+    if base is None:
+        return str(path)
+    try:
+        return str(path.resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(path.resolve())

@@ -1,0 +1,310 @@
+"""Read and validate a results file: pytest-benchmark JSON with tilegate's keys.
+
+The contract is in docs/architecture.md. Everything the gate needs is read here, once, into
+frozen objects; every problem is an `InputError` naming the file and, where there is one, the
+case id. Nothing downstream looks at the raw JSON again.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, TypeGuard
+
+from tilegate.errors import InputError
+from tilegate.fileio import is_finite_positive, read_json
+
+SMOKE_SLUG = "smoke"  # the "GPU" of a smoke run (CPU interpreter): no GPU facts exist
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    slug: str
+    sm_count: int | None = None
+    capability: tuple[int, ...] | None = None
+    driver: str | None = None
+    cuda: str | None = None
+    memory_gib: float | None = None
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What a run measured on: `machine_info.tilegate` plus pytest-benchmark's commit info."""
+
+    harness_version: str
+    mode: str  # "gpu" or "smoke"
+    profile: str
+    M: int | None
+    N: int | None
+    l2_flush: bool | None
+    timer: str | None
+    rounds: int | None
+    gpu: Gpu
+    software: Mapping[str, str]
+    throttled: bool | None
+    state_notes: tuple[str, ...]
+    injected: tuple[str, ...]
+    commit: str | None
+    dirty: bool | None
+    datetime: str | None
+
+    @property
+    def smoke(self) -> bool:
+        return self.mode == "smoke"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One benchmark case of one run."""
+
+    key: str
+    variant: str
+    dtype: str
+    layout: str
+    M: int
+    N: int
+    K: int
+    samples_s: tuple[float, ...]
+    median_s: float  # median of samples_s: the number the gate compares
+    tflops: float | None = None
+    ratio_to_torch: float | None = None
+    twin: str | None = None
+    ratio_to_twin: float | None = None
+
+    @property
+    def group(self) -> tuple[str, str, int]:
+        """(dtype, layout, K): the cases timed together, round by round."""
+        return (self.dtype, self.layout, self.K)
+
+
+@dataclass(frozen=True)
+class Run:
+    path: Path
+    env: Environment
+    rows: Mapping[str, Row] = field(default_factory=lambda: MappingProxyType({}))
+
+    def find(self, variant: str, dtype: str, layout: str, K: int) -> Row | None:
+        for row in self.rows.values():
+            if (row.variant, row.dtype, row.layout, row.K) == (variant, dtype, layout, K):
+                return row
+        return None
+
+    @property
+    def groups(self) -> frozenset[tuple[str, str, int]]:
+        return frozenset(r.group for r in self.rows.values())
+
+    @property
+    def variant_order(self) -> list[str]:
+        """Variants in the order the suite ran them (the registry's order)."""
+        return list(dict.fromkeys(r.variant for r in self.rows.values()))
+
+
+# --- validation helpers -----------------------------------------------------------------------
+
+
+def _obj(x: Any) -> dict[str, Any]:
+    return x if isinstance(x, dict) else {}
+
+
+def _is_number(x: Any) -> TypeGuard[int | float]:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _opt_str(d: Mapping[str, Any], key: str) -> str | None:
+    v = d.get(key)
+    return None if v is None else str(v)
+
+
+def _opt_int(d: Mapping[str, Any], key: str) -> int | None:
+    v = d.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _timing_problem(samples: list[Any]) -> str | None:
+    """Why these samples cannot be timings, or None."""
+    if not samples:
+        return "has no timing samples"
+    for i, s in enumerate(samples):
+        if not _is_number(s):
+            return f"has a non-numeric timing sample {s!r} (round {i})"
+        if math.isnan(s):
+            return f"has a NaN timing (round {i})"
+        if not math.isfinite(s):
+            return f"has an infinite timing (round {i})"
+        if s <= 0:
+            return f"has a {'zero' if s == 0 else 'negative'} timing {s!r} (round {i})"
+    return None
+
+
+def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -> Environment:
+    tg = mi.get("tilegate")
+    if not isinstance(tg, dict):
+        raise InputError(
+            f"results file {path}: machine_info has no 'tilegate' section, so this is not a tilegate perf "
+            "run (a plain pytest-benchmark file?). Produce results with `nox -s perf` "
+            "(or `python -m pytest perf_tests --benchmark-json FILE`)."
+        )
+    mode = tg.get("mode")
+    if mode not in ("gpu", "smoke"):
+        raise InputError(
+            f"results file {path}: machine_info.tilegate.mode is {mode!r}; expected 'gpu' or 'smoke'"
+        )
+    gpu_raw = tg.get("gpu")
+    if isinstance(gpu_raw, dict):
+        slug = gpu_raw.get("slug")
+        if not isinstance(slug, str) or not slug:
+            raise InputError(
+                f"results file {path}: machine_info.tilegate.gpu.slug is missing; cannot pick a baseline"
+            )
+        cap = gpu_raw.get("capability")
+        gpu = Gpu(
+            name=str(gpu_raw.get("name") or slug),
+            slug=slug,
+            sm_count=_opt_int(gpu_raw, "sm_count"),
+            capability=tuple(int(c) for c in cap) if isinstance(cap, list) else None,
+            driver=_opt_str(gpu_raw, "driver"),
+            cuda=_opt_str(gpu_raw, "cuda"),
+            memory_gib=gpu_raw.get("memory_gib") if _is_number(gpu_raw.get("memory_gib")) else None,
+        )
+    elif gpu_raw is None and mode == "smoke":
+        gpu = Gpu(name="CPU interpreter (smoke)", slug=SMOKE_SLUG)
+    else:
+        raise InputError(f"results file {path}: machine_info.tilegate.gpu is missing in a GPU run")
+    software = _obj(tg.get("software"))
+    state = _obj(tg.get("state"))
+    throttled = state.get("throttled")
+    injected = tg.get("injected") or []
+    ci = _obj(commit_info)
+    return Environment(
+        harness_version=str(tg.get("harness_version", "unknown")),
+        mode=mode,
+        profile=str(tg.get("profile", "unknown")),
+        M=_opt_int(tg, "M"),
+        N=_opt_int(tg, "N"),
+        l2_flush=tg.get("l2_flush") if isinstance(tg.get("l2_flush"), bool) else None,
+        timer=_opt_str(tg, "timer"),
+        rounds=_opt_int(tg, "rounds"),
+        gpu=gpu,
+        software=MappingProxyType({str(k): str(v) for k, v in software.items()}),
+        throttled=throttled if isinstance(throttled, bool) else None,
+        state_notes=tuple(str(n) for n in state.get("notes") or []),
+        injected=tuple(str(i) for i in injected)
+        if isinstance(injected, list)
+        else (str(injected),),
+        commit=_opt_str(ci, "id"),
+        dirty=ci.get("dirty") if isinstance(ci.get("dirty"), bool) else None,
+        datetime=str(when) if when is not None else None,
+    )
+
+
+def _parse_row(path: Path, index: int, bench: Any) -> Row:
+    if not isinstance(bench, dict):
+        raise InputError(f"results file {path}: benchmarks[{index}] is not an object")
+    name = bench.get("param") or bench.get("name") or f"benchmarks[{index}]"
+    extra = bench.get("extra_info")
+    tg = extra.get("tilegate") if isinstance(extra, dict) else None
+    if not isinstance(tg, dict):
+        raise InputError(
+            f"results file {path}, row {name}: no extra_info.tilegate; every benchmark in a results file "
+            "must come from tilegate's perf suite"
+        )
+    key = tg.get("key")
+    if not isinstance(key, str) or not key:
+        raise InputError(f"results file {path}, row {name}: extra_info.tilegate.key is missing")
+    where = f"results file {path}, row {key}"
+    if tg.get("correct") is not True:
+        why = tg.get("error") or (
+            f"relative error {tg.get('rel_err')} > {tg.get('tolerance')}"
+            if tg.get("rel_err") is not None
+            else "no passing check"
+        )
+        raise InputError(
+            f"{where}: failed its correctness check ({why}). A wrong kernel's time means nothing: "
+            "fix the kernel (see the pytest log of the perf run) before the gate can judge this run."
+        )
+    for k in ("variant", "dtype", "layout"):
+        if not isinstance(tg.get(k), str) or not tg[k]:
+            raise InputError(f"{where}: extra_info.tilegate.{k} is missing")
+    for k in ("M", "N", "K"):
+        v = tg.get(k)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise InputError(
+                f"{where}: extra_info.tilegate.{k} is {v!r}; expected a positive integer"
+            )
+    samples = tg.get("samples_s")
+    if samples is None:
+        stats = bench.get("stats")
+        samples = stats.get("data") if isinstance(stats, dict) else None
+    if not isinstance(samples, list):
+        raise InputError(f"{where}: extra_info.tilegate.samples_s is missing or not a list")
+    problem = _timing_problem(samples)
+    if problem is None:
+        recorded = [tg.get("median_s")]
+        stats = bench.get("stats")
+        if isinstance(stats, dict) and "median" in stats:
+            recorded.append(stats["median"])
+        for value in recorded:
+            if value is not None and not is_finite_positive(value):
+                problem = f"has a recorded median of {value!r}"
+    if problem is not None:
+        raise InputError(
+            f"{where} {problem}. The timer produced an impossible value: re-run the suite; if it "
+            "repeats, the timer or the kernel launch is broken."
+        )
+    ratios: dict[str, float | None] = {}
+    for k in ("ratio_to_torch", "ratio_to_twin", "tflops"):
+        v = tg.get(k)
+        # tflops may round to 0.0 on the smoke profile's tiny shapes; a ratio never may
+        ok = v is None or is_finite_positive(v) or (k == "tflops" and v == 0)
+        if not ok:
+            raise InputError(
+                f"{where}: extra_info.tilegate.{k} is {v!r}; expected a positive number or null"
+            )
+        ratios[k] = float(v) if v is not None else None
+    twin = tg.get("twin")
+    return Row(
+        key=key,
+        variant=tg["variant"],
+        dtype=tg["dtype"],
+        layout=tg["layout"],
+        M=tg["M"],
+        N=tg["N"],
+        K=tg["K"],
+        samples_s=tuple(float(s) for s in samples),
+        median_s=float(statistics.median(samples)),
+        tflops=ratios["tflops"],
+        ratio_to_torch=ratios["ratio_to_torch"],
+        twin=twin if isinstance(twin, str) and twin else None,
+        ratio_to_twin=ratios["ratio_to_twin"],
+    )
+
+
+def load_results(path: str | Path) -> Run:
+    """Read and validate one results file; raise InputError naming the file and row on any problem."""
+    p = Path(path)
+    data = read_json(p, "results file", allow_nan=True)
+    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
+        raise InputError(f"results file {p} is not pytest-benchmark JSON (no 'benchmarks' list)")
+    mi = data.get("machine_info")
+    if not isinstance(mi, dict):
+        raise InputError(f"results file {p} is not pytest-benchmark JSON (no 'machine_info')")
+    env = _parse_env(p, mi, data.get("commit_info"), data.get("datetime"))
+    rows: dict[str, Row] = {}
+    for i, bench in enumerate(data["benchmarks"]):
+        row = _parse_row(p, i, bench)
+        if row.key in rows:
+            raise InputError(
+                f"results file {p}, row {row.key}: appears twice; a results file holds one run"
+            )
+        rows[row.key] = row
+    if not rows:
+        raise InputError(
+            f"results file {p} has no benchmarks: every case was skipped or the suite did not run "
+            "(see the pytest log)"
+        )
+    return Run(path=p, env=env, rows=MappingProxyType(rows))

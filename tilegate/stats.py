@@ -1,0 +1,161 @@
+"""The statistics of the gate: noise, tolerance, significance and paired ratios.
+
+The noise model follows what the H200 calibration measured (docs/gate.md has the numbers):
+
+* single calls jitter a lot inside a run (IQR up to ~19 % at 0.2 ms), so one sample means
+  nothing and the per-round samples are compared as distributions (Mann-Whitney U);
+* a row's median moves between processes by ~1 % (Triton) to ~3 % (compute-bound rows), which
+  no within-run test can see, so a row's tolerance comes from the spread of per-run medians
+  over repeated rebaseline runs;
+* a ratio of two rows measured in the same rounds moves by < 1 %, so expectations between
+  variants are checked on same-run ratios, never on stored absolute times.
+
+Pure functions on sequences of floats; no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as _sp
+from scipy.stats import mannwhitneyu
+
+from tilegate import timing
+
+# Expected range of R normal draws in standard deviations (Tukey's d2). The calibration's
+# "drift" is the range of 3 per-run medians; other run counts are scaled to that scale.
+_D2 = {2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534, 7: 2.704, 8: 2.847, 9: 2.970, 10: 3.078}
+
+
+def rel_change(now: float, base: float) -> float:
+    """now / base - 1: +0.10 is 10 % slower (times) or a 10 % larger ratio."""
+    return now / base - 1.0
+
+
+def median(values: Sequence[float]) -> float:
+    if not values:
+        raise ValueError("median of no values")
+    return float(statistics.median(values))
+
+
+def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Distribution-free confidence interval of the median from order statistics.
+
+    The number of samples below the true median is Binomial(n, 1/2); the interval runs between
+    the order statistics that cover `confidence` of it. No resampling, no randomness.
+    """
+    xs = sorted(samples)
+    n = len(xs)
+    if n == 0:
+        raise ValueError("median_ci of no samples")
+    if n < 6:  # too few for any useful interval: the whole range
+        return xs[0], xs[-1]
+    lo_rank = int(_sp.binom.ppf((1 - confidence) / 2, n, 0.5))
+    hi_rank = n - 1 - lo_rank
+    return xs[max(lo_rank - 1, 0)], xs[min(hi_rank + 1, n - 1)]
+
+
+def run_drift(run_medians: Sequence[float]) -> float:
+    """Relative spread of per-run medians, as the range 3 runs would show ((max - min) / median).
+
+    For R runs the range is scaled by d2(3) / d2(R), so that adding runs sharpens the estimate
+    instead of inflating it. Needs at least 2 runs.
+    """
+    r = len(run_medians)
+    if r < 2:
+        raise ValueError("run_drift needs at least 2 run medians")
+    spread = (max(run_medians) - min(run_medians)) / median(run_medians)
+    if r <= 10:
+        return spread * _D2[3] / _D2[r]
+    return float(np.std(run_medians, ddof=1)) / median(run_medians) * _D2[3]
+
+
+def single_run_drift(samples: Sequence[float]) -> float:
+    """Stand-in for run_drift from one run: the 95 % CI of its median, on the same 3-run scale.
+
+    It sees only the jitter inside the run, not the drift between processes (2-3 % on
+    compute-bound rows), which is why a baseline from a single run warns.
+    """
+    lo, hi = median_ci(samples)
+    width = (hi - lo) / median(samples)
+    return width * _D2[3] / (2 * 1.96)  # CI width is 2 x 1.96 sigma of the median
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    value: float  # the tolerance used: a relative slowdown, 0.04 = 4 %
+    needed: float  # multiple x drift, before floor and ceiling
+    bound: str  # "noise", "floor" or "ceiling": what decided `value`
+
+    @property
+    def too_noisy(self) -> bool:
+        """The row's noise would need more than the ceiling: a real slowdown of that size can hide."""
+        return self.bound == "ceiling"
+
+
+def derive_tolerance(drift: float, *, multiple: float, floor: float, ceiling: float) -> Tolerance:
+    """tolerance = clamp(multiple x drift, floor, ceiling)."""
+    if not 0 < floor <= ceiling:
+        raise ValueError(f"need 0 < floor <= ceiling, got floor={floor}, ceiling={ceiling}")
+    needed = multiple * drift
+    if needed > ceiling:
+        return Tolerance(ceiling, needed, "ceiling")
+    if needed < floor:
+        return Tolerance(floor, needed, "floor")
+    return Tolerance(needed, needed, "noise")
+
+
+def quantile_summary(samples: Sequence[float], count: int) -> list[float]:
+    """`count` evenly spaced quantiles (mid-point plotting positions) standing in for the samples.
+
+    A baseline keeps this summary of its pooled rounds instead of every round: the file stays
+    reviewable, and Mann-Whitney on a regular grid of quantiles is conservative (the grid has
+    less scatter than a real sample of that size, so the test sees less evidence, not more).
+    With no more samples than `count`, the sorted samples themselves are kept.
+    """
+    xs = np.sort(np.asarray(samples, dtype=float))
+    if len(xs) <= count:
+        return [float(x) for x in xs]
+    probs = (np.arange(count) + 0.5) / count
+    return [float(x) for x in np.quantile(xs, probs)]
+
+
+def p_slower(now: Sequence[float], base: Sequence[float]) -> float:
+    """One-sided Mann-Whitney U p-value for "now is slower than base" (stochastically greater)."""
+    return _mwu(now, base, "greater")
+
+
+def p_faster(now: Sequence[float], base: Sequence[float]) -> float:
+    """One-sided Mann-Whitney U p-value for "now is faster than base"."""
+    return _mwu(now, base, "less")
+
+
+def _mwu(x: Sequence[float], y: Sequence[float], alternative: str) -> float:
+    if not x or not y:
+        return 1.0
+    if min(x) == max(x) == min(y) == max(y):  # no information; scipy would return NaN
+        return 1.0
+    p = float(mannwhitneyu(x, y, alternative=alternative, method="auto").pvalue)
+    return 1.0 if math.isnan(p) else p
+
+
+def paired_ratio(x: Sequence[float], ref: Sequence[float]) -> float:
+    """x / ref measured in the same run: median over rounds of x_i / ref_i.
+
+    Rounds are interleaved, so sample i of both rows saw the same GPU state; the per-round
+    ratio cancels what drifted between rounds. With unequal sample counts (not the same rounds)
+    it falls back to the ratio of medians.
+    """
+    if not x or not ref:
+        raise ValueError("paired_ratio of an empty row")
+    paired = timing.paired_ratio(list(x), list(ref))
+    return float(paired) if paired is not None else median(x) / median(ref)
+
+
+def majority(flags: Sequence[bool]) -> bool:
+    """More than half are true; ties go to innocence (1 of 2 is not a majority)."""
+    return sum(flags) * 2 > len(flags)

@@ -1,0 +1,474 @@
+"""Verdicts: each row against its baseline, each expectation on same-run ratios, and the exit code.
+
+The decision rule (docs/gate.md explains the numbers):
+
+* a row is REGRESSED when its median is slower than the baseline by more than the row's
+  tolerance AND its per-round samples are significantly slower than the baseline's
+  (one-sided Mann-Whitney U, p < alpha);
+* slower than the tolerance but not significant, or significantly slower and close to the
+  tolerance (within `unsure_band` of it), is UNSURE: measure it again before accusing;
+* faster than the tolerance and significant is IMPROVED (a hint to rebaseline, never a failure);
+* with confirmation runs a suspect row is judged on all its runs: it must be slower than the
+  tolerance in a majority of them (ties acquit) and significant on the pooled samples, so one
+  noisy run can neither accuse nor acquit alone;
+* an expectation "cross-tile takes at most max_ratio of its twin's time at K" is checked on the
+  ratio measured in the same run (rounds interleaved), broken when it exceeds max_ratio in a
+  majority of the runs; absolute times of the baseline do not enter it, so runner drift cannot
+  break or fake it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from tilegate import stats
+from tilegate.baseline import (
+    Baseline,
+    BaselineRow,
+    Expectation,
+    Policy,
+    baseline_path,
+    how_to_create,
+    listing,
+    pair_ratio,
+)
+from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
+from tilegate.results import Row, Run
+
+
+class Verdict(str, enum.Enum):
+    REGRESSED = "REGRESSED"
+    UNSURE = "UNSURE"
+    IMPROVED = "IMPROVED"
+    OK = "OK"
+    NEW = "NEW"  # measured, not in the baseline
+    NOT_MEASURED = "NOT MEASURED"  # in the baseline, not in this run
+
+
+@dataclass(frozen=True)
+class RowVerdict:
+    key: str
+    verdict: Verdict
+    base: BaselineRow | None
+    now: Row | None  # the row of the first (not a confirmation) run
+    reference: bool = False  # reported, never fails the gate (cuBLAS is not our code)
+    now_median_s: float | None = None  # median over runs of the run's median
+    delta: float | None = None  # median over runs of (run median / baseline median - 1)
+    run_deltas: tuple[float, ...] = ()  # the original run first, then confirmations
+    p_slower: float | None = None
+    p_faster: float | None = None
+    note: str = ""
+
+    @property
+    def _row(self) -> Row | BaselineRow:
+        row = self.now if self.now is not None else self.base
+        assert row is not None, "a verdict has a row on at least one side"
+        return row
+
+    @property
+    def variant(self) -> str:
+        return self._row.variant
+
+    @property
+    def dtype(self) -> str:
+        return self._row.dtype
+
+    @property
+    def layout(self) -> str:
+        return self._row.layout
+
+    @property
+    def K(self) -> int:
+        return self._row.K
+
+    @property
+    def tolerance(self) -> float | None:
+        return self.base.tolerance if self.base is not None else None
+
+    @property
+    def fails(self) -> bool:
+        return self.verdict is Verdict.REGRESSED and not self.reference
+
+
+class Status(str, enum.Enum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    NOT_MEASURED = "NOT MEASURED"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One expectation at one K."""
+
+    expectation: Expectation
+    K: int
+    max_ratio: float
+    status: Status
+    ratio: float | None = None  # median over runs of the same-run ratio
+    run_ratios: tuple[float, ...] = ()
+    baseline_ratio: float | None = None  # median of the ratios measured at rebaseline
+    note: str = ""
+
+    @property
+    def rows(self) -> tuple[str, str]:
+        e = self.expectation
+        return (
+            f"{e.faster}-{e.dtype}-{e.layout}-K{self.K}",
+            f"{e.than}-{e.dtype}-{e.layout}-K{self.K}",
+        )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    run: Run
+    baseline: Baseline
+    confirmations: tuple[Run, ...]
+    rows: tuple[RowVerdict, ...]
+    checks: tuple[CheckResult, ...]
+    missing_allowed: tuple[str, ...] = ()  # baseline rows of measured groups absent from the run
+
+    def by(self, *verdicts: Verdict) -> list[RowVerdict]:
+        return [r for r in self.rows if r.verdict in verdicts]
+
+    @property
+    def failed_checks(self) -> list[CheckResult]:
+        return [c for c in self.checks if c.status is Status.FAIL]
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FAIL if any(r.fails for r in self.rows) or self.failed_checks else EXIT_OK
+
+    def suspects(self) -> list[str]:
+        """Case ids to measure again: regressed or unsure rows, and both rows of a broken expectation."""
+        keys = [r.key for r in self.by(Verdict.REGRESSED, Verdict.UNSURE) if not r.reference]
+        for c in self.failed_checks:
+            keys += [k for k in c.rows if k in self.run.rows]
+        return list(dict.fromkeys(keys))
+
+
+# --- one row --------------------------------------------------------------------------------
+
+
+def judge_row(
+    base: BaselineRow, runs: Sequence[Sequence[float]], policy: Policy
+) -> tuple[Verdict, float, tuple[float, ...], float | None, float | None]:
+    """(verdict, delta, run deltas, p_slower, p_faster) of one row measured in one or more runs.
+
+    Only the p-value in the direction of the change is computed (the other one is None): a
+    majority of runs beyond the tolerance, or the unsure band, both imply the median's sign.
+    """
+    tol = base.tolerance
+    run_deltas = tuple(stats.rel_change(stats.median(s), base.median_s) for s in runs)
+    delta = stats.median(run_deltas)
+    pooled = [x for s in runs for x in s]
+    ps = stats.p_slower(pooled, base.samples_s) if delta >= 0 else None
+    pf = stats.p_faster(pooled, base.samples_s) if delta < 0 else None
+    slower = stats.majority([d > tol for d in run_deltas])
+    faster = stats.majority([d < -tol for d in run_deltas])
+    significant_slower = ps is not None and ps < policy.alpha
+    if slower and significant_slower:
+        verdict = Verdict.REGRESSED
+    elif faster and pf is not None and pf < policy.alpha:
+        verdict = Verdict.IMPROVED
+    elif slower or (delta > (1 - policy.unsure_band) * tol and significant_slower):
+        verdict = Verdict.UNSURE
+    else:
+        verdict = Verdict.OK
+    return verdict, delta, run_deltas, ps, pf
+
+
+def _row_note(
+    verdict: Verdict, delta: float, tol: float, ps: float | None, alpha: float, runs: int
+) -> str:
+    p = 1.0 if ps is None else ps
+    if verdict is Verdict.REGRESSED:
+        return f"slower than the {tol:.1%} tolerance, significant (p={p:.2g})" + (
+            f" in {runs} runs" if runs > 1 else ""
+        )
+    if verdict is Verdict.UNSURE:
+        if delta > tol:
+            return f"slower than the tolerance but not significant (p={p:.2g} >= {alpha:g}): measure more"
+        if p < alpha:
+            return f"significantly slower, close to the {tol:.1%} tolerance: measure more"
+        return "slower than the tolerance in some runs, not in most: measure more"
+    if verdict is Verdict.IMPROVED:
+        return "faster beyond the tolerance: rebaseline to lock it in"
+    return ""
+
+
+# --- expectations and families -----------------------------------------------------------------
+
+
+def run_ratio(run: Run, faster: str, than: str, dtype: str, layout: str, K: int) -> float | None:
+    x, y = run.find(faster, dtype, layout, K), run.find(than, dtype, layout, K)
+    return pair_ratio(x, y) if x is not None and y is not None else None
+
+
+def _check(
+    e: Expectation, K: int, max_ratio: float, runs: Sequence[Run], baseline_ratio: float | None
+) -> CheckResult:
+    ratios = tuple(
+        r
+        for r in (run_ratio(run, e.faster, e.than, e.dtype, e.layout, K) for run in runs)
+        if r is not None
+    )
+    if not ratios:
+        return CheckResult(
+            e,
+            K,
+            max_ratio,
+            Status.NOT_MEASURED,
+            baseline_ratio=baseline_ratio,
+            note="both rows needed in the same run",
+        )
+    broken = stats.majority([r > max_ratio for r in ratios])
+    ratio = stats.median(ratios)
+    note = ""
+    if broken:
+        note = (
+            "cross-tile stopped winning"
+            if ratio >= 1
+            else "cross-tile still wins, by less than it must"
+        )
+    elif any(r > max_ratio for r in ratios):
+        note = f"broken in {sum(r > max_ratio for r in ratios)} of {len(ratios)} runs, not in most"
+    return CheckResult(
+        e, K, max_ratio, Status.FAIL if broken else Status.PASS, ratio, ratios, baseline_ratio, note
+    )
+
+
+@dataclass(frozen=True)
+class Family:
+    """A cross-tile variant and its twin, at one (dtype, layout), over K."""
+
+    faster: str
+    than: str
+    dtype: str
+    layout: str
+    Ks: tuple[int, ...]
+    now: dict[int, float]  # same-run ratio per K in this run
+    base: dict[int, float]  # ratio per K at rebaseline
+
+    @staticmethod
+    def crossover(ratios: dict[int, float]) -> int | None:
+        """The smallest K where cross-tile no longer wins (ratio >= 1); None if it wins at every K."""
+        return next((K for K in sorted(ratios) if ratios[K] >= 1.0), None)
+
+
+def families(run: Run, baseline: Baseline | None) -> list[Family]:
+    """Every (cross-tile variant, twin, dtype, layout) this run measured, with ratios now and at baseline."""
+    keys = sorted({(r.variant, r.twin, r.dtype, r.layout) for r in run.rows.values() if r.twin})
+    order = {v: i for i, v in enumerate(run.variant_order)}
+    keys.sort(key=lambda k: (order.get(k[0], 99), k[2], k[3]))
+    out = []
+    for faster, than, dtype, layout in keys:
+        assert than is not None
+        now: dict[int, float] = {}
+        base: dict[int, float] = {}
+        for row in run.rows.values():
+            if (row.variant, row.dtype, row.layout) != (faster, dtype, layout):
+                continue
+            ratio = run_ratio(run, faster, than, dtype, layout, row.K)
+            if ratio is not None:
+                now[row.K] = ratio
+        if baseline is not None:
+            for b in baseline.rows.values():
+                if (b.variant, b.twin, b.dtype, b.layout) == (
+                    faster,
+                    than,
+                    dtype,
+                    layout,
+                ) and b.ratio_to_twin:
+                    base[b.K] = b.ratio_to_twin
+        if now:
+            out.append(Family(faster, than, dtype, layout, tuple(sorted(now)), now, base))
+    return out
+
+
+# --- the comparison ------------------------------------------------------------------------------
+
+
+def check_comparable(run: Run, baseline: Baseline) -> None:
+    """Refuse (InputError) a baseline that cannot judge this run."""
+    slug = run.env.gpu.slug
+    if baseline.slug != slug:
+        right = baseline_path(slug, baseline.path.parent)
+        raise InputError(
+            f"baseline {baseline.path} is for {baseline.slug} ({baseline.gpu.get('name')}), but results {run.path} "
+            f"were measured on {slug} ({run.env.gpu.name}). Times of different GPU models cannot be compared: "
+            f"use {right}. " + (how_to_create(slug, right) if not right.exists() else "")
+        )
+    if baseline.mode != run.env.mode:
+        raise InputError(
+            f"results {run.path} is a {run.env.mode} run but baseline {baseline.path} is a {baseline.mode} baseline"
+        )
+    prov = baseline.provenance
+    for what, now, then in (
+        ("L2 flush", run.env.l2_flush, prov.get("l2_flush")),
+        ("timer", run.env.timer, prov.get("timer")),
+    ):
+        if now is not None and then is not None and now != then:
+            raise InputError(
+                f"results {run.path} were timed with {what} = {now!r}, baseline {baseline.path} with {then!r}: "
+                "the times are not comparable. Run the suite with the baseline's settings, or rebaseline."
+            )
+
+
+def _check_confirmation(run: Run, conf: Run) -> None:
+    if conf.env.gpu.slug != run.env.gpu.slug or conf.env.mode != run.env.mode:
+        raise InputError(
+            f"confirmation run {conf.path} is a {conf.env.mode} run on {conf.env.gpu.slug}, results {run.path} "
+            f"a {run.env.mode} run on {run.env.gpu.slug}: a confirmation must re-measure on the same GPU model"
+        )
+    for key, row in conf.rows.items():
+        first = run.rows.get(key)
+        if first is not None and (first.M, first.N) != (row.M, row.N):
+            raise InputError(
+                f"confirmation run {conf.path}, row {key}: M, N differ from results {run.path}"
+            )
+
+
+def compare(
+    run: Run,
+    baseline: Baseline,
+    confirmations: Sequence[Run] = (),
+    *,
+    allow_missing: bool = False,
+) -> Comparison:
+    """Judge every row and expectation; InputError when the baseline cannot judge this run."""
+    check_comparable(run, baseline)
+    for conf in confirmations:
+        _check_confirmation(run, conf)
+    policy = baseline.policy
+    reference = set(policy.reference_variants)
+
+    shared = [k for k in run.rows if k in baseline.rows]
+    if not shared:
+        raise InputError(
+            f"results {run.path} and baseline {baseline.path} have no case in common: nothing to judge. "
+            f"The run measured {listing(list(run.rows))}; the baseline holds {listing(list(baseline.rows))}."
+        )
+    for key in shared:
+        r, b = run.rows[key], baseline.rows[key]
+        if (r.M, r.N) != (b.M, b.N):
+            raise InputError(
+                f"results {run.path}, row {key}: measured at M={r.M}, N={r.N}, but baseline {baseline.path} holds "
+                f"M={b.M}, N={b.N}. Run the baseline's shape, or rebaseline."
+            )
+    measured_groups = run.groups
+    missing = sorted(
+        k for k, b in baseline.rows.items() if k not in run.rows and b.group in measured_groups
+    )
+    if missing and not allow_missing:
+        raise InputError(
+            f"results {run.path} lack {len(missing)} row(s) that baseline {baseline.path} holds, although their "
+            f"groups were measured: {listing(missing)}. Such a case was skipped or failed before timing (see the "
+            "pytest log); a case that stops running would escape the gate. Fix it, rebaseline if it was removed on "
+            "purpose, or pass --allow-missing to judge the rest."
+        )
+
+    verdicts: list[RowVerdict] = []
+    for key, row in run.rows.items():
+        base = baseline.rows.get(key)
+        is_ref = row.variant in reference
+        if base is None:
+            verdicts.append(
+                RowVerdict(
+                    key,
+                    Verdict.NEW,
+                    None,
+                    row,
+                    is_ref,
+                    note="not in the baseline: rebaseline to start judging it",
+                )
+            )
+            continue
+        verdicts.append(_judge(key, row, base, [row.samples_s], policy, is_ref))
+    for key, base in baseline.rows.items():
+        if key not in run.rows:
+            note = (
+                "skipped or failed before timing (--allow-missing)"
+                if key in missing
+                else "not in this run's profile"
+            )
+            verdicts.append(
+                RowVerdict(
+                    key, Verdict.NOT_MEASURED, base, None, base.variant in reference, note=note
+                )
+            )
+
+    checks = [
+        _check(e, c.K, c.max_ratio, [run], stats.median(c.measured) if c.measured else None)
+        for e in baseline.expectations
+        for c in e.checks
+    ]
+
+    if confirmations:
+        suspects = set(Comparison(run, baseline, (), tuple(verdicts), tuple(checks)).suspects())
+        verdicts = [
+            _confirm(v, run, confirmations, policy)
+            if v.key in suspects and v.base is not None and v.now is not None
+            else v
+            for v in verdicts
+        ]
+        checks = [
+            _check(c.expectation, c.K, c.max_ratio, [run, *confirmations], c.baseline_ratio)
+            if c.status is Status.FAIL
+            else c
+            for c in checks
+        ]
+
+    order = {v: i for i, v in enumerate(run.variant_order)}
+    verdicts.sort(key=lambda v: (v.dtype, v.layout, v.K, order.get(v.variant, 99), v.variant))
+    return Comparison(
+        run,
+        baseline,
+        tuple(confirmations),
+        tuple(verdicts),
+        tuple(checks),
+        tuple(missing),
+    )
+
+
+def _judge(
+    key: str,
+    row: Row,
+    base: BaselineRow,
+    runs: Sequence[Sequence[float]],
+    policy: Policy,
+    is_ref: bool,
+) -> RowVerdict:
+    verdict, delta, run_deltas, ps, pf = judge_row(base, runs, policy)
+    note = _row_note(verdict, delta, base.tolerance, ps, policy.alpha, len(runs))
+    if is_ref and verdict is Verdict.REGRESSED:
+        note += "; reference row: never fails the gate, but says the machine or torch changed"
+    now = stats.median([stats.median(s) for s in runs])
+    return RowVerdict(
+        key,
+        verdict,
+        base,
+        row,
+        is_ref,
+        now_median_s=now,
+        delta=delta,
+        run_deltas=run_deltas,
+        p_slower=ps,
+        p_faster=pf,
+        note=note,
+    )
+
+
+def _confirm(v: RowVerdict, run: Run, confirmations: Sequence[Run], policy: Policy) -> RowVerdict:
+    assert v.base is not None and v.now is not None
+    extra = [c.rows[v.key].samples_s for c in confirmations if v.key in c.rows]
+    if not extra:
+        return replace(v, note=v.note + "; NOT re-measured by the confirmation run(s)")
+    judged = _judge(v.key, v.now, v.base, [v.now.samples_s, *extra], policy, v.reference)
+    before = f"first run {v.verdict.value} ({v.delta:+.1%})" if v.delta is not None else ""
+    runs = ", ".join(f"{d:+.1%}" for d in judged.run_deltas)
+    note = f"confirmation: {before}; runs {runs}" + (f"; {judged.note}" if judged.note else "")
+    if judged.verdict is Verdict.OK:
+        note += "; not confirmed: the first run was noise"
+    return replace(judged, note=note)
