@@ -46,15 +46,24 @@ def _exit(session: nox.Session, code: int, message: str) -> None:
 def _py(session: nox.Session, *args: str, env: dict[str, str] | None = None) -> int:
     """Run this interpreter (the runner's, with CUDA torch) in the repo root; return its exit code."""
     session.log(" ".join(["python", *args]))
-    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    full_env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     full_env.update(env or {})
     return subprocess.run([sys.executable, *args], cwd=ROOT, env=full_env, check=False).returncode
 
 
 def _gpu_slug(session: nox.Session) -> str:
     """The GPU's slug (e.g. nvidia-h200), or exit 2 when there is no GPU to measure on."""
-    out = subprocess.run([sys.executable, "-m", "tilegate.gpu", "--slug"], cwd=ROOT, capture_output=True,
-                         text=True, check=False, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-m", "tilegate.gpu", "--slug"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     if out.returncode != 0:
         sys.stderr.write(out.stderr)
         _exit(session, 2, "perf: cannot judge: no GPU here (exit 2)")
@@ -63,12 +72,24 @@ def _gpu_slug(session: nox.Session) -> str:
 
 def _perf_args(posargs: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(prog="nox -s perf --", add_help=True)
-    parser.add_argument("--profile", default="quick", help="quick | default | full (default: quick)")
-    parser.add_argument("--baseline", default=None, help="baseline file (default: baselines/<gpu-slug>.json)")
-    parser.add_argument("--report-only", action="store_true", help="no baseline needed: report, exit 0")
-    parser.add_argument("--confirm-runs", type=int, default=1,
-                        help="re-measure suspect rows this many times before accusing them (default 1)")
-    parser.add_argument("--repeats", type=int, default=3, help="rebaseline: runs to take the noise from")
+    parser.add_argument(
+        "--profile", default="quick", help="quick | default | full (default: quick)"
+    )
+    parser.add_argument(
+        "--baseline", default=None, help="baseline file (default: baselines/<gpu-slug>.json)"
+    )
+    parser.add_argument(
+        "--report-only", action="store_true", help="no baseline needed: report, exit 0"
+    )
+    parser.add_argument(
+        "--confirm-runs",
+        type=int,
+        default=1,
+        help="re-measure suspect rows this many times before accusing them (default 1)",
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="rebaseline: runs to take the noise from"
+    )
     return parser.parse_known_args(posargs)
 
 
@@ -76,10 +97,21 @@ def _run_suite(session: nox.Session, out: Path, profile: str, extra: list[str]) 
     """Run the perf suite into `out` (written atomically: a crashed run leaves no results file)."""
     partial = out.with_name(out.name + ".partial")
     partial.unlink(missing_ok=True)
-    code = _py(session, "-m", "pytest", "perf_tests", "-p", "no:cacheprovider", "-v",
-               f"--perf-profile={profile}", f"--benchmark-json={partial}",
-               "--benchmark-columns=min,median,iqr,max,rounds", "--benchmark-sort=name",
-               "--benchmark-group-by=group", *extra)
+    code = _py(
+        session,
+        "-m",
+        "pytest",
+        "perf_tests",
+        "-p",
+        "no:cacheprovider",
+        "-v",
+        f"--perf-profile={profile}",
+        f"--benchmark-json={partial}",
+        "--benchmark-columns=min,median,iqr,max,rounds",
+        "--benchmark-sort=name",
+        "--benchmark-group-by=group",
+        *extra,
+    )
     if partial.exists():
         partial.replace(out)
     return code
@@ -92,16 +124,31 @@ def perf(session: nox.Session) -> None:
     slug = _gpu_slug(session)
     baseline = Path(args.baseline) if args.baseline else ROOT / "baselines" / f"{slug}.json"
     if not baseline.is_file() and not args.report_only:
-        _exit(session, 2, f"perf: cannot judge: no baseline {baseline} for GPU '{slug}'. Record one on this "
-              "GPU with `nox -s rebaseline` (and commit it through review), or run `nox -s perf -- --report-only`.")
+        _exit(
+            session,
+            2,
+            f"perf: cannot judge: no baseline {baseline} for GPU '{slug}'. Record one on this "
+            "GPU with `nox -s rebaseline` (and commit it through review), or run `nox -s perf -- --report-only`.",
+        )
     PERF.mkdir(exist_ok=True)
     results = PERF / "results.json"
     results.unlink(missing_ok=True)
     suite_code = _run_suite(session, results, args.profile, pytest_extra)
     if not results.exists():
-        _exit(session, 2, f"perf: cannot judge: the suite wrote no results (pytest exit {suite_code})")
-    gate = ["-m", "tilegate", "compare", str(results), str(baseline), "--report", str(PERF / "report.md"),
-            "--plots", str(PERF)]
+        _exit(
+            session, 2, f"perf: cannot judge: the suite wrote no results (pytest exit {suite_code})"
+        )
+    gate = [
+        "-m",
+        "tilegate",
+        "compare",
+        str(results),
+        str(baseline),
+        "--report",
+        str(PERF / "report.md"),
+        "--plots",
+        str(PERF),
+    ]
     if args.report_only:
         code = _py(session, *gate, "--report-only")
         _exit(session, code, f"perf: report-only run, report in {PERF / 'report.md'}")
@@ -113,8 +160,10 @@ def perf(session: nox.Session) -> None:
     for i in range(1, args.confirm_runs + 1):
         if code == 2 or not suspects.exists() or not suspects.read_text().strip():
             break
-        session.log(f"perf: measuring suspect rows again before accusing them (confirmation {i}):\n"
-                    + suspects.read_text())
+        session.log(
+            f"perf: measuring suspect rows again before accusing them (confirmation {i}):\n"
+            + suspects.read_text()
+        )
         confirm = PERF / f"confirm-{i}.json"
         _run_suite(session, confirm, args.profile, [*pytest_extra, f"--perf-groups-of={suspects}"])
         if confirm.exists():
@@ -122,7 +171,9 @@ def perf(session: nox.Session) -> None:
         code = _py(session, *gate, *confirms, "--suspects-out", str(suspects))
     if suite_code not in (0, 5) and code == 0:
         code = 2  # a case failed its correctness check or crashed: its timing cannot be judged
-    verdict = {0: "everything holds", 1: "REGRESSION or broken expectation", 2: "cannot judge"}[code]
+    verdict = {0: "everything holds", 1: "REGRESSION or broken expectation", 2: "cannot judge"}[
+        code
+    ]
     _exit(session, code, f"perf: {verdict} (exit {code}); report: {PERF / 'report.md'}")
 
 
@@ -143,12 +194,24 @@ def rebaseline(session: nox.Session) -> None:
         if code != 0 or not out.exists():
             _exit(session, 2, f"rebaseline: run {i} failed (pytest exit {code}); nothing written")
         runs.append(str(out))
-    cmd = ["-m", "tilegate", "rebaseline", *runs, "--out", str(baseline),
-           "--diff-out", str(PERF / "rebaseline-diff.md")]
+    cmd = [
+        "-m",
+        "tilegate",
+        "rebaseline",
+        *runs,
+        "--out",
+        str(baseline),
+        "--diff-out",
+        str(PERF / "rebaseline-diff.md"),
+    ]
     if baseline.exists():
         cmd += ["--old", str(baseline)]
     code = _py(session, *cmd)
-    _exit(session, code, f"rebaseline: wrote {baseline}; review the diff above (also {PERF / 'rebaseline-diff.md'})")
+    _exit(
+        session,
+        code,
+        f"rebaseline: wrote {baseline}; review the diff above (also {PERF / 'rebaseline-diff.md'})",
+    )
 
 
 @nox.session
@@ -162,12 +225,38 @@ def smoke(session: nox.Session) -> None:
     pytest_args = ["-m", "pytest", "perf_tests", "-p", "no:cacheprovider", "--perf-profile=smoke"]
     session.run("python", *pytest_args, f"--benchmark-json={out / 'run-1.json'}", env=env)
     session.run("python", *pytest_args, f"--benchmark-json={out / 'run-2.json'}", env=env)
-    session.run("python", "-m", "tilegate", "rebaseline", str(out / "run-1.json"), str(out / "run-2.json"),
-                "--out", str(out / "baseline.json"), env=env)
-    session.run("python", "-m", "tilegate", "compare", str(out / "run-2.json"), str(out / "baseline.json"),
-                "--report", str(out / "report.md"), "--plots", str(out), env=env)
-    session.run("pytest-benchmark", "compare", str(out / "run-1.json"), str(out / "run-2.json"),
-                "--columns=median,rounds", env=env)
+    session.run(
+        "python",
+        "-m",
+        "tilegate",
+        "rebaseline",
+        str(out / "run-1.json"),
+        str(out / "run-2.json"),
+        "--out",
+        str(out / "baseline.json"),
+        env=env,
+    )
+    session.run(
+        "python",
+        "-m",
+        "tilegate",
+        "compare",
+        str(out / "run-2.json"),
+        str(out / "baseline.json"),
+        "--report",
+        str(out / "report.md"),
+        "--plots",
+        str(out),
+        env=env,
+    )
+    session.run(
+        "pytest-benchmark",
+        "compare",
+        str(out / "run-1.json"),
+        str(out / "run-2.json"),
+        "--columns=median,rounds",
+        env=env,
+    )
 
 
 @nox.session
@@ -193,7 +282,9 @@ def _session_python(session: nox.Session, *args: str) -> int:
     """Run the session venv's python in the repo root; return its exit code (nox alone knows only 0/1)."""
     session.log(" ".join(["python", *args]))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([str(Path(session.bin) / "python"), *args], cwd=ROOT, env=env, check=False).returncode
+    return subprocess.run(
+        [str(Path(session.bin) / "python"), *args], cwd=ROOT, env=env, check=False
+    ).returncode
 
 
 @nox.session
@@ -201,8 +292,11 @@ def fingerprint(session: nox.Session) -> None:
     """Compile every Triton variant for sm_90 and sm_120 (no GPU) and gate its pipelining facts."""
     _install_group(session, "test")
     code = _session_python(session, "-m", "tilegate.fingerprint", *session.posargs)
-    verdict = {0: "every rule holds, fingerprints unchanged", 1: "rule broken or fingerprint changed",
-               2: "cannot judge"}.get(code, "crashed")
+    verdict = {
+        0: "every rule holds, fingerprints unchanged",
+        1: "rule broken or fingerprint changed",
+        2: "cannot judge",
+    }.get(code, "crashed")
     _exit(session, code, f"fingerprint: {verdict} (exit {code}); report: {PERF / 'fingerprint.md'}")
 
 
@@ -211,4 +305,8 @@ def fingerprint_rebaseline(session: nox.Session) -> None:
     """Re-record this Triton version's compile fingerprints (atomic; review the printed diff, then commit)."""
     _install_group(session, "test")
     code = _session_python(session, "-m", "tilegate.fingerprint", "--record", *session.posargs)
-    _exit(session, code, f"fingerprint_rebaseline: exit {code}; review the diff above, then commit baselines/fingerprints/")
+    _exit(
+        session,
+        code,
+        f"fingerprint_rebaseline: exit {code}; review the diff above, then commit baselines/fingerprints/",
+    )

@@ -58,7 +58,8 @@ def arch_of(capability: tuple[int, int] | None) -> str:
     """The `CONFIGS` arch key for a CUDA capability; None (no GPU) is the interpreter."""
     if capability is None:
         return "interpreter"
-    return {(9, 0): "sm_90", (12, 0): "sm_120"}.get(tuple(capability), "default")
+    major, minor = capability
+    return {(9, 0): "sm_90", (12, 0): "sm_120"}.get((major, minor), "default")
 
 
 def config_for(family: str, capability: tuple[int, int] | None) -> Config:

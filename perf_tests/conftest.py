@@ -23,27 +23,46 @@ from tilegate.cases import PROFILES, VARIANT_ORDER, Case, build_cases
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tilegate", "tilegate perf suite")
-    group.addoption("--perf-profile", default="quick", choices=sorted(PROFILES),
-                    help="which cases to measure (default: quick)")
+    group.addoption(
+        "--perf-profile",
+        default="quick",
+        choices=sorted(PROFILES),
+        help="which cases to measure (default: quick)",
+    )
     group.addoption("--perf-variants", default=None, help="comma-separated subset of variants")
-    group.addoption("--perf-ks", default=None, help="comma-separated K values instead of the profile's")
+    group.addoption(
+        "--perf-ks", default=None, help="comma-separated K values instead of the profile's"
+    )
     group.addoption("--perf-m", type=int, default=None, help="M (default: the profile's, 16384)")
     group.addoption("--perf-n", type=int, default=None, help="N (default: the profile's, 16384)")
-    group.addoption("--perf-rounds", type=int, default=None,
-                    help="exactly this many timed rounds per group (default: the profile's minimum "
-                         "rounds and minimum time)")
+    group.addoption(
+        "--perf-rounds",
+        type=int,
+        default=None,
+        help="exactly this many timed rounds per group (default: the profile's minimum "
+        "rounds and minimum time)",
+    )
     group.addoption("--perf-no-l2-flush", action="store_true", help="time with a warm L2")
-    group.addoption("--perf-groups-of", default=None,
-                    help="file of case ids (one a line): measure only their groups (confirmation runs)")
-    group.addoption("--inject", action="append", default=[],
-                    help="TEST ONLY: slow=VARIANT:FRACTION | impostor=NAME:REAL | wrong=VARIANT")
+    group.addoption(
+        "--perf-groups-of",
+        default=None,
+        help="file of case ids (one a line): measure only their groups (confirmation runs)",
+    )
+    group.addoption(
+        "--inject",
+        action="append",
+        default=[],
+        help="TEST ONLY: slow=VARIANT:FRACTION | impostor=NAME:REAL | wrong=VARIANT",
+    )
 
 
 def _profile_cases(config: pytest.Config) -> list[Case]:
     profile = PROFILES[config.getoption("--perf-profile")]
     variants = tuple(VARIANT_ORDER)
     if config.getoption("--perf-variants"):
-        variants = tuple(v.strip() for v in config.getoption("--perf-variants").split(",") if v.strip())
+        variants = tuple(
+            v.strip() for v in config.getoption("--perf-variants").split(",") if v.strip()
+        )
     ks = None
     if config.getoption("--perf-ks"):
         ks = tuple(int(k) for k in config.getoption("--perf-ks").split(","))
@@ -52,8 +71,14 @@ def _profile_cases(config: pytest.Config) -> list[Case]:
         path = Path(config.getoption("--perf-groups-of"))
         only = frozenset(line.strip() for line in path.read_text().splitlines() if line.strip())
     try:
-        return build_cases(profile, variants, ks=ks, m=config.getoption("--perf-m"),
-                           n=config.getoption("--perf-n"), only=only)
+        return build_cases(
+            profile,
+            variants,
+            ks=ks,
+            m=config.getoption("--perf-m"),
+            n=config.getoption("--perf-n"),
+            only=only,
+        )
     except ValueError as err:
         raise pytest.UsageError(str(err)) from err
 
@@ -108,22 +133,31 @@ class PerfRun:
             try:
                 self.gpu = gpu_info()
             except RuntimeError as err:
-                pytest.exit(f"tilegate: cannot measure: {err}. Use --perf-profile smoke on a CPU.", returncode=2)
+                pytest.exit(
+                    f"tilegate: cannot measure: {err}. Use --perf-profile smoke on a CPU.",
+                    returncode=2,
+                )
             self.state = StateLog()
             self.state.sample("start")
             self.timer = CudaTimer(timer_config, l2_bytes=self.gpu.l2_bytes)
             device, capability = "cuda", self.gpu.capability
         self.measurer = GroupMeasurer(
-            registry=registry, timer=self.timer, device=device, capability=capability,
-            warmup_first_s=0.0 if self.smoke else 2.0, on_group=self._on_group,
+            registry=registry,
+            timer=self.timer,
+            device=device,
+            capability=capability,
+            warmup_first_s=0.0 if self.smoke else 2.0,
+            on_group=self._on_group,
         )
         self._done = 0
 
     def _on_group(self, group: str, results: dict[str, Any], seconds: float) -> None:
         self._done += 1
         rounds = max((len(r.samples_s) for r in results.values()), default=0)
-        line = f"[tilegate] group {self._done}/{len(self.groups)} {group}: {len(results)} variants, " \
-               f"{rounds} rounds, {seconds:.1f} s"
+        line = (
+            f"[tilegate] group {self._done}/{len(self.groups)} {group}: {len(results)} variants, "
+            f"{rounds} rounds, {seconds:.1f} s"
+        )
         if self.state is not None:
             s = self.state.sample(group)
             if s.get("available"):
@@ -164,7 +198,9 @@ def perf_run(request: pytest.FixtureRequest) -> PerfRun:
     return config._tilegate_run  # type: ignore[attr-defined]
 
 
-def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict[str, Any]) -> None:
+def pytest_benchmark_update_machine_info(
+    config: pytest.Config, machine_info: dict[str, Any]
+) -> None:
     run = getattr(config, "_tilegate_run", None)
     if run is not None:
         machine_info["tilegate"] = run.machine_info()
@@ -173,8 +209,10 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
 def pytest_report_header(config: pytest.Config) -> list[str]:
     cases = config._tilegate_cases  # type: ignore[attr-defined]
     profile = config.getoption("--perf-profile")
-    lines = [f"tilegate {__version__}: profile {profile}, {len(cases)} cases in "
-             f"{len({c.group for c in cases})} groups"]
+    lines = [
+        f"tilegate {__version__}: profile {profile}, {len(cases)} cases in "
+        f"{len({c.group for c in cases})} groups"
+    ]
     if profile == "smoke":
         lines.append("tilegate: SMOKE mode (CPU interpreter, tiny shapes): timings are meaningless")
     if config.getoption("--inject"):

@@ -86,11 +86,18 @@ def test_parser_rejects_truncated_or_foreign_text() -> None:
 
 
 def test_ptxas_report() -> None:
-    log = ("ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
-           "ptxas info    : Function properties for k\n"
-           "    8 bytes stack frame, 16 bytes spill stores, 12 bytes spill loads\n"
-           "ptxas info    : Used 255 registers, used 1 barriers, 8 bytes cumulative stack size\n")
-    assert ptxas_facts(log) == {"registers": 255, "spill_stores": 16, "spill_loads": 12, "stack_bytes": 8}
+    log = (
+        "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+        "ptxas info    : Function properties for k\n"
+        "    8 bytes stack frame, 16 bytes spill stores, 12 bytes spill loads\n"
+        "ptxas info    : Used 255 registers, used 1 barriers, 8 bytes cumulative stack size\n"
+    )
+    assert ptxas_facts(log) == {
+        "registers": 255,
+        "spill_stores": 16,
+        "spill_loads": 12,
+        "stack_bytes": 8,
+    }
     with pytest.raises(ValueError, match="no register"):
         ptxas_facts("")
 
@@ -100,10 +107,22 @@ def test_ptxas_report() -> None:
 
 def _facts(**over: Any) -> dict[str, Any]:
     f: dict[str, Any] = {
-        "fused": True, "loops": 2, "mma_loop_depth": 1, "mma": "wgmma", "acc_select": True,
-        "a_buffers": 3, "a_load": "cp.async", "a_multi_buffered": True,
-        "b_buffers": 3, "b_load": "cp.async", "b_multi_buffered": True,
-        "wgmma_wait": 1, "shared_bytes": 180224, "registers": 196, "spill_stores": 0, "spill_loads": 0,
+        "fused": True,
+        "loops": 2,
+        "mma_loop_depth": 1,
+        "mma": "wgmma",
+        "acc_select": True,
+        "a_buffers": 3,
+        "a_load": "cp.async",
+        "a_multi_buffered": True,
+        "b_buffers": 3,
+        "b_load": "cp.async",
+        "b_multi_buffered": True,
+        "wgmma_wait": 1,
+        "shared_bytes": 180224,
+        "registers": 196,
+        "spill_stores": 0,
+        "spill_loads": 0,
         "stack_bytes": 0,
     }
     f.update(over)
@@ -113,8 +132,16 @@ def _facts(**over: Any) -> dict[str, Any]:
 
 def _subject(variant: str, layout: str, arch: str = "sm_90", **facts: Any) -> Subject:
     short = arch.replace("_", "")
-    return Subject(f"{variant}-fp16-{layout}-{short}", variant, "fp16", layout, arch,
-                   variant.startswith(("xtile", "tma_xtile")), True, _facts(**facts))
+    return Subject(
+        f"{variant}-fp16-{layout}-{short}",
+        variant,
+        "fp16",
+        layout,
+        arch,
+        variant.startswith(("xtile", "tma_xtile")),
+        True,
+        _facts(**facts),
+    )
 
 
 def test_repo_rules_file_loads() -> None:
@@ -133,18 +160,33 @@ def test_unfused_cross_tile_kernel_fails_with_the_rules_message() -> None:
 
 def test_known_exception_is_named_and_narrow() -> None:
     rs = load_rules(DEFAULT_RULES)
-    nn_b = _subject("xtile_persistent", "nn", b_buffers=1, b_load="sync", b_multi_buffered=False, wgmma_wait=0)
+    nn_b = _subject(
+        "xtile_persistent", "nn", b_buffers=1, b_load="sync", b_multi_buffered=False, wgmma_wait=0
+    )
     rep = evaluate(rs, [nn_b])
     assert not rep.failures
     assert {f.exception for f in rep.excepted} == {"xtile-nn-pointer-b-sync"}
     assert "sync" in rep.excepted[0].message and rep.excepted[0].reason
     # the exception covers B on the nn pointer kernel only: A losing its buffers still fails,
     # and so does B on the nt kernel or on another variant
-    worse = _subject("xtile_persistent", "nn", a_buffers=1, a_load="sync", a_multi_buffered=False,
-                     b_buffers=1, b_load="sync", b_multi_buffered=False, wgmma_wait=0)
-    assert [(f.rule, f.label) for f in evaluate(rs, [worse]).failures] == [("operands-multibuffered", "A")]
-    for s in (_subject("xtile_persistent", "nt", b_multi_buffered=False, b_load="sync", b_buffers=1),
-              _subject("tma_xtile_persistent", "nn", b_multi_buffered=False, b_load="sync", b_buffers=1)):
+    worse = _subject(
+        "xtile_persistent",
+        "nn",
+        a_buffers=1,
+        a_load="sync",
+        a_multi_buffered=False,
+        b_buffers=1,
+        b_load="sync",
+        b_multi_buffered=False,
+        wgmma_wait=0,
+    )
+    assert [(f.rule, f.label) for f in evaluate(rs, [worse]).failures] == [
+        ("operands-multibuffered", "A")
+    ]
+    for s in (
+        _subject("xtile_persistent", "nt", b_multi_buffered=False, b_load="sync", b_buffers=1),
+        _subject("tma_xtile_persistent", "nn", b_multi_buffered=False, b_load="sync", b_buffers=1),
+    ):
         assert [f.label for f in evaluate(rs, [s]).failures] == ["B"]
 
 
@@ -161,12 +203,15 @@ def test_spills_break_a_rule() -> None:
     assert "64 bytes" in rep.failures[0].message
 
 
-@pytest.mark.parametrize("edit, match", [
-    (lambda d: d.update(schema="other/1"), "schema"),
-    (lambda d: d["rules"][0]["checks"][0].update(field="nonsense"), "unknown field 'nonsense'"),
-    (lambda d: d["exceptions"][0].update(rule="no-such-rule"), "unknown rule"),
-    (lambda d: d["rules"][0].update(applies_to={"colour": ["red"]}), "unknown selector"),
-])
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        (lambda d: d.update(schema="other/1"), "schema"),
+        (lambda d: d["rules"][0]["checks"][0].update(field="nonsense"), "unknown field 'nonsense'"),
+        (lambda d: d["exceptions"][0].update(rule="no-such-rule"), "unknown rule"),
+        (lambda d: d["rules"][0].update(applies_to={"colour": ["red"]}), "unknown selector"),
+    ],
+)
 def test_bad_rules_file_is_input_error_naming_it(tmp_path: Path, edit: Any, match: str) -> None:
     data = json.loads(DEFAULT_RULES.read_text())
     edit(data)
@@ -181,14 +226,28 @@ def test_bad_rules_file_is_input_error_naming_it(tmp_path: Path, edit: Any, matc
 
 
 def _entry(kid: str = "xtile_persistent-fp16-nn-sm90", **facts: Any) -> Entry:
-    cfg = {"num_warps": 8, "num_stages": 3, "constexprs": {"FLATTEN": True}, "signature": "a_ptr:*fp16:16"}
+    cfg = {
+        "num_warps": 8,
+        "num_stages": 3,
+        "constexprs": {"FLATTEN": True},
+        "signature": "a_ptr:*fp16:16",
+    }
     return Entry(kid, "xtile_persistent", "fp16", "nn", (128, 4096), cfg, _facts(**facts))
 
 
 def test_diff_labels_and_allowance() -> None:
     old = {"k": _entry("k")}
-    new = {"k": _entry("k", b_buffers=1, b_load="sync", b_multi_buffered=False, wgmma_wait=0,
-                       shared_bytes=81920, registers=200)}
+    new = {
+        "k": _entry(
+            "k",
+            b_buffers=1,
+            b_load="sync",
+            b_multi_buffered=False,
+            wgmma_wait=0,
+            shared_bytes=81920,
+            registers=200,
+        )
+    }
     changes = {c.field: c for c in diff(old, new, {"registers": 8})}
     assert changes["b_buffers"].verdict == "worse" and changes["b_buffers"].fails
     assert changes["b_load"].verdict == "worse"
@@ -213,19 +272,39 @@ def test_corrupt_fingerprint_file_is_input_error_naming_it(tmp_path: Path) -> No
     with pytest.raises(InputError, match="not valid JSON") as info:
         load_baseline(p)
     assert str(p) in str(info.value)
-    _write_baseline(p, json.dumps({"schema": "tilegate.fingerprint/1", "triton": "3.6.0", "arch": "sm_90",
-                                   "kernels": {"k": {"facts": {"fused": True}}}}))
+    _write_baseline(
+        p,
+        json.dumps(
+            {
+                "schema": "tilegate.fingerprint/1",
+                "triton": "3.6.0",
+                "arch": "sm_90",
+                "kernels": {"k": {"facts": {"fused": True}}},
+            }
+        ),
+    )
     with pytest.raises(InputError, match="facts lack") as info:
         load_baseline(p)
     assert "kernels['k']" in str(info.value)
 
 
 def _cli(tmp_path: Path, *extra: str) -> list[str]:
-    return ["--baseline-dir", str(tmp_path / "fp"), "--cache-dir", str(tmp_path / "cache"),
-            "--report", str(tmp_path / "fingerprint.md"), "--jobs", "1", *extra]
+    return [
+        "--baseline-dir",
+        str(tmp_path / "fp"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--report",
+        str(tmp_path / "fingerprint.md"),
+        "--jobs",
+        "1",
+        *extra,
+    ]
 
 
-def test_cli_without_a_fingerprint_for_this_triton_cannot_judge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_without_a_fingerprint_for_this_triton_cannot_judge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "fp" / "triton-3.5.0").mkdir(parents=True)
     (tmp_path / "fp" / "triton-3.5.0" / "sm_90.json").write_text("{}")
     assert cli.main(_cli(tmp_path)) == 2
@@ -235,16 +314,22 @@ def test_cli_without_a_fingerprint_for_this_triton_cannot_judge(tmp_path: Path, 
     assert "--record" in err
 
 
-def test_cli_corrupt_fingerprint_file_exits_2_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_corrupt_fingerprint_file_exits_2_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     for arch in ("sm_90", "sm_120"):
-        _write_baseline(baseline_path(tmp_path / "fp", triton_version(), arch), "{ this is not json")
+        _write_baseline(
+            baseline_path(tmp_path / "fp", triton_version(), arch), "{ this is not json"
+        )
     assert cli.main(_cli(tmp_path, "--arch", "sm_90")) == 2
     err = capsys.readouterr().err
     assert str(baseline_path(tmp_path / "fp", triton_version(), "sm_90")) in err
     assert "not valid JSON" in err
 
 
-def test_cli_unknown_architecture_and_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_unknown_architecture_and_profile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert cli.main(_cli(tmp_path, "--record", "--arch", "sm_75")) == 2
     assert "unknown architecture" in capsys.readouterr().err
     assert cli.main(_cli(tmp_path, "--profile", "nope")) == 2

@@ -41,13 +41,21 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _opts(paths: dict[str, Path], **over: Any) -> gate.Options:
-    o = gate.Options(baseline_dir=paths["baselines"], cache_dir=paths["cache"], archs=["sm_90"],
-                     variants=list(VARIANTS), jobs=1, report_path=paths["out"] / "fingerprint.md",
-                     json_dir=paths["out"] / "json")
+    o = gate.Options(
+        baseline_dir=paths["baselines"],
+        cache_dir=paths["cache"],
+        archs=["sm_90"],
+        variants=list(VARIANTS),
+        jobs=1,
+        report_path=paths["out"] / "fingerprint.md",
+        json_dir=paths["out"] / "json",
+    )
     return dataclasses.replace(o, **over)
 
 
-def test_recorded_fingerprints_reproduce_and_show_the_named_exception(recorded: dict[str, Path]) -> None:
+def test_recorded_fingerprints_reproduce_and_show_the_named_exception(
+    recorded: dict[str, Path],
+) -> None:
     result = gate.check(_opts(recorded))
     assert result.exit_code == 0, result.text
     assert result.compiled is not None and result.compiled.compiled == 0  # all from the cache
@@ -74,18 +82,26 @@ def _triton() -> str:
 
 
 def _with(launch: Any, *, constexprs: dict[str, Any] | None = None, **fields: Any) -> Any:
-    return dataclasses.replace(launch, constexprs={**launch.constexprs, **(constexprs or {})}, **fields)
+    return dataclasses.replace(
+        launch, constexprs={**launch.constexprs, **(constexprs or {})}, **fields
+    )
 
 
 def test_flatten_off_in_the_cross_tile_variant_fails_the_gate(recorded: dict[str, Path]) -> None:
     def flatten_off(case: KernelCase, launch: Any) -> Any:
-        return _with(launch, constexprs={"FLATTEN": False}) if case.variant == "xtile_persistent" else launch
+        return (
+            _with(launch, constexprs={"FLATTEN": False})
+            if case.variant == "xtile_persistent"
+            else launch
+        )
 
     result = gate.check(_opts(recorded, mutate=flatten_off))
     assert result.exit_code == 1
     broken = {(f.rule, f.kernel) for f in result.rules.failures}
-    assert broken == {("xtile-fused", "xtile_persistent-fp16-nt-sm90"),
-                      ("xtile-fused", "xtile_persistent-fp16-nn-sm90")}
+    assert broken == {
+        ("xtile-fused", "xtile_persistent-fp16-nt-sm90"),
+        ("xtile-fused", "xtile_persistent-fp16-nn-sm90"),
+    }
     assert "cross-tile variant is not fused" in result.text
     fused = [c for c in result.changes if c.field == "fused"]
     assert {(c.kernel, c.old, c.new, c.verdict) for c in fused} == {
@@ -111,8 +127,10 @@ def test_one_more_stage_shows_the_shared_memory_change(recorded: dict[str, Path]
     assert smem.new > smem.old and smem.fails
     assert by_field["a_buffers"].new == by_field["a_buffers"].old + 1
     assert by_field["num_stages"].verdict == "changed"
-    assert (f"| swizzle_persistent-fp16-nt-sm90 | shared_bytes | {smem.old} -> {smem.new} "
-            f"(+{smem.new - smem.old}) | changed |") in result.text
+    assert (
+        f"| swizzle_persistent-fp16-nt-sm90 | shared_bytes | {smem.old} -> {smem.new} "
+        f"(+{smem.new - smem.old}) | changed |"
+    ) in result.text
     assert "shared memory per block" in result.text  # why it matters
 
 
@@ -173,19 +191,30 @@ def _real_args(launch: Any) -> list[Any]:
     return out
 
 
-@pytest.mark.parametrize("variant, layout", [("swizzle_persistent", "nn"), ("tma_xtile_persistent", "nt")])
-def test_aot_specialization_equals_the_jits(fake_driver: Any, tmp_path: Path, variant: str, layout: str) -> None:
+@pytest.mark.parametrize(
+    "variant, layout", [("swizzle_persistent", "nn"), ("tma_xtile_persistent", "nt")]
+)
+def test_aot_specialization_equals_the_jits(
+    fake_driver: Any, tmp_path: Path, variant: str, layout: str
+) -> None:
     """The JIT, given real tensors, compiles exactly what the fingerprint compiles (same Triton
     cache hash: same source, signature, divisibility attributes, constexprs and options)."""
     from kernels import VARIANTS
 
     target = Target("sm_90", (9, 0), 132, "test")
     # a small problem: specialization depends on alignment and values, not on sizes
-    launch = VARIANTS[variant].plan(256, 256, 128, dtype="fp16", layout=layout, capability=(9, 0), num_sms=132)
+    launch = VARIANTS[variant].plan(
+        256, 256, 128, dtype="fp16", layout=layout, capability=(9, 0), num_sms=132
+    )
     fn = launch.fn
     try:
-        kernel = fn.warmup(*_real_args(launch), grid=launch.grid, **launch.constexprs,
-                           num_warps=launch.num_warps, num_stages=launch.num_stages)
+        kernel = fn.warmup(
+            *_real_args(launch),
+            grid=launch.grid,
+            **launch.constexprs,
+            num_warps=launch.num_warps,
+            num_stages=launch.num_stages,
+        )
     finally:
         fn.device_caches.pop(fake_driver.get_current_device(), None)
     spec = specialize(launch, target)

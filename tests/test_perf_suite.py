@@ -24,7 +24,9 @@ def test_case_ids_round_trip_and_join_key_format() -> None:
 
 def test_profiles_cover_what_the_issue_asks() -> None:
     quick = build_cases(PROFILES["quick"])
-    assert {(c.dtype, c.layout, c.k) for c in quick} == {("fp16", "nt", k) for k in (128, 512, 4096)}
+    assert {(c.dtype, c.layout, c.k) for c in quick} == {
+        ("fp16", "nt", k) for k in (128, 512, 4096)
+    }
     default = build_cases(PROFILES["default"])
     assert {c.layout for c in default} == {"nt", "nn"}
     assert sorted({c.k for c in default}) == [128, 256, 512, 1024, 2048, 4096]
@@ -84,12 +86,24 @@ def test_slugify_names_baseline_files() -> None:
 
 
 def test_state_log_reports_slowdown_and_power_cap(monkeypatch: pytest.MonkeyPatch) -> None:
-    states = iter([
-        {"available": True, "sm_clock_mhz": 1980, "temperature_c": 40, "slowdown_reasons": [],
-         "other_reasons": []},
-        {"available": True, "sm_clock_mhz": 1500, "temperature_c": 85,
-         "slowdown_reasons": ["hw_thermal_slowdown"], "other_reasons": ["sw_power_cap"]},
-    ])
+    states = iter(
+        [
+            {
+                "available": True,
+                "sm_clock_mhz": 1980,
+                "temperature_c": 40,
+                "slowdown_reasons": [],
+                "other_reasons": [],
+            },
+            {
+                "available": True,
+                "sm_clock_mhz": 1500,
+                "temperature_c": 85,
+                "slowdown_reasons": ["hw_thermal_slowdown"],
+                "other_reasons": ["sw_power_cap"],
+            },
+        ]
+    )
     monkeypatch.setattr("tilegate.gpu.read_state", lambda index=0: dict(next(states)))
     log = StateLog()
     log.sample("start")
@@ -102,7 +116,9 @@ def test_state_log_reports_slowdown_and_power_cap(monkeypatch: pytest.MonkeyPatc
 
 
 def test_state_log_without_nvml_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("tilegate.gpu.read_state", lambda index=0: {"available": False, "note": "no nvml"})
+    monkeypatch.setattr(
+        "tilegate.gpu.read_state", lambda index=0: {"available": False, "note": "no nvml"}
+    )
     log = StateLog()
     log.sample("start")
     summary = log.summary()
@@ -122,7 +138,9 @@ class _Torch:
     def unsupported_reason(self, capability: object) -> str | None:
         return None
 
-    def matmul(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    def matmul(
+        self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None
+    ) -> torch.Tensor:
         if self.raises:
             raise RuntimeError("kernel exploded")
         c = out if out is not None else torch.empty(a.shape[0], b.shape[1], dtype=a.dtype)
@@ -141,10 +159,16 @@ class _Unsupported(_Torch):
 
 
 def _measure(registry: dict[str, object]) -> dict[str, object]:
-    cases = [c for c in build_cases(PROFILES["smoke"], tuple(registry), ks=(24,))
-             if c.layout == "nt"]
-    m = GroupMeasurer(registry=registry, timer=HostTimer(TimerConfig(rounds=3)), device="cpu",
-                      capability=None, warmup_first_s=0.0)
+    cases = [
+        c for c in build_cases(PROFILES["smoke"], tuple(registry), ks=(24,)) if c.layout == "nt"
+    ]
+    m = GroupMeasurer(
+        registry=registry,
+        timer=HostTimer(TimerConfig(rounds=3)),
+        device="cpu",
+        capability=None,
+        warmup_first_s=0.0,
+    )
     return {c.variant: m.result(c, cases) for c in cases}
 
 
@@ -152,10 +176,10 @@ def test_measurer_checks_correctness_before_timing_and_pairs_ratios() -> None:
     names = ("torch", "tiled", "grouped", "persistent", "xtile_persistent")
     registry: dict[str, object] = {
         "torch": _Torch(),
-        "tiled": _Torch(scale=1.5),          # wrong numbers, fully written
-        "grouped": _Torch(write=False),      # leaves the poisoned output untouched
-        "persistent": _Torch(raises=True),   # raises
-        "xtile_persistent": _Twin(),         # right, with a twin
+        "tiled": _Torch(scale=1.5),  # wrong numbers, fully written
+        "grouped": _Torch(write=False),  # leaves the poisoned output untouched
+        "persistent": _Torch(raises=True),  # raises
+        "xtile_persistent": _Twin(),  # right, with a twin
     }
     assert set(registry) == set(names)
     res = _measure(registry)
@@ -173,7 +197,10 @@ def test_measurer_checks_correctness_before_timing_and_pairs_ratios() -> None:
 
 def test_measurer_skips_what_the_device_cannot_run() -> None:
     res = _measure({"torch": _Torch(), "tma_swizzle_persistent": _Unsupported()})
-    assert res["tma_swizzle_persistent"].skip_reason == "tma_swizzle_persistent cannot run here: needs TMA"
+    assert (
+        res["tma_swizzle_persistent"].skip_reason
+        == "tma_swizzle_persistent cannot run here: needs TMA"
+    )
     assert res["torch"].correct is True
 
 

@@ -17,14 +17,29 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SMOKE = ["-m", "pytest", "perf_tests", "-p", "no:cacheprovider", "-q", "--perf-profile=smoke",
-         "--perf-ks=24"]
+SMOKE = [
+    "-m",
+    "pytest",
+    "perf_tests",
+    "-p",
+    "no:cacheprovider",
+    "-q",
+    "--perf-profile=smoke",
+    "--perf-ks=24",
+]
 
 
 def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TRITON_INTERPRET": "1"}
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +73,13 @@ def test_suite_writes_pytest_benchmark_json_with_device_keys(smoke_runs: list[Pa
 def test_pytest_benchmark_compare_reads_our_results(smoke_runs: list[Path]) -> None:
     exe = shutil.which("pytest-benchmark", path=str(Path(sys.executable).parent))
     assert exe, "pytest-benchmark's CLI is installed with it"
-    proc = subprocess.run([exe, "compare", *map(str, smoke_runs), "--columns=median,rounds"],
-                          capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [exe, "compare", *map(str, smoke_runs), "--columns=median,rounds"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "xtile_persistent-fp16-nt-K24" in proc.stdout
 
@@ -70,25 +90,55 @@ def test_rebaseline_then_compare_round_trips(smoke_runs: list[Path], tmp_path: P
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(baseline.read_text())["rows"]
     report = tmp_path / "report.md"
-    proc = _run("-m", "tilegate", "compare", str(smoke_runs[1]), str(baseline), "--report", str(report),
-                "--no-plots")
+    proc = _run(
+        "-m",
+        "tilegate",
+        "compare",
+        str(smoke_runs[1]),
+        str(baseline),
+        "--report",
+        str(report),
+        "--no-plots",
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "meaningless" in report.read_text().lower()
 
 
-def test_a_wrong_kernel_fails_its_case_and_the_gate_refuses_it(smoke_runs: list[Path], tmp_path: Path) -> None:
+def test_a_wrong_kernel_fails_its_case_and_the_gate_refuses_it(
+    smoke_runs: list[Path], tmp_path: Path
+) -> None:
     results = tmp_path / "wrong.json"
-    proc = _run(*SMOKE, "--perf-variants=torch,tiled,swizzle_persistent", "--inject=wrong=tiled",
-                f"--benchmark-json={results}")
+    proc = _run(
+        *SMOKE,
+        "--perf-variants=torch,tiled,swizzle_persistent",
+        "--inject=wrong=tiled",
+        f"--benchmark-json={results}",
+    )
     assert proc.returncode == 1
     assert "tiled-fp16-nt-K24: wrong result" in proc.stdout
-    rows = {b["param"]: b["extra_info"]["tilegate"] for b in json.loads(results.read_text())["benchmarks"]}
+    rows = {
+        b["param"]: b["extra_info"]["tilegate"]
+        for b in json.loads(results.read_text())["benchmarks"]
+    }
     assert rows["tiled-fp16-nt-K24"]["correct"] is False
     assert rows["swizzle_persistent-fp16-nt-K24"]["correct"] is True
     baseline = tmp_path / "baseline.json"
-    assert _run("-m", "tilegate", "rebaseline", *map(str, smoke_runs), "--out", str(baseline)).returncode == 0
-    proc = _run("-m", "tilegate", "compare", str(results), str(baseline), "--no-plots",
-                "--report", str(tmp_path / "r.md"))
+    assert (
+        _run(
+            "-m", "tilegate", "rebaseline", *map(str, smoke_runs), "--out", str(baseline)
+        ).returncode
+        == 0
+    )
+    proc = _run(
+        "-m",
+        "tilegate",
+        "compare",
+        str(results),
+        str(baseline),
+        "--no-plots",
+        "--report",
+        str(tmp_path / "r.md"),
+    )
     assert proc.returncode == 2
     assert "row tiled-fp16-" in proc.stderr and "correctness" in proc.stderr
 

@@ -25,7 +25,9 @@ VARIANT_ORDER = (
     "tma_xtile_persistent",
 )
 
-_ID_RE = re.compile(r"^(?P<variant>[a-z0-9_]+)-(?P<dtype>fp16|bf16)-(?P<layout>nn|nt)-K(?P<k>[0-9]+)$")
+_ID_RE = re.compile(
+    r"^(?P<variant>[a-z0-9_]+)-(?P<dtype>fp16|bf16)-(?P<layout>nn|nt)-K(?P<k>[0-9]+)$"
+)
 
 
 @dataclass(frozen=True)
@@ -45,20 +47,37 @@ class Profile:
 
 PROFILES: dict[str, Profile] = {
     "quick": Profile(
-        "quick", ("fp16",), ("nt",), (128, 512, 4096), min_time_s=2.5,
+        "quick",
+        ("fp16",),
+        ("nt",),
+        (128, 512, 4096),
+        min_time_s=2.5,
         description="pull-request check: the write-up's small, middle and large K",
     ),
     "default": Profile(
-        "default", ("fp16",), ("nt", "nn"), (128, 256, 512, 1024, 2048, 4096),
+        "default",
+        ("fp16",),
+        ("nt", "nn"),
+        (128, 256, 512, 1024, 2048, 4096),
         description="both B layouts, every K of the write-up and the calibration",
     ),
     "full": Profile(
-        "full", ("fp16", "bf16"), ("nt", "nn"), (64, 128, 256, 512, 1024, 2048, 4096, 8192),
+        "full",
+        ("fp16", "bf16"),
+        ("nt", "nn"),
+        (64, 128, 256, 512, 1024, 2048, 4096, 8192),
         description="adds bf16 and the extreme K values",
     ),
     # CPU pipeline proof under TRITON_INTERPRET=1: tiny shapes, timings meaningless.
     "smoke": Profile(
-        "smoke", ("fp16",), ("nt", "nn"), (24, 40), m=40, n=48, rounds=3, min_time_s=0.0,
+        "smoke",
+        ("fp16",),
+        ("nt", "nn"),
+        (24, 40),
+        m=40,
+        n=48,
+        rounds=3,
+        min_time_s=0.0,
         description="CPU interpreter, tiny shapes: proves the pipeline, measures nothing",
     ),
 }

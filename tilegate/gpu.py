@@ -121,7 +121,10 @@ def read_state(device_index: int = 0) -> dict[str, Any]:
     """Clocks, temperature, power and clock-event (throttle) reasons, as read now."""
     nv = _nvml()
     if nv is None:
-        return {"available": False, "note": "nvidia-ml-py (pynvml) not importable: GPU state not recorded"}
+        return {
+            "available": False,
+            "note": "nvidia-ml-py (pynvml) not importable: GPU state not recorded",
+        }
     handle = _nvml_handle(nv, device_index)
     state: dict[str, Any] = {"available": True}
     readers = {
@@ -139,7 +142,10 @@ def read_state(device_index: int = 0) -> dict[str, Any]:
             state[key] = None
             state.setdefault("errors", []).append(f"{key}: {err}")
     try:
-        get = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
+        get = (
+            getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
+            or nv.nvmlDeviceGetCurrentClocksThrottleReasons
+        )
         mask = int(get(handle))
         state["slowdown_reasons"] = [n for bit, n in _SLOWDOWN_REASONS.items() if mask & bit]
         state["other_reasons"] = [n for bit, n in _OTHER_REASONS.items() if mask & bit]
@@ -165,7 +171,12 @@ class StateLog:
     def summary(self) -> dict[str, Any]:
         """Start and end state, whether the GPU slowed down at any sample, and notes for the report."""
         if not self.samples:
-            return {"start": None, "end": None, "throttled": None, "notes": ["GPU state was not sampled"]}
+            return {
+                "start": None,
+                "end": None,
+                "throttled": None,
+                "notes": ["GPU state was not sampled"],
+            }
         slowed = sorted({r for s in self.samples for r in (s.get("slowdown_reasons") or [])})
         power_capped = sum("sw_power_cap" in (s.get("other_reasons") or []) for s in self.samples)
         notes = []
@@ -210,8 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     if "--slug" in args:
         print(info.slug)
     else:
-        print(f"{info.name} ({info.slug}), {info.sm_count} SMs, sm_{info.capability[0]}{info.capability[1]}, "
-              f"driver {info.driver}, CUDA {info.cuda}")
+        print(
+            f"{info.name} ({info.slug}), {info.sm_count} SMs, sm_{info.capability[0]}{info.capability[1]}, "
+            f"driver {info.driver}, CUDA {info.cuda}"
+        )
     return 0
 
 

@@ -8,6 +8,7 @@ all together, round by round, so the ratios between them are paired.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import time
@@ -100,7 +101,9 @@ class GroupMeasurer:
         hi = torch.float64 if a.device.type == "cpu" else torch.float32
         return torch.matmul(a.to(hi), b.to(hi))
 
-    def _check(self, variant: Any, a: Any, b: Any, ref: Any, out: Any, tol: float) -> tuple[bool, float, str | None]:
+    def _check(
+        self, variant: Any, a: Any, b: Any, ref: Any, out: Any, tol: float
+    ) -> tuple[bool, float, str | None]:
         """Poison `out`, run once, compare; returns (correct, rel_err, error message)."""
         torch = self.torch
         out.fill_(float("nan"))
@@ -108,7 +111,11 @@ class GroupMeasurer:
         if got is not out:
             return False, math.inf, "matmul(a, b, out=c) did not return c"
         if tuple(got.shape) != tuple(ref.shape) or got.dtype != a.dtype:
-            return False, math.inf, f"returned {tuple(got.shape)} {got.dtype}, expected {tuple(ref.shape)} {a.dtype}"
+            return (
+                False,
+                math.inf,
+                f"returned {tuple(got.shape)} {got.dtype}, expected {tuple(ref.shape)} {a.dtype}",
+            )
         unwritten = int(torch.isnan(got).sum())
         if unwritten:
             return False, math.inf, f"{unwritten} output elements were never written (still NaN)"
@@ -146,7 +153,7 @@ class GroupMeasurer:
             # A wrong kernel is still timed (its row is written, marked incorrect, and refused
             # by the gate); a kernel that errored or wrote nothing is not.
             if err is None:
-                fns[case.variant] = (lambda v=variant, o=out: v.matmul(a, b, out=o))
+                fns[case.variant] = functools.partial(variant.matmul, a, b, out=out)
         del ref
         if fns:
             warm = self.warmup_first_s if self._groups_done == 0 else self.timer.config.warmup_s
@@ -163,7 +170,9 @@ class GroupMeasurer:
         if self.on_group is not None:
             self.on_group(first.group, results, time.perf_counter() - t0)
 
-    def _extra(self, res: CaseResult, torch_samples: list[float] | None, samples: dict[str, list[float]]) -> dict[str, Any]:
+    def _extra(
+        self, res: CaseResult, torch_samples: list[float] | None, samples: dict[str, list[float]]
+    ) -> dict[str, Any]:
         case = res.case
         extra: dict[str, Any] = {
             "key": case.id,
@@ -185,12 +194,18 @@ class GroupMeasurer:
             extra["median_s"] = med
             extra["tflops"] = round(case.flops / med / 1e12, 3)
             extra["ratio_to_torch"] = (
-                paired_ratio(res.samples_s, torch_samples) if torch_samples and case.variant != "torch" else None
+                paired_ratio(res.samples_s, torch_samples)
+                if torch_samples and case.variant != "torch"
+                else None
             )
         variant = self.registry.get(case.variant)
         twin = getattr(variant, "xtile_twin_of", None)
         if twin:
             extra["twin"] = twin
             twin_samples = samples.get(twin)
-            extra["ratio_to_twin"] = paired_ratio(res.samples_s, twin_samples) if twin_samples and res.samples_s else None
+            extra["ratio_to_twin"] = (
+                paired_ratio(res.samples_s, twin_samples)
+                if twin_samples and res.samples_s
+                else None
+            )
         return extra

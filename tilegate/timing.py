@@ -42,13 +42,17 @@ class TimerConfig:
         if self.max_rounds < self.rounds:
             raise ValueError(f"max_rounds ({self.max_rounds}) must be >= rounds ({self.rounds})")
         if self.warmup_s < 0 or self.min_time_s < 0:
-            raise ValueError(f"warmup_s and min_time_s must be >= 0, got {self.warmup_s}, {self.min_time_s}")
+            raise ValueError(
+                f"warmup_s and min_time_s must be >= 0, got {self.warmup_s}, {self.min_time_s}"
+            )
 
     def rounds_for(self, seconds_per_round: float) -> int:
         """Rounds that fill `min_time_s` at the measured pace, within [rounds, max_rounds]."""
         if seconds_per_round <= 0 or self.min_time_s <= 0:
             return self.rounds
-        return max(self.rounds, min(self.max_rounds, math.ceil(self.min_time_s / seconds_per_round)))
+        return max(
+            self.rounds, min(self.max_rounds, math.ceil(self.min_time_s / seconds_per_round))
+        )
 
 
 def round_order(names: list[str], r: int) -> list[str]:
@@ -102,7 +106,9 @@ class CudaTimer:
         torch.cuda.synchronize()
         return (time.perf_counter() - paced_from) / (rounds - 1)
 
-    def time(self, fns: Mapping[str, Callable[[], Any]], rounds: int | None = None) -> dict[str, list[float]]:
+    def time(
+        self, fns: Mapping[str, Callable[[], Any]], rounds: int | None = None
+    ) -> dict[str, list[float]]:
         """Seconds per call for each callable, one sample per round, rounds interleaved."""
         torch = self._torch
         names = list(fns)
@@ -135,7 +141,9 @@ class HostTimer:
             fn()
         return time.perf_counter() - t0
 
-    def time(self, fns: Mapping[str, Callable[[], Any]], rounds: int | None = None) -> dict[str, list[float]]:
+    def time(
+        self, fns: Mapping[str, Callable[[], Any]], rounds: int | None = None
+    ) -> dict[str, list[float]]:
         names = list(fns)
         out: dict[str, list[float]] = {n: [] for n in names}
         for r in range(rounds or self.config.rounds):

@@ -19,12 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from kernels import configs, persistent, tma  # noqa: E402
-from kernels._common import run_matmul  # noqa: E402
-from tilegate.gpu import gpu_info  # noqa: E402
-from tilegate.timing import CudaTimer, TimerConfig, paired_ratio  # noqa: E402
+from kernels import configs, persistent, tma
+from kernels._common import run_matmul
+from tilegate.gpu import gpu_info
+from tilegate.timing import CudaTimer, TimerConfig, paired_ratio
 
 _CFG = re.compile(r"^(\d+)x(\d+)x(\d+)w(\d+)s(\d+)p(\d+)(sub)?$")
 
@@ -32,14 +32,20 @@ _CFG = re.compile(r"^(\d+)x(\d+)x(\d+)w(\d+)s(\d+)p(\d+)(sub)?$")
 def parse_config(text: str) -> configs.Config:
     m = _CFG.match(text)
     if not m:
-        raise SystemExit(f"bad config {text!r}: expected BMxBNxBKwWARPSsSTAGESpPROGRAMS_PER_SM[sub]")
+        raise SystemExit(
+            f"bad config {text!r}: expected BMxBNxBKwWARPSsSTAGESpPROGRAMS_PER_SM[sub]"
+        )
     bm, bn, bk, w, s, p = (int(x) for x in m.groups()[:6])
-    return configs.Config(bm, bn, bk, 8, num_warps=w, num_stages=s, programs_per_sm=p, epilogue_subtile=bool(m[7]))
+    return configs.Config(
+        bm, bn, bk, 8, num_warps=w, num_stages=s, programs_per_sm=p, epilogue_subtile=bool(m[7])
+    )
 
 
 def name_of(c: configs.Config) -> str:
-    return (f"{c.block_m}x{c.block_n}x{c.block_k}w{c.num_warps}s{c.num_stages}p{c.programs_per_sm}"
-            + ("sub" if c.epilogue_subtile else ""))
+    return (
+        f"{c.block_m}x{c.block_n}x{c.block_k}w{c.num_warps}s{c.num_stages}p{c.programs_per_sm}"
+        + ("sub" if c.epilogue_subtile else "")
+    )
 
 
 def main() -> int:
@@ -63,7 +69,11 @@ def main() -> int:
         if args.layout == "nn":
             b = b.contiguous()
         ref = torch.matmul(a.float(), b.float())
-        fns = {"torch": partial(torch.matmul, a, b, out=torch.empty(args.m, args.m, dtype=a.dtype, device="cuda"))}
+        fns = {
+            "torch": partial(
+                torch.matmul, a, b, out=torch.empty(args.m, args.m, dtype=a.dtype, device="cuda")
+            )
+        }
         for text in args.configs.split(","):
             cfg = parse_config(text)
             for flat in (False, True):
@@ -73,8 +83,12 @@ def main() -> int:
                 try:
                     run_matmul(label, plan, a, b, out=out)
                     torch.cuda.synchronize()
-                except Exception as exc:  # a config that does not compile or fit is reported, not fatal
-                    print(f"K={k} {label}: FAILED {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+                except (
+                    Exception
+                ) as exc:  # a config that does not compile or fit is reported, not fatal
+                    print(
+                        f"K={k} {label}: FAILED {type(exc).__name__}: {str(exc)[:200]}", flush=True
+                    )
                     continue
                 err = float((out.float() - ref).norm() / ref.norm())
                 if not err < 1e-2:
@@ -87,13 +101,26 @@ def main() -> int:
         base = samples["torch"]
         for label, s in samples.items():
             twin = label.replace("/xtile", "/swz")
-            rows.append((k, label, statistics.median(s) * 1e3, paired_ratio(s, base),
-                         paired_ratio(s, samples[twin]) if label.endswith("/xtile") and twin in samples else None))
+            rows.append(
+                (
+                    k,
+                    label,
+                    statistics.median(s) * 1e3,
+                    paired_ratio(s, base),
+                    paired_ratio(s, samples[twin])
+                    if label.endswith("/xtile") and twin in samples
+                    else None,
+                )
+            )
         print(f"K={k} done", flush=True)
-    print(f"\n{info.name} {args.family} {args.layout} M=N={args.m}, {args.rounds} rounds, L2 flushed")
+    print(
+        f"\n{info.name} {args.family} {args.layout} M=N={args.m}, {args.rounds} rounds, L2 flushed"
+    )
     print(f"{'K':>5} {'config':<28} {'median ms':>10} {'/cuBLAS':>8} {'xtile/swz':>10}")
     for k, label, ms, rt, rx in rows:
-        print(f"{k:>5} {label:<28} {ms:>10.4f} {rt or 1:>8.3f} {'' if rx is None else f'{rx:.3f}':>10}")
+        print(
+            f"{k:>5} {label:<28} {ms:>10.4f} {rt or 1:>8.3f} {'' if rx is None else f'{rx:.3f}':>10}"
+        )
     return 0
 
 

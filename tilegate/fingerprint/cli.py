@@ -26,27 +26,65 @@ from .store import DEFAULT_DIR
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the fingerprint options to `parser` (the `tilegate fingerprint` subcommand uses this)."""
-    parser.add_argument("--record", "--rebaseline", dest="record", action="store_true",
-                        help="re-record the fingerprints of this Triton version (atomic write; prints the diff)")
-    parser.add_argument("--arch", action="append", metavar="ARCH",
-                        help="architecture to compile for, e.g. sm_90 (repeatable; default: every target "
-                             "of the rules file)")
-    parser.add_argument("--variant", action="append", metavar="NAME",
-                        help="registry variant to fingerprint, wildcards allowed (repeatable; default: all "
-                             "Triton variants)")
-    parser.add_argument("--profile", default="default",
-                        help="perf profile whose dtypes, layouts and Ks are compiled (default: default)")
-    parser.add_argument("--baseline-dir", type=Path, default=DEFAULT_DIR,
-                        help=f"where fingerprints live (default: {DEFAULT_DIR})")
-    parser.add_argument("--rules", type=Path, default=DEFAULT_RULES, help=f"rules file (default: {DEFAULT_RULES})")
-    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR,
-                        help=f"compile cache keyed by source hash (default: {DEFAULT_CACHE_DIR})")
-    parser.add_argument("--no-cache", action="store_true", help="compile everything, read and write no cache")
-    parser.add_argument("--jobs", type=int, default=0,
-                        help="compile processes for cache misses (default: min(2, cores))")
-    parser.add_argument("--report", type=Path, default=DEFAULT_REPORT,
-                        help=f"Markdown report (default: {DEFAULT_REPORT})")
-    parser.add_argument("--quiet", action="store_true", help="print only the verdict line, not the report")
+    parser.add_argument(
+        "--record",
+        "--rebaseline",
+        dest="record",
+        action="store_true",
+        help="re-record the fingerprints of this Triton version (atomic write; prints the diff)",
+    )
+    parser.add_argument(
+        "--arch",
+        action="append",
+        metavar="ARCH",
+        help="architecture to compile for, e.g. sm_90 (repeatable; default: every target "
+        "of the rules file)",
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        metavar="NAME",
+        help="registry variant to fingerprint, wildcards allowed (repeatable; default: all "
+        "Triton variants)",
+    )
+    parser.add_argument(
+        "--profile",
+        default="default",
+        help="perf profile whose dtypes, layouts and Ks are compiled (default: default)",
+    )
+    parser.add_argument(
+        "--baseline-dir",
+        type=Path,
+        default=DEFAULT_DIR,
+        help=f"where fingerprints live (default: {DEFAULT_DIR})",
+    )
+    parser.add_argument(
+        "--rules", type=Path, default=DEFAULT_RULES, help=f"rules file (default: {DEFAULT_RULES})"
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=DEFAULT_CACHE_DIR,
+        help=f"compile cache keyed by source hash (default: {DEFAULT_CACHE_DIR})",
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="compile everything, read and write no cache"
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        help="compile processes for cache misses (default: min(2, cores))",
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=DEFAULT_REPORT,
+        help=f"Markdown report (default: {DEFAULT_REPORT})",
+    )
+    parser.add_argument(
+        "--quiet", action="store_true", help="print only the verdict line, not the report"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,8 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tilegate.fingerprint",
         description="Compile fingerprint gate: compile every Triton variant for sm_90 and sm_120 without a "
-                    "GPU and catch pipelining regressions (fusion, multi-buffering, wgmma wait, shared "
-                    "memory, registers, spills).",
+        "GPU and catch pipelining regressions (fusion, multi-buffering, wgmma wait, shared "
+        "memory, registers, spills).",
     )
     add_arguments(parser)
     return run(parser.parse_args(argv))

@@ -69,7 +69,7 @@ class Target:
 
     @property
     def short(self) -> str:
-        """"sm90": the suffix of kernel ids."""
+        """ "sm90": the suffix of kernel ids."""
         return self.arch.replace("_", "")
 
 
@@ -90,7 +90,9 @@ class Specialization:
         parts = []
         for i, (name, ty) in enumerate(self.signature.items()):
             if ty == "constexpr":
-                if name not in self.declared and (i,) in self.constexprs:  # a runtime int the JIT folded
+                if (
+                    name not in self.declared and (i,) in self.constexprs
+                ):  # a runtime int the JIT folded
                     parts.append(f"{name}={self.constexprs[(i,)]}")
                 continue
             div = any(a[0] == "tt.divisibility" for a in self.attrs.get((i,), []))
@@ -116,7 +118,15 @@ def _triton_internals() -> Any:
             f"Triton {triton_version()} lacks the JIT internals the fingerprint uses ({err}); "
             f"adapt tilegate/fingerprint/compile.py to this Triton"
         ) from err
-    return GPUTarget, ASTSource, make_backend, get_cache_key, JITFunction, MockTensor, create_function_from_signature
+    return (
+        GPUTarget,
+        ASTSource,
+        make_backend,
+        get_cache_key,
+        JITFunction,
+        MockTensor,
+        create_function_from_signature,
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -143,7 +153,11 @@ def _stand_ins(launch: Any) -> list[Any]:
                 raise InputError(f"argument {arg.name}: unknown dtype {arg.dtype!r}")
             base = mock_tensor(getattr(torch, _TORCH_DTYPES[arg.dtype]), list(arg.shape))
             if isinstance(arg, DescArg):
-                out.append(TensorDescriptor(base, list(arg.shape), list(arg.strides), list(arg.block_shape)))
+                out.append(
+                    TensorDescriptor(
+                        base, list(arg.shape), list(arg.strides), list(arg.block_shape)
+                    )
+                )
             else:
                 out.append(base)
         elif isinstance(arg, ScalarArg):
@@ -155,8 +169,15 @@ def _stand_ins(launch: Any) -> list[Any]:
 
 def specialize(launch: Any, target: Target) -> Specialization:
     """The signature, constexprs, attributes and options the JIT would compile `launch` with."""
-    (GPUTarget, ASTSource, make_backend, get_cache_key, JITFunction, _mock,
-     create_function_from_signature) = _triton_internals()
+    (
+        GPUTarget,
+        ASTSource,
+        make_backend,
+        get_cache_key,
+        JITFunction,
+        _mock,
+        create_function_from_signature,
+    ) = _triton_internals()
     from triton import knobs
     from triton._C.libtriton import get_cache_invalidating_env_vars
 
@@ -182,8 +203,15 @@ def specialize(launch: Any, target: Target) -> Specialization:
     triton_key = get_cache_key(src, backend, options, env)
     key = hashlib.sha256(f"{triton_key}|{_extractor_hash()}|{target}".encode()).hexdigest()
     declared = frozenset(p.name for p in fn.params if p.is_constexpr)
-    return Specialization(dict(signature), dict(constexprs), dict(attrs), dict(options.__dict__), key, triton_key,
-                          declared)
+    return Specialization(
+        dict(signature),
+        dict(constexprs),
+        dict(attrs),
+        dict(options.__dict__),
+        key,
+        triton_key,
+        declared,
+    )
 
 
 def _compile(launch: Any, target: Target, spec: Specialization) -> tuple[str, str, dict[str, Any]]:
@@ -194,8 +222,13 @@ def _compile(launch: Any, target: Target, spec: Specialization) -> tuple[str, st
     GPUTarget, ASTSource = _triton_internals()[:2]
     src = ASTSource(launch.fn, spec.signature, spec.constexprs, spec.attrs)
     log = io.StringIO()
-    with tempfile.TemporaryDirectory(prefix="tilegate-triton-") as tmp, knobs.cache.scope(), \
-            knobs.compilation.scope(), knobs.nvidia.scope(), contextlib.redirect_stdout(log):
+    with (
+        tempfile.TemporaryDirectory(prefix="tilegate-triton-") as tmp,
+        knobs.cache.scope(),
+        knobs.compilation.scope(),
+        knobs.nvidia.scope(),
+        contextlib.redirect_stdout(log),
+    ):
         knobs.cache.dir = tmp  # keep ~/.triton clean; our own cache is the one that counts
         knobs.compilation.always_compile = True  # so ptxas runs and reports every time
         knobs.nvidia.dump_ptxas_log = True
@@ -206,9 +239,23 @@ def _compile(launch: Any, target: Target, spec: Specialization) -> tuple[str, st
 
 
 FACT_KEYS = (
-    "fused", "loops", "mma_loop_depth", "mma", "acc_select",
-    "a_buffers", "a_load", "a_multi_buffered", "b_buffers", "b_load", "b_multi_buffered",
-    "wgmma_wait", "shared_bytes", "registers", "spill_stores", "spill_loads", "stack_bytes",
+    "fused",
+    "loops",
+    "mma_loop_depth",
+    "mma",
+    "acc_select",
+    "a_buffers",
+    "a_load",
+    "a_multi_buffered",
+    "b_buffers",
+    "b_load",
+    "b_multi_buffered",
+    "wgmma_wait",
+    "shared_bytes",
+    "registers",
+    "spill_stores",
+    "spill_loads",
+    "stack_bytes",
 )
 
 
@@ -216,7 +263,9 @@ def facts_for(ttgir: str, ptxas_log: str, meta: dict[str, Any]) -> dict[str, Any
     """All fingerprint facts of one compiled kernel, flat (one key per reviewable fact)."""
     t = extract.ttgir_facts(ttgir)
     p = extract.ptxas_facts(ptxas_log)
-    facts: dict[str, Any] = {k: t[k] for k in ("fused", "loops", "mma_loop_depth", "mma", "acc_select", "wgmma_wait")}
+    facts: dict[str, Any] = {
+        k: t[k] for k in ("fused", "loops", "mma_loop_depth", "mma", "acc_select", "wgmma_wait")
+    }
     for op in ("a", "b"):
         facts[f"{op}_buffers"] = t["operands"][op]["buffers"]
         facts[f"{op}_load"] = t["operands"][op]["load"]
@@ -245,7 +294,9 @@ def _read_cache(cache_dir: Path | None, key: str) -> dict[str, Any] | None:
     return facts if isinstance(facts, dict) else None
 
 
-def compile_one(launch: Any, target: Target, cache_dir: Path | None, spec: Specialization | None = None) -> tuple[dict[str, Any], bool]:
+def compile_one(
+    launch: Any, target: Target, cache_dir: Path | None, spec: Specialization | None = None
+) -> tuple[dict[str, Any], bool]:
     """Facts of `launch` on `target` and whether they came from the cache."""
     spec = spec or specialize(launch, target)
     cached = _read_cache(cache_dir, spec.key)
@@ -255,11 +306,16 @@ def compile_one(launch: Any, target: Target, cache_dir: Path | None, spec: Speci
     try:
         facts = facts_for(ttgir, log, meta)
     except ValueError as err:
-        raise InputError(f"cannot read the compiled kernel {launch.fn!r} for {target.arch}: {err}") from err
+        raise InputError(
+            f"cannot read the compiled kernel {launch.fn!r} for {target.arch}: {err}"
+        ) from err
     if cache_dir is not None:
         atomic_write_text(cache_dir / f"{spec.key}.ttgir", ttgir)
         atomic_write_text(cache_dir / f"{spec.key}.ptxas.log", log)
-        atomic_write_json(_cache_path(cache_dir, spec.key), {"schema": CACHE_SCHEMA, "key": spec.key, "facts": facts})
+        atomic_write_json(
+            _cache_path(cache_dir, spec.key),
+            {"schema": CACHE_SCHEMA, "key": spec.key, "facts": facts},
+        )
     return facts, False
 
 
@@ -286,8 +342,13 @@ class Job:
     def of(launch: Any, target: Target) -> Job:
         fn = launch.fn
         return Job(
-            fn.fn.__module__, fn.fn.__qualname__, tuple(launch.args), tuple(sorted(launch.constexprs.items())),
-            launch.num_warps, launch.num_stages, target,
+            fn.fn.__module__,
+            fn.fn.__qualname__,
+            tuple(launch.args),
+            tuple(sorted(launch.constexprs.items())),
+            launch.num_warps,
+            launch.num_stages,
+            target,
         )
 
     def launch(self) -> Any:
@@ -296,8 +357,14 @@ class Job:
         fn = importlib.import_module(self.fn_module)
         for part in self.fn_name.split("."):
             fn = getattr(fn, part)
-        return KernelLaunch(fn=fn, grid=(1,), args=self.args, constexprs=dict(self.constexprs),
-                            num_warps=self.num_warps, num_stages=self.num_stages)
+        return KernelLaunch(
+            fn=fn,
+            grid=(1,),
+            args=self.args,
+            constexprs=dict(self.constexprs),
+            num_warps=self.num_warps,
+            num_stages=self.num_stages,
+        )
 
 
 def _run_job(job: Job, cache_dir: str | None) -> dict[str, Any]:
@@ -335,8 +402,12 @@ def compile_many(
         # spawn, not fork: forking a process that has imported torch and Triton (threads) can hang
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx) as pool:
-            futures = {i: pool.submit(_run_job, Job.of(work[i][0], work[i][1]), str(cache_dir) if cache_dir else None)
-                       for i in todo}
+            futures = {
+                i: pool.submit(
+                    _run_job, Job.of(work[i][0], work[i][1]), str(cache_dir) if cache_dir else None
+                )
+                for i in todo
+            }
             for i, f in futures.items():
                 try:
                     done[i] = f.result()

@@ -30,7 +30,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Operations that are the matrix multiply in TTGIR (after Triton's accelerate-matmul pass).
-MMA_OPS = ("ttng.warp_group_dot", "tt.dot", "ttng.tc_gen5_mma", "tt.dot_scaled", "ttng.tc_gen5_mma_scaled")
+MMA_OPS = (
+    "ttng.warp_group_dot",
+    "tt.dot",
+    "ttng.tc_gen5_mma",
+    "tt.dot_scaled",
+    "ttng.tc_gen5_mma_scaled",
+)
 # Operations that write the output tile to global memory.
 STORE_OPS = (
     "tt.store",
@@ -62,7 +68,11 @@ ASYNC_COPY_OPS = {
     "ttng.async_tma_copy_global_to_local": "tma",
     "ttng.async_tma_gather": "tma",
 }
-SYNC_LOAD_OPS = {"tt.load": "sync", "tt.descriptor_load": "sync-tma", "tt.descriptor_gather": "sync-tma"}
+SYNC_LOAD_OPS = {
+    "tt.load": "sync",
+    "tt.descriptor_load": "sync-tma",
+    "tt.descriptor_gather": "sync-tma",
+}
 
 _VALUE = r"%[\w.$\-]+(?:#\d+)?"
 _VALUE_RE = re.compile(_VALUE)
@@ -85,7 +95,9 @@ class Op:
     results: list[str]
     operands: list[str]
     parent: int | None  # index of the op whose region holds this one
-    block_args: dict[str, tuple[str, int]] = field(default_factory=dict)  # for scf.for: arg -> (init, i)
+    block_args: dict[str, tuple[str, int]] = field(
+        default_factory=dict
+    )  # for scf.for: arg -> (init, i)
     attrs_tail: str = ""  # the "} {attrs}" text that closes a region op (e.g. tt.num_stages)
 
 
@@ -107,7 +119,9 @@ class Module:
         return [p for p in self.parents(op) if p.name == "scf.for"]
 
     def children(self, parent: Op, name: str | None = None) -> list[Op]:
-        return [o for o in self.ops if o.parent == parent.index and (name is None or o.name == name)]
+        return [
+            o for o in self.ops if o.parent == parent.index and (name is None or o.name == name)
+        ]
 
 
 class TTGIRParseError(ValueError):
@@ -174,7 +188,7 @@ def parse_ttgir(text: str) -> Module:
         rest = body
         if m:
             results = _split_results(m.group(1))
-            rest = body[m.end():]
+            rest = body[m.end() :]
         nm = _OPNAME_RE.match(rest)
         if not nm:
             # block labels (^bb0(...):) and region headers of ops such as ttg.warp_specialize
@@ -183,9 +197,17 @@ def parse_ttgir(text: str) -> Module:
                 stack.append(next((s for s in reversed(stack) if s is not None), None))
             continue
         name = nm.group(1)
-        after = rest[nm.end():]
+        after = rest[nm.end() :]
         parent = next((s for s in reversed(stack) if s is not None), None)
-        op = Op(index=len(ops), line=lineno, name=name, text=body, results=results, operands=[], parent=parent)
+        op = Op(
+            index=len(ops),
+            line=lineno,
+            name=name,
+            text=body,
+            results=results,
+            operands=[],
+            parent=parent,
+        )
         if name == "scf.for":
             # scf.for %iv = %lb to %ub step %s iter_args(%a = %x, ...) -> (...) : i32 {
             head, _, iter_part = after.partition("iter_args(")
@@ -194,7 +216,7 @@ def parse_ttgir(text: str) -> Module:
                 defs[vals[0]] = op.index  # the induction variable
                 op.operands.extend(vals[1:])
             if iter_part:
-                for i, pair in enumerate(iter_part[:_closing_paren(iter_part)].split(",")):
+                for i, pair in enumerate(iter_part[: _closing_paren(iter_part)].split(",")):
                     arg, _, init = pair.partition("=")
                     arg, init = arg.strip(), init.strip()
                     op.block_args[arg] = (init, i)
@@ -331,9 +353,15 @@ def ttgir_facts(text: str) -> dict[str, Any]:
     }
     if not mmas:
         facts.update(
-            mma=None, mma_loop_depth=0, fused=False, acc_select=False, wgmma_wait=None,
-            operands={"a": {"buffers": 0, "load": "none", "multi_buffered": False},
-                      "b": {"buffers": 0, "load": "none", "multi_buffered": False}},
+            mma=None,
+            mma_loop_depth=0,
+            fused=False,
+            acc_select=False,
+            wgmma_wait=None,
+            operands={
+                "a": {"buffers": 0, "load": "none", "multi_buffered": False},
+                "b": {"buffers": 0, "load": "none", "multi_buffered": False},
+            },
         )
         return facts
     # The main MMA: the one in the deepest loop (a fused kernel's k == 0 fallback has none).
@@ -348,9 +376,7 @@ def ttgir_facts(text: str) -> dict[str, Any]:
         mm = re.search(r"#ttg\.nvidia_mma<\{versionMajor = (\d+)", text)
         kind = f"mma_v{mm.group(1)}" if mm else "dot"
     stores = [o for o in mod.ops if o.name in STORE_OPS]
-    fused = mma_loop is not None and any(
-        mod.enclosing_loops(s)[:1] == [mma_loop] for s in stores
-    )
+    fused = mma_loop is not None and any(mod.enclosing_loops(s)[:1] == [mma_loop] for s in stores)
     shape = _shape_of(mma.text)
     acc_type = None
     if shape:
@@ -361,8 +387,13 @@ def ttgir_facts(text: str) -> dict[str, Any]:
         body = mod.children(mma_loop)
         if acc_type:
             acc_select = any(o.name == "arith.select" and acc_type in o.text for o in body)
-        pend = [int(m.group(1)) for o in body if o.name == "ttng.warp_group_dot_wait"
-                for m in [_PENDINGS_RE.search(o.text)] if m]
+        pend = [
+            int(m.group(1))
+            for o in body
+            if o.name == "ttng.warp_group_dot_wait"
+            for m in [_PENDINGS_RE.search(o.text)]
+            if m
+        ]
         wait = min(pend) if pend else (0 if kind == "wgmma" else None)
     # operand rank equals the accumulator's: 2 for a plain matmul (3 with a batch dimension)
     rank = len(shape[0]) if shape else 2

@@ -84,8 +84,14 @@ def _ptxas_version(target: Target) -> str:
 
 
 def _profile_json(profile: Any) -> dict[str, Any]:
-    return {"name": profile.name, "m": profile.m, "n": profile.n, "ks": list(profile.ks),
-            "dtypes": list(profile.dtypes), "layouts": list(profile.layouts)}
+    return {
+        "name": profile.name,
+        "m": profile.m,
+        "n": profile.n,
+        "ks": list(profile.ks),
+        "dtypes": list(profile.dtypes),
+        "layouts": list(profile.layouts),
+    }
 
 
 def compile_suite(opts: Options) -> Compiled:
@@ -94,7 +100,9 @@ def compile_suite(opts: Options) -> Compiled:
     archs = list(opts.archs or ruleset.targets)
     unknown = [a for a in archs if a not in ruleset.targets]
     if unknown:
-        raise InputError(f"unknown architecture(s) {unknown}; {ruleset.path} defines {sorted(ruleset.targets)}")
+        raise InputError(
+            f"unknown architecture(s) {unknown}; {ruleset.path} defines {sorted(ruleset.targets)}"
+        )
     targets = [ruleset.targets[a] for a in archs]
     from tilegate.cases import PROFILES
 
@@ -105,23 +113,42 @@ def compile_suite(opts: Options) -> Compiled:
         raise InputError("no kernel selected: check --variant / --arch")
     work = [(c.launch, c.target, c.spec) for c in cases]
     # a kernel that does not compile cannot be judged: InputError naming it (exit 2)
-    facts, compiled = compile_many(work, opts.cache_dir, jobs=opts.jobs or default_jobs(),
-                                   labels=[c.id for c in cases])
+    facts, compiled = compile_many(
+        work, opts.cache_dir, jobs=opts.jobs or default_jobs(), labels=[c.id for c in cases]
+    )
     seconds = time.perf_counter() - t0
-    return Compiled(cases, skipped, {c.id: f for c, f in zip(cases, facts, strict=True)}, compiled, seconds,
-                    targets, ruleset, profile)
+    return Compiled(
+        cases,
+        skipped,
+        {c.id: f for c, f in zip(cases, facts, strict=True)},
+        compiled,
+        seconds,
+        targets,
+        ruleset,
+        profile,
+    )
 
 
 def entries_of(comp: Compiled, arch: str) -> dict[str, Entry]:
     return {
         c.id: Entry(c.id, c.variant, c.dtype, c.layout, c.ks, c.config(), comp.facts[c.id])
-        for c in comp.cases if c.target.arch == arch
+        for c in comp.cases
+        if c.target.arch == arch
     }
 
 
 def check_rules(comp: Compiled) -> RuleReport:
     subjects = [
-        Subject(c.id, c.variant, c.dtype, c.layout, c.target.arch, c.xtile, c.pipelined, comp.facts[c.id])
+        Subject(
+            c.id,
+            c.variant,
+            c.dtype,
+            c.layout,
+            c.target.arch,
+            c.xtile,
+            c.pipelined,
+            comp.facts[c.id],
+        )
         for c in comp.cases
     ]
     return evaluate(comp.ruleset, subjects)
@@ -142,12 +169,19 @@ def _write_outputs(opts: Options, comp: Compiled, text: str) -> None:
         for t in comp.targets:
             keys = {c.id: c.spec.key for c in comp.cases}
             where = str(opts.cache_dir) if opts.cache_dir is not None else None
-            atomic_write_json(Path(opts.json_dir) / f"{t.arch}.json", {
-                "triton": triton_version(), "arch": t.arch,
-                # the compiled TTGIR and ptxas report of each kernel: <cache_dir>/<cache_key>.ttgir / .ptxas.log
-                "cache_dir": where,
-                "kernels": {k: {**e.to_json(), "cache_key": keys[k]} for k, e in sorted(entries_of(comp, t.arch).items())},
-            })
+            atomic_write_json(
+                Path(opts.json_dir) / f"{t.arch}.json",
+                {
+                    "triton": triton_version(),
+                    "arch": t.arch,
+                    # the compiled TTGIR and ptxas report of each kernel: <cache_dir>/<cache_key>.ttgir / .ptxas.log
+                    "cache_dir": where,
+                    "kernels": {
+                        k: {**e.to_json(), "cache_key": keys[k]}
+                        for k, e in sorted(entries_of(comp, t.arch).items())
+                    },
+                },
+            )
 
 
 def check(opts: Options) -> GateResult:
@@ -164,7 +198,9 @@ def check(opts: Options) -> GateResult:
             continue
         baselines[arch] = load_baseline(path, triton=version, arch=arch)
     if missing:
-        others = sorted({v for a in archs for v, _ in other_versions(opts.baseline_dir, a, version)})
+        others = sorted(
+            {v for a in archs for v, _ in other_versions(opts.baseline_dir, a, version)}
+        )
         have = f" (recorded: Triton {', '.join(others)})" if others else ""
         raise InputError(
             f"no fingerprint for Triton {version}{have}: {', '.join(missing)} missing; run {RECORD_HINT} "
@@ -174,11 +210,21 @@ def check(opts: Options) -> GateResult:
     rules = check_rules(comp)
     changes: list[Change] = []
     for t in comp.targets:
-        changes += diff(_selected(baselines[t.arch], opts, comp), entries_of(comp, t.arch), comp.ruleset.allowances)
+        changes += diff(
+            _selected(baselines[t.arch], opts, comp),
+            entries_of(comp, t.arch),
+            comp.ruleset.allowances,
+        )
     failed = bool(rules.failures) or any(c.fails for c in changes)
     text = report_mod.render(
-        mode="check", version=version, comp=comp, rules=rules, changes=changes,
-        baseline_note={t.arch: str(baseline_path(opts.baseline_dir, version, t.arch)) for t in comp.targets},
+        mode="check",
+        version=version,
+        comp=comp,
+        rules=rules,
+        changes=changes,
+        baseline_note={
+            t.arch: str(baseline_path(opts.baseline_dir, version, t.arch)) for t in comp.targets
+        },
         failed=failed,
     )
     _write_outputs(opts, comp, text)
@@ -208,7 +254,9 @@ def record(opts: Options) -> GateResult:
                 notes[t.arch] = str(path)
             except InputError as err:
                 notes[t.arch] = f"{path} (unreadable, replaced: {err})"
-            keep = {k: e for k, e in old.items() if k not in new and k not in _selected(old, opts, comp)}
+            keep = {
+                k: e for k, e in old.items() if k not in new and k not in _selected(old, opts, comp)
+            }
         else:
             prev = other_versions(opts.baseline_dir, t.arch, version)
             if prev:
@@ -221,11 +269,24 @@ def record(opts: Options) -> GateResult:
             else:
                 notes[t.arch] = "nothing (first recording for this architecture)"
         changes += diff(_selected(old, opts, comp), new, comp.ruleset.allowances)
-        write_baseline(path, triton=version, arch=t.arch,
-                       target={"capability": list(t.capability), "num_sms": t.num_sms, "gpu": t.gpu},
-                       profile=_profile_json(comp.profile), ptxas=_ptxas_version(t), entries={**keep, **new})
+        write_baseline(
+            path,
+            triton=version,
+            arch=t.arch,
+            target={"capability": list(t.capability), "num_sms": t.num_sms, "gpu": t.gpu},
+            profile=_profile_json(comp.profile),
+            ptxas=_ptxas_version(t),
+            entries={**keep, **new},
+        )
     failed = bool(rules.failures)
-    text = report_mod.render(mode="record", version=version, comp=comp, rules=rules, changes=changes,
-                             baseline_note=notes, failed=failed)
+    text = report_mod.render(
+        mode="record",
+        version=version,
+        comp=comp,
+        rules=rules,
+        changes=changes,
+        baseline_note=notes,
+        failed=failed,
+    )
     _write_outputs(opts, comp, text)
     return GateResult(EXIT_FAIL if failed else EXIT_OK, text, rules, changes, comp)

@@ -26,7 +26,12 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
 def _old_new(c: Change) -> str:
     text = f"{_cell(c.old)} -> {_cell(c.new)}"
     num = (int, float)
-    if isinstance(c.old, num) and isinstance(c.new, num) and not isinstance(c.old, bool) and not isinstance(c.new, bool):
+    if (
+        isinstance(c.old, num)
+        and isinstance(c.new, num)
+        and not isinstance(c.old, bool)
+        and not isinstance(c.new, bool)
+    ):
         text += f" ({c.new - c.old:+g})"
     return text
 
@@ -47,37 +52,67 @@ def fingerprint_rows(comp: Compiled) -> list[list[Any]]:
     rows = []
     for c in comp.cases:
         f = comp.facts[c.id]
-        rows.append([
-            c.id, _ks(c.ks), "yes" if f["fused"] else "no", f["loops"], _operand(f, "a"), _operand(f, "b"),
-            f["mma"], f["wgmma_wait"], _kib(f["shared_bytes"]), f["registers"],
-            f["spill_stores"] + f["spill_loads"], f"{c.launch.num_warps}/{c.launch.num_stages}",
-        ])
+        rows.append(
+            [
+                c.id,
+                _ks(c.ks),
+                "yes" if f["fused"] else "no",
+                f["loops"],
+                _operand(f, "a"),
+                _operand(f, "b"),
+                f["mma"],
+                f["wgmma_wait"],
+                _kib(f["shared_bytes"]),
+                f["registers"],
+                f["spill_stores"] + f["spill_loads"],
+                f"{c.launch.num_warps}/{c.launch.num_stages}",
+            ]
+        )
     return rows
 
 
-def render(*, mode: str, version: str, comp: Compiled, rules: RuleReport, changes: Sequence[Change],
-           baseline_note: Mapping[str, str], failed: bool) -> str:
+def render(
+    *,
+    mode: str,
+    version: str,
+    comp: Compiled,
+    rules: RuleReport,
+    changes: Sequence[Change],
+    baseline_note: Mapping[str, str],
+    failed: bool,
+) -> str:
     verdict = "FAIL" if failed else "ok"
     lines = [f"# Compile fingerprint, Triton {version}: {verdict}", ""]
     p = comp.profile
     one_kernel = all(len(c.ks) == len(p.ks) for c in comp.cases)
-    k_note = ("every suite K compiles to the same kernel (same specialization and constexprs), "
-              "so each case is fingerprinted once at K = " + str(max(p.ks))) if one_kernel else \
-        "some cases compile differently per K: their ids carry @K<first K>"
+    k_note = (
+        (
+            "every suite K compiles to the same kernel (same specialization and constexprs), "
+            "so each case is fingerprinted once at K = " + str(max(p.ks))
+        )
+        if one_kernel
+        else "some cases compile differently per K: their ids carry @K<first K>"
+    )
     lines.append(
         f"{len(comp.cases)} kernels: profile {p.name} ({', '.join(p.dtypes)}; layouts {', '.join(p.layouts)}; "
         f"M = {p.m}, N = {p.n}; K = {', '.join(map(str, p.ks))}) on "
         f"{', '.join(f'{t.arch} ({t.gpu}, {t.num_sms} SMs)' for t in comp.targets)}; {k_note}."
     )
-    lines.append(f"Compiled {comp.compiled}, {len(comp.cases) - comp.compiled} from cache, {comp.seconds:.1f} s.")
+    lines.append(
+        f"Compiled {comp.compiled}, {len(comp.cases) - comp.compiled} from cache, {comp.seconds:.1f} s."
+    )
     what = "Compared with" if mode == "check" else "Recorded; diff against"
     lines += ["", f"{what}: " + "; ".join(f"{a}: {n}" for a, n in baseline_note.items()) + "."]
     for s in comp.skipped:
         lines.append(f"Not compiled: {s.id}: {s.reason}.")
 
     # rules
-    lines += ["", f"## Rules: {len(rules.failures)} broken, {len(rules.excepted)} excepted, "
-                  f"{rules.checks_run} checks ({comp.ruleset.path})", ""]
+    lines += [
+        "",
+        f"## Rules: {len(rules.failures)} broken, {len(rules.excepted)} excepted, "
+        f"{rules.checks_run} checks ({comp.ruleset.path})",
+        "",
+    ]
     rows = [["FAIL", f.rule, f.kernel, f.message] for f in rules.failures]
     rows += [[f"EXCEPTED ({f.exception})", f.rule, f.kernel, f.message] for f in rules.excepted]
     if rows:
@@ -86,33 +121,64 @@ def render(*, mode: str, version: str, comp: Compiled, rules: RuleReport, change
         lines.append("Every rule holds.")
     reasons = {f"{f.exception}** ({f.rule})": f.reason for f in rules.excepted}
     if reasons:
-        lines += ["", "Known exceptions in force (named in the rules file, with why they are accepted):", ""]
+        lines += [
+            "",
+            "Known exceptions in force (named in the rules file, with why they are accepted):",
+            "",
+        ]
         lines += [f"- **{name}: {reason}" for name, reason in reasons.items()]
     for name in rules.stale_exceptions:
-        lines.append(f"\nStale exception {name}: the kernels it names now satisfy the rule; remove it from "
-                     f"{comp.ruleset.path}.")
+        lines.append(
+            f"\nStale exception {name}: the kernels it names now satisfy the rule; remove it from "
+            f"{comp.ruleset.path}."
+        )
 
     # diff
     failing = [c for c in changes if c.fails]
     title = "Changes" if mode == "check" else "What this recording changes"
-    lines += ["", f"## {title}: {len(failing)} that fail, {len(changes) - len(failing)} informational", ""]
+    lines += [
+        "",
+        f"## {title}: {len(failing)} that fail, {len(changes) - len(failing)} informational",
+        "",
+    ]
     if changes:
-        lines += _table(["kernel", "field", "old -> new", "verdict", "why it matters"],
-                        [[c.kernel, c.field, _old_new(c), c.verdict, c.why] for c in changes])
+        lines += _table(
+            ["kernel", "field", "old -> new", "verdict", "why it matters"],
+            [[c.kernel, c.field, _old_new(c), c.verdict, c.why] for c in changes],
+        )
     else:
         lines.append("None: every fingerprint equals the recorded one.")
 
     lines += ["", "## Fingerprints", ""]
-    lines += _table(["kernel", "K", "fused", "loops", "A", "B", "mma", "wgmma wait", "smem KiB", "regs",
-                     "spill B", "warps/stages"], fingerprint_rows(comp))
+    lines += _table(
+        [
+            "kernel",
+            "K",
+            "fused",
+            "loops",
+            "A",
+            "B",
+            "mma",
+            "wgmma wait",
+            "smem KiB",
+            "regs",
+            "spill B",
+            "warps/stages",
+        ],
+        fingerprint_rows(comp),
+    )
 
     if failed:
         lines += ["", "## What to do", ""]
         if rules.failures:
-            lines.append("- A broken rule: fix the kernel (or its config). If the violation is known and "
-                         "accepted, add a named exception with its reason to the rules file; it stays visible "
-                         "in this report.")
+            lines.append(
+                "- A broken rule: fix the kernel (or its config). If the violation is known and "
+                "accepted, add a named exception with its reason to the rules file; it stays visible "
+                "in this report."
+            )
         if mode == "check" and failing:
-            lines.append(f"- A changed fingerprint: if the change is intended (a kernel or Triton change), re-record "
-                         f"with {RECORD_HINT} and commit the diff with the change.")
+            lines.append(
+                f"- A changed fingerprint: if the change is intended (a kernel or Triton change), re-record "
+                f"with {RECORD_HINT} and commit the diff with the change."
+            )
     return "\n".join(lines) + "\n"

@@ -131,7 +131,9 @@ class RuleReport:
 
 
 def _err(path: Path, where: str, what: str) -> InputError:
-    return InputError(f"fingerprint rules {path}: {where}: {what}; fix the file (see docs/fingerprint.md)")
+    return InputError(
+        f"fingerprint rules {path}: {where}: {what}; fix the file (see docs/fingerprint.md)"
+    )
 
 
 def _selector(path: Path, where: str, raw: Any) -> dict[str, Any]:
@@ -147,7 +149,11 @@ def _selector(path: Path, where: str, raw: Any) -> dict[str, Any]:
             if not isinstance(v, bool):
                 raise _err(path, where, f"applies_to.{k} must be true or false")
         else:
-            raise _err(path, where, f"unknown selector key {k!r} (known: {_SELECTOR_LISTS + _SELECTOR_BOOLS})")
+            raise _err(
+                path,
+                where,
+                f"unknown selector key {k!r} (known: {_SELECTOR_LISTS + _SELECTOR_BOOLS})",
+            )
     return dict(raw)
 
 
@@ -185,7 +191,11 @@ def load_rules(path: str | Path = DEFAULT_RULES) -> RuleSet:
     if not isinstance(allowances, dict) or not all(
         k in FACT_KEYS and isinstance(v, int) and v >= 0 for k, v in allowances.items()
     ):
-        raise _err(p, "allowances", f"must map fact names ({', '.join(FACT_KEYS)}) to non-negative integers")
+        raise _err(
+            p,
+            "allowances",
+            f"must map fact names ({', '.join(FACT_KEYS)}) to non-negative integers",
+        )
     rules: list[Rule] = []
     for i, r in enumerate(data.get("rules") or []):
         where = f"rules[{i}]"
@@ -211,7 +221,14 @@ def load_rules(path: str | Path = DEFAULT_RULES) -> RuleSet:
             checks.append(Check(str(c.get("label", fld)), fld, op, c["value"], detail))
         if not checks:
             raise _err(p, where, "a rule needs at least one check")
-        rules.append(Rule(rid, _str(p, where, r, "message"), _selector(p, where, r.get("applies_to")), tuple(checks)))
+        rules.append(
+            Rule(
+                rid,
+                _str(p, where, r, "message"),
+                _selector(p, where, r.get("applies_to")),
+                tuple(checks),
+            )
+        )
     ids = [r.id for r in rules]
     if len(set(ids)) != len(ids):
         raise _err(p, "rules", "rule ids must be unique")
@@ -226,15 +243,27 @@ def load_rules(path: str | Path = DEFAULT_RULES) -> RuleSet:
         labels = e.get("labels") or []
         if not (isinstance(labels, list) and all(isinstance(x, str) for x in labels)):
             raise _err(p, where, "labels must be a list of check labels")
-        exceptions.append(Exception_(_str(p, where, e, "name"), rule, _str(p, where, e, "reason"),
-                                     _selector(p, where, e.get("applies_to")), tuple(labels)))
+        exceptions.append(
+            Exception_(
+                _str(p, where, e, "name"),
+                rule,
+                _str(p, where, e, "reason"),
+                _selector(p, where, e.get("applies_to")),
+                tuple(labels),
+            )
+        )
     return RuleSet(p, targets, dict(allowances), limits, tuple(rules), tuple(exceptions))
 
 
 def selects(sel: Mapping[str, Any], s: Subject) -> bool:
     """Whether a selector picks this kernel."""
-    values = {"variants": s.variant, "layouts": s.layout, "dtypes": s.dtype, "archs": s.arch,
-              "mma": str(s.facts.get("mma"))}
+    values = {
+        "variants": s.variant,
+        "layouts": s.layout,
+        "dtypes": s.dtype,
+        "archs": s.arch,
+        "mma": str(s.facts.get("mma")),
+    }
     for k in _SELECTOR_LISTS:
         if k in sel and not any(fnmatch.fnmatchcase(values[k], pat) for pat in sel[k]):
             return False
@@ -261,13 +290,23 @@ def evaluate(ruleset: RuleSet, subjects: Sequence[Subject]) -> RuleReport:
                 actual = s.facts.get(c.field)
                 if _OPS[c.op](actual, c.value):
                     continue
-                msg = rule.message.format_map(_Fmt(
-                    label=c.label, field=c.field, actual=actual, expected=f"{c.op} {c.value}",
-                    detail=s.facts.get(c.detail) if c.detail else "", kernel=s.id,
-                ))
+                msg = rule.message.format_map(
+                    _Fmt(
+                        label=c.label,
+                        field=c.field,
+                        actual=actual,
+                        expected=f"{c.op} {c.value}",
+                        detail=s.facts.get(c.detail) if c.detail else "",
+                        kernel=s.id,
+                    )
+                )
                 finding = Finding(rule.id, s.id, c.label, msg)
                 for e in ruleset.exceptions:
-                    if e.rule == rule.id and (not e.labels or c.label in e.labels) and selects(e.applies_to, s):
+                    if (
+                        e.rule == rule.id
+                        and (not e.labels or c.label in e.labels)
+                        and selects(e.applies_to, s)
+                    ):
                         finding.exception, finding.reason = e.name, e.reason
                         used.add((e.name, e.rule))
                         break

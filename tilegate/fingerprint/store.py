@@ -48,8 +48,14 @@ class Entry:
     facts: Mapping[str, Any]
 
     def to_json(self) -> dict[str, Any]:
-        return {"variant": self.variant, "dtype": self.dtype, "layout": self.layout, "ks": list(self.ks),
-                "config": dict(self.config), "facts": dict(self.facts)}
+        return {
+            "variant": self.variant,
+            "dtype": self.dtype,
+            "layout": self.layout,
+            "ks": list(self.ks),
+            "config": dict(self.config),
+            "facts": dict(self.facts),
+        }
 
 
 def baseline_path(base_dir: Path, triton: str, arch: str) -> Path:
@@ -76,7 +82,9 @@ def _bad(path: Path, where: str, what: str) -> InputError:
     )
 
 
-def load_baseline(path: Path, *, triton: str | None = None, arch: str | None = None) -> dict[str, Entry]:
+def load_baseline(
+    path: Path, *, triton: str | None = None, arch: str | None = None
+) -> dict[str, Entry]:
     """Read and validate one fingerprint file."""
     data = read_json(path, "fingerprint file")
     if not isinstance(data, dict):
@@ -84,7 +92,11 @@ def load_baseline(path: Path, *, triton: str | None = None, arch: str | None = N
     if data.get("schema") != SCHEMA:
         raise _bad(path, "schema", f"expected {SCHEMA!r}, found {data.get('schema')!r}")
     if triton is not None and data.get("triton") != triton:
-        raise _bad(path, "triton", f"file says Triton {data.get('triton')!r} but lies in the directory of {triton}")
+        raise _bad(
+            path,
+            "triton",
+            f"file says Triton {data.get('triton')!r} but lies in the directory of {triton}",
+        )
     if arch is not None and data.get("arch") != arch:
         raise _bad(path, "arch", f"file says {data.get('arch')!r}, expected {arch!r}")
     kernels = data.get("kernels")
@@ -113,18 +125,30 @@ def load_baseline(path: Path, *, triton: str | None = None, arch: str | None = N
     return out
 
 
-def write_baseline(path: Path, *, triton: str, arch: str, target: Mapping[str, Any], profile: Mapping[str, Any],
-                   ptxas: str, entries: Mapping[str, Entry]) -> None:
+def write_baseline(
+    path: Path,
+    *,
+    triton: str,
+    arch: str,
+    target: Mapping[str, Any],
+    profile: Mapping[str, Any],
+    ptxas: str,
+    entries: Mapping[str, Entry],
+) -> None:
     """Write one fingerprint file atomically (stable key order: reviewable diffs)."""
-    atomic_write_json(path, {
-        "schema": SCHEMA,
-        "triton": triton,
-        "arch": arch,
-        "ptxas": ptxas,
-        "target": dict(target),
-        "profile": dict(profile),
-        "kernels": {k: e.to_json() for k, e in sorted(entries.items())},
-    }, inline_scalar_lists=True)
+    atomic_write_json(
+        path,
+        {
+            "schema": SCHEMA,
+            "triton": triton,
+            "arch": arch,
+            "ptxas": ptxas,
+            "target": dict(target),
+            "profile": dict(profile),
+            "kernels": {k: e.to_json() for k, e in sorted(entries.items())},
+        },
+        inline_scalar_lists=True,
+    )
 
 
 # --- diff ------------------------------------------------------------------------------------
@@ -133,35 +157,83 @@ _LOAD_RANK = {"sync": 0, "sync-tma": 0, "cp.async": 1, "tma": 1}
 
 # field -> (which direction is better: "higher" / "lower" / None, why it matters)
 FIELD_INFO: dict[str, tuple[str | None, str]] = {
-    "fused": ("higher", "tile and K loops fused = cross-tile pipelining: the next tile's loads overlap this "
-                        "tile's epilogue; unfused, the pipeline drains at every tile boundary"),
+    "fused": (
+        "higher",
+        "tile and K loops fused = cross-tile pipelining: the next tile's loads overlap this "
+        "tile's epilogue; unfused, the pipeline drains at every tile boundary",
+    ),
     "loops": (None, "the loop structure of the kernel changed (fusion, versioning or peeling)"),
-    "mma_loop_depth": (None, "the MMA moved to a loop of another depth: nested (pipeline restarts per tile) vs fused"),
-    "mma": (None, "the MMA instruction changed (wgmma is async warpgroup MMA; mma_v2 is synchronous per warp)"),
-    "acc_select": (None, "the per-step accumulator reset (select over the whole accumulator) that flattening "
-                         "adds appeared or went away"),
-    "a_buffers": ("higher", "stages of A in flight: fewer hide less memory latency, 1 means A's loads stop "
-                            "overlapping the MMA; more cost shared memory"),
-    "b_buffers": ("higher", "stages of B in flight: fewer hide less memory latency, 1 means B's loads stop "
-                            "overlapping the MMA (calibration: 1.4-2.5x slower); more cost shared memory"),
-    "a_load": ("higher", "how A reaches shared memory: cp.async / TMA run ahead of the MMA, sync does not"),
-    "b_load": ("higher", "how B reaches shared memory: cp.async / TMA run ahead of the MMA, sync does not"),
+    "mma_loop_depth": (
+        None,
+        "the MMA moved to a loop of another depth: nested (pipeline restarts per tile) vs fused",
+    ),
+    "mma": (
+        None,
+        "the MMA instruction changed (wgmma is async warpgroup MMA; mma_v2 is synchronous per warp)",
+    ),
+    "acc_select": (
+        None,
+        "the per-step accumulator reset (select over the whole accumulator) that flattening "
+        "adds appeared or went away",
+    ),
+    "a_buffers": (
+        "higher",
+        "stages of A in flight: fewer hide less memory latency, 1 means A's loads stop "
+        "overlapping the MMA; more cost shared memory",
+    ),
+    "b_buffers": (
+        "higher",
+        "stages of B in flight: fewer hide less memory latency, 1 means B's loads stop "
+        "overlapping the MMA (calibration: 1.4-2.5x slower); more cost shared memory",
+    ),
+    "a_load": (
+        "higher",
+        "how A reaches shared memory: cp.async / TMA run ahead of the MMA, sync does not",
+    ),
+    "b_load": (
+        "higher",
+        "how B reaches shared memory: cp.async / TMA run ahead of the MMA, sync does not",
+    ),
     "a_multi_buffered": ("higher", "A's loads overlap the MMA only when multi-buffered"),
     "b_multi_buffered": ("higher", "B's loads overlap the MMA only when multi-buffered"),
-    "wgmma_wait": ("higher", "wgmma ops left in flight at the loop's wait: 0 serializes MMA and the next loads "
-                             "(what cost cross-tile nn 1.4-2.5x on the H200)"),
-    "shared_bytes": (None, "shared memory per block bounds how many blocks fit on an SM and must stay under the "
-                           "architecture's limit; a change with equal buffers means extra scratch (e.g. a layout "
-                           "conversion while the input buffers are live: the write-up's 36 -> 40 KiB)"),
-    "registers": ("lower", "registers per thread bound occupancy; near the limit ptxas starts to spill"),
+    "wgmma_wait": (
+        "higher",
+        "wgmma ops left in flight at the loop's wait: 0 serializes MMA and the next loads "
+        "(what cost cross-tile nn 1.4-2.5x on the H200)",
+    ),
+    "shared_bytes": (
+        None,
+        "shared memory per block bounds how many blocks fit on an SM and must stay under the "
+        "architecture's limit; a change with equal buffers means extra scratch (e.g. a layout "
+        "conversion while the input buffers are live: the write-up's 36 -> 40 KiB)",
+    ),
+    "registers": (
+        "lower",
+        "registers per thread bound occupancy; near the limit ptxas starts to spill",
+    ),
     "spill_stores": ("lower", "register spills are local-memory traffic inside the main loop"),
     "spill_loads": ("lower", "register spills are local-memory traffic inside the main loop"),
-    "stack_bytes": ("lower", "stack frame in local memory (spills, or arrays the compiler could not keep in registers)"),
-    "num_warps": (None, "the launch configuration changed: a different kernel, expect its facts to move"),
-    "num_stages": (None, "the requested pipeline depth changed: buffers and shared memory follow it"),
-    "constexprs": (None, "the kernel's compile-time constants (tiles, flags) changed: a different kernel"),
-    "signature": (None, "the JIT specialization changed (alignment hints, ints folded to constants): "
-                        "the kernel that runs is a different specialization"),
+    "stack_bytes": (
+        "lower",
+        "stack frame in local memory (spills, or arrays the compiler could not keep in registers)",
+    ),
+    "num_warps": (
+        None,
+        "the launch configuration changed: a different kernel, expect its facts to move",
+    ),
+    "num_stages": (
+        None,
+        "the requested pipeline depth changed: buffers and shared memory follow it",
+    ),
+    "constexprs": (
+        None,
+        "the kernel's compile-time constants (tiles, flags) changed: a different kernel",
+    ),
+    "signature": (
+        None,
+        "the JIT specialization changed (alignment hints, ints folded to constants): "
+        "the kernel that runs is a different specialization",
+    ),
 }
 
 
@@ -198,21 +270,42 @@ def _direction(fld: str, old: Any, new: Any) -> str:
 def _fmt_dict_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[str, str]:
     keys = sorted(set(old) | set(new), key=str)
     diff = [k for k in keys if old.get(k) != new.get(k)]
-    return (", ".join(f"{k}={old.get(k)}" for k in diff), ", ".join(f"{k}={new.get(k)}" for k in diff))
+    return (
+        ", ".join(f"{k}={old.get(k)}" for k in diff),
+        ", ".join(f"{k}={new.get(k)}" for k in diff),
+    )
 
 
-def diff(old: Mapping[str, Entry], new: Mapping[str, Entry], allowances: Mapping[str, int]) -> list[Change]:
+def diff(
+    old: Mapping[str, Entry], new: Mapping[str, Entry], allowances: Mapping[str, int]
+) -> list[Change]:
     """Every difference between two sets of fingerprints, in kernel then field order."""
     changes: list[Change] = []
     for kid in sorted(set(old) | set(new)):
         if kid not in new:
-            changes.append(Change(kid, "kernel", "recorded", "gone", "removed",
-                                  "a recorded kernel is no longer compiled (variant renamed or dropped, or K "
-                                  "now splits it); re-record if intended"))
+            changes.append(
+                Change(
+                    kid,
+                    "kernel",
+                    "recorded",
+                    "gone",
+                    "removed",
+                    "a recorded kernel is no longer compiled (variant renamed or dropped, or K "
+                    "now splits it); re-record if intended",
+                )
+            )
             continue
         if kid not in old:
-            changes.append(Change(kid, "kernel", "absent", "compiled", "added",
-                                  "a kernel with no recorded fingerprint: record it so later changes are caught"))
+            changes.append(
+                Change(
+                    kid,
+                    "kernel",
+                    "absent",
+                    "compiled",
+                    "added",
+                    "a kernel with no recorded fingerprint: record it so later changes are caught",
+                )
+            )
             continue
         o, n = old[kid], new[kid]
         for k in _CONFIG_KEYS:
@@ -227,12 +320,25 @@ def diff(old: Mapping[str, Entry], new: Mapping[str, Entry], allowances: Mapping
             if ov == nv:
                 continue
             allow = allowances.get(k)
-            if allow is not None and isinstance(ov, int) and isinstance(nv, int) and abs(nv - ov) <= allow:
+            if (
+                allow is not None
+                and isinstance(ov, int)
+                and isinstance(nv, int)
+                and abs(nv - ov) <= allow
+            ):
                 verdict = "within allowance"
             else:
                 verdict = _direction(k, ov, nv)
             changes.append(Change(kid, k, ov, nv, verdict, FIELD_INFO.get(k, (None, ""))[1]))
         if o.ks != n.ks:
-            changes.append(Change(kid, "ks", list(o.ks), list(n.ks), "info",
-                                  "the suite's Ks that run this kernel changed (profile edited)"))
+            changes.append(
+                Change(
+                    kid,
+                    "ks",
+                    list(o.ks),
+                    list(n.ks),
+                    "info",
+                    "the suite's Ks that run this kernel changed (profile edited)",
+                )
+            )
     return changes

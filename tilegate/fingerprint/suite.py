@@ -110,13 +110,27 @@ def collect(
                     for k in profile.ks:
                         try:
                             launch = variant.plan(
-                                profile.m, profile.n, k, dtype=dtype, layout=layout,
-                                capability=target.capability, num_sms=target.num_sms,
+                                profile.m,
+                                profile.n,
+                                k,
+                                dtype=dtype,
+                                layout=layout,
+                                capability=target.capability,
+                                num_sms=target.num_sms,
                             )
                         except (ValueError, TypeError) as err:
                             raise InputError(f"{base}: plan(K={k}) failed: {err}") from err
-                        probe = KernelCase(base, name, dtype, layout, target, (k,),
-                                           variant.xtile_twin_of is not None, launch, _NO_SPEC)
+                        probe = KernelCase(
+                            base,
+                            name,
+                            dtype,
+                            layout,
+                            target,
+                            (k,),
+                            variant.xtile_twin_of is not None,
+                            launch,
+                            _NO_SPEC,
+                        )
                         if mutate is not None:
                             launch = mutate(probe, launch)
                         spec = specialize(launch, target)
@@ -125,8 +139,19 @@ def collect(
                         ks = tuple(k for k, _, _ in members)
                         cid = base if len(groups) == 1 else f"{base}@K{ks[0]}"
                         _, launch, spec = members[-1]
-                        cases.append(KernelCase(cid, name, dtype, layout, target, ks,
-                                                variant.xtile_twin_of is not None, launch, spec))
+                        cases.append(
+                            KernelCase(
+                                cid,
+                                name,
+                                dtype,
+                                layout,
+                                target,
+                                ks,
+                                variant.xtile_twin_of is not None,
+                                launch,
+                                spec,
+                            )
+                        )
     return cases, skipped
 
 
