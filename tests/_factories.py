@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from tilegate.timing import paired_ratio
+
 QUICK_KS = (128, 512, 4096)
 VARIANTS = (
     "torch",
@@ -202,9 +204,8 @@ def make_run(
 
 
 def _paired(x: list[float], ref: list[float] | None) -> float | None:
-    if not ref:
-        return None
-    return float(np.median(np.asarray(x) / np.asarray(ref)))
+    """The same paired ratio the perf suite writes (tilegate.timing.paired_ratio)."""
+    return paired_ratio(x, ref) if ref else None
 
 
 def _benchmark(case: str, group: str, tg: dict[str, Any], samples: list[float]) -> dict[str, Any]:
