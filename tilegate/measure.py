@@ -129,7 +129,6 @@ class GroupMeasurer:
         first = group_cases[0]
         a, b = self._inputs(first)
         ref = self._reference(a, b)
-        outs: dict[str, Any] = {}
         fns: dict[str, Callable[[], Any]] = {}
         results: dict[str, CaseResult] = {}
         for case in group_cases:
@@ -149,7 +148,6 @@ class GroupMeasurer:
                 res.error = f"{type(exc).__name__}: {exc}"
                 continue
             res.correct, res.rel_err, res.error = ok, rel, err
-            outs[case.variant] = out
             # A wrong kernel is still timed (its row is written, marked incorrect, and refused
             # by the gate); a kernel that errored or wrote nothing is not.
             if err is None:
