@@ -142,20 +142,28 @@ class PerfRun:
             self.timer = CudaTimer(timer_config, l2_bytes=self.gpu.l2_bytes)
             device, capability = "cuda", self.gpu.capability
         self.measurer = GroupMeasurer(
+            groups=self.groups,
+            passes=1 if fixed_rounds else profile.passes,
             registry=registry,
             timer=self.timer,
             device=device,
             capability=capability,
             warmup_first_s=0.0 if self.smoke else 2.0,
             on_group=self._on_group,
+            on_progress=self._say,
         )
         self._done = 0
+
+    def _say(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"[tilegate] {line}")
 
     def _on_group(self, group: str, results: dict[str, Any], seconds: float) -> None:
         self._done += 1
         rounds = max((len(r.samples_s) for r in results.values()), default=0)
         line = (
-            f"[tilegate] group {self._done}/{len(self.groups)} {group}: {len(results)} variants, "
+            f"group {self._done}/{len(self.groups)} {group}: {len(results)} variants, "
             f"{rounds} rounds, {seconds:.1f} s"
         )
         if self.state is not None:
@@ -164,9 +172,7 @@ class PerfRun:
                 line += f"; SM {s.get('sm_clock_mhz')} MHz, {s.get('temperature_c')} C, {s.get('power_w')} W"
                 if s.get("slowdown_reasons"):
                     line += f", SLOWDOWN: {','.join(s['slowdown_reasons'])}"
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(line)
+        self._say(line)
 
     def machine_info(self) -> dict[str, Any]:
         if self.state is not None:
@@ -183,6 +189,7 @@ class PerfRun:
             "timer": self.timer.name,
             "rounds": self.timer.config.rounds,
             "min_time_s": self.timer.config.min_time_s,
+            "passes": self.measurer.passes,
             "injected": self.injected,
             "gpu": self.gpu.as_json() if self.gpu else None,
             "software": self.software,

@@ -22,7 +22,7 @@ def _record_device_samples(benchmark: Any, samples_s: list[float]) -> None:
 
 
 def test_matmul(case: Case, perf_run: Any, benchmark: Any) -> None:
-    result = perf_run.measurer.result(case, perf_run.groups[case.group])
+    result = perf_run.measurer.result(case)
     if result.skip_reason:
         pytest.skip(result.skip_reason)
     benchmark.group = case.group

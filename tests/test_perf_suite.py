@@ -158,7 +158,7 @@ class _Unsupported(_Torch):
         return "needs TMA"
 
 
-def _measure(registry: dict[str, object]) -> dict[str, object]:
+def _measure(registry: dict[str, object], passes: int = 1) -> dict[str, object]:
     cases = [
         c for c in build_cases(PROFILES["smoke"], tuple(registry), ks=(24,)) if c.layout == "nt"
     ]
@@ -167,9 +167,11 @@ def _measure(registry: dict[str, object]) -> dict[str, object]:
         timer=HostTimer(TimerConfig(rounds=3)),
         device="cpu",
         capability=None,
+        groups={cases[0].group: cases},
+        passes=passes,
         warmup_first_s=0.0,
     )
-    return {c.variant: m.result(c, cases) for c in cases}
+    return {c.variant: m.result(c) for c in cases}
 
 
 def test_measurer_checks_correctness_before_timing_and_pairs_ratios() -> None:
@@ -212,3 +214,26 @@ def test_rounds_fill_the_minimum_time_within_bounds() -> None:
     assert TimerConfig(rounds=7).rounds_for(0.001) == 7  # no minimum time: a fixed count
     with pytest.raises(ValueError, match="max_rounds"):
         TimerConfig(rounds=50, max_rounds=10)
+
+
+def test_passes_spread_a_groups_rounds_and_keep_them_paired() -> None:
+    res = _measure({"torch": _Torch(), "xtile_persistent": _Twin()}, passes=2)
+    # 3 rounds in 2 passes: ceil(3 / 2) = 2 per pass, the same count for every variant
+    assert len(res["torch"].samples_s) == len(res["xtile_persistent"].samples_s) == 4
+    assert res["xtile_persistent"].extra["ratio_to_twin"] is not None
+
+
+def test_measurer_refuses_a_case_of_another_group() -> None:
+    cases = build_cases(PROFILES["smoke"], ("torch",), ks=(24,))
+    m = GroupMeasurer(
+        registry={"torch": _Torch()},
+        timer=HostTimer(TimerConfig(rounds=1)),
+        device="cpu",
+        capability=None,
+        groups={cases[0].group: cases[:1]},
+        warmup_first_s=0.0,
+    )
+    with pytest.raises(KeyError, match="not in the groups"):
+        m.result(cases[1])
+    with pytest.raises(ValueError, match="passes"):
+        GroupMeasurer(registry={}, timer=None, device="cpu", capability=None, groups={}, passes=0)

@@ -40,8 +40,9 @@ class Profile:
     ks: tuple[int, ...]
     m: int = 16384
     n: int = 16384
-    rounds: int = 40  # at least this many timed rounds per group ...
+    rounds: int = 150  # at least this many timed rounds per group ...
     min_time_s: float = 3.0  # ... and at least this long (tilegate.timing.TimerConfig)
+    passes: int = 3  # each group's rounds are spread over this many sweeps across all groups
     description: str = ""
 
 

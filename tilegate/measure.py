@@ -52,8 +52,26 @@ def group_seed(group: str) -> int:
     return zlib.crc32(group.encode()) & 0x7FFFFFFF
 
 
+@dataclass
+class _Prepared:
+    """A group between its correctness checks and its last timed pass."""
+
+    group: str
+    results: dict[str, CaseResult]
+    fns: dict[str, Callable[[], Any]]
+    rounds_per_pass: int = 0
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
 class GroupMeasurer:
-    """Measures groups on demand and remembers the results for the tests that report them."""
+    """Measures every group of the run once, on the first request, and serves the results.
+
+    All groups are prepared first (inputs drawn, every variant checked); then the timed rounds
+    of each group are split over `passes` sweeps across all groups. The GPU's state drifts over
+    seconds (power cap, temperature), shifting whole groups by +-0.5 % when each is timed in
+    one go; spreading a group over the run averages that out.
+    """
 
     def __init__(
         self,
@@ -62,25 +80,35 @@ class GroupMeasurer:
         timer: Any,
         device: str,
         capability: tuple[int, int] | None,
+        groups: Mapping[str, list[Case]],
+        passes: int = 1,
         warmup_first_s: float = 2.0,
         on_group: Callable[[str, dict[str, CaseResult], float], None] | None = None,
+        on_progress: Callable[[str], None] | None = None,
         torch_module: Any = None,
     ) -> None:
         import torch
 
+        if passes < 1:
+            raise ValueError(f"passes must be >= 1, got {passes}")
         self.torch = torch_module or torch
         self.registry = registry
         self.timer = timer
         self.device = device
         self.capability = capability
+        self.groups = groups
+        self.passes = passes
         self.warmup_first_s = warmup_first_s
         self.on_group = on_group
+        self.on_progress = on_progress or (lambda line: None)
         self._results: dict[str, CaseResult] = {}
-        self._groups_done = 0
+        self._outs: dict[tuple[str, str, int, int], Any] = {}
 
-    def result(self, case: Case, group_cases: list[Case]) -> CaseResult:
+    def result(self, case: Case) -> CaseResult:
+        if not self._results:
+            self._measure_all()
         if case.id not in self._results:
-            self._measure(group_cases)
+            raise KeyError(f"case {case.id} is not in the groups this measurer was given")
         return self._results[case.id]
 
     # -- internals -------------------------------------------------------------------------
@@ -123,16 +151,21 @@ class GroupMeasurer:
         rel = float(torch.linalg.vector_norm(diff) / torch.linalg.vector_norm(ref).clamp_min(1e-30))
         return math.isfinite(rel) and rel <= tol, rel, None
 
-    def _measure(self, group_cases: list[Case]) -> None:
-        torch = self.torch
+    def _out(self, case: Case, dtype: Any) -> Any:
+        """One output buffer per (variant, dtype, M, N), shared by the groups of the run."""
+        key = (case.variant, case.dtype, case.m, case.n)
+        if key not in self._outs:
+            self._outs[key] = self.torch.empty(case.m, case.n, dtype=dtype, device=self.device)
+        return self._outs[key]
+
+    def _prepare(self, group: str, group_cases: list[Case]) -> _Prepared:
+        """Draw the group's inputs and check every variant; the checked ones get a timed callable."""
         t0 = time.perf_counter()
-        first = group_cases[0]
-        a, b = self._inputs(first)
+        a, b = self._inputs(group_cases[0])
         ref = self._reference(a, b)
-        fns: dict[str, Callable[[], Any]] = {}
-        results: dict[str, CaseResult] = {}
+        prep = _Prepared(group, {}, {})
         for case in group_cases:
-            res = results[case.variant] = CaseResult(case)
+            res = prep.results[case.variant] = CaseResult(case)
             variant = self.registry.get(case.variant)
             if variant is None:
                 res.skip_reason = f"variant {case.variant!r} is not in kernels.VARIANTS"
@@ -141,7 +174,7 @@ class GroupMeasurer:
             if reason:
                 res.skip_reason = f"{case.variant} cannot run here: {reason}"
                 continue
-            out = torch.empty(case.m, case.n, dtype=a.dtype, device=self.device)
+            out = self._out(case, a.dtype)
             try:
                 ok, rel, err = self._check(variant, a, b, ref, out, REL_ERR_TOL[case.dtype])
             except Exception as exc:  # a kernel that raises fails its own case, not the group
@@ -151,22 +184,48 @@ class GroupMeasurer:
             # A wrong kernel is still timed (its row is written, marked incorrect, and refused
             # by the gate); a kernel that errored or wrote nothing is not.
             if err is None:
-                fns[case.variant] = functools.partial(variant.matmul, a, b, out=out)
+                prep.fns[case.variant] = functools.partial(variant.matmul, a, b, out=out)
         del ref
-        if fns:
-            warm = self.warmup_first_s if self._groups_done == 0 else self.timer.config.warmup_s
-            pace = self.timer.warm(fns, warm)
-            samples = self.timer.time(fns, self.timer.config.rounds_for(pace))
-        else:
-            samples = {}
-        self._groups_done += 1
-        torch_samples = samples.get("torch")
-        for name, res in results.items():
-            res.samples_s = samples.get(name, [])
-            res.extra = self._extra(res, torch_samples, samples)
+        prep.seconds = time.perf_counter() - t0
+        return prep
+
+    def _measure_all(self) -> None:
+        prepared = []
+        for n, (group, cases) in enumerate(self.groups.items(), 1):
+            prep = self._prepare(group, cases)
+            prepared.append(prep)
+            failed = sum(r.failure is not None for r in prep.results.values())
+            self.on_progress(
+                f"checked {n}/{len(self.groups)} {group}: {len(prep.fns)} to time"
+                + (f", {failed} FAILED" if failed else "")
+                + f" ({prep.seconds:.1f} s)"
+            )
+        config = self.timer.config
+        for p in range(self.passes):
+            self.on_progress(f"timing pass {p + 1}/{self.passes} over {len(prepared)} groups")
+            for i, prep in enumerate(prepared):
+                t0 = time.perf_counter()
+                if prep.fns:
+                    if p == 0:
+                        warm = self.warmup_first_s if i == 0 else config.warmup_s
+                        pace = self.timer.warm(prep.fns, warm)
+                        prep.rounds_per_pass = math.ceil(config.rounds_for(pace) / self.passes)
+                    else:  # clocks are up: a short re-warm of this group's kernels only
+                        self.timer.warm(prep.fns, 0.0)
+                    for name, got in self.timer.time(prep.fns, prep.rounds_per_pass).items():
+                        prep.samples.setdefault(name, []).extend(got)
+                prep.seconds += time.perf_counter() - t0
+                if p == self.passes - 1:
+                    self._finish(prep)
+
+    def _finish(self, prep: _Prepared) -> None:
+        torch_samples = prep.samples.get("torch")
+        for name, res in prep.results.items():
+            res.samples_s = prep.samples.get(name, [])
+            res.extra = self._extra(res, torch_samples, prep.samples)
             self._results[res.case.id] = res
         if self.on_group is not None:
-            self.on_group(first.group, results, time.perf_counter() - t0)
+            self.on_group(prep.group, prep.results, prep.seconds)
 
     def _extra(
         self, res: CaseResult, torch_samples: list[float] | None, samples: dict[str, list[float]]
