@@ -1,9 +1,10 @@
-"""Measure one group of cases: same inputs, correctness first, then interleaved timing.
+"""Measure the groups of a run: same inputs per group, correctness first, then interleaved timing.
 
 A group is every variant at one (dtype, layout, K). Its inputs are drawn once (random normal,
 fixed seed per group); each variant's output buffer is poisoned with NaN and checked against a
 higher-precision reference before any of its timings count. Only variants that passed are timed,
-all together, round by round, so the ratios between them are paired.
+all together, round by round, so the ratios between them are paired; each group's rounds are
+spread over several sweeps of the whole run (see GroupMeasurer).
 """
 
 from __future__ import annotations
