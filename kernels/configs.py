@@ -34,8 +34,8 @@ CONFIGS: dict[tuple[str, str], Config] = {
     # H200, tuned by measurement (docs/tuning-sm90.md, `python tools/tune.py`). Pointer: one
     # 128x256x64 program per SM (3 stages take ~144 KiB of shared memory). TMA: two 128x128x64
     # programs per SM with the epilogue stored in halves (3 x 32 KiB of stages + 16 KiB of C each,
-    # so two fit in 228 KiB): two C stores in flight per SM is what beats cuBLAS at K = 128,
-    # where writing C is most of the work.
+    # so two fit in 228 KiB): the fastest of 30+ candidates at K = 128, where writing C is most of
+    # the work (still 1-2 % behind cuBLAS there: docs/tuning-sm90.md says why).
     ("pointer", "sm_90"): Config(128, 256, 64, 8, num_warps=8, num_stages=3, programs_per_sm=1),
     ("tma", "sm_90"): Config(
         128, 128, 64, 8, num_warps=4, num_stages=3, programs_per_sm=2, epilogue_subtile=True

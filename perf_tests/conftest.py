@@ -103,7 +103,7 @@ class PerfRun:
     def __init__(self, config: pytest.Config) -> None:
         from kernels import VARIANTS
         from perf_tests.inject import apply_injections
-        from tilegate.gpu import StateLog, gpu_info, software_versions
+        from tilegate.gpu import StateLog, StateSampler, gpu_info, software_versions
         from tilegate.measure import GroupMeasurer
         from tilegate.timing import CudaTimer, HostTimer, TimerConfig
 
@@ -124,6 +124,7 @@ class PerfRun:
         for case in self.cases:
             self.groups.setdefault(case.group, []).append(case)
         self.software = software_versions()
+        self.sampler: Any = None
         if self.smoke:
             self.gpu = None
             self.state = None
@@ -139,6 +140,7 @@ class PerfRun:
                 )
             self.state = StateLog()
             self.state.sample("start")
+            self.sampler = StateSampler().start()
             self.timer = CudaTimer(timer_config, l2_bytes=self.gpu.l2_bytes)
             device, capability = "cuda", self.gpu.capability
         self.measurer = GroupMeasurer(
@@ -149,6 +151,8 @@ class PerfRun:
             device=device,
             capability=capability,
             warmup_first_s=0.0 if self.smoke else 2.0,
+            soak_s=0.0 if fixed_rounds else profile.soak_s,
+            sampler=self.sampler,
             on_group=self._on_group,
             on_progress=self._say,
         )
@@ -175,8 +179,33 @@ class PerfRun:
         self._say(line)
 
     def machine_info(self) -> dict[str, Any]:
+        state = None
         if self.state is not None:
             self.state.sample("end")
+            state = self.state.summary()
+            if self.sampler is not None:
+                self.sampler.stop()
+                series = self.sampler.summary()
+                state["while_running"] = series
+                if series.get("samples"):
+                    state["notes"].append(
+                        f"every {series['interval_s'] * 1e3:.0f} ms while running: SM clock "
+                        f"mean {series['sm_clock_mhz']:.0f} MHz "
+                        f"({series['sm_clock_mhz_range'][0]}-{series['sm_clock_mhz_range'][1]}), "
+                        f"power mean {series['power_w']:.0f} W (max {series['power_w_max']:.0f}), "
+                        f"power-capped in {series['power_capped_frac']:.0%} of "
+                        f"{series['samples']} samples"
+                    )
+                    if series["slowdown_reasons"]:
+                        state["throttled"] = True
+                        state["slowdown_reasons"] = sorted(
+                            set(state.get("slowdown_reasons") or [])
+                            | set(series["slowdown_reasons"])
+                        )
+                        state["notes"].append(
+                            "GPU slowed down while running: "
+                            + ", ".join(series["slowdown_reasons"])
+                        )
         return {
             "harness_version": __version__,
             "mode": "smoke" if self.smoke else "gpu",
@@ -190,10 +219,11 @@ class PerfRun:
             "rounds": self.timer.config.rounds,
             "min_time_s": self.timer.config.min_time_s,
             "passes": self.measurer.passes,
+            "soak_s": round(self.measurer.soaked_s, 1),
             "injected": self.injected,
             "gpu": self.gpu.as_json() if self.gpu else None,
             "software": self.software,
-            "state": self.state.summary() if self.state else None,
+            "state": state,
         }
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+import time
 
 import pytest
 import torch
 
 from tilegate.cases import PROFILES, VARIANT_ORDER, build_cases, case_id, parse_case_id
-from tilegate.gpu import StateLog, slugify
+from tilegate.gpu import StateLog, StateSample, StateSampler, slugify, window_stats
 from tilegate.measure import GroupMeasurer
 from tilegate.timing import HostTimer, TimerConfig, paired_ratio, round_order
 
@@ -32,6 +34,11 @@ def test_profiles_cover_what_the_issue_asks() -> None:
     assert sorted({c.k for c in default}) == [128, 256, 512, 1024, 2048, 4096]
     assert {c.dtype for c in build_cases(PROFILES["full"])} == {"fp16", "bf16"}
     assert all(c.m == c.n == 16384 for c in default)
+    # GPU profiles soak the GPU before timing and spread each group over several sweeps; the
+    # CPU smoke profile measures nothing and must stay fast.
+    for name in ("quick", "default", "full"):
+        assert PROFILES[name].soak_s > 0 and PROFILES[name].passes >= 3
+    assert PROFILES["smoke"].soak_s == 0
     assert len({c.id for c in default}) == len(default) == 2 * 6 * len(VARIANT_ORDER)
 
 
@@ -158,18 +165,19 @@ class _Unsupported(_Torch):
         return "needs TMA"
 
 
-def _measure(registry: dict[str, object], passes: int = 1) -> dict[str, object]:
+def _measure(registry: dict[str, object], passes: int = 1, **kwargs: object) -> dict[str, object]:
     cases = [
         c for c in build_cases(PROFILES["smoke"], tuple(registry), ks=(24,)) if c.layout == "nt"
     ]
     m = GroupMeasurer(
         registry=registry,
-        timer=HostTimer(TimerConfig(rounds=3)),
+        timer=kwargs.pop("timer", HostTimer(TimerConfig(rounds=3))),
         device="cpu",
         capability=None,
         groups={cases[0].group: cases},
         passes=passes,
         warmup_first_s=0.0,
+        **kwargs,  # type: ignore[arg-type]
     )
     return {c.variant: m.result(c) for c in cases}
 
@@ -237,3 +245,127 @@ def test_measurer_refuses_a_case_of_another_group() -> None:
         m.result(cases[1])
     with pytest.raises(ValueError, match="passes"):
         GroupMeasurer(registry={}, timer=None, device="cpu", capability=None, groups={}, passes=0)
+
+
+def _sample(
+    t: float,
+    clock: int,
+    power: float = 600.0,
+    temp: int = 50,
+    capped: bool = False,
+    slowdown: tuple[str, ...] = (),
+) -> StateSample:
+    return StateSample(t, clock, power, temp, capped, slowdown)
+
+
+def test_window_stats_summarise_clock_power_and_caps() -> None:
+    stats = window_stats(
+        [_sample(0.0, 1980, 500.0, 40), _sample(0.1, 1500, 700.0, 60, True, ("hw_slowdown",))]
+    )
+    assert stats["samples"] == 2
+    assert stats["sm_clock_mhz"] == 1740.0
+    assert stats["sm_clock_mhz_range"] == [1500, 1980]
+    assert stats["power_w"] == 600.0 and stats["power_w_max"] == 700.0
+    assert stats["temperature_c_range"] == [40, 60]
+    assert stats["power_capped_frac"] == 0.5
+    assert stats["slowdown_reasons"] == ["hw_slowdown"]
+    assert window_stats([]) == {"samples": 0}
+
+
+def test_state_sampler_reads_in_the_background_and_windows_by_time() -> None:
+    clocks = itertools.count(1000)
+    sampler = StateSampler(
+        interval_s=0.001, reader=lambda: _sample(time.perf_counter(), next(clocks))
+    ).start()
+    t0 = time.perf_counter()
+    deadline = t0 + 5.0
+    while len(sampler.samples) < 20 and time.perf_counter() < deadline:
+        time.sleep(0.005)
+    t1 = time.perf_counter()
+    sampler.stop()
+    n = len(sampler.samples)
+    assert n >= 20
+    time.sleep(0.02)
+    assert len(sampler.samples) == n, "stop() ends sampling"
+    inside = sampler.window([(t0, t1)])
+    assert 0 < inside["samples"] <= n
+    assert sampler.window([(t1 + 10, t1 + 20)]) == {"samples": 0}
+    summary = sampler.summary()
+    assert summary["samples"] == n and summary["interval_s"] == 0.001
+    assert summary["sm_clock_mhz_range"][0] == 1000  # the clocks it read, in order
+
+
+def test_state_sampler_survives_a_failing_read_and_says_why() -> None:
+    def broken() -> StateSample:
+        raise RuntimeError("NVML went away")
+
+    sampler = StateSampler(interval_s=0.001, reader=broken).start()
+    deadline = time.perf_counter() + 5.0
+    while sampler.error is None and time.perf_counter() < deadline:
+        time.sleep(0.005)
+    sampler.stop()
+    assert "NVML went away" in (sampler.error or "")
+    assert sampler.summary()["error"] == sampler.error
+    with pytest.raises(ValueError, match="interval_s"):
+        StateSampler(interval_s=0)
+
+
+def test_state_sampler_without_nvml_records_nothing_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("tilegate.gpu._nvml", lambda: None)
+    sampler = StateSampler().start()
+    sampler.stop()
+    assert not sampler.available and sampler.samples == []
+    assert "pynvml" in (sampler.error or "")
+
+
+class _CountingTimer(HostTimer):
+    """A host timer that records how long it was asked to warm up, in total."""
+
+    def __init__(self) -> None:
+        super().__init__(TimerConfig(rounds=2))
+        self.warm_seconds = 0.0
+
+    def warm(self, fns, seconds):  # type: ignore[no-untyped-def]
+        self.warm_seconds += seconds
+        return super().warm(fns, seconds)
+
+
+def test_soak_runs_the_groups_kernels_untimed_before_the_first_pass() -> None:
+    progress: list[str] = []
+    timer = _CountingTimer()
+    res = _measure(
+        {"torch": _Torch(), "xtile_persistent": _Twin()},
+        timer=timer,
+        soak_s=0.2,
+        on_progress=progress.append,
+    )
+    assert timer.warm_seconds >= 0.2, "the soak asked for at least soak_s of warm-up"
+    assert any(line.startswith("soaking the GPU for 0.2 s") for line in progress)
+    assert any(line.startswith("soaked ") for line in progress)
+    assert len(res["torch"].samples_s) == 2, "the soak adds no samples"
+    with pytest.raises(ValueError, match="soak_s"):
+        _measure({"torch": _Torch()}, soak_s=-1.0)
+
+
+class _FakeSampler:
+    def __init__(self) -> None:
+        self.spans: list[tuple[float, float]] = []
+        self.samples: list[StateSample] = []
+
+    def window(self, spans):  # type: ignore[no-untyped-def]
+        self.spans = list(spans)
+        return {"samples": len(spans), "sm_clock_mhz": 1234.0}
+
+
+def test_each_case_carries_its_pass_medians_and_the_gpu_state_it_was_timed_in() -> None:
+    sampler = _FakeSampler()
+    res = _measure({"torch": _Torch(), "xtile_persistent": _Twin()}, passes=3, sampler=sampler)
+    for r in res.values():
+        extra = r.extra
+        assert len(extra["pass_medians_s"]) == 3
+        assert all(p > 0 for p in extra["pass_medians_s"])
+        assert extra["gpu_state"] == {"samples": 3, "sm_clock_mhz": 1234.0}
+    assert len(sampler.spans) == 3 and all(a <= b for a, b in sampler.spans)
+    assert sampler.spans[0][1] <= sampler.spans[1][0], "one timed window per pass, in order"

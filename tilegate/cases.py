@@ -42,7 +42,8 @@ class Profile:
     n: int = 16384
     rounds: int = 150  # at least this many timed rounds per group ...
     min_time_s: float = 3.0  # ... and at least this long (tilegate.timing.TimerConfig)
-    passes: int = 3  # each group's rounds are spread over this many sweeps across all groups
+    passes: int = 5  # each group's rounds are spread over this many sweeps across all groups
+    soak_s: float = 15.0  # untimed run of the run's own kernels before the first sweep
     description: str = ""
 
 
@@ -53,6 +54,8 @@ PROFILES: dict[str, Profile] = {
         ("nt",),
         (128, 512, 4096),
         min_time_s=2.5,
+        passes=3,
+        soak_s=3.0,
         description="pull-request check: the write-up's small, middle and large K",
     ),
     "default": Profile(
@@ -60,6 +63,9 @@ PROFILES: dict[str, Profile] = {
         ("fp16",),
         ("nt", "nn"),
         (128, 256, 512, 1024, 2048, 4096),
+        rounds=300,  # the K = 4096 groups, the noisiest (power-capped), get ~8 s instead of 5
+        min_time_s=5.0,
+        passes=10,
         description="both B layouts, every K of the write-up and the calibration",
     ),
     "full": Profile(
@@ -79,6 +85,7 @@ PROFILES: dict[str, Profile] = {
         n=48,
         rounds=3,
         min_time_s=0.0,
+        soak_s=0.0,
         description="CPU interpreter, tiny shapes: proves the pipeline, measures nothing",
     ),
 }

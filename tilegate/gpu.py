@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import platform
 import re
+import statistics
 import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -202,6 +206,134 @@ class StateLog:
             "samples": len(self.samples),
             "notes": notes,
         }
+
+
+@dataclass(frozen=True)
+class StateSample:
+    """One reading of the state sampler: perf_counter time, SM clock, power, temperature."""
+
+    t: float
+    sm_clock_mhz: int
+    power_w: float
+    temperature_c: int
+    power_capped: bool
+    slowdown: tuple[str, ...] = ()
+
+
+def _nvml_reader(device_index: int) -> Callable[[], StateSample] | None:
+    """A cheap reader of the four fast-moving values, or None without NVML."""
+    nv = _nvml()
+    if nv is None:
+        return None
+    handle = _nvml_handle(nv, device_index)
+    get_reasons = (
+        getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
+        or nv.nvmlDeviceGetCurrentClocksThrottleReasons
+    )
+
+    def read() -> StateSample:
+        mask = int(get_reasons(handle))
+        return StateSample(
+            t=time.perf_counter(),
+            sm_clock_mhz=int(nv.nvmlDeviceGetClockInfo(handle, nv.NVML_CLOCK_SM)),
+            power_w=nv.nvmlDeviceGetPowerUsage(handle) / 1000.0,
+            temperature_c=int(nv.nvmlDeviceGetTemperature(handle, nv.NVML_TEMPERATURE_GPU)),
+            power_capped=bool(mask & 0x4),
+            slowdown=tuple(n for bit, n in _SLOWDOWN_REASONS.items() if mask & bit),
+        )
+
+    return read
+
+
+def window_stats(samples: Sequence[StateSample]) -> dict[str, Any]:
+    """What the GPU did over some samples: mean/min/max SM clock, power, temperature, caps."""
+    if not samples:
+        return {"samples": 0}
+    clocks = [s.sm_clock_mhz for s in samples]
+    power = [s.power_w for s in samples]
+    temps = [s.temperature_c for s in samples]
+    slowed = sorted({r for s in samples for r in s.slowdown})
+    return {
+        "samples": len(samples),
+        "sm_clock_mhz": round(statistics.fmean(clocks), 1),
+        "sm_clock_mhz_range": [min(clocks), max(clocks)],
+        "power_w": round(statistics.fmean(power), 1),
+        "power_w_max": round(max(power), 1),
+        "temperature_c_range": [min(temps), max(temps)],
+        "power_capped_frac": round(sum(s.power_capped for s in samples) / len(samples), 3),
+        "slowdown_reasons": slowed,
+    }
+
+
+class StateSampler:
+    """Reads SM clock, power, temperature and clock-event reasons every `interval_s` in a thread.
+
+    The per-group samples of StateLog are taken between groups, when the GPU idles; this one
+    sees the GPU while kernels run, so each group can carry the clock and power it was timed at
+    (`window`), and a run can say whether it was power-capped or throttled while measuring.
+    It only reads NVML; without NVML (or with `reader=None`) it records nothing and says so.
+    """
+
+    def __init__(
+        self,
+        interval_s: float = 0.05,
+        device_index: int = 0,
+        reader: Callable[[], StateSample] | None = None,
+        max_samples: int = 200_000,
+    ) -> None:
+        if interval_s <= 0:
+            raise ValueError(f"interval_s must be > 0, got {interval_s}")
+        self.interval_s = interval_s
+        self._device_index = device_index
+        self._reader = reader
+        self._max = max_samples
+        self.samples: list[StateSample] = []
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def available(self) -> bool:
+        return self._reader is not None
+
+    def start(self) -> StateSampler:
+        if self._reader is None:
+            self._reader = _nvml_reader(self._device_index)
+        if self._reader is None:
+            self.error = "nvidia-ml-py (pynvml) not importable: no state samples"
+            return self
+        self._thread = threading.Thread(target=self._loop, name="tilegate-state", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        assert self._reader is not None
+        while not self._stop.is_set() and len(self.samples) < self._max:
+            try:
+                self.samples.append(self._reader())
+            except Exception as err:  # a failing read ends sampling; the run goes on
+                self.error = f"state sampling stopped: {type(err).__name__}: {err}"
+                return
+            self._stop.wait(self.interval_s)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+            self._thread = None
+
+    def window(self, spans: Sequence[tuple[float, float]]) -> dict[str, Any]:
+        """Statistics of the samples taken inside any of the (start, end) perf_counter spans."""
+        inside = [s for s in list(self.samples) if any(a <= s.t <= b for a, b in spans)]
+        return window_stats(inside)
+
+    def summary(self) -> dict[str, Any]:
+        """The whole run: window statistics over every sample, the interval, and any error."""
+        out = window_stats(list(self.samples))
+        out["interval_s"] = self.interval_s
+        if self.error:
+            out["error"] = self.error
+        return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -62,6 +62,8 @@ class _Prepared:
     fns: dict[str, Callable[[], Any]]
     rounds_per_pass: int = 0
     samples: dict[str, list[float]] = field(default_factory=dict)
+    pass_medians: dict[str, list[float]] = field(default_factory=dict)
+    spans: list[tuple[float, float]] = field(default_factory=list)  # timed windows (perf_counter)
     seconds: float = 0.0
 
 
@@ -84,6 +86,8 @@ class GroupMeasurer:
         groups: Mapping[str, list[Case]],
         passes: int = 1,
         warmup_first_s: float = 2.0,
+        soak_s: float = 0.0,
+        sampler: Any = None,
         on_group: Callable[[str, dict[str, CaseResult], float], None] | None = None,
         on_progress: Callable[[str], None] | None = None,
         torch_module: Any = None,
@@ -92,6 +96,11 @@ class GroupMeasurer:
 
         if passes < 1:
             raise ValueError(f"passes must be >= 1, got {passes}")
+        if soak_s < 0:
+            raise ValueError(f"soak_s must be >= 0, got {soak_s}")
+        self.soak_s = soak_s
+        self.sampler = sampler
+        self.soaked_s = 0.0
         self.torch = torch_module or torch
         self.registry = registry
         self.timer = timer
@@ -202,6 +211,7 @@ class GroupMeasurer:
                 + f" ({prep.seconds:.1f} s)"
             )
         config = self.timer.config
+        self._soak([p for p in prepared if p.fns])
         for p in range(self.passes):
             self.on_progress(f"timing pass {p + 1}/{self.passes} over {len(prepared)} groups")
             for i, prep in enumerate(prepared):
@@ -213,17 +223,53 @@ class GroupMeasurer:
                         prep.rounds_per_pass = math.ceil(config.rounds_for(pace) / self.passes)
                     else:  # clocks are up: a short re-warm of this group's kernels only
                         self.timer.warm(prep.fns, 0.0)
-                    for name, got in self.timer.time(prep.fns, prep.rounds_per_pass).items():
+                    t_begin = time.perf_counter()
+                    timed = self.timer.time(prep.fns, prep.rounds_per_pass)
+                    prep.spans.append((t_begin, time.perf_counter()))
+                    for name, got in timed.items():
                         prep.samples.setdefault(name, []).extend(got)
+                        if got:
+                            prep.pass_medians.setdefault(name, []).append(statistics.median(got))
                 prep.seconds += time.perf_counter() - t0
                 if p == self.passes - 1:
                     self._finish(prep)
 
+    def _soak(self, prepared: list[_Prepared]) -> None:
+        """Run the groups' kernels in turn, untimed, for about `soak_s` seconds."""
+        if self.soak_s <= 0 or not prepared:
+            return
+        temp = self._temperature()
+        self.on_progress(
+            f"soaking the GPU for {self.soak_s:g} s with the run's kernels"
+            + (f" (now {temp} C)" if temp is not None else "")
+        )
+        chunk = min(0.5, self.soak_s / len(prepared))
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < self.soak_s:
+            for prep in prepared:
+                self.timer.warm(prep.fns, chunk)
+                if time.perf_counter() - t0 >= self.soak_s:
+                    break
+        self.soaked_s = time.perf_counter() - t0
+        temp = self._temperature()
+        self.on_progress(
+            f"soaked {self.soaked_s:.1f} s" + (f" (now {temp} C)" if temp is not None else "")
+        )
+
+    def _temperature(self) -> int | None:
+        samples = getattr(self.sampler, "samples", None)
+        return samples[-1].temperature_c if samples else None
+
     def _finish(self, prep: _Prepared) -> None:
         torch_samples = prep.samples.get("torch")
+        state = self.sampler.window(prep.spans) if self.sampler is not None else None
         for name, res in prep.results.items():
             res.samples_s = prep.samples.get(name, [])
             res.extra = self._extra(res, torch_samples, prep.samples)
+            if res.samples_s:
+                res.extra["pass_medians_s"] = prep.pass_medians.get(name, [])
+                if state is not None:
+                    res.extra["gpu_state"] = state
             self._results[res.case.id] = res
         if self.on_group is not None:
             self.on_group(prep.group, prep.results, prep.seconds)

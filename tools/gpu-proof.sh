@@ -5,11 +5,13 @@
 #   3. a test-only slowed run: real kernels followed by ~10 % of their time of GPU spinning
 #   4. a test-only broken cross-tile: the swizzle kernels registered under the cross-tile names
 # Every nox call's exit code and wall time go to proof-summary.txt; all of .perf/ and the new
-# baseline to proof.tgz. Usage: tools/gpu-proof.sh OUTDIR [measure|inject|all]
-# (nox importable by python3; `measure` = steps 1-2, `inject` = steps 3-4, default all)
+# baseline to proof.tgz. Usage: tools/gpu-proof.sh OUTDIR [measure|rebaseline|quick|inject|all]
+# (nox importable by python3; `measure` = steps 1-2, `rebaseline` = step 1, `quick` = step 2,
+# `inject` = steps 3-4, default all; QUICK_RUNS=N changes the number of quick runs, default 5)
 set -uo pipefail
-out=${1:?usage: tools/gpu-proof.sh OUTDIR [measure|inject|all]}
+out=${1:?usage: tools/gpu-proof.sh OUTDIR [measure|rebaseline|quick|inject|all]}
 what=${2:-all}
+quick_runs=${QUICK_RUNS:-5}
 mkdir -p "$out"
 summary="$out/proof-summary.txt"
 : > "$summary"
@@ -26,13 +28,15 @@ step() {  # step NAME NOX-ARGS...: run nox, record exit code and wall time, keep
   mkdir -p "$out/perf-$name" && cp -r .perf/. "$out/perf-$name/" 2>/dev/null
 }
 
-if [ "$what" != inject ]; then
+case $what in measure|rebaseline|all)
   TRITON_CACHE_DIR=$(mktemp -d) step rebaseline -s rebaseline -- --profile default --repeats 3
-  cp baselines/nvidia-h200.json "$out/" 2>/dev/null
+  cp baselines/nvidia-h200.json "$out/" 2>/dev/null ;;
+esac
+case $what in measure|quick|all)
   TRITON_CACHE_DIR=$(mktemp -d) step quick-1 -s perf -- --profile quick
-  for i in 2 3 4 5; do step "quick-$i" -s perf -- --profile quick; done
-fi
-[ "$what" = measure ] && { cat "$summary"; exit 0; }
+  for i in $(seq 2 "$quick_runs"); do step "quick-$i" -s perf -- --profile quick; done ;;
+esac
+case $what in measure|rebaseline|quick) cat "$summary"; exit 0 ;; esac
 step slowed -s perf -- --profile quick \
   --inject slow=swizzle_persistent:0.10 --inject slow=tma_xtile_persistent:0.10
 step impostor -s perf -- --profile quick \

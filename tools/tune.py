@@ -26,18 +26,26 @@ from kernels._common import run_matmul
 from tilegate.gpu import gpu_info
 from tilegate.timing import CudaTimer, TimerConfig, paired_ratio
 
-_CFG = re.compile(r"^(\d+)x(\d+)x(\d+)w(\d+)s(\d+)p(\d+)(sub)?$")
+_CFG = re.compile(r"^(\d+)x(\d+)x(\d+)w(\d+)s(\d+)p(\d+)(sub)?(?:g(\d+))?$")
 
 
 def parse_config(text: str) -> configs.Config:
     m = _CFG.match(text)
     if not m:
         raise SystemExit(
-            f"bad config {text!r}: expected BMxBNxBKwWARPSsSTAGESpPROGRAMS_PER_SM[sub]"
+            f"bad config {text!r}: expected BMxBNxBKwWARPSsSTAGESpPROGRAMS_PER_SM[sub][gGROUP_M]"
         )
     bm, bn, bk, w, s, p = (int(x) for x in m.groups()[:6])
+    group_m = int(m[8]) if m[8] else 8
     return configs.Config(
-        bm, bn, bk, 8, num_warps=w, num_stages=s, programs_per_sm=p, epilogue_subtile=bool(m[7])
+        bm,
+        bn,
+        bk,
+        group_m,
+        num_warps=w,
+        num_stages=s,
+        programs_per_sm=p,
+        epilogue_subtile=bool(m[7]),
     )
 
 
@@ -45,6 +53,7 @@ def name_of(c: configs.Config) -> str:
     return (
         f"{c.block_m}x{c.block_n}x{c.block_k}w{c.num_warps}s{c.num_stages}p{c.programs_per_sm}"
         + ("sub" if c.epilogue_subtile else "")
+        + (f"g{c.group_m}" if c.group_m != 8 else "")
     )
 
 
@@ -56,6 +65,12 @@ def main() -> int:
     ap.add_argument("--layout", default="nt", choices=["nt", "nn"])
     ap.add_argument("--m", type=int, default=16384)
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument(
+        "--only",
+        choices=["both", "xtile", "swz"],
+        default="both",
+        help="time only the cross-tile (FLATTEN) or only the swizzle kernel of each config",
+    )
     args = ap.parse_args()
     info = gpu_info()
     timer = CudaTimer(TimerConfig(rounds=args.rounds), l2_bytes=info.l2_bytes)
@@ -76,7 +91,8 @@ def main() -> int:
         }
         for text in args.configs.split(","):
             cfg = parse_config(text)
-            for flat in (False, True):
+            flats = {"both": (False, True), "xtile": (True,), "swz": (False,)}[args.only]
+            for flat in flats:
                 label = f"{name_of(cfg)}/{'xtile' if flat else 'swz'}"
                 plan = partial(module.plan, variant=label, flatten=flat, config=cfg, **extra)
                 out = torch.full((args.m, args.m), float("nan"), dtype=a.dtype, device="cuda")
