@@ -182,30 +182,11 @@ class PerfRun:
         state = None
         if self.state is not None:
             self.state.sample("end")
-            state = self.state.summary()
+            series = None
             if self.sampler is not None:
                 self.sampler.stop()
                 series = self.sampler.summary()
-                state["while_running"] = series
-                if series.get("samples"):
-                    state["notes"].append(
-                        f"every {series['interval_s'] * 1e3:.0f} ms while running: SM clock "
-                        f"mean {series['sm_clock_mhz']:.0f} MHz "
-                        f"({series['sm_clock_mhz_range'][0]}-{series['sm_clock_mhz_range'][1]}), "
-                        f"power mean {series['power_w']:.0f} W (max {series['power_w_max']:.0f}), "
-                        f"power-capped in {series['power_capped_frac']:.0%} of "
-                        f"{series['samples']} samples"
-                    )
-                    if series["slowdown_reasons"]:
-                        state["throttled"] = True
-                        state["slowdown_reasons"] = sorted(
-                            set(state.get("slowdown_reasons") or [])
-                            | set(series["slowdown_reasons"])
-                        )
-                        state["notes"].append(
-                            "GPU slowed down while running: "
-                            + ", ".join(series["slowdown_reasons"])
-                        )
+            state = self.state.summary(while_running=series)
         return {
             "harness_version": __version__,
             "mode": "smoke" if self.smoke else "gpu",

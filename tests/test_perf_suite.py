@@ -369,3 +369,68 @@ def test_each_case_carries_its_pass_medians_and_the_gpu_state_it_was_timed_in() 
         assert extra["gpu_state"] == {"samples": 3, "sm_clock_mhz": 1234.0}
     assert len(sampler.spans) == 3 and all(a <= b for a, b in sampler.spans)
     assert sampler.spans[0][1] <= sampler.spans[1][0], "one timed window per pass, in order"
+
+
+def test_state_log_summary_folds_in_what_the_sampler_saw(monkeypatch: pytest.MonkeyPatch) -> None:
+    calm = {
+        "available": True,
+        "sm_clock_mhz": 1980,
+        "temperature_c": 40,
+        "slowdown_reasons": [],
+        "other_reasons": [],
+    }
+    monkeypatch.setattr("tilegate.gpu.read_state", lambda index=0: dict(calm))
+    log = StateLog()
+    log.sample("start")
+    series = window_stats(
+        [
+            _sample(0.0, 1900, 690.0, 60, True),
+            _sample(0.05, 1500, 700.0, 62, True, ("hw_slowdown",)),
+        ]
+    )
+    series["interval_s"] = 0.05
+    summary = log.summary(while_running=series)
+    assert summary["while_running"] is series
+    assert summary["throttled"] is True, "a slowdown seen only while running still counts"
+    assert summary["slowdown_reasons"] == ["hw_slowdown"]
+    assert any(
+        n.startswith("every 50 ms while running: SM clock mean 1700 MHz (1500-1900)")
+        and "power-capped in 100% of 2 samples" in n
+        for n in summary["notes"]
+    )
+    quiet = StateLog()
+    quiet.sample("start")
+    assert quiet.summary(while_running={"samples": 0, "interval_s": 0.05})["throttled"] is False
+
+
+def test_nvml_reader_decodes_clock_event_reasons(monkeypatch: pytest.MonkeyPatch) -> None:
+    class FakeNvml:
+        NVML_CLOCK_SM = 0
+        NVML_TEMPERATURE_GPU = 0
+
+        @staticmethod
+        def nvmlDeviceGetCurrentClocksEventReasons(handle: object) -> int:
+            return 0x4 | 0x40  # SW power cap + HW thermal slowdown
+
+        @staticmethod
+        def nvmlDeviceGetClockInfo(handle: object, which: int) -> int:
+            return 1755
+
+        @staticmethod
+        def nvmlDeviceGetPowerUsage(handle: object) -> int:
+            return 699_500  # milliwatts
+
+        @staticmethod
+        def nvmlDeviceGetTemperature(handle: object, which: int) -> int:
+            return 61
+
+    monkeypatch.setattr("tilegate.gpu._nvml", lambda: FakeNvml)
+    monkeypatch.setattr("tilegate.gpu._nvml_handle", lambda nv, index: "h")
+    from tilegate.gpu import _nvml_reader
+
+    read = _nvml_reader(0)
+    assert read is not None
+    s = read()
+    assert (s.sm_clock_mhz, s.power_w, s.temperature_c) == (1755, 699.5, 61)
+    assert s.power_capped is True
+    assert s.slowdown == ("hw_thermal_slowdown",)

@@ -121,6 +121,19 @@ def _nvml_handle(nv: Any, device_index: int) -> Any:
     return nv.nvmlDeviceGetHandleByIndex(device_index)
 
 
+def _reasons_getter(nv: Any) -> Callable[[Any], int]:
+    """NVML's clock-event reasons query (named "throttle reasons" before driver 530)."""
+    return (
+        getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
+        or nv.nvmlDeviceGetCurrentClocksThrottleReasons
+    )
+
+
+def _reasons(mask: int, names: dict[int, str]) -> list[str]:
+    """The names of the reason bits set in `mask`."""
+    return [n for bit, n in names.items() if mask & bit]
+
+
 def read_state(device_index: int = 0) -> dict[str, Any]:
     """Clocks, temperature, power and clock-event (throttle) reasons, as read now."""
     nv = _nvml()
@@ -146,13 +159,9 @@ def read_state(device_index: int = 0) -> dict[str, Any]:
             state[key] = None
             state.setdefault("errors", []).append(f"{key}: {err}")
     try:
-        get = (
-            getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
-            or nv.nvmlDeviceGetCurrentClocksThrottleReasons
-        )
-        mask = int(get(handle))
-        state["slowdown_reasons"] = [n for bit, n in _SLOWDOWN_REASONS.items() if mask & bit]
-        state["other_reasons"] = [n for bit, n in _OTHER_REASONS.items() if mask & bit]
+        mask = int(_reasons_getter(nv)(handle))
+        state["slowdown_reasons"] = _reasons(mask, _SLOWDOWN_REASONS)
+        state["other_reasons"] = _reasons(mask, _OTHER_REASONS)
     except Exception as err:
         state["slowdown_reasons"] = None
         state.setdefault("errors", []).append(f"clock event reasons: {err}")
@@ -172,8 +181,12 @@ class StateLog:
         self.samples.append(state)
         return state
 
-    def summary(self) -> dict[str, Any]:
-        """Start and end state, whether the GPU slowed down at any sample, and notes for the report."""
+    def summary(self, while_running: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Start and end state, whether the GPU slowed down at any sample, and notes for the report.
+
+        `while_running` is a StateSampler summary: it is kept under that key, adds a note on the
+        clock, power and power cap seen while kernels ran, and a slowdown it saw counts too.
+        """
         if not self.samples:
             return {
                 "start": None,
@@ -197,7 +210,7 @@ class StateLog:
             notes.append(f"temperature {min(temps)}-{max(temps)} C")
         if not self.samples[0].get("available", False):
             notes.append(self.samples[0].get("note", "GPU state unavailable"))
-        return {
+        out = {
             "start": self.samples[0],
             "end": self.samples[-1],
             "throttled": bool(slowed) if self.samples[0].get("available", False) else None,
@@ -206,6 +219,24 @@ class StateLog:
             "samples": len(self.samples),
             "notes": notes,
         }
+        if while_running is not None:
+            out["while_running"] = while_running
+            if while_running.get("samples"):
+                w = while_running
+                notes.append(
+                    f"every {w['interval_s'] * 1e3:.0f} ms while running: SM clock mean "
+                    f"{w['sm_clock_mhz']:.0f} MHz ({w['sm_clock_mhz_range'][0]}-"
+                    f"{w['sm_clock_mhz_range'][1]}), power mean {w['power_w']:.0f} W "
+                    f"(max {w['power_w_max']:.0f}), power-capped in "
+                    f"{w['power_capped_frac']:.0%} of {w['samples']} samples"
+                )
+                if w["slowdown_reasons"]:
+                    out["throttled"] = True
+                    out["slowdown_reasons"] = sorted(set(slowed) | set(w["slowdown_reasons"]))
+                    notes.append(
+                        "GPU slowed down while running: " + ", ".join(w["slowdown_reasons"])
+                    )
+        return out
 
 
 @dataclass(frozen=True)
@@ -226,10 +257,7 @@ def _nvml_reader(device_index: int) -> Callable[[], StateSample] | None:
     if nv is None:
         return None
     handle = _nvml_handle(nv, device_index)
-    get_reasons = (
-        getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
-        or nv.nvmlDeviceGetCurrentClocksThrottleReasons
-    )
+    get_reasons = _reasons_getter(nv)
 
     def read() -> StateSample:
         mask = int(get_reasons(handle))
@@ -238,8 +266,8 @@ def _nvml_reader(device_index: int) -> Callable[[], StateSample] | None:
             sm_clock_mhz=int(nv.nvmlDeviceGetClockInfo(handle, nv.NVML_CLOCK_SM)),
             power_w=nv.nvmlDeviceGetPowerUsage(handle) / 1000.0,
             temperature_c=int(nv.nvmlDeviceGetTemperature(handle, nv.NVML_TEMPERATURE_GPU)),
-            power_capped=bool(mask & 0x4),
-            slowdown=tuple(n for bit, n in _SLOWDOWN_REASONS.items() if mask & bit),
+            power_capped="sw_power_cap" in _reasons(mask, _OTHER_REASONS),
+            slowdown=tuple(_reasons(mask, _SLOWDOWN_REASONS)),
         )
 
     return read
