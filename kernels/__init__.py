@@ -1,6 +1,8 @@
 """Matmul kernel variants and their registry.
 
-`VARIANTS` maps each stable variant name to a `Variant`; see docs/architecture.md::
+`REGISTRY` is the list of variants: each name is written once (`Variant.name`), and the list's
+order is the order the perf suite measures them in, the reference first. `VARIANTS` is the same
+list keyed by name (see docs/architecture.md)::
 
     c = VARIANTS["xtile_persistent"].matmul(a, b)        # a: M x K, b: K x N (nn or nt layout)
     launch = VARIANTS["xtile_persistent"].plan(M, N, K, dtype=torch.float16, layout="nt",
@@ -9,19 +11,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
+from types import MappingProxyType
+from typing import Any
 
 import torch
 
 from . import persistent, reference, tiled, tma
-from ._common import TMA_MIN_CAPABILITY, layout_of, run_matmul
+from ._common import DTYPES, LAYOUTS, TMA_MIN_CAPABILITY, layout_of, run_matmul
 from .configs import CONFIGS, Config, config_for
 from .launch import Arg, DescArg, KernelLaunch, ScalarArg, TensorArg
 
 __all__ = [
     "CONFIGS",
+    "DTYPES",
+    "LAYOUTS",
+    "REFERENCE",
+    "REGISTRY",
     "VARIANTS",
     "Arg",
     "Config",
@@ -49,6 +57,7 @@ class Variant:
     plan: PlanFn | None  # the launch `matmul` runs; None for the torch reference
     min_capability: tuple[int, int] | None = None
     xtile_twin_of: str | None = None  # the variant this one is the cross-tile version of
+    reference: bool = False  # the row every other row is measured against (cuBLAS)
 
     def unsupported_reason(self, capability: tuple[int, int] | None) -> str | None:
         """Why this variant cannot run on a GPU of `capability`, or None if it can.
@@ -67,75 +76,93 @@ class Variant:
         return None
 
 
-def _triton_variant(
+def _triton(
     name: str,
     family: str,
     description: str,
-    plan: PlanFn,
+    plan: Callable[..., KernelLaunch],
+    *,
     xtile_twin_of: str | None = None,
+    **switches: Any,
 ) -> Variant:
-    """A Triton variant whose `matmul` runs exactly the launch `plan` makes."""
+    """A Triton variant: `plan` (a family's plan function) with its switches and the variant's
+    name bound, and a `matmul` that runs exactly the launch that plan makes."""
+    bound = partial(plan, variant=name, **switches)
     return Variant(
         name=name,
         family=family,
         description=description,
-        matmul=partial(run_matmul, name, plan),
-        plan=plan,
+        matmul=partial(run_matmul, name, bound),
+        plan=bound,
         min_capability=TMA_MIN_CAPABILITY if family == "tma" else None,
         xtile_twin_of=xtile_twin_of,
     )
 
 
-VARIANTS: dict[str, Variant] = {
-    "torch": Variant(
+REGISTRY: tuple[Variant, ...] = (
+    Variant(
         name="torch",
         family="reference",
         description="torch.matmul (cuBLAS), the reference",
         matmul=reference.matmul,
         plan=None,
+        reference=True,
     ),
-    "tiled": _triton_variant(
+    _triton(
         "tiled",
         "pointer",
         "one program per tile, row-major tile order",
-        partial(tiled.plan, variant="tiled", grouped=False),
+        tiled.plan,
+        grouped=False,
     ),
-    "grouped": _triton_variant(
+    _triton(
         "grouped",
         "pointer",
         "one program per tile, GROUP_M-swizzled tile order (tutorial 03)",
-        partial(tiled.plan, variant="grouped", grouped=True),
+        tiled.plan,
+        grouped=True,
     ),
-    "persistent": _triton_variant(
+    _triton(
         "persistent",
         "pointer",
         "persistent programs looping over tiles in row-major order",
-        partial(persistent.plan, variant="persistent", grouped=False, flatten=False),
+        persistent.plan,
+        grouped=False,
+        flatten=False,
     ),
-    "swizzle_persistent": _triton_variant(
+    _triton(
         "swizzle_persistent",
         "pointer",
         "persistent programs looping over tiles in GROUP_M order",
-        partial(persistent.plan, variant="swizzle_persistent", grouped=True, flatten=False),
+        persistent.plan,
+        grouped=True,
+        flatten=False,
     ),
-    "xtile_persistent": _triton_variant(
+    _triton(
         "xtile_persistent",
         "pointer",
         "swizzle_persistent with the tile loop flattened into the K loop (cross-tile pipelining)",
-        partial(persistent.plan, variant="xtile_persistent", grouped=True, flatten=True),
+        persistent.plan,
+        grouped=True,
+        flatten=True,
         xtile_twin_of="swizzle_persistent",
     ),
-    "tma_swizzle_persistent": _triton_variant(
+    _triton(
         "tma_swizzle_persistent",
         "tma",
         "swizzle_persistent loading and storing through TMA tensor descriptors",
-        partial(tma.plan, variant="tma_swizzle_persistent", flatten=False),
+        tma.plan,
+        flatten=False,
     ),
-    "tma_xtile_persistent": _triton_variant(
+    _triton(
         "tma_xtile_persistent",
         "tma",
         "tma_swizzle_persistent with cross-tile pipelining (flattened tile loop)",
-        partial(tma.plan, variant="tma_xtile_persistent", flatten=True),
+        tma.plan,
+        flatten=True,
         xtile_twin_of="tma_swizzle_persistent",
     ),
-}
+)
+
+VARIANTS: Mapping[str, Variant] = MappingProxyType({v.name: v for v in REGISTRY})
+REFERENCE: Variant = next(v for v in REGISTRY if v.reference)

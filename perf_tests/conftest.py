@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tilegate import __version__
-from tilegate.cases import PROFILES, VARIANT_ORDER, Case, build_cases
+from tilegate.cases import PROFILES, Case, build_cases, select_variants
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -57,12 +57,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _profile_cases(config: pytest.Config) -> list[Case]:
+    from kernels import VARIANTS
+
     profile = PROFILES[config.getoption("--perf-profile")]
-    variants = tuple(VARIANT_ORDER)
+    wanted = None
     if config.getoption("--perf-variants"):
-        variants = tuple(
-            v.strip() for v in config.getoption("--perf-variants").split(",") if v.strip()
-        )
+        wanted = [v.strip() for v in config.getoption("--perf-variants").split(",") if v.strip()]
     ks = None
     if config.getoption("--perf-ks"):
         ks = tuple(int(k) for k in config.getoption("--perf-ks").split(","))
@@ -73,7 +73,7 @@ def _profile_cases(config: pytest.Config) -> list[Case]:
     try:
         return build_cases(
             profile,
-            variants,
+            select_variants(tuple(VARIANTS), wanted),
             ks=ks,
             m=config.getoption("--perf-m"),
             n=config.getoption("--perf-n"),

@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 import pytest
 
-from tests._factories import build_baseline, key, load_run
+from tests._factories import VARIANTS, build_baseline, key, load_run
 from tilegate.baseline import Baseline, BaselineRow, Policy
 from tilegate.errors import InputError
 from tilegate.results import load_results
@@ -281,19 +281,7 @@ def test_missing_row_of_a_measured_group() -> None:
 
 def test_new_rows_and_rows_outside_the_profile() -> None:
     cmp = compare(load_results(FIXTURES / "results-new-rows.json"), load_baseline_fixture())
-    assert {v.key for v in cmp.by(Verdict.NEW)} == {
-        key(v, K=2048)
-        for v in (
-            "torch",
-            "tiled",
-            "grouped",
-            "persistent",
-            "swizzle_persistent",
-            "xtile_persistent",
-            "tma_swizzle_persistent",
-            "tma_xtile_persistent",
-        )
-    }
+    assert {v.key for v in cmp.by(Verdict.NEW)} == {key(v, K=2048) for v in VARIANTS}
     assert verdict_of(cmp, key("tiled", K=512)).verdict is Verdict.NOT_MEASURED
     assert cmp.exit_code == 0
 

@@ -6,28 +6,8 @@ joins a result to its baseline row: renaming one is a rebaseline, on purpose.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-
-DTYPES = ("fp16", "bf16")
-LAYOUTS = ("nt", "nn")
-
-# Measurement order inside a group. The reference goes first so that every other row's
-# ratio_to_torch is paired with a torch sample of the same round.
-VARIANT_ORDER = (
-    "torch",
-    "tiled",
-    "grouped",
-    "persistent",
-    "swizzle_persistent",
-    "xtile_persistent",
-    "tma_swizzle_persistent",
-    "tma_xtile_persistent",
-)
-
-_ID_RE = re.compile(
-    r"^(?P<variant>[a-z0-9_]+)-(?P<dtype>fp16|bf16)-(?P<layout>nn|nt)-K(?P<k>[0-9]+)$"
-)
 
 
 @dataclass(frozen=True)
@@ -114,48 +94,52 @@ class Case:
 
     @property
     def flops(self) -> float:
-        return 2.0 * self.m * self.n * self.k
+        return matmul_flops(self.m, self.n, self.k)
+
+
+def matmul_flops(M: int, N: int, K: int) -> float:
+    """Floating-point operations of one M x N x K matmul (a multiply and an add per term)."""
+    return 2.0 * M * N * K
 
 
 def case_id(variant: str, dtype: str, layout: str, k: int) -> str:
     return f"{variant}-{dtype}-{layout}-K{k}"
 
 
-def parse_case_id(key: str) -> tuple[str, str, str, int]:
-    """Split ``variant-dtype-layout-K<k>``; raise ValueError naming the id when it does not parse."""
-    match = _ID_RE.match(key)
-    if match is None:
-        raise ValueError(f"case id {key!r} is not of the form <variant>-<fp16|bf16>-<nn|nt>-K<k>")
-    return match["variant"], match["dtype"], match["layout"], int(match["k"])
+def select_variants(order: Sequence[str], wanted: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The variants to measure, in run order (`order`: the registry's); all of them by default."""
+    if wanted is None:
+        return tuple(order)
+    unknown = [v for v in wanted if v not in order]
+    if unknown:
+        raise ValueError(f"unknown variant(s) {unknown}; known: {list(order)}")
+    return tuple(v for v in order if v in wanted)
 
 
 def build_cases(
     profile: Profile,
-    variants: tuple[str, ...] = VARIANT_ORDER,
+    variants: Sequence[str],
     *,
     ks: tuple[int, ...] | None = None,
     m: int | None = None,
     n: int | None = None,
     only: frozenset[str] | None = None,
 ) -> list[Case]:
-    """All cases of a profile, grouped (dtype, layout, K) and in measurement order inside a group.
+    """All cases of a profile, grouped (dtype, layout, K) and in `variants` order inside a group.
 
-    `only` keeps the groups that contain at least one of the given case ids (a re-measurement of
-    suspect rows re-times their whole group so that same-run ratios stay paired).
+    `variants` is in run order (`select_variants`). `only` keeps the groups that contain at
+    least one of the given case ids (a re-measurement of suspect rows re-times their whole group
+    so that same-run ratios stay paired).
     """
     for k in ks or profile.ks:
         if k < 1:
             raise ValueError(f"K must be >= 1, got {k}")
-    rank = {name: i for i, name in enumerate(VARIANT_ORDER)}
-    unknown = [v for v in variants if v not in rank]
-    if unknown:
-        raise ValueError(f"unknown variant(s) {unknown}; known: {list(VARIANT_ORDER)}")
     cases = sorted(
-        Case(dtype, layout, k, rank[v], v, m or profile.m, n or profile.n)
+        Case(dtype, layout, k, rank, v, m or profile.m, n or profile.n)
         for dtype in profile.dtypes
         for layout in profile.layouts
         for k in (ks or profile.ks)
-        for v in variants
+        for rank, v in enumerate(variants)
     )
     if only is not None:
         groups = {c.group for c in cases if c.id in only}
