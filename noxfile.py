@@ -12,7 +12,6 @@ gate's code.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -23,7 +22,7 @@ import nox
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "venv"
-nox.options.sessions = ["tests", "fingerprint", "lint"]
+nox.options.sessions = ["tests", "bench_adapter", "fingerprint", "lint"]
 
 ROOT = Path(__file__).resolve().parent
 PERF = ROOT / ".perf"
@@ -34,184 +33,48 @@ def _install_group(session: nox.Session, group: str) -> None:
     session.install(*nox.project.dependency_groups(nox.project.load_toml("pyproject.toml"), group))
 
 
-def _exit(session: nox.Session, code: int, message: str) -> None:
-    """End nox with the gate's own exit code (nox alone would turn 2 into 1)."""
-    if code == 0:
-        session.log(message)
-        return
-    session.warn(message)
-    raise SystemExit(code)
-
-
-def _py(session: nox.Session, *args: str, env: dict[str, str] | None = None) -> int:
-    """Run this interpreter (the runner's, with CUDA torch) in the repo root; return its exit code."""
-    session.log(" ".join(["python", *args]))
-    full_env = {
+def _tilegate(session: nox.Session, *args: str, python: str = sys.executable) -> int:
+    """Run `python -m tilegate ARGS` in the repo root; return its exit code (0, 1 or 2)."""
+    session.log(" ".join(["python -m tilegate", *args]))
+    env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
-    full_env.update(env or {})
-    return subprocess.run([sys.executable, *args], cwd=ROOT, env=full_env, check=False).returncode
+    return subprocess.run(
+        [python, "-m", "tilegate", *args], cwd=ROOT, env=env, check=False
+    ).returncode
 
 
-def _gpu_slug(session: nox.Session) -> str:
-    """The GPU's slug (e.g. nvidia-h200), or exit 2 when there is no GPU to measure on."""
-    out = subprocess.run(
-        [sys.executable, "-m", "tilegate.gpu", "--slug"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    if out.returncode != 0:
-        sys.stderr.write(out.stderr)
-        _exit(session, 2, "perf: cannot judge: no GPU here (exit 2)")
-    return out.stdout.strip()
+def _end(session: nox.Session, what: str, code: int) -> None:
+    """End the session with the gate's own exit code: nox alone would turn 2 into 1."""
+    if code == 0:
+        session.log(f"{what}: exit 0")
+        return
+    session.warn(f"{what}: exit {code} ({EXIT_MEANING.get(code, 'crashed: cannot judge')})")
+    raise SystemExit(code if code in EXIT_MEANING else 2)
 
 
-def _perf_args(posargs: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    parser = argparse.ArgumentParser(prog="nox -s perf --", add_help=True)
-    parser.add_argument(
-        "--profile", default="quick", help="quick | default | full (default: quick)"
-    )
-    parser.add_argument(
-        "--baseline", default=None, help="baseline file (default: baselines/<gpu-slug>.json)"
-    )
-    parser.add_argument(
-        "--report-only", action="store_true", help="no baseline needed: report, exit 0"
-    )
-    parser.add_argument(
-        "--confirm-runs",
-        type=int,
-        default=1,
-        help="re-measure suspect rows this many times before accusing them (default 1)",
-    )
-    parser.add_argument(
-        "--repeats", type=int, default=3, help="rebaseline: runs to take the noise from"
-    )
-    return parser.parse_known_args(posargs)
-
-
-def _run_suite(session: nox.Session, out: Path, profile: str, extra: list[str]) -> int:
-    """Run the perf suite into `out` (written atomically: a crashed run leaves no results file)."""
-    partial = out.with_name(out.name + ".partial")
-    partial.unlink(missing_ok=True)
-    code = _py(
-        session,
-        "-m",
-        "pytest",
-        "perf_tests",
-        "-p",
-        "no:cacheprovider",
-        "-v",
-        f"--perf-profile={profile}",
-        f"--benchmark-json={partial}",
-        "--benchmark-columns=min,median,iqr,max,rounds",
-        "--benchmark-sort=name",
-        "--benchmark-group-by=group",
-        *extra,
-    )
-    if partial.exists():
-        partial.replace(out)
-    return code
+EXIT_MEANING = {1: "a regression or broken expectation was measured", 2: "cannot judge"}
 
 
 @nox.session(venv_backend="none")
 def perf(session: nox.Session) -> None:
     """Measure on this GPU and gate against its baseline (exit 0 ok, 1 regression, 2 cannot judge)."""
-    args, pytest_extra = _perf_args(session.posargs)
-    slug = _gpu_slug(session)
-    baseline = Path(args.baseline) if args.baseline else ROOT / "baselines" / f"{slug}.json"
-    if not baseline.is_file() and not args.report_only:
-        _exit(
-            session,
-            2,
-            f"perf: cannot judge: no baseline {baseline} for GPU '{slug}'. Record one on this "
-            "GPU with `nox -s rebaseline` (and commit it through review), or run `nox -s perf -- --report-only`.",
-        )
-    PERF.mkdir(exist_ok=True)
-    results = PERF / "results.json"
-    results.unlink(missing_ok=True)
-    suite_code = _run_suite(session, results, args.profile, pytest_extra)
-    if not results.exists():
-        _exit(
-            session, 2, f"perf: cannot judge: the suite wrote no results (pytest exit {suite_code})"
-        )
-    gate = [
-        "-m",
-        "tilegate",
-        "compare",
-        str(results),
-        str(baseline),
-        "--report",
-        str(PERF / "report.md"),
-        "--plots",
-        str(PERF),
-    ]
-    if args.report_only:
-        code = _py(session, *gate, "--report-only")
-        _exit(session, code, f"perf: report-only run, report in {PERF / 'report.md'}")
-        return
-    suspects = PERF / "suspects.txt"
-    suspects.unlink(missing_ok=True)
-    code = _py(session, *gate, "--suspects-out", str(suspects))
-    confirms: list[str] = []
-    for i in range(1, args.confirm_runs + 1):
-        if code == 2 or not suspects.exists() or not suspects.read_text().strip():
-            break
-        session.log(
-            f"perf: measuring suspect rows again before accusing them (confirmation {i}):\n"
-            + suspects.read_text()
-        )
-        confirm = PERF / f"confirm-{i}.json"
-        _run_suite(session, confirm, args.profile, [*pytest_extra, f"--perf-groups-of={suspects}"])
-        if confirm.exists():
-            confirms += ["--confirm", str(confirm)]
-        code = _py(session, *gate, *confirms, "--suspects-out", str(suspects))
-    if suite_code not in (0, 5) and code == 0:
-        code = 2  # a case failed its correctness check or crashed: its timing cannot be judged
-    verdict = {0: "everything holds", 1: "REGRESSION or broken expectation", 2: "cannot judge"}[
-        code
-    ]
-    _exit(session, code, f"perf: {verdict} (exit {code}); report: {PERF / 'report.md'}")
+    _end(session, "perf", _tilegate(session, "perf", *session.posargs))
 
 
 @nox.session(venv_backend="none", default=False)
 def rebaseline(session: nox.Session) -> None:
-    """Measure this GPU several times and rewrite its baseline (review the printed diff, then commit)."""
-    args, pytest_extra = _perf_args(session.posargs)
-    slug = _gpu_slug(session)
-    baseline = Path(args.baseline) if args.baseline else ROOT / "baselines" / f"{slug}.json"
-    runs_dir = PERF / "rebaseline"
-    shutil.rmtree(runs_dir, ignore_errors=True)
-    runs_dir.mkdir(parents=True)
-    runs = []
-    for i in range(1, args.repeats + 1):
-        session.log(f"rebaseline: run {i}/{args.repeats} ({args.profile})")
-        out = runs_dir / f"run-{i}.json"
-        code = _run_suite(session, out, args.profile, pytest_extra)
-        if code != 0 or not out.exists():
-            _exit(session, 2, f"rebaseline: run {i} failed (pytest exit {code}); nothing written")
-        runs.append(str(out))
-    cmd = [
-        "-m",
-        "tilegate",
+    """Measure this GPU 3 times (--repeats N) and rewrite its baseline; review the diff, then commit."""
+    args = [
         "rebaseline",
-        *runs,
-        "--out",
-        str(baseline),
+        "--measure",
+        "3",
+        *session.posargs,
         "--diff-out",
         str(PERF / "rebaseline-diff.md"),
     ]
-    if baseline.exists():
-        cmd += ["--old", str(baseline)]
-    code = _py(session, *cmd)
-    _exit(
-        session,
-        code,
-        f"rebaseline: wrote {baseline}; review the diff above (also {PERF / 'rebaseline-diff.md'})",
-    )
+    _end(session, "rebaseline", _tilegate(session, *args))
 
 
 @nox.session
@@ -220,43 +83,16 @@ def smoke(session: nox.Session) -> None:
     _install_group(session, "test")
     out = PERF / "smoke"
     shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    env = {"TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    pytest_args = ["-m", "pytest", "perf_tests", "-p", "no:cacheprovider", "--perf-profile=smoke"]
-    session.run("python", *pytest_args, f"--benchmark-json={out / 'run-1.json'}", env=env)
-    session.run("python", *pytest_args, f"--benchmark-json={out / 'run-2.json'}", env=env)
-    session.run(
-        "python",
-        "-m",
-        "tilegate",
-        "rebaseline",
-        str(out / "run-1.json"),
-        str(out / "run-2.json"),
-        "--out",
-        str(out / "baseline.json"),
-        env=env,
-    )
-    session.run(
-        "python",
-        "-m",
-        "tilegate",
-        "compare",
-        str(out / "run-2.json"),
-        str(out / "baseline.json"),
-        "--report",
-        str(out / "report.md"),
-        "--plots",
-        str(out),
-        env=env,
-    )
-    session.run(
-        "pytest-benchmark",
-        "compare",
-        str(out / "run-1.json"),
-        str(out / "run-2.json"),
-        "--columns=median,rounds",
-        env=env,
-    )
+    python = str(Path(session.bin) / "python")
+    baseline = str(out / "baseline.json")
+    steps = [
+        ["rebaseline", "--measure", "2", "--profile", "smoke", "--out", baseline],
+        ["perf", "--profile", "smoke", "--baseline", baseline, "--out-dir", str(out)],
+    ]
+    for args in steps:
+        _end(session, f"smoke: tilegate {args[0]}", _tilegate(session, *args, python=python))
+    runs = sorted(str(p) for p in (PERF / "rebaseline").glob("run-*.json"))
+    session.run("pytest-benchmark", "compare", *runs, "--columns=median,rounds")
 
 
 @nox.session
@@ -264,6 +100,28 @@ def tests(session: nox.Session) -> None:
     """Run every test that needs no GPU (unit, interpreter, smoke pipeline)."""
     _install_group(session, "test")
     session.run("python", "-m", "pytest", *session.posargs, env={"PYTHONPATH": str(ROOT)})
+
+
+# The pytest-benchmark versions whose private API tilegate/harness/bench.py relies on: the GPU
+# image's (5.2.3, which needs a pytest before 9.2) and the CPU tests' pin.
+@nox.session
+@nox.parametrize(
+    "pins",
+    [("pytest-benchmark==5.2.3", "pytest==8.4.2"), ("pytest-benchmark==5.3.1", "pytest==9.0.3")],
+    ids=["5.2.3", "5.3.1"],
+)
+def bench_adapter(session: nox.Session, pins: tuple[str, str]) -> None:
+    """Pin the pytest-benchmark adapter's behaviour on every supported pytest-benchmark version."""
+    session.install(*pins)
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "tests/test_bench_adapter.py",
+        env={"PYTHONPATH": str(ROOT)},
+    )
 
 
 @nox.session
@@ -278,35 +136,24 @@ def lint(session: nox.Session) -> None:
     session.run("bash", "tools/lint-workflows.sh", external=True)
 
 
-def _session_python(session: nox.Session, *args: str) -> int:
-    """Run the session venv's python in the repo root; return its exit code (nox alone knows only 0/1)."""
-    session.log(" ".join(["python", *args]))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [str(Path(session.bin) / "python"), *args], cwd=ROOT, env=env, check=False
-    ).returncode
-
-
 @nox.session
 def fingerprint(session: nox.Session) -> None:
     """Compile every Triton variant for sm_90 and sm_120 (no GPU) and gate its pipelining facts."""
     _install_group(session, "test")
-    code = _session_python(session, "-m", "tilegate.fingerprint", *session.posargs)
-    verdict = {
-        0: "every rule holds, fingerprints unchanged",
-        1: "rule broken or fingerprint changed",
-        2: "cannot judge",
-    }.get(code, "crashed")
-    _exit(session, code, f"fingerprint: {verdict} (exit {code}); report: {PERF / 'fingerprint.md'}")
+    python = str(Path(session.bin) / "python")
+    code = _tilegate(session, "fingerprint", *session.posargs, python=python)
+    session.log(f"fingerprint report: {PERF / 'fingerprint.md'}")
+    _end(session, "fingerprint", code)
 
 
 @nox.session(default=False)
 def fingerprint_rebaseline(session: nox.Session) -> None:
     """Re-record this Triton version's compile fingerprints (atomic; review the printed diff, then commit)."""
     _install_group(session, "test")
-    code = _session_python(session, "-m", "tilegate.fingerprint", "--record", *session.posargs)
-    _exit(
+    python = str(Path(session.bin) / "python")
+    code = _tilegate(session, "fingerprint", "--record", *session.posargs, python=python)
+    _end(
         session,
+        "fingerprint_rebaseline (review the diff, then commit baselines/fingerprints/)",
         code,
-        f"fingerprint_rebaseline: exit {code}; review the diff above, then commit baselines/fingerprints/",
     )

@@ -16,10 +16,12 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from .configs import INTERPRETER_NUM_SMS
 from .launch import DescArg, KernelLaunch, ScalarArg, TensorArg
 
-DTYPES: dict[torch.dtype, str] = {torch.float16: "fp16", torch.bfloat16: "bf16"}
+# The dtypes every variant supports, by the short name that case ids and launch arguments use.
+DTYPES: dict[str, torch.dtype] = {"fp16": torch.float16, "bf16": torch.bfloat16}
+_NAMES: dict[torch.dtype, str] = {dt: name for name, dt in DTYPES.items()}
 LAYOUTS = ("nn", "nt")
 TMA_MIN_CAPABILITY = (9, 0)
-_TMA_ALIGN_BYTES = 16
+TMA_ALIGN_BYTES = 16  # TMA needs 16-byte aligned base pointers and leading strides
 _INT32_LIMIT = 2**31  # pointer kernels index with int32 offsets
 
 # A plan function: plan(M, N, K, *, dtype, layout, capability, num_sms) -> KernelLaunch.
@@ -160,10 +162,10 @@ def pointer_tile_store(
 
 def dtype_name(dtype: torch.dtype | str) -> str:
     """Triton's short name ("fp16", "bf16") of a supported torch dtype or short name."""
-    if isinstance(dtype, str) and dtype in DTYPES.values():
+    if isinstance(dtype, str) and dtype in DTYPES:
         return dtype
-    if dtype in DTYPES:
-        return DTYPES[dtype]
+    if dtype in _NAMES:
+        return _NAMES[dtype]
     raise TypeError(f"unsupported dtype {dtype}: use torch.float16 or torch.bfloat16")
 
 
@@ -228,7 +230,7 @@ def check_operands(
             raise TypeError(f"{variant}: {name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dim() != 2:
             raise ValueError(f"{variant}: {name} must be 2-D, got shape {tuple(t.shape)}")
-    if a.dtype not in DTYPES:
+    if a.dtype not in _NAMES:
         raise TypeError(
             f"{variant}: unsupported dtype {a.dtype}: use torch.float16 or torch.bfloat16"
         )
@@ -303,12 +305,12 @@ def _descriptor(variant: str, arg: DescArg, t: torch.Tensor) -> TensorDescriptor
             f"{variant}: TMA needs {what} contiguous in its last dimension, got strides "
             f"{tuple(base.stride())}"
         )
-    if any(s * size % _TMA_ALIGN_BYTES for s in base.stride()[:-1]):
+    if any(s * size % TMA_ALIGN_BYTES for s in base.stride()[:-1]):
         raise ValueError(
             f"{variant}: TMA needs {what}'s leading strides to be multiples of 16 bytes, got "
             f"strides {tuple(base.stride())} of {size}-byte elements (shape {tuple(base.shape)})"
         )
-    if base.data_ptr() % _TMA_ALIGN_BYTES:
+    if base.data_ptr() % TMA_ALIGN_BYTES:
         raise ValueError(f"{variant}: TMA needs {what}'s data pointer 16-byte aligned")
     return TensorDescriptor(base, list(base.shape), list(base.stride()), list(arg.block_shape))
 

@@ -11,12 +11,17 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import TMA_MIN_CAPABILITY, cdiv, check_problem, jit, tile_coords
+from ._common import (
+    DTYPES,
+    TMA_ALIGN_BYTES,
+    TMA_MIN_CAPABILITY,
+    cdiv,
+    check_problem,
+    jit,
+    tile_coords,
+)
 from .configs import Config, config_for
 from .launch import DescArg, KernelLaunch, ScalarArg
-
-_TMA_ALIGN_BYTES = 16
-_ELEMENT_BYTES = {"fp16": 2, "bf16": 2}
 
 
 @jit
@@ -93,7 +98,7 @@ def plan(
     )
     # Contiguous A (M x K), B (K x N, or B.T N x K) and C (M x N) have leading strides K and N:
     # TMA needs them to be multiples of 16 bytes.
-    elems = _TMA_ALIGN_BYTES // _ELEMENT_BYTES[dt]
+    elems = TMA_ALIGN_BYTES // DTYPES[dt].itemsize
     for dim, value in (("K", K), ("N", N)):
         if value % elems:
             raise ValueError(

@@ -4,7 +4,7 @@ Run it through `nox -s perf` (GPU) or `nox -s smoke` (CPU interpreter). Directly
 
     python -m pytest perf_tests --perf-profile quick --benchmark-json .perf/results.json
 
-Each case's timings are device times measured by `tilegate.measure` (CUDA events, L2 flushed,
+Each case's timings are device times measured by `tilegate.harness.measure` (CUDA events, L2 flushed,
 variants interleaved per round) and handed to pytest-benchmark, so its JSON, its terminal table
 and its own `pytest-benchmark compare` all show GPU time per call.
 """
@@ -19,6 +19,9 @@ import pytest
 
 from tilegate import __version__
 from tilegate.cases import PROFILES, Case, build_cases, select_variants
+
+CASES = pytest.StashKey[list[Case]]()
+RUN = pytest.StashKey["PerfRun"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -87,13 +90,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--perf-profile", default=None) == "smoke":
         # The interpreter must be chosen before Triton decorates the kernels.
         os.environ["TRITON_INTERPRET"] = "1"
-    config._tilegate_cases = _profile_cases(config)  # type: ignore[attr-defined]
-    config._tilegate_run = None  # type: ignore[attr-defined]
+    config.stash[CASES] = _profile_cases(config)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "case" in metafunc.fixturenames:
-        cases = metafunc.config._tilegate_cases  # type: ignore[attr-defined]
+        cases = metafunc.config.stash[CASES]
         metafunc.parametrize("case", cases, ids=[c.id for c in cases])
 
 
@@ -103,9 +105,10 @@ class PerfRun:
     def __init__(self, config: pytest.Config) -> None:
         from kernels import VARIANTS
         from perf_tests.inject import apply_injections
-        from tilegate.gpu import StateLog, StateSampler, gpu_info, software_versions
-        from tilegate.measure import GroupMeasurer
-        from tilegate.timing import CudaTimer, HostTimer, TimerConfig
+        from tilegate.harness.device import gpu_info, software_versions
+        from tilegate.harness.gpu_state import StateLog, StateSampler
+        from tilegate.harness.measure import GroupMeasurer
+        from tilegate.harness.timing import CudaTimer, HostTimer, TimerConfig
 
         self.config = config
         profile = PROFILES[config.getoption("--perf-profile")]
@@ -119,7 +122,7 @@ class PerfRun:
             min_time_s=0.0 if fixed_rounds else profile.min_time_s,
             l2_flush=not config.getoption("--perf-no-l2-flush"),
         )
-        self.cases: list[Case] = config._tilegate_cases  # type: ignore[attr-defined]
+        self.cases: list[Case] = config.stash[CASES]
         self.groups: dict[str, list[Case]] = {}
         for case in self.cases:
             self.groups.setdefault(case.group, []).append(case)
@@ -172,10 +175,10 @@ class PerfRun:
         )
         if self.state is not None:
             s = self.state.sample(group)
-            if s.get("available"):
-                line += f"; SM {s.get('sm_clock_mhz')} MHz, {s.get('temperature_c')} C, {s.get('power_w')} W"
-                if s.get("slowdown_reasons"):
-                    line += f", SLOWDOWN: {','.join(s['slowdown_reasons'])}"
+            if s is not None:
+                line += f"; SM {s.sm_clock_mhz} MHz, {s.temperature_c} C, {s.power_w:.1f} W"
+                if s.slowdown:
+                    line += f", SLOWDOWN: {','.join(s.slowdown)}"
         self._say(line)
 
     def machine_info(self) -> dict[str, Any]:
@@ -193,14 +196,10 @@ class PerfRun:
             "profile": self.profile.name,
             "M": self.cases[0].m if self.cases else self.profile.m,
             "N": self.cases[0].n if self.cases else self.profile.n,
-            "ks": sorted({c.k for c in self.cases}),
             "l2_flush": self.timer.config.l2_flush and not self.smoke,
-            "l2_policy": self.timer.l2_policy,
             "timer": self.timer.name,
             "rounds": self.timer.config.rounds,
             "min_time_s": self.timer.config.min_time_s,
-            "passes": self.measurer.passes,
-            "soak_s": round(self.measurer.soaked_s, 1),
             "injected": self.injected,
             "gpu": self.gpu.as_json() if self.gpu else None,
             "software": self.software,
@@ -211,21 +210,20 @@ class PerfRun:
 @pytest.fixture(scope="session")
 def perf_run(request: pytest.FixtureRequest) -> PerfRun:
     config = request.config
-    if config._tilegate_run is None:  # type: ignore[attr-defined]
-        config._tilegate_run = PerfRun(config)  # type: ignore[attr-defined]
-    return config._tilegate_run  # type: ignore[attr-defined]
+    if RUN not in config.stash:
+        config.stash[RUN] = PerfRun(config)
+    return config.stash[RUN]
 
 
 def pytest_benchmark_update_machine_info(
     config: pytest.Config, machine_info: dict[str, Any]
 ) -> None:
-    run = getattr(config, "_tilegate_run", None)
-    if run is not None:
-        machine_info["tilegate"] = run.machine_info()
+    if RUN in config.stash:
+        machine_info["tilegate"] = config.stash[RUN].machine_info()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    cases = config._tilegate_cases  # type: ignore[attr-defined]
+    cases = config.stash[CASES]
     profile = config.getoption("--perf-profile")
     lines = [
         f"tilegate {__version__}: profile {profile}, {len(cases)} cases in "

@@ -10,9 +10,10 @@ machine_info, and the gate refuses to rebaseline from it.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping
 from typing import Any
+
+from tilegate.harness.timing import event_time
 
 
 class SlowedVariant:
@@ -34,19 +35,6 @@ class SlowedVariant:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.base, name)
 
-    def _event_time(self, fn: Any, reps: int = 5) -> float:
-        import torch
-
-        times = []
-        for _ in range(reps):
-            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            begin.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            times.append(begin.elapsed_time(end) / 1e3)
-        return statistics.median(times)
-
     def matmul(self, a: Any, b: Any, out: Any = None) -> Any:
         import torch
 
@@ -54,8 +42,8 @@ class SlowedVariant:
         if key not in self._cycles:
             if self._cycles_per_s is None:
                 probe = 2_000_000
-                self._cycles_per_s = probe / self._event_time(lambda: torch.cuda._sleep(probe))
-            kernel_s = self._event_time(lambda: self.base.matmul(a, b, out=out))
+                self._cycles_per_s = probe / event_time(lambda: torch.cuda._sleep(probe))
+            kernel_s = event_time(lambda: self.base.matmul(a, b, out=out))
             self._cycles[key] = max(1, int(self.fraction * kernel_s * self._cycles_per_s))
         c = self.base.matmul(a, b, out=out)
         torch.cuda._sleep(self._cycles[key])

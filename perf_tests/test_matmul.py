@@ -7,18 +7,7 @@ from typing import Any
 import pytest
 
 from tilegate.cases import Case
-
-
-def _record_device_samples(benchmark: Any, samples_s: list[float]) -> None:
-    """Hand the device timings to pytest-benchmark as this benchmark's rounds (seconds per call).
-
-    pytest-benchmark times with a host clock, which would measure the launch queue; its stats
-    object takes samples from any source, so its JSON, table and `compare` show device time.
-    """
-    stats = benchmark._make_stats(1)
-    benchmark._mode = "tilegate device timer"
-    for sample in samples_s:
-        stats.update(sample)
+from tilegate.harness.bench import record_device_samples
 
 
 def test_matmul(case: Case, perf_run: Any, benchmark: Any) -> None:
@@ -28,6 +17,6 @@ def test_matmul(case: Case, perf_run: Any, benchmark: Any) -> None:
     benchmark.group = case.group
     benchmark.extra_info["tilegate"] = result.extra
     if result.samples_s:
-        _record_device_samples(benchmark, result.samples_s)
+        record_device_samples(benchmark, result.samples_s)
     if result.failure:
         pytest.fail(result.failure, pytrace=False)

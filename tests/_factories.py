@@ -1,6 +1,6 @@
 """Synthetic results files shaped like the perf suite's, with H200-like numbers and noise.
 
-Medians come from shared/calibration-h200.md (fp16, M = N = 16384, B K-contiguous "nt"); the
+Medians come from docs/calibration-h200.md (fp16, M = N = 16384, B K-contiguous "nt"); the
 noise model copies its section 4: a tight core with a slow tail inside a run (IQR ~10-19 % at
 K = 128, ~3 % at K = 4096), a common per-round factor (GPU state, shared by every variant of a
 round, so same-run ratios are tight), and a per-process drift of each row's median (~0.5 % for
@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from tilegate.timing import paired_ratio
+from kernels import REFERENCE
+from tilegate.stats import paired_ratio
 
 QUICK_KS = (128, 512, 4096)
 TWINS = {"xtile_persistent": "swizzle_persistent", "tma_xtile_persistent": "tma_swizzle_persistent"}
@@ -163,6 +164,8 @@ def make_run(
                 "tflops": round(2.0 * m * n * K / median / 1e12, 3),
                 "ratio_to_torch": None if v == "torch" else _paired(samples, group.get("torch")),
             }
+            if v == REFERENCE.name:
+                tg["reference"] = True
             if v in TWINS:
                 tg["twin"] = TWINS[v]
                 tg["ratio_to_twin"] = _paired(samples, group.get(TWINS[v]))
@@ -195,7 +198,7 @@ def make_run(
 
 
 def _paired(x: list[float], ref: list[float] | None) -> float | None:
-    """The same paired ratio the perf suite writes (tilegate.timing.paired_ratio)."""
+    """The same paired ratio the perf suite writes (tilegate.stats.paired_ratio)."""
     return paired_ratio(x, ref) if ref else None
 
 
@@ -347,7 +350,8 @@ def load_run(directory: Path, name: str, **kwargs: Any) -> Any:
 
 def build_baseline(directory: Path, seeds: tuple[int, ...] = (101, 102, 103), **kwargs: Any) -> Any:
     """A baseline built by `tilegate.baseline.rebaseline` from len(seeds) synthetic runs (built-in policy)."""
-    from tilegate.baseline import Tolerances, rebaseline
+    from tilegate.rebaseline import rebaseline
+    from tilegate.tolerances import Tolerances
 
     runs = [load_run(directory, f"rebaseline-{s}.json", seed=s, **kwargs) for s in seeds]
     return rebaseline(

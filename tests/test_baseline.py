@@ -8,17 +8,11 @@ from pathlib import Path
 import pytest
 
 from tests._factories import H200_NT_MS, key, load_run
-from tilegate.baseline import (
-    SCHEMA_VERSION,
-    Policy,
-    Tolerances,
-    load_baseline,
-    load_tolerances,
-    rebaseline,
-    save_baseline,
-)
+from tilegate.baseline import SCHEMA_VERSION, Bound, Expectation, load_baseline, save_baseline
 from tilegate.errors import InputError
+from tilegate.rebaseline import rebaseline
 from tilegate.results import load_results
+from tilegate.tolerances import Policy, Tolerances, load_tolerances
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO_TOLERANCES = Path(__file__).parents[1] / "baselines" / "tolerances.toml"
@@ -28,6 +22,10 @@ def runs_of(
     tmp_path: Path, seeds: tuple[int, ...] = (1, 2, 3), prefix: str = "run", **kwargs: object
 ) -> list:
     return [load_run(tmp_path, f"{prefix}-{s}.json", seed=s, **kwargs) for s in seeds]
+
+
+def bound_at(e: Expectation, K: int) -> Bound | None:
+    return next((c for c in e.bounds if c.K == K), None)
 
 
 def build(tmp_path: Path, runs: list, old=None, tolerances: Tolerances | None = None):  # type: ignore[no-untyped-def]
@@ -68,12 +66,12 @@ def test_expectations_derived_from_clear_wins_in_every_run(tmp_path: Path) -> No
     ptr = exps["xtile_persistent-beats-swizzle_persistent-fp16-nt"]
     tma = exps["tma_xtile_persistent-beats-tma_swizzle_persistent-fp16-nt"]
     # calibration: pointer nt 0.73 at K=128, ~0.95 at 512, ~0.98 at 4096 (inside the noise: no expectation)
-    assert [c.K for c in ptr.checks] == [128, 512]
-    assert [c.K for c in tma.checks] == [128, 512]
-    k128 = ptr.check_at(128)
+    assert [c.K for c in ptr.bounds] == [128, 512]
+    assert [c.K for c in tma.bounds] == [128, 512]
+    k128 = bound_at(ptr, 128)
     assert k128 is not None and len(k128.measured) == 3
     assert max(k128.measured) < k128.max_ratio <= max(k128.measured) * 1.05 + 0.001
-    assert all(c.max_ratio <= 0.99 for e in exps.values() for c in e.checks)
+    assert all(c.max_ratio <= 0.99 for e in exps.values() for c in e.bounds)
 
 
 def test_no_expectation_where_one_run_did_not_win_clearly(tmp_path: Path) -> None:
@@ -83,7 +81,7 @@ def test_no_expectation_where_one_run_did_not_win_clearly(tmp_path: Path) -> Non
     )
     b = build(tmp_path, runs).baseline
     ptr = next(e for e in b.expectations if e.faster == "xtile_persistent")
-    assert ptr.check_at(128) is None
+    assert bound_at(ptr, 128) is None
 
 
 def test_single_run_warns_and_uses_the_median_ci(tmp_path: Path) -> None:
@@ -199,9 +197,9 @@ def test_rows_not_measured_are_kept_and_said_so(tmp_path: Path) -> None:
     ptr = next(e for e in plan.baseline.expectations if e.faster == "xtile_persistent")
     old_ptr = next(e for e in old.expectations if e.faster == "xtile_persistent")
     # checks at K values not measured this time survive as reviewed
-    for c in old_ptr.checks:
+    for c in old_ptr.bounds:
         if c.K not in (128, 512, 4096):
-            assert ptr.check_at(c.K) == c
+            assert bound_at(ptr, c.K) == c
 
 
 def test_a_loosened_tolerance_is_loud(tmp_path: Path) -> None:
@@ -325,8 +323,8 @@ def test_round_trip_and_stable_bytes(tmp_path: Path) -> None:
     save_baseline(path, again)
     assert path.read_bytes() == first
     assert set(again.rows) == set(b.rows)
-    assert again.expectations[0].checks[0].max_ratio == round(
-        b.expectations[0].checks[0].max_ratio, 3
+    assert again.expectations[0].bounds[0].max_ratio == round(
+        b.expectations[0].bounds[0].max_ratio, 3
     )
     data = json.loads(first)
     assert data["schema_version"] == SCHEMA_VERSION

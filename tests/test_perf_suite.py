@@ -11,9 +11,11 @@ import torch
 
 from kernels import VARIANTS
 from tilegate.cases import PROFILES, build_cases, case_id, select_variants
-from tilegate.gpu import StateLog, StateSample, StateSampler, slugify, window_stats
-from tilegate.measure import GroupMeasurer
-from tilegate.timing import HostTimer, TimerConfig, paired_ratio, round_order
+from tilegate.harness.device import slugify
+from tilegate.harness.gpu_state import Nvml, StateLog, StateSample, StateSampler, window_stats
+from tilegate.harness.measure import GroupMeasurer
+from tilegate.harness.timing import HostTimer, TimerConfig, round_order
+from tilegate.stats import paired_ratio
 
 ORDER = tuple(VARIANTS)  # the registry's order is the run order
 
@@ -73,8 +75,13 @@ def test_paired_ratio_is_the_median_of_per_round_ratios() -> None:
     # A drift that hits both rows alike leaves the paired ratio exact.
     ref = [1.0, 2.0, 4.0, 8.0, 16.0]
     assert paired_ratio([0.5 * r for r in ref], ref) == pytest.approx(0.5)
-    assert paired_ratio([1.0], []) is None
-    assert paired_ratio([1.0, 2.0], [1.0, 0.0]) is None
+    # one behaviour for the whole project: rows not timed in the same rounds have no paired ratio
+    with pytest.raises(ValueError, match="empty"):
+        paired_ratio([1.0], [])
+    with pytest.raises(ValueError, match="same rounds"):
+        paired_ratio([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="non-positive"):
+        paired_ratio([1.0, 2.0], [1.0, 0.0])
 
 
 def test_timer_config_rejects_nonsense() -> None:
@@ -94,23 +101,11 @@ def test_slugify_names_baseline_files() -> None:
 def test_state_log_reports_slowdown_and_power_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     states = iter(
         [
-            {
-                "available": True,
-                "sm_clock_mhz": 1980,
-                "temperature_c": 40,
-                "slowdown_reasons": [],
-                "other_reasons": [],
-            },
-            {
-                "available": True,
-                "sm_clock_mhz": 1500,
-                "temperature_c": 85,
-                "slowdown_reasons": ["hw_thermal_slowdown"],
-                "other_reasons": ["sw_power_cap"],
-            },
+            _sample(0.0, 1980, temp=40),
+            _sample(0.1, 1500, temp=85, capped=True, slowdown=("hw_thermal_slowdown",)),
         ]
     )
-    monkeypatch.setattr("tilegate.gpu.read_state", lambda index=0: dict(next(states)))
+    monkeypatch.setattr("tilegate.harness.gpu_state.read_state", lambda index=0: next(states))
     log = StateLog()
     log.sample("start")
     log.sample("fp16-nt-K128")
@@ -122,14 +117,13 @@ def test_state_log_reports_slowdown_and_power_cap(monkeypatch: pytest.MonkeyPatc
 
 
 def test_state_log_without_nvml_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        "tilegate.gpu.read_state", lambda index=0: {"available": False, "note": "no nvml"}
-    )
+    monkeypatch.setattr("tilegate.harness.gpu_state.read_state", lambda index=0: None)
     log = StateLog()
     log.sample("start")
     summary = log.summary()
     assert summary["throttled"] is None
-    assert "no nvml" in summary["notes"]
+    assert any("pynvml" in n for n in summary["notes"])
+    assert summary["start"] == {"available": False, "note": summary["notes"][-1], "at": "start"}
 
 
 class _Torch:
@@ -137,6 +131,7 @@ class _Torch:
 
     name = "torch"
     xtile_twin_of = None
+    reference = True
 
     def __init__(self, scale: float = 1.0, write: bool = True, raises: bool = False) -> None:
         self.scale, self.write, self.raises = scale, write, raises
@@ -157,6 +152,7 @@ class _Torch:
 
 class _Twin(_Torch):
     xtile_twin_of = "torch"
+    reference = False
 
 
 class _Unsupported(_Torch):
@@ -312,7 +308,7 @@ def test_state_sampler_survives_a_failing_read_and_says_why() -> None:
 def test_state_sampler_without_nvml_records_nothing_and_says_so(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("tilegate.gpu._nvml", lambda: None)
+    monkeypatch.setattr("tilegate.harness.gpu_state.nvml", lambda: None)
     sampler = StateSampler().start()
     sampler.stop()
     assert not sampler.available and sampler.samples == []
@@ -371,14 +367,8 @@ def test_each_case_carries_its_pass_medians_and_the_gpu_state_it_was_timed_in() 
 
 
 def test_state_log_summary_folds_in_what_the_sampler_saw(monkeypatch: pytest.MonkeyPatch) -> None:
-    calm = {
-        "available": True,
-        "sm_clock_mhz": 1980,
-        "temperature_c": 40,
-        "slowdown_reasons": [],
-        "other_reasons": [],
-    }
-    monkeypatch.setattr("tilegate.gpu.read_state", lambda index=0: dict(calm))
+    calm = _sample(0.0, 1980, temp=40)
+    monkeypatch.setattr("tilegate.harness.gpu_state.read_state", lambda index=0: calm)
     log = StateLog()
     log.sample("start")
     series = window_stats(
@@ -423,13 +413,11 @@ def test_nvml_reader_decodes_clock_event_reasons(monkeypatch: pytest.MonkeyPatch
         def nvmlDeviceGetTemperature(handle: object, which: int) -> int:
             return 61
 
-    monkeypatch.setattr("tilegate.gpu._nvml", lambda: FakeNvml)
-    monkeypatch.setattr("tilegate.gpu._nvml_handle", lambda nv, index: "h")
-    from tilegate.gpu import _nvml_reader
-
-    read = _nvml_reader(0)
-    assert read is not None
-    s = read()
+    monkeypatch.setattr("tilegate.harness.gpu_state.nvml", lambda: FakeNvml)
+    monkeypatch.setattr(Nvml, "_handle", lambda self, index: "h")
+    reader = Nvml.open(0)
+    assert reader is not None
+    s = reader.read()
     assert (s.sm_clock_mhz, s.power_w, s.temperature_c) == (1755, 699.5, 61)
     assert s.power_capped is True
     assert s.slowdown == ("hw_thermal_slowdown",)

@@ -128,8 +128,9 @@ def test_paired_ratio_cancels_what_drifts_between_rounds() -> None:
     assert abs(ratio_of_medians - 0.31 / 0.43) > abs(stats.paired_ratio(xtile, twin) - 0.31 / 0.43)
 
 
-def test_paired_ratio_falls_back_to_medians_when_rounds_differ() -> None:
-    assert stats.paired_ratio([2.0, 2.0, 2.0], [1.0, 1.0]) == 2.0
+def test_paired_ratio_needs_the_same_rounds() -> None:
+    with pytest.raises(ValueError, match="same rounds"):
+        stats.paired_ratio([2.0, 2.0, 2.0], [1.0, 1.0])
     with pytest.raises(ValueError):
         stats.paired_ratio([], [1.0])
 

@@ -9,10 +9,12 @@ from types import MappingProxyType
 import pytest
 
 from tests._factories import VARIANTS, build_baseline, key, load_run
-from tilegate.baseline import Baseline, BaselineRow, Policy
+from tilegate.baseline import Baseline, BaselineRow
+from tilegate.crosstile import CrossTilePair, Status, crosstile_pairs
 from tilegate.errors import InputError
 from tilegate.results import load_results
-from tilegate.verdict import Family, Status, Verdict, compare, families, judge_row
+from tilegate.tolerances import Policy
+from tilegate.verdict import Verdict, compare, judge_row
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEEDS = range(10)
@@ -39,7 +41,7 @@ def test_pure_noise_never_fails(baseline: Baseline, workdir: Path) -> None:
     for seed in SEEDS:
         cmp = compare(load_run(workdir, "noise.json", seed=500 + seed), baseline)
         assert cmp.exit_code == 0, [(v.key, v.delta) for v in cmp.rows if v.fails]
-        assert not cmp.failed_checks
+        assert not cmp.broken
 
 
 def test_a_runner_3_percent_slower_does_not_fail_after_confirmation(
@@ -49,7 +51,7 @@ def test_a_runner_3_percent_slower_does_not_fail_after_confirmation(
     for seed in SEEDS:
         run = load_run(workdir, "drift.json", seed=600 + seed, machine_factor=1.03)
         first = compare(run, baseline)
-        assert not first.failed_checks  # expectations use same-run ratios: drift cannot break them
+        assert not first.broken  # expectations use same-run ratios: drift cannot break them
         conf = load_run(workdir, "drift-confirm.json", seed=700 + seed, machine_factor=1.03)
         assert compare(run, baseline, [conf]).exit_code == 0
 
@@ -65,7 +67,7 @@ def test_a_faster_runner_cannot_fake_an_expectation(baseline: Baseline, workdir:
     )
     cmp = compare(run, baseline)
     assert verdict_of(cmp, key("xtile_persistent", K=128)).verdict is not Verdict.REGRESSED
-    broken = [(c.expectation.faster, c.K) for c in cmp.failed_checks]
+    broken = [(c.expectation.faster, c.K) for c in cmp.broken]
     assert broken == [("xtile_persistent", 128)]
     assert cmp.exit_code == 1
 
@@ -198,7 +200,7 @@ def test_regressed_needs_both_size_and_significance() -> None:
 
 def test_expectations_checked_on_same_run_ratios(baseline: Baseline) -> None:
     cmp = compare(load_results(FIXTURES / "results-regressed.json"), load_baseline_fixture())
-    by = {(c.expectation.faster, c.K): c for c in cmp.checks}
+    by = {(c.expectation.faster, c.K): c for c in cmp.expectations}
     bad = by[("xtile_persistent", 128)]
     assert bad.status is Status.FAIL and bad.ratio is not None and bad.ratio > 1.0
     assert "stopped winning" in bad.note
@@ -211,24 +213,26 @@ def test_confirmation_decides_a_broken_expectation() -> None:
     run = load_results(FIXTURES / "results-regressed.json")
     conf = load_results(FIXTURES / "results-regressed-confirm.json")
     cmp = compare(run, b, [conf])
-    check = next(c for c in cmp.checks if (c.expectation.faster, c.K) == ("xtile_persistent", 128))
+    check = next(
+        c for c in cmp.expectations if (c.expectation.faster, c.K) == ("xtile_persistent", 128)
+    )
     assert check.status is Status.FAIL and len(check.run_ratios) == 2
     healthy = load_results(FIXTURES / "results-h200-quick.json")
     cleared = compare(run, b, [healthy])
     check = next(
-        c for c in cleared.checks if (c.expectation.faster, c.K) == ("xtile_persistent", 128)
+        c for c in cleared.expectations if (c.expectation.faster, c.K) == ("xtile_persistent", 128)
     )
     assert check.status is Status.PASS and "1 of 2" in check.note
 
 
 def test_families_and_crossover() -> None:
     run = load_results(FIXTURES / "results-regressed.json")
-    fams = {f.faster: f for f in families(run, load_baseline_fixture())}
+    fams = {f.faster: f for f in crosstile_pairs(run, load_baseline_fixture())}
     ptr = fams["xtile_persistent"]
     assert ptr.than == "swizzle_persistent" and ptr.Ks == (128, 512, 4096)
-    assert Family.crossover(ptr.now) == 128  # lost its win at K=128
-    assert Family.crossover(ptr.base) is None  # won everywhere at rebaseline
-    assert Family.crossover({128: 0.7, 512: 0.95, 1024: 1.01, 4096: 0.99}) == 1024
+    assert CrossTilePair.crossover(ptr.now) == 128  # lost its win at K=128
+    assert CrossTilePair.crossover(ptr.base) is None  # won everywhere at rebaseline
+    assert CrossTilePair.crossover({128: 0.7, 512: 0.95, 1024: 1.01, 4096: 0.99}) == 1024
 
 
 # --- what the gate refuses to judge ---------------------------------------------------------------------------
@@ -274,7 +278,7 @@ def test_missing_row_of_a_measured_group() -> None:
     assert cmp.missing_allowed == ("tma_xtile_persistent-fp16-nt-K512",)
     # its expectation cannot be checked without the row
     check = next(
-        c for c in cmp.checks if (c.expectation.faster, c.K) == ("tma_xtile_persistent", 512)
+        c for c in cmp.expectations if (c.expectation.faster, c.K) == ("tma_xtile_persistent", 512)
     )
     assert check.status is Status.NOT_MEASURED
 
@@ -316,7 +320,6 @@ def test_confirmation_from_another_gpu() -> None:
 
 def test_ratio_is_the_suites_paired_ratio_or_the_per_round_median(workdir: Path) -> None:
     from tests._factories import bench, make_run, set_samples, write
-    from tilegate.verdict import run_ratio
 
     data = make_run(
         ks=(128,), variants=("swizzle_persistent", "xtile_persistent"), rounds=3, seed=1
@@ -328,12 +331,12 @@ def test_ratio_is_the_suites_paired_ratio_or_the_per_round_median(workdir: Path)
     tg = bench(data, key("xtile_persistent"))["extra_info"]["tilegate"]
     tg["ratio_to_twin"] = 0.69  # what the suite measured
     run = load_results(write(workdir / "paired.json", data))
-    assert run_ratio(run, "xtile_persistent", "swizzle_persistent", "fp16", "nt", 128) == 0.69
+    assert run.ratio("xtile_persistent", "swizzle_persistent", "fp16", "nt", 128) == 0.69
     tg["ratio_to_twin"] = None
     run = load_results(write(workdir / "paired.json", data))
-    assert run_ratio(
-        run, "xtile_persistent", "swizzle_persistent", "fp16", "nt", 128
-    ) == pytest.approx(0.7)
+    assert run.ratio("xtile_persistent", "swizzle_persistent", "fp16", "nt", 128) == pytest.approx(
+        0.7
+    )
     # not the ratio of medians (1.05 / 2.0)
 
 

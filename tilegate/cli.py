@@ -1,8 +1,9 @@
-"""`tilegate compare | report | rebaseline | fingerprint`: files in, a report and an exit code out.
+"""`tilegate compare | perf | report | rebaseline | fingerprint`: the command line.
 
 Exit codes (docs/architecture.md): 0 everything holds, 1 a regression or a broken expectation
 (or a rebaseline refused because the runs are slower), 2 cannot judge (bad or missing input).
-No GPU is needed: everything here works on JSON files.
+`compare`, `report` and `rebaseline RESULTS...` need no GPU: they work on JSON files; `perf` and
+`rebaseline --measure N` run the suite on this machine's GPU (tilegate.perf).
 """
 
 from __future__ import annotations
@@ -13,21 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tilegate import __version__
-from tilegate.baseline import (
-    DEFAULT_DIR,
-    Baseline,
-    baseline_path,
-    how_to_create,
-    load_baseline,
-    load_tolerances,
-    rebaseline,
-    save_baseline,
-)
-from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK, InputError
+from tilegate.baseline import DEFAULT_DIR, Baseline, load_baseline
+from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
 from tilegate.fileio import atomic_write_text
-from tilegate.report import render
-from tilegate.results import Run, load_results
-from tilegate.verdict import Comparison, compare
+from tilegate.gate import judge
+from tilegate.results import load_results
+from tilegate.tolerances import load_tolerances
 
 PERF_DIR = Path(".perf")
 
@@ -39,70 +31,28 @@ def _err(message: str) -> None:
 # --- compare / report ----------------------------------------------------------------------------
 
 
-def _find_baseline(run: Run, given: str | None, directory: str) -> Path:
-    return Path(given) if given else baseline_path(run.env.gpu.slug, directory)
-
-
-def _plots(run: Run, cmp: Comparison | None, directory: Path | None) -> list[Path]:
-    if directory is None:
-        return []
-    try:
-        from tilegate import plots
-    except ImportError as err:  # matplotlib is optional
-        _err(f"no plots: {err} (install the `plots` dependency group)")
-        return []
-    return plots.make_plots(run, cmp, directory)
-
-
 def _judge(args: argparse.Namespace, *, report_only: bool) -> int:
     report_path: Path | None = Path(args.report) if args.report else None
-    try:
-        run = load_results(args.results)
-        path = _find_baseline(run, args.baseline, args.baselines)
-        cmp: Comparison | None = None
-        no_baseline = None
-        if not path.is_file() and report_only:
-            no_baseline = f"No baseline for {run.env.gpu.slug} at `{path}`, so no verdict. {how_to_create(run.env.gpu.slug, path)}"
-        else:
-            if not path.is_file():
-                raise InputError(
-                    f"no baseline for {run.env.gpu.slug}: {path} does not exist. {how_to_create(run.env.gpu.slug, path)} "
-                    "To see the report without a verdict, pass --report-only."
-                )
-            baseline = load_baseline(path)
-            confirmations = [load_results(c) for c in args.confirm or []]
-            cmp = compare(run, baseline, confirmations, allow_missing=args.allow_missing)
-        suspects_path = Path(args.suspects_out) if getattr(args, "suspects_out", None) else None
-        if suspects_path is not None:
-            keys = cmp.suspects() if cmp else []
-            atomic_write_text(suspects_path, "".join(f"{k}\n" for k in keys))
-        plot_dir = None if args.no_plots else Path(args.plots) if args.plots else None
-        plot_files = _plots(run, cmp, plot_dir)
-        text = render(
-            run,
-            cmp,
-            report_only=report_only,
-            no_baseline_reason=no_baseline,
-            plots=plot_files,
-            relative_to=report_path.parent if report_path else None,
-            suspects_path=suspects_path,
-        )
-    except InputError as err:
-        _err(f"cannot judge: {err}")
-        if report_path is not None:
-            atomic_write_text(report_path, f"# tilegate: CANNOT JUDGE (exit 2)\n\n{err}\n")
-        return EXIT_CANNOT_JUDGE
-    if report_path is not None:
-        atomic_write_text(report_path, text)
-    if args.quiet:
-        print(text.splitlines()[0].lstrip("# "))
-    else:
-        print(text, end="")
+    judged = judge(
+        Path(args.results),
+        Path(args.baseline) if args.baseline else None,
+        [Path(c) for c in args.confirm or []],
+        baselines_dir=Path(args.baselines),
+        report_path=report_path,
+        plots_dir=None if args.no_plots else Path(args.plots) if args.plots else None,
+        report_only=report_only,
+        allow_missing=args.allow_missing,
+        suspects_path=Path(args.suspects_out) if getattr(args, "suspects_out", None) else None,
+    )
+    for note in judged.notes:
+        _err(note)
+    if judged.error is not None:
+        _err(f"cannot judge: {judged.error}")
+        return judged.code
+    print(judged.headline if args.quiet else judged.text, end="\n" if args.quiet else "")
     if report_path is not None:
         print(f"(report written to {report_path})", file=sys.stderr)
-    if report_only or cmp is None:
-        return EXIT_OK
-    return cmp.exit_code
+    return judged.code
 
 
 def _add_judge_arguments(
@@ -158,13 +108,61 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return _judge(args, report_only=True)
 
 
+# --- perf: measure and judge (the GPU runner's command) --------------------------------------------------
+
+
+def _cmd_perf(args: argparse.Namespace) -> int:
+    from tilegate.perf import Perf
+
+    return Perf(
+        profile=args.profile,
+        baseline=Path(args.baseline) if args.baseline else None,
+        baselines_dir=Path(args.baselines),
+        report_only=args.report_only,
+        confirm_runs=args.confirm_runs,
+        pytest_args=args.pytest_args,
+        out_dir=Path(args.out_dir),
+        plots=not args.no_plots,
+    ).run()
+
+
 # --- rebaseline ---------------------------------------------------------------------------------------
 
 
+def _measured(args: argparse.Namespace) -> tuple[list[str], Path | None, int | None]:
+    """`--measure N`: run the suite N times first; (results files, default --out, exit code)."""
+    from tilegate.perf import SMOKE_PROFILE, gpu_slug, measure_runs
+
+    if args.results:
+        raise InputError("give either results files or --measure N, not both")
+    if args.measure < 1:
+        raise InputError(f"--measure needs at least 1 run, got {args.measure}")
+    slug = SMOKE_PROFILE
+    if args.profile != SMOKE_PROFILE:
+        try:
+            slug = gpu_slug()
+        except (RuntimeError, ImportError) as err:
+            raise InputError(f"cannot measure: {err}") from err
+    runs, failed = measure_runs(args.measure, args.profile, args.pytest_args, PERF_DIR)
+    if failed:
+        _err(f"cannot rebaseline: {failed}")
+        return [], None, EXIT_CANNOT_JUDGE
+    return [str(r) for r in runs], DEFAULT_DIR / f"{slug}.json", None
+
+
 def _cmd_rebaseline(args: argparse.Namespace) -> int:
-    out = Path(args.out)
+    from tilegate.rebaseline import finish, rebaseline
+
     try:
-        runs = [load_results(r) for r in args.results]
+        results, out = list(args.results), Path(args.out) if args.out else None
+        if args.measure is not None:
+            results, default_out, failed = _measured(args)
+            if failed is not None:
+                return failed
+            out = out or default_out
+        if out is None:
+            raise InputError("--out BASELINE is required (it is optional only with --measure)")
+        runs = [load_results(r) for r in results]
         old_path = Path(args.old) if args.old else out
         old: Baseline | None = None
         if old_path.is_file():
@@ -183,37 +181,13 @@ def _cmd_rebaseline(args: argparse.Namespace) -> int:
     except InputError as err:
         _err(f"cannot rebaseline: {err}")
         return EXIT_CANNOT_JUDGE
-    text = list(plan.lines)
-    plan_warnings = list(plan.warnings)
-    if not tol_path.is_file():
-        plan_warnings.insert(0, f"no tolerances file at {tol_path}: the built-in policy was used")
-    if plan_warnings:
-        text += ["", "## Warnings", *(f"- {w}" for w in plan_warnings)]
-    code = EXIT_OK
-    if plan.refusals:
-        text += ["", "## Slower than the old baseline", *(f"- {r}" for r in plan.refusals), ""]
-        if args.accept_slower:
-            text.append("Accepted with --accept-slower: say why in the commit message.")
-        else:
-            text.append(
-                f"REFUSED: these runs are slower than {old.path if old else 'the old baseline'} allows, and a "
-                "rebaseline must not hide a regression. If the slowdown is understood and accepted (say why in the "
-                "commit message), run again with --accept-slower."
-            )
-            code = EXIT_FAIL
-    if code == EXIT_OK and args.check:
-        text += ["", f"--check: {out} not written."]
-    elif code == EXIT_OK:
-        save_baseline(out, plan.baseline)
-        then = (
-            "A smoke baseline proves the pipeline: do not commit it."
-            if plan.baseline.mode == "smoke"
-            else ("Review `git diff` and commit it.")
-        )
-        text += [
-            "",
-            f"Wrote {out} ({len(plan.baseline.rows)} rows, {len(plan.baseline.expectations)} expectations). {then}",
-        ]
+    code, text = finish(
+        plan,
+        out=out,
+        write=not args.check,
+        accept_slower=args.accept_slower,
+        tolerances_missing=None if tol_path.is_file() else tol_path,
+    )
     print("\n".join(text))
     if args.diff_out:
         atomic_write_text(args.diff_out, "\n".join(text) + "\n")
@@ -283,6 +257,39 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_compare)
 
     p = sub.add_parser(
+        "perf",
+        help="measure on this GPU and judge against its baseline, re-measuring suspects (exit 0/1/2)",
+        description="Run the perf suite on this GPU, judge the results against "
+        "BASELINES/<gpu-slug>.json, measure suspect rows again before accusing them, write "
+        ".perf/results.json, report.md and plots. Unknown options go to pytest (e.g. "
+        "--perf-variants, --perf-ks, --perf-m, --inject).",
+    )
+    p.add_argument(
+        "--profile", default="quick", help="quick | default | full | smoke (default: quick)"
+    )
+    p.add_argument(
+        "--baseline", metavar="BASELINE", help="baseline file (default: BASELINES/<gpu-slug>.json)"
+    )
+    p.add_argument(
+        "--baselines",
+        default=str(DEFAULT_DIR),
+        metavar="DIR",
+        help="where <gpu-slug>.json is looked up",
+    )
+    p.add_argument("--report-only", action="store_true", help="no baseline needed: report, exit 0")
+    p.add_argument(
+        "--confirm-runs",
+        type=int,
+        default=1,
+        help="re-measure suspect rows this many times before accusing them (default 1)",
+    )
+    p.add_argument(
+        "--out-dir", default=str(PERF_DIR), metavar="DIR", help="where results, report and plots go"
+    )
+    p.add_argument("--no-plots", action="store_true", help="no plots")
+    p.set_defaults(func=_cmd_perf, takes_pytest_args=True)
+
+    p = sub.add_parser(
         "report",
         help="write the markdown report (with the baseline's columns when there is one); exit 0",
         description="The report of RESULTS, with the baseline's comparison when one exists; never fails.",
@@ -304,9 +311,21 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--out",
-        required=True,
         metavar="BASELINE",
-        help="the baseline to write, e.g. baselines/nvidia-h200.json",
+        help="the baseline to write, e.g. baselines/nvidia-h200.json (with --measure: "
+        "default baselines/<gpu-slug>.json)",
+    )
+    p.add_argument(
+        "--measure",
+        "--repeats",
+        dest="measure",
+        type=int,
+        metavar="N",
+        help="run the perf suite N times on this GPU first and rebaseline from those runs "
+        "(unknown options go to pytest)",
+    )
+    p.add_argument(
+        "--profile", default="default", help="with --measure: the profile (default: default)"
     )
     p.add_argument(
         "--old",
@@ -325,7 +344,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         action="store_true",
         help="write even when rows are slower than the old tolerance or an expectation breaks",
     )
-    p.set_defaults(func=_cmd_rebaseline)
+    p.set_defaults(func=_cmd_rebaseline, takes_pytest_args=True)
 
     _add_fingerprint(sub, wanted=bool(argv) and "fingerprint" in argv[:1])
     return parser
@@ -335,7 +354,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(args_list)
     try:
-        args = parser.parse_args(args_list)
+        args, rest = parser.parse_known_args(args_list)
+        # `perf` and `rebaseline --measure` pass what they do not know on to pytest
+        if rest and not (
+            getattr(args, "takes_pytest_args", False)
+            and (args.command == "perf" or getattr(args, "measure", None) is not None)
+        ):
+            parser.parse_args(args_list)  # the usual "unrecognized arguments" error, exit 2
+        args.pytest_args = [a for a in rest if a != "--"]
     except SystemExit as exc:  # argparse: --help is 0, a usage error is 2 ("cannot judge")
         return int(exc.code) if isinstance(exc.code, int) else EXIT_CANNOT_JUDGE
     return int(args.func(args))

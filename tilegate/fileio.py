@@ -8,7 +8,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from tilegate.errors import InputError
 
@@ -86,5 +86,10 @@ def read_json(path: str | os.PathLike[str], what: str, *, allow_nan: bool = Fals
         ) from err
 
 
-def is_finite_positive(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+def is_finite_number(x: Any) -> TypeGuard[int | float]:
+    """A real, finite JSON/TOML number (not a bool, NaN or infinity)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def is_finite_positive(x: Any) -> TypeGuard[int | float]:
+    return is_finite_number(x) and x > 0

@@ -3,7 +3,7 @@
 Per (dtype, layout):
 * ``times-<dtype>-<layout>.png``: median time against K per variant, beside each row's change
   against the baseline as bars, with the row's tolerance marked and the verdict as the colour;
-* ``crosstile-<dtype>-<layout>.png``: cross-tile / twin time ratio against K per family, now
+* ``crosstile-<dtype>-<layout>.png``: cross-tile / twin time ratio against K per cross-tile pair, now
   and at rebaseline, with the expectation's max_ratio and the crossover K.
 """
 
@@ -12,8 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tilegate.cases import matmul_flops
+from tilegate.crosstile import CrossTilePair, Status, crosstile_pairs
 from tilegate.results import Run
-from tilegate.verdict import Comparison, Family, Status, Verdict, families
+from tilegate.verdict import Comparison, Verdict
 
 _VERDICT_COLOUR = {
     Verdict.REGRESSED: "#d62728",
@@ -48,7 +50,7 @@ def make_plots(run: Run, cmp: Comparison | None, directory: Path) -> list[Path]:
             out.append(
                 _times(plt, run, cmp, dtype, layout, directory / f"times-{dtype}-{layout}.png")
             )
-        fams = families(run, cmp.baseline if cmp else None)
+        fams = crosstile_pairs(run, cmp.baseline if cmp else None)
         for dtype, layout in combos:
             mine = [f for f in fams if (f.dtype, f.layout) == (dtype, layout)]
             if mine:
@@ -112,7 +114,7 @@ def _times(plt: Any, run: Run, cmp: Comparison | None, dtype: str, layout: str, 
 
 
 def _tflops(m: int, n: int, k: int, seconds: float) -> float:
-    return 2.0 * m * n * k / seconds / 1e12
+    return matmul_flops(m, n, k) / seconds / 1e12
 
 
 def _delta_bars(
@@ -160,7 +162,7 @@ def _delta_bars(
 
 
 def _crosstile(
-    plt: Any, fams: list[Family], cmp: Comparison | None, smoke: bool, path: Path
+    plt: Any, fams: list[CrossTilePair], cmp: Comparison | None, smoke: bool, path: Path
 ) -> Path:
     fig, ax = plt.subplots(figsize=(8, 5.2))
     if smoke:
@@ -186,7 +188,7 @@ def _crosstile(
         if cmp:
             checks = [
                 c
-                for c in cmp.checks
+                for c in cmp.expectations
                 if (
                     c.expectation.faster,
                     c.expectation.than,
@@ -220,7 +222,7 @@ def _crosstile(
                         zorder=6,
                         label=f"{label}: expectation broken",
                     )
-        cross = Family.crossover(f.now)
+        cross = CrossTilePair.crossover(f.now)
         if cross is not None:
             ax.axvline(cross, color=colour, ls=":", lw=1.2)
             ax.annotate(

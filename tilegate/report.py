@@ -2,7 +2,7 @@
 
 Order of sections, most useful first: the outcome and what to do; the environment and what
 differs from the baseline (a new Triton is the usual reason to look); cross-tile against its
-twin per family, the write-up's table, with the crossover K; the expectations; every row.
+twin per cross-tile pair, the write-up's table, with the crossover K; the expectations; every row.
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.baseline import Baseline
+from tilegate.crosstile import CrossTilePair, ExpectationResult, Status, crosstile_pairs
+from tilegate.markdown import ms, p_value, pct, table
 from tilegate.results import Run
-from tilegate.verdict import CheckResult, Comparison, Family, Status, Verdict, families
+from tilegate.verdict import Comparison, Verdict
 
 _VERDICT_TEXT = {
     Verdict.REGRESSED: "**REGRESSED**",
@@ -23,30 +25,6 @@ _VERDICT_TEXT = {
     Verdict.NEW: "new",
     Verdict.NOT_MEASURED: "not measured",
 }
-
-
-def _ms(seconds: float | None) -> str:
-    return "" if seconds is None else f"{seconds * 1e3:.4f}"
-
-
-def _pct(x: float | None) -> str:
-    return "" if x is None else f"{x * 100:+.1f}%"
-
-
-def _p(p: float | None) -> str:
-    if p is None:
-        return ""
-    return "<1e-4" if p < 1e-4 else f"{p:.2g}"
-
-
-def _table(header: Sequence[str], align: str, rows: Sequence[Sequence[str]]) -> list[str]:
-    """A markdown table; `align` has one letter per column: l(eft) or r(ight)."""
-    lines = [
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|",
-    ]
-    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
-    return lines
 
 
 def _pretty(variant: str) -> str:
@@ -63,10 +41,8 @@ def _headline(cmp: Comparison | None, report_only: bool) -> str:
     parts = []
     if regressed:
         parts.append(f"{len(regressed)} regression{'s' * (len(regressed) != 1)}")
-    if cmp.failed_checks:
-        parts.append(
-            f"{len(cmp.failed_checks)} broken expectation{'s' * (len(cmp.failed_checks) != 1)}"
-        )
+    if cmp.broken:
+        parts.append(f"{len(cmp.broken)} broken expectation{'s' * (len(cmp.broken) != 1)}")
     outcome = "FAIL" if cmp.exit_code else "PASS"
     if report_only:
         outcome = f"REPORT ONLY (would {outcome.lower()})"
@@ -86,7 +62,7 @@ def _summary(cmp: Comparison) -> list[str]:
     bullet(
         "Regressed",
         [
-            f"`{r.key}` {_pct(r.delta)} (tolerance {r.tolerance:.1%})"
+            f"`{r.key}` {pct(r.delta)} (tolerance {r.tolerance:.1%})"
             for r in cmp.rows
             if r.fails and r.tolerance
         ],
@@ -98,19 +74,19 @@ def _summary(cmp: Comparison) -> list[str]:
         [
             f"`{c.expectation.faster}` / `{c.expectation.than}` {c.expectation.dtype} {c.expectation.layout} "
             f"K={c.K}: ratio {c.ratio:.3f} > {c.max_ratio:.3f} ({c.note})"
-            for c in cmp.failed_checks
+            for c in cmp.broken
             if c.ratio
         ],
     )
     bullet(
         "Unsure, measure again",
-        [f"`{r.key}` {_pct(r.delta)}" for r in cmp.by(Verdict.UNSURE)],
+        [f"`{r.key}` {pct(r.delta)}" for r in cmp.by(Verdict.UNSURE)],
         "Not counted as failures: re-measure them (`nox -s perf` does; by hand, `--suspects-out` then `--confirm`).",
     )
     bullet(
         "Reference rows slower",
         [
-            f"`{r.key}` {_pct(r.delta)}"
+            f"`{r.key}` {pct(r.delta)}"
             for r in cmp.rows
             if r.reference and r.verdict is Verdict.REGRESSED
         ],
@@ -118,7 +94,7 @@ def _summary(cmp: Comparison) -> list[str]:
     )
     bullet(
         "Improved",
-        [f"`{r.key}` {_pct(r.delta)}" for r in cmp.by(Verdict.IMPROVED)],
+        [f"`{r.key}` {pct(r.delta)}" for r in cmp.by(Verdict.IMPROVED)],
         f"Not a failure. Lock it in: `nox -s rebaseline` on this GPU (writes {cmp.baseline.path}).",
     )
     bullet(
@@ -140,7 +116,7 @@ def _summary(cmp: Comparison) -> list[str]:
     if not out:
         n = sum(1 for r in cmp.rows if r.verdict is Verdict.OK)
         out.append(
-            f"- All {n} rows within tolerance; all {sum(c.status is Status.PASS for c in cmp.checks)} expectation checks hold."
+            f"- All {n} rows within tolerance; all {sum(c.status is Status.PASS for c in cmp.expectations)} expectation checks hold."
         )
     return out
 
@@ -198,14 +174,14 @@ def _environment(run: Run, baseline: Baseline | None) -> list[str]:
     rows = _env_rows(run, baseline)
     out = ["## Environment", ""]
     if baseline is None:
-        out += _table(["", "this run"], "ll", [(k, v) for k, v, _ in rows])
+        out += table(["", "this run"], "ll", [(k, v) for k, v, _ in rows])
     else:
         # commit and date always differ; they are context, not a difference worth flagging
         quiet = {"commit", "date"}
         cells = [
             (k, v, b, "**differs**" if v != b and k not in quiet and b else "") for k, v, b in rows
         ]
-        out += _table(["", "this run", "baseline", ""], "llll", cells)
+        out += table(["", "this run", "baseline", ""], "llll", cells)
         changed = [k for k, v, b, flag in cells if flag]
         if changed:
             why = (
@@ -222,11 +198,11 @@ def _environment(run: Run, baseline: Baseline | None) -> list[str]:
     return out
 
 
-# --- cross-tile families -----------------------------------------------------------------------------
+# --- cross-tile pairs -------------------------------------------------------------------------------
 
 
-def _crossover_text(f: Family) -> str:
-    now = Family.crossover(f.now)
+def _crossover_text(f: CrossTilePair) -> str:
+    now = CrossTilePair.crossover(f.now)
     top = max(f.now)
 
     def say(k: int | None, ratios: Mapping[int, float]) -> str:
@@ -241,13 +217,15 @@ def _crossover_text(f: Family) -> str:
     text = f"Crossover (smallest K where cross-tile stops winning): **{say(now, f.now)}**"
     if f.base:
         base_in_range = {k: r for k, r in f.base.items() if k <= top}
-        base = Family.crossover(base_in_range)
+        base = CrossTilePair.crossover(base_in_range)
         same = "same as" if base == now else "baseline:"
         text += f"; {same} the baseline" if base == now else f"; {same} {say(base, base_in_range)}"
     return text + "."
 
 
-def _family(f: Family, run: Run, checks: Sequence[CheckResult], with_baseline: bool) -> list[str]:
+def _pair(
+    f: CrossTilePair, run: Run, checks: Sequence[ExpectationResult], with_baseline: bool
+) -> list[str]:
     by_k = {
         c.K: c
         for c in checks
@@ -263,26 +241,26 @@ def _family(f: Family, run: Run, checks: Sequence[CheckResult], with_baseline: b
         c = by_k.get(K)
         expect = ""
         if c is not None:
-            expect = f"<= {_pct(c.max_ratio - 1)}: {'PASS' if c.status is Status.PASS else '**FAIL**' if c.status is Status.FAIL else c.status.value}"
+            expect = f"<= {pct(c.max_ratio - 1)}: {'PASS' if c.status is Status.PASS else '**FAIL**' if c.status is Status.FAIL else c.status.value}"
         base = f.base.get(K)
         cells = [
             str(K),
-            _ms(than.median_s if than else None),
-            _ms(faster.median_s if faster else None),
-            f"**{_pct(f.now[K] - 1)}**" if f.now[K] < 1 else _pct(f.now[K] - 1),
+            ms(than.median_s if than else None),
+            ms(faster.median_s if faster else None),
+            f"**{pct(f.now[K] - 1)}**" if f.now[K] < 1 else pct(f.now[K] - 1),
         ]
         if with_baseline:
-            cells += [_pct(base - 1) if base is not None else "", expect]
+            cells += [pct(base - 1) if base is not None else "", expect]
         rows.append(cells)
     title = f"### {_pretty(f.faster)} vs {_pretty(f.than)} ({f.dtype}, {f.layout})"
     header = ["K", f"{_pretty(f.than)} (ms)", f"{_pretty(f.faster)} (ms)", "change"]
     if with_baseline:
         header += ["baseline change", "expectation"]
-    return [title, "", *_table(header, "rrrrrl"[: len(header)], rows), "", _crossover_text(f), ""]
+    return [title, "", *table(header, "rrrrrl"[: len(header)], rows), "", _crossover_text(f), ""]
 
 
-def _families(run: Run, cmp: Comparison | None) -> list[str]:
-    fams = families(run, cmp.baseline if cmp else None)
+def _pairs(run: Run, cmp: Comparison | None) -> list[str]:
+    fams = crosstile_pairs(run, cmp.baseline if cmp else None)
     if not fams:
         return []
     out = [
@@ -294,7 +272,7 @@ def _families(run: Run, cmp: Comparison | None) -> list[str]:
         "",
     ]
     for f in fams:
-        out += _family(f, run, cmp.checks if cmp else (), with_baseline=cmp is not None)
+        out += _pair(f, run, cmp.expectations if cmp else (), with_baseline=cmp is not None)
     return out
 
 
@@ -302,16 +280,16 @@ def _families(run: Run, cmp: Comparison | None) -> list[str]:
 
 
 def _expectations(cmp: Comparison) -> list[str]:
-    if not cmp.checks:
+    if not cmp.expectations:
         return [
             "## Expectations",
             "",
             "The baseline holds no expectations (no clear cross-tile win at rebaseline).",
             "",
         ]
-    per_run = any(len(c.run_ratios) > 1 for c in cmp.checks)
+    per_run = any(len(c.run_ratios) > 1 for c in cmp.expectations)
     rows = []
-    for c in cmp.checks:
+    for c in cmp.expectations:
         e = c.expectation
         status = {
             Status.PASS: "PASS",
@@ -337,7 +315,7 @@ def _expectations(cmp: Comparison) -> list[str]:
         "",
         "Cross-tile must take at most *max ratio* of its twin's time, measured in the same rounds of this run.",
         "",
-        *_table(header, "lrrr" + "r" * per_run + "rl", rows),
+        *table(header, "lrrr" + "r" * per_run + "rl", rows),
         "",
     ]
 
@@ -353,11 +331,11 @@ def _rows(cmp: Comparison) -> list[str]:
         rows.append(
             (
                 f"`{r.key}`",
-                _ms(base),
-                _ms(now),
-                _pct(r.delta),
+                ms(base),
+                ms(now),
+                pct(r.delta),
                 f"{r.tolerance:.1%}" if r.tolerance is not None else "",
-                _p(r.p_faster if r.delta is not None and r.delta < 0 else r.p_slower),
+                p_value(r.p_faster if r.delta is not None and r.delta < 0 else r.p_slower),
                 verdict,
                 r.note,
             )
@@ -369,7 +347,7 @@ def _rows(cmp: Comparison) -> list[str]:
         "Mann-Whitney U p-value on the per-round samples against the baseline's, in the direction of the "
         f"change (significant below {cmp.baseline.policy.alpha:g}).",
         "",
-        *_table(
+        *table(
             ["case", "baseline (ms)", "now (ms)", "delta", "tolerance", "p", "verdict", "note"],
             "lrrrrrll",
             rows,
@@ -382,7 +360,7 @@ def _rows_only(run: Run) -> list[str]:
     rows = [
         (
             f"`{r.key}`",
-            _ms(r.median_s),
+            ms(r.median_s),
             f"{r.tflops:.1f}" if r.tflops else "",
             f"{r.ratio_to_torch:.3f}" if r.ratio_to_torch else "",
             str(len(r.samples_s)),
@@ -393,7 +371,7 @@ def _rows_only(run: Run) -> list[str]:
         )
     ]
     header = ["case", "median (ms)", "TFLOP/s", "time / torch (same run)", "rounds"]
-    return ["## All rows", "", *_table(header, "lrrrr", rows), ""]
+    return ["## All rows", "", *table(header, "lrrrr", rows), ""]
 
 
 def _banners(run: Run) -> list[str]:
@@ -455,7 +433,7 @@ def render(
     else:
         out += [f"Results `{run.path}`. {no_baseline_reason or ''}".rstrip(), ""]
     out += [*_environment(run, cmp.baseline if cmp else None), ""]
-    out += _families(run, cmp)
+    out += _pairs(run, cmp)
     if cmp is not None:
         out += _expectations(cmp)
         out += _rows(cmp)

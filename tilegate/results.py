@@ -15,8 +15,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeGuard
 
+from tilegate import stats
 from tilegate.errors import InputError
-from tilegate.fileio import is_finite_positive, read_json
+from tilegate.fileio import is_finite_number, is_finite_positive, read_json
 
 SMOKE_SLUG = "smoke"  # the "GPU" of a smoke run (CPU interpreter): no GPU facts exist
 
@@ -75,6 +76,7 @@ class Row:
     ratio_to_torch: float | None = None
     twin: str | None = None
     ratio_to_twin: float | None = None
+    reference: bool = False  # the reference row (cuBLAS): every ratio_to_torch is against it
 
     @property
     def group(self) -> tuple[str, str, int]:
@@ -93,6 +95,22 @@ class Run:
             if (row.variant, row.dtype, row.layout, row.K) == (variant, dtype, layout, K):
                 return row
         return None
+
+    def ratio(self, variant: str, than: str, dtype: str, layout: str, K: int) -> float | None:
+        """variant / than measured in the same rounds of this run; None unless both were measured.
+
+        The suite's recorded ratio_to_twin when it is for `than`; else the paired per-round
+        median (`stats.paired_ratio`); rows of unequal length (not the same rounds) fall back to
+        the ratio of their medians.
+        """
+        x, y = self.find(variant, dtype, layout, K), self.find(than, dtype, layout, K)
+        if x is None or y is None:
+            return None
+        if x.twin == than and x.ratio_to_twin is not None:
+            return x.ratio_to_twin
+        if len(x.samples_s) != len(y.samples_s):
+            return x.median_s / y.median_s
+        return stats.paired_ratio(x.samples_s, y.samples_s)
 
     @property
     def groups(self) -> frozenset[tuple[str, str, int]]:
@@ -169,7 +187,9 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
             capability=tuple(int(c) for c in cap) if isinstance(cap, list) else None,
             driver=_opt_str(gpu_raw, "driver"),
             cuda=_opt_str(gpu_raw, "cuda"),
-            memory_gib=gpu_raw.get("memory_gib") if _is_number(gpu_raw.get("memory_gib")) else None,
+            memory_gib=gpu_raw.get("memory_gib")
+            if is_finite_number(gpu_raw.get("memory_gib"))
+            else None,
         )
     elif gpu_raw is None and mode == "smoke":
         gpu = Gpu(name="CPU interpreter (smoke)", slug=SMOKE_SLUG)
@@ -268,6 +288,7 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
         ratios[k] = float(v) if v is not None else None
     twin = tg.get("twin")
     return Row(
+        reference=tg.get("reference") is True,
         key=key,
         variant=tg["variant"],
         dtype=tg["dtype"],

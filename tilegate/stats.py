@@ -24,8 +24,6 @@ import numpy as np
 from scipy import stats as _sp
 from scipy.stats import mannwhitneyu
 
-from tilegate import timing
-
 # Expected range of R normal draws in standard deviations (Tukey's d2). The calibration's
 # "drift" is the range of 3 per-run medians; other run counts are scaled to that scale.
 _D2 = {2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534, 7: 2.704, 8: 2.847, 9: 2.970, 10: 3.078}
@@ -144,16 +142,22 @@ def _mwu(x: Sequence[float], y: Sequence[float], alternative: str) -> float:
 
 
 def paired_ratio(x: Sequence[float], ref: Sequence[float]) -> float:
-    """x / ref measured in the same run: median over rounds of x_i / ref_i.
+    """x / ref measured in the same rounds: the median over rounds of x_i / ref_i.
 
-    Rounds are interleaved, so sample i of both rows saw the same GPU state; the per-round
-    ratio cancels what drifted between rounds. With unequal sample counts (not the same rounds)
-    it falls back to the ratio of medians.
+    Rounds are interleaved, so sample i of both rows saw the same GPU state and the per-round
+    ratio cancels what drifted between rounds. The only same-run ratio of the project: the suite
+    records it, the gate recomputes it. Raises ValueError unless both have the same number of
+    samples (the same rounds) and every reference sample is positive.
     """
     if not x or not ref:
         raise ValueError("paired_ratio of an empty row")
-    paired = timing.paired_ratio(list(x), list(ref))
-    return float(paired) if paired is not None else median(x) / median(ref)
+    if len(x) != len(ref):
+        raise ValueError(
+            f"paired_ratio of rows not timed in the same rounds ({len(x)} vs {len(ref)})"
+        )
+    if any(r <= 0 for r in ref):
+        raise ValueError("paired_ratio against a non-positive reference sample")
+    return float(statistics.median(a / b for a, b in zip(x, ref, strict=True)))
 
 
 def majority(flags: Sequence[bool]) -> bool:

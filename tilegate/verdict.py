@@ -1,4 +1,4 @@
-"""Verdicts: each row against its baseline, each expectation on same-run ratios, and the exit code.
+"""Verdicts: each row against its baseline, the expectations (tilegate.crosstile), the exit code.
 
 The decision rule (docs/gate.md explains the numbers):
 
@@ -24,18 +24,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from tilegate import stats
-from tilegate.baseline import (
-    Baseline,
-    BaselineRow,
-    Expectation,
-    Policy,
-    baseline_path,
-    how_to_create,
-    listing,
-    pair_ratio,
-)
+from tilegate.baseline import Baseline, BaselineRow, baseline_path, how_to_create
+from tilegate.crosstile import ExpectationResult, Status, check_expectation
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
+from tilegate.markdown import listing
 from tilegate.results import Row, Run
+from tilegate.tolerances import Policy
 
 
 class Verdict(str, enum.Enum):
@@ -92,58 +86,31 @@ class RowVerdict:
         return self.verdict is Verdict.REGRESSED and not self.reference
 
 
-class Status(str, enum.Enum):
-    PASS = "PASS"
-    FAIL = "FAIL"
-    NOT_MEASURED = "NOT MEASURED"
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """One expectation at one K."""
-
-    expectation: Expectation
-    K: int
-    max_ratio: float
-    status: Status
-    ratio: float | None = None  # median over runs of the same-run ratio
-    run_ratios: tuple[float, ...] = ()
-    baseline_ratio: float | None = None  # median of the ratios measured at rebaseline
-    note: str = ""
-
-    @property
-    def rows(self) -> tuple[str, str]:
-        e = self.expectation
-        return (
-            f"{e.faster}-{e.dtype}-{e.layout}-K{self.K}",
-            f"{e.than}-{e.dtype}-{e.layout}-K{self.K}",
-        )
-
-
 @dataclass(frozen=True)
 class Comparison:
     run: Run
     baseline: Baseline
     confirmations: tuple[Run, ...]
     rows: tuple[RowVerdict, ...]
-    checks: tuple[CheckResult, ...]
+    expectations: tuple[ExpectationResult, ...]
     missing_allowed: tuple[str, ...] = ()  # baseline rows of measured groups absent from the run
 
     def by(self, *verdicts: Verdict) -> list[RowVerdict]:
         return [r for r in self.rows if r.verdict in verdicts]
 
     @property
-    def failed_checks(self) -> list[CheckResult]:
-        return [c for c in self.checks if c.status is Status.FAIL]
+    def broken(self) -> list[ExpectationResult]:
+        """The expectations that failed."""
+        return [c for c in self.expectations if c.status is Status.FAIL]
 
     @property
     def exit_code(self) -> int:
-        return EXIT_FAIL if any(r.fails for r in self.rows) or self.failed_checks else EXIT_OK
+        return EXIT_FAIL if any(r.fails for r in self.rows) or self.broken else EXIT_OK
 
     def suspects(self) -> list[str]:
         """Case ids to measure again: regressed or unsure rows, and both rows of a broken expectation."""
         keys = [r.key for r in self.by(Verdict.REGRESSED, Verdict.UNSURE) if not r.reference]
-        for c in self.failed_checks:
+        for c in self.broken:
             keys += [k for k in c.rows if k in self.run.rows]
         return list(dict.fromkeys(keys))
 
@@ -198,99 +165,10 @@ def _row_note(
     return ""
 
 
-# --- expectations and families -----------------------------------------------------------------
-
-
-def run_ratio(run: Run, faster: str, than: str, dtype: str, layout: str, K: int) -> float | None:
-    x, y = run.find(faster, dtype, layout, K), run.find(than, dtype, layout, K)
-    return pair_ratio(x, y) if x is not None and y is not None else None
-
-
-def _check(
-    e: Expectation, K: int, max_ratio: float, runs: Sequence[Run], baseline_ratio: float | None
-) -> CheckResult:
-    ratios = tuple(
-        r
-        for r in (run_ratio(run, e.faster, e.than, e.dtype, e.layout, K) for run in runs)
-        if r is not None
-    )
-    if not ratios:
-        return CheckResult(
-            e,
-            K,
-            max_ratio,
-            Status.NOT_MEASURED,
-            baseline_ratio=baseline_ratio,
-            note="both rows needed in the same run",
-        )
-    broken = stats.majority([r > max_ratio for r in ratios])
-    ratio = stats.median(ratios)
-    note = ""
-    if broken:
-        note = (
-            "cross-tile stopped winning"
-            if ratio >= 1
-            else "cross-tile still wins, by less than it must"
-        )
-    elif any(r > max_ratio for r in ratios):
-        note = f"broken in {sum(r > max_ratio for r in ratios)} of {len(ratios)} runs, not in most"
-    return CheckResult(
-        e, K, max_ratio, Status.FAIL if broken else Status.PASS, ratio, ratios, baseline_ratio, note
-    )
-
-
-@dataclass(frozen=True)
-class Family:
-    """A cross-tile variant and its twin, at one (dtype, layout), over K."""
-
-    faster: str
-    than: str
-    dtype: str
-    layout: str
-    Ks: tuple[int, ...]
-    now: dict[int, float]  # same-run ratio per K in this run
-    base: dict[int, float]  # ratio per K at rebaseline
-
-    @staticmethod
-    def crossover(ratios: dict[int, float]) -> int | None:
-        """The smallest K where cross-tile no longer wins (ratio >= 1); None if it wins at every K."""
-        return next((K for K in sorted(ratios) if ratios[K] >= 1.0), None)
-
-
-def families(run: Run, baseline: Baseline | None) -> list[Family]:
-    """Every (cross-tile variant, twin, dtype, layout) this run measured, with ratios now and at baseline."""
-    keys = sorted({(r.variant, r.twin, r.dtype, r.layout) for r in run.rows.values() if r.twin})
-    order = {v: i for i, v in enumerate(run.variant_order)}
-    keys.sort(key=lambda k: (order.get(k[0], 99), k[2], k[3]))
-    out = []
-    for faster, than, dtype, layout in keys:
-        assert than is not None
-        now: dict[int, float] = {}
-        base: dict[int, float] = {}
-        for row in run.rows.values():
-            if (row.variant, row.dtype, row.layout) != (faster, dtype, layout):
-                continue
-            ratio = run_ratio(run, faster, than, dtype, layout, row.K)
-            if ratio is not None:
-                now[row.K] = ratio
-        if baseline is not None:
-            for b in baseline.rows.values():
-                if (b.variant, b.twin, b.dtype, b.layout) == (
-                    faster,
-                    than,
-                    dtype,
-                    layout,
-                ) and b.ratio_to_twin:
-                    base[b.K] = b.ratio_to_twin
-        if now:
-            out.append(Family(faster, than, dtype, layout, tuple(sorted(now)), now, base))
-    return out
-
-
 # --- the comparison ------------------------------------------------------------------------------
 
 
-def check_comparable(run: Run, baseline: Baseline) -> None:
+def ensure_comparable(run: Run, baseline: Baseline) -> None:
     """Refuse (InputError) a baseline that cannot judge this run."""
     slug = run.env.gpu.slug
     if baseline.slug != slug:
@@ -316,7 +194,7 @@ def check_comparable(run: Run, baseline: Baseline) -> None:
             )
 
 
-def _check_confirmation(run: Run, conf: Run) -> None:
+def _ensure_same_setup(run: Run, conf: Run) -> None:
     if conf.env.gpu.slug != run.env.gpu.slug or conf.env.mode != run.env.mode:
         raise InputError(
             f"confirmation run {conf.path} is a {conf.env.mode} run on {conf.env.gpu.slug}, results {run.path} "
@@ -338,9 +216,9 @@ def compare(
     allow_missing: bool = False,
 ) -> Comparison:
     """Judge every row and expectation; InputError when the baseline cannot judge this run."""
-    check_comparable(run, baseline)
+    ensure_comparable(run, baseline)
     for conf in confirmations:
-        _check_confirmation(run, conf)
+        _ensure_same_setup(run, conf)
     policy = baseline.policy
     reference = set(policy.reference_variants)
 
@@ -400,9 +278,11 @@ def compare(
             )
 
     checks = [
-        _check(e, c.K, c.max_ratio, [run], stats.median(c.measured) if c.measured else None)
+        check_expectation(
+            e, c.K, c.max_ratio, [run], stats.median(c.measured) if c.measured else None
+        )
         for e in baseline.expectations
-        for c in e.checks
+        for c in e.bounds
     ]
 
     if confirmations:
@@ -414,7 +294,9 @@ def compare(
             for v in verdicts
         ]
         checks = [
-            _check(c.expectation, c.K, c.max_ratio, [run, *confirmations], c.baseline_ratio)
+            check_expectation(
+                c.expectation, c.K, c.max_ratio, [run, *confirmations], c.baseline_ratio
+            )
             if c.status is Status.FAIL
             else c
             for c in checks

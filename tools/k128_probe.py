@@ -27,8 +27,10 @@ import tune
 
 from kernels import tma
 from kernels._common import launch_kernel
-from tilegate.gpu import gpu_info
-from tilegate.timing import CudaTimer, TimerConfig, paired_ratio
+from tilegate.harness.correctness import REL_ERR_TOL, check_call, reference
+from tilegate.harness.device import gpu_info
+from tilegate.harness.timing import CudaTimer, TimerConfig
+from tilegate.stats import paired_ratio
 
 M = N = 16384
 K = int(sys.argv[2]) if len(sys.argv) > 2 else 128
@@ -79,19 +81,24 @@ cands = {
 gen = torch.Generator(device="cuda").manual_seed(0)
 a = torch.randn(M, K, dtype=torch.float16, device="cuda", generator=gen)
 b = torch.randn(N, K, dtype=torch.float16, device="cuda", generator=gen).T
-ref = torch.matmul(a, b)
+ref = reference(a, b)
 fns = {"torch": partial(torch.matmul, a, b, out=torch.empty(M, N, dtype=a.dtype, device="cuda"))}
 for name, launch in cands.items():
-    out = torch.full((M, N), float("nan"), dtype=a.dtype, device="cuda")
+    out = torch.empty((M, N), dtype=a.dtype, device="cuda")
     try:
-        launch_kernel(name, launch, a, b, out)
-        torch.cuda.synchronize()
+        got = check_call(
+            lambda a, b, out, launch=launch, name=name: launch_kernel(name, launch, a, b, out),
+            a,
+            b,
+            ref,
+            out,
+            REL_ERR_TOL["fp16"],
+        )
     except Exception as exc:
         print(name, "FAILED", type(exc).__name__, str(exc)[:200])
         continue
-    err = float((out.float() - ref.float()).norm() / ref.float().norm())
-    if not err < 1e-2:
-        print(name, "WRONG", err)
+    if not got.correct:
+        print(name, "WRONG", got.error or got.rel_err)
         continue
     fns[name] = partial(launch_kernel, name, launch, a, b, out)
 

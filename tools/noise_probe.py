@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 
 from kernels import VARIANTS
-from tilegate.gpu import gpu_info
-from tilegate.timing import CudaTimer, TimerConfig
+from tilegate.harness.device import gpu_info
+from tilegate.harness.timing import CudaTimer, TimerConfig
 
 
 def main() -> int:

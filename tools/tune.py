@@ -23,8 +23,10 @@ import torch
 
 from kernels import configs, persistent, tma
 from kernels._common import run_matmul
-from tilegate.gpu import gpu_info
-from tilegate.timing import CudaTimer, TimerConfig, paired_ratio
+from tilegate.harness.correctness import REL_ERR_TOL, check_call, reference
+from tilegate.harness.device import gpu_info
+from tilegate.harness.timing import CudaTimer, TimerConfig
+from tilegate.stats import paired_ratio
 
 _CFG = re.compile(r"^(\d+)x(\d+)x(\d+)w(\d+)s(\d+)p(\d+)(sub)?(?:g(\d+))?$")
 
@@ -83,7 +85,7 @@ def main() -> int:
         b = torch.randn(args.m, k, dtype=torch.float16, device="cuda", generator=gen).T
         if args.layout == "nn":
             b = b.contiguous()
-        ref = torch.matmul(a.float(), b.float())
+        ref = reference(a, b)
         fns = {
             "torch": partial(
                 torch.matmul, a, b, out=torch.empty(args.m, args.m, dtype=a.dtype, device="cuda")
@@ -95,20 +97,17 @@ def main() -> int:
             for flat in flats:
                 label = f"{name_of(cfg)}/{'xtile' if flat else 'swz'}"
                 plan = partial(module.plan, variant=label, flatten=flat, config=cfg, **extra)
-                out = torch.full((args.m, args.m), float("nan"), dtype=a.dtype, device="cuda")
+                out = torch.empty((args.m, args.m), dtype=a.dtype, device="cuda")
+                matmul = partial(run_matmul, label, plan)
                 try:
-                    run_matmul(label, plan, a, b, out=out)
-                    torch.cuda.synchronize()
-                except (
-                    Exception
-                ) as exc:  # a config that does not compile or fit is reported, not fatal
+                    got = check_call(matmul, a, b, ref, out, REL_ERR_TOL["fp16"])
+                except Exception as exc:  # a config that does not compile or fit is reported
                     print(
                         f"K={k} {label}: FAILED {type(exc).__name__}: {str(exc)[:200]}", flush=True
                     )
                     continue
-                err = float((out.float() - ref).norm() / ref.norm())
-                if not err < 1e-2:
-                    print(f"K={k} {label}: WRONG rel err {err:.3g}", flush=True)
+                if not got.correct:
+                    print(f"K={k} {label}: WRONG {got.error or f'rel err {got.rel_err:.3g}'}")
                     continue
                 fns[label] = partial(run_matmul, label, plan, a, b, out=out)
         del ref

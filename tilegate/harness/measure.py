@@ -19,11 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tilegate.cases import Case
-from tilegate.timing import paired_ratio
-
-# Relative Frobenius error allowed against the reference. fp16/bf16 outputs round at ~5e-4 /
-# ~4e-3; 1e-2 is what the calibration used and still catches a missing K block or tile.
-REL_ERR_TOL = {"fp16": 1e-2, "bf16": 1e-2}
+from tilegate.harness.correctness import REL_ERR_TOL, check_call, reference
+from tilegate.stats import paired_ratio
 
 
 @dataclass
@@ -90,7 +87,6 @@ class GroupMeasurer:
         sampler: Any = None,
         on_group: Callable[[str, dict[str, CaseResult], float], None] | None = None,
         on_progress: Callable[[str], None] | None = None,
-        torch_module: Any = None,
     ) -> None:
         import torch
 
@@ -101,8 +97,12 @@ class GroupMeasurer:
         self.soak_s = soak_s
         self.sampler = sampler
         self.soaked_s = 0.0
-        self.torch = torch_module or torch
+        self.torch = torch
         self.registry = registry
+        # the variant every row's ratio_to_torch is measured against (kernels.REFERENCE)
+        self.reference = next(
+            (name for name, v in registry.items() if getattr(v, "reference", False)), None
+        )
         self.timer = timer
         self.device = device
         self.capability = capability
@@ -124,8 +124,10 @@ class GroupMeasurer:
     # -- internals -------------------------------------------------------------------------
 
     def _inputs(self, case: Case) -> tuple[Any, Any]:
+        from kernels import DTYPES
+
         torch = self.torch
-        dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[case.dtype]
+        dtype = DTYPES[case.dtype]
         gen = torch.Generator(device=self.device).manual_seed(group_seed(case.group))
         a = torch.randn(case.m, case.k, dtype=dtype, device=self.device, generator=gen)
         if case.layout == "nn":
@@ -133,33 +135,6 @@ class GroupMeasurer:
         else:  # "nt": B stored N x K (K contiguous), passed as its transpose with no copy
             b = torch.randn(case.n, case.k, dtype=dtype, device=self.device, generator=gen).T
         return a, b
-
-    def _reference(self, a: Any, b: Any) -> Any:
-        torch = self.torch
-        hi = torch.float64 if a.device.type == "cpu" else torch.float32
-        return torch.matmul(a.to(hi), b.to(hi))
-
-    def _check(
-        self, variant: Any, a: Any, b: Any, ref: Any, out: Any, tol: float
-    ) -> tuple[bool, float, str | None]:
-        """Poison `out`, run once, compare; returns (correct, rel_err, error message)."""
-        torch = self.torch
-        out.fill_(float("nan"))
-        got = variant.matmul(a, b, out=out)
-        if got is not out:
-            return False, math.inf, "matmul(a, b, out=c) did not return c"
-        if tuple(got.shape) != tuple(ref.shape) or got.dtype != a.dtype:
-            return (
-                False,
-                math.inf,
-                f"returned {tuple(got.shape)} {got.dtype}, expected {tuple(ref.shape)} {a.dtype}",
-            )
-        unwritten = int(torch.isnan(got).sum())
-        if unwritten:
-            return False, math.inf, f"{unwritten} output elements were never written (still NaN)"
-        diff = got.to(ref.dtype) - ref
-        rel = float(torch.linalg.vector_norm(diff) / torch.linalg.vector_norm(ref).clamp_min(1e-30))
-        return math.isfinite(rel) and rel <= tol, rel, None
 
     def _out(self, case: Case, dtype: Any) -> Any:
         """One output buffer per (variant, dtype, M, N), shared by the groups of the run."""
@@ -172,7 +147,7 @@ class GroupMeasurer:
         """Draw the group's inputs and check every variant; the checked ones get a timed callable."""
         t0 = time.perf_counter()
         a, b = self._inputs(group_cases[0])
-        ref = self._reference(a, b)
+        ref = reference(a, b)
         prep = _Prepared(group, {}, {})
         for case in group_cases:
             res = prep.results[case.variant] = CaseResult(case)
@@ -186,14 +161,14 @@ class GroupMeasurer:
                 continue
             out = self._out(case, a.dtype)
             try:
-                ok, rel, err = self._check(variant, a, b, ref, out, REL_ERR_TOL[case.dtype])
+                got = check_call(variant.matmul, a, b, ref, out, REL_ERR_TOL[case.dtype])
             except Exception as exc:  # a kernel that raises fails its own case, not the group
                 res.error = f"{type(exc).__name__}: {exc}"
                 continue
-            res.correct, res.rel_err, res.error = ok, rel, err
+            res.correct, res.rel_err, res.error = got.correct, got.rel_err, got.error
             # A wrong kernel is still timed (its row is written, marked incorrect, and refused
             # by the gate); a kernel that errored or wrote nothing is not.
-            if err is None:
+            if got.error is None:
                 prep.fns[case.variant] = functools.partial(variant.matmul, a, b, out=out)
         del ref
         prep.seconds = time.perf_counter() - t0
@@ -261,7 +236,7 @@ class GroupMeasurer:
         return samples[-1].temperature_c if samples else None
 
     def _finish(self, prep: _Prepared) -> None:
-        torch_samples = prep.samples.get("torch")
+        torch_samples = prep.samples.get(self.reference) if self.reference else None
         state = self.sampler.window(prep.spans) if self.sampler is not None else None
         for name, res in prep.results.items():
             res.samples_s = prep.samples.get(name, [])
@@ -291,15 +266,18 @@ class GroupMeasurer:
             "tolerance": REL_ERR_TOL[case.dtype],
             "samples_s": res.samples_s,
         }
+        if case.variant == self.reference:
+            extra["reference"] = True
         if res.error:
             extra["error"] = res.error
         if res.samples_s:
             med = statistics.median(res.samples_s)
             extra["median_s"] = med
             extra["tflops"] = round(case.flops / med / 1e12, 3)
+            # the JSON key says "torch": it is the reference's, whatever the registry names it
             extra["ratio_to_torch"] = (
                 paired_ratio(res.samples_s, torch_samples)
-                if torch_samples and case.variant != "torch"
+                if torch_samples and case.variant != self.reference
                 else None
             )
         variant = self.registry.get(case.variant)

@@ -78,12 +78,6 @@ class CudaTimer:
             nbytes = max(L2_FLUSH_MIN_BYTES, 4 * l2_bytes)
             self._flush_buf = torch.empty(nbytes // 4, dtype=torch.int32, device="cuda")
 
-    @property
-    def l2_policy(self) -> str:
-        if self._flush_buf is None:
-            return "no flush (warm L2)"
-        return f"flush before every call ({self._flush_buf.numel() * 4 // 2**20} MiB zeroed)"
-
     def _flush(self) -> None:
         if self._flush_buf is not None:
             self._flush_buf.zero_()
@@ -130,7 +124,6 @@ class HostTimer:
     """Smoke mode only: a host clock around synchronous CPU (interpreter) calls. Measures nothing real."""
 
     name = "perf-counter"
-    l2_policy = "none (CPU interpreter)"
 
     def __init__(self, config: TimerConfig) -> None:
         self.config = config
@@ -154,8 +147,20 @@ class HostTimer:
         return out
 
 
-def paired_ratio(x: list[float], ref: list[float]) -> float | None:
-    """Median over rounds of x_i / ref_i: the same-run ratio that survives drift between rounds."""
-    if not x or len(x) != len(ref) or any(r <= 0 for r in ref):
-        return None
-    return statistics.median(a / b for a, b in zip(x, ref, strict=True))
+def event_time(fn: Callable[[], Any], reps: int = 5) -> float:
+    """Median device seconds of `fn` over `reps` calls, each bracketed by a CUDA event pair.
+
+    For calibrating a test-only slowdown (perf_tests/inject.py), not for measuring: it has no
+    L2 flush and no interleaving.
+    """
+    import torch
+
+    times = []
+    for _ in range(reps):
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(begin.elapsed_time(end) / 1e3)
+    return statistics.median(times)

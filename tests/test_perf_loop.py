@@ -1,0 +1,141 @@
+"""The perf loop (tilegate/perf.py) with a stand-in suite: what is measured again, and the exit code.
+
+The stand-in writes recorded-style synthetic results (tests/_factories.py) instead of running
+pytest on a GPU, so the loop's decisions are tested here: suspects measured again before they
+can fail, a run that cannot be judged is exit 2 with a CANNOT JUDGE report, a crashed case is
+exit 2 even when the rest holds, and `rebaseline --measure` stops at the first failed run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from tests._factories import build_baseline, key, make_run, write
+from tilegate.baseline import save_baseline
+from tilegate.perf import Perf, measure_runs
+
+
+class FakeSuite:
+    """Writes a synthetic results file per call; `plan` says, call by call, how it goes."""
+
+    def __init__(self, *plan: dict[str, object]) -> None:
+        self.plan = list(plan)
+        self.calls: list[tuple[Path, str, list[str]]] = []
+
+    def __call__(self, out: Path, profile: str, extra: Sequence[str]) -> int:
+        step = self.plan[min(len(self.calls), len(self.plan) - 1)]
+        self.calls.append((out, profile, list(extra)))
+        step = dict(step)
+        code = int(step.pop("code", 0))  # type: ignore[call-overload]
+        if not step.pop("no_results", False):
+            write(out, make_run(**step))  # type: ignore[arg-type]
+        return code
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("baseline")
+    path = d / "nvidia-h200.json"
+    save_baseline(path, build_baseline(d))
+    return path
+
+
+def perf(tmp_path: Path, baseline: Path | None, suite: FakeSuite, **kw: object) -> tuple[int, Perf]:
+    lines: list[str] = []
+    p = Perf(
+        baseline=baseline,
+        out_dir=tmp_path / ".perf",
+        plots=False,
+        suite=suite,
+        detect_gpu=lambda: "nvidia-h200",
+        log=lines.append,
+        **kw,  # type: ignore[arg-type]
+    )
+    code = p.run()
+    p.lines = lines  # type: ignore[attr-defined]
+    return code, p
+
+
+def test_unchanged_code_passes_without_measuring_again(tmp_path: Path, baseline: Path) -> None:
+    suite = FakeSuite({"seed": 50})
+    code, _ = perf(tmp_path, baseline, suite)
+    assert code == 0
+    assert len(suite.calls) == 1
+    assert (tmp_path / ".perf" / "report.md").read_text().startswith("# tilegate: PASS")
+
+
+def test_a_suspect_is_measured_again_and_confirmed(tmp_path: Path, baseline: Path) -> None:
+    slow = {key("persistent", K=4096): 1.10}
+    suite = FakeSuite({"seed": 51, "slow": slow}, {"seed": 52, "slow": slow, "ks": (4096,)})
+    code, _ = perf(tmp_path, baseline, suite)
+    assert code == 1
+    assert len(suite.calls) == 2
+    _, _, extra = suite.calls[1]
+    assert extra == [f"--perf-groups-of={tmp_path / '.perf' / 'suspects.txt'}"]
+    report = (tmp_path / ".perf" / "report.md").read_text()
+    assert "confirmed by 1 re-measurement" in report and key("persistent", K=4096) in report
+
+
+def test_noise_in_the_first_run_is_acquitted_by_the_second(tmp_path: Path, baseline: Path) -> None:
+    suite = FakeSuite(
+        {"seed": 53, "slow": {key("persistent", K=4096): 1.10}}, {"seed": 54, "ks": (4096,)}
+    )
+    code, _ = perf(tmp_path, baseline, suite)
+    assert code == 0 and len(suite.calls) == 2
+
+
+def test_no_gpu_is_2_with_a_cannot_judge_report(tmp_path: Path, baseline: Path) -> None:
+    def no_gpu() -> str:
+        raise RuntimeError("no CUDA GPU visible to torch")
+
+    report = tmp_path / ".perf" / "report.md"
+    report.parent.mkdir()
+    report.write_text("# tilegate: PASS (a stale report of an earlier run)\n")
+    lines: list[str] = []
+    suite = FakeSuite({"seed": 55})
+    p = Perf(
+        baseline=baseline,
+        out_dir=tmp_path / ".perf",
+        suite=suite,
+        detect_gpu=no_gpu,
+        log=lines.append,
+    )
+    assert p.run() == 2
+    assert not suite.calls
+    assert report.read_text().startswith("# tilegate: CANNOT JUDGE")
+    assert any("no CUDA GPU" in line for line in lines)
+
+
+def test_no_baseline_is_2_unless_report_only(tmp_path: Path) -> None:
+    missing = tmp_path / "nvidia-h200.json"
+    code, p = perf(tmp_path, None, FakeSuite({"seed": 56}), baselines_dir=tmp_path)
+    assert code == 2
+    assert any("nox -s rebaseline" in line for line in p.lines)  # type: ignore[attr-defined]
+    assert not missing.exists()
+    code, _ = perf(
+        tmp_path, None, FakeSuite({"seed": 56}), baselines_dir=tmp_path, report_only=True
+    )
+    assert code == 0
+
+
+def test_a_suite_that_wrote_nothing_is_2(tmp_path: Path, baseline: Path) -> None:
+    code, _ = perf(tmp_path, baseline, FakeSuite({"no_results": True, "code": 3}))
+    assert code == 2
+    assert (tmp_path / ".perf" / "report.md").read_text().startswith("# tilegate: CANNOT JUDGE")
+
+
+def test_a_failed_case_makes_a_passing_run_2(tmp_path: Path, baseline: Path) -> None:
+    code, p = perf(tmp_path, baseline, FakeSuite({"seed": 57, "code": 1}))
+    assert code == 2
+    assert any("cannot be judged" in line for line in p.lines)  # type: ignore[attr-defined]
+
+
+def test_measure_runs_stops_at_the_first_failure(tmp_path: Path) -> None:
+    suite = FakeSuite({"seed": 60}, {"seed": 61, "code": 1}, {"seed": 62})
+    runs, failed = measure_runs(3, "quick", [], tmp_path, suite=suite, log=lambda line: None)
+    assert [r.name for r in runs] == ["run-1.json"]
+    assert failed is not None and "run 2 failed" in failed
+    assert len(suite.calls) == 2

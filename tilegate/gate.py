@@ -1,0 +1,108 @@
+"""The gate: a results file (and its re-measurements) against its GPU's baseline -> report, exit code.
+
+`judge` is what `tilegate compare` / `tilegate report` and the `tilegate perf` loop call. It
+raises nothing for bad input: a problem it cannot judge becomes exit 2 with the reason, and the
+report file, when one is asked for, then says CANNOT JUDGE (never a stale report).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tilegate.baseline import baseline_path, how_to_create, load_baseline
+from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
+from tilegate.fileio import atomic_write_text
+from tilegate.report import render
+from tilegate.results import Run, load_results
+from tilegate.verdict import Comparison, compare
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The outcome of judging one run: exit code, report text, and the comparison if one was made."""
+
+    code: int
+    text: str
+    comparison: Comparison | None = None
+    error: str | None = None  # why it could not judge (exit 2)
+    notes: tuple[str, ...] = ()  # what the caller should tell the user beside the report
+
+    @property
+    def headline(self) -> str:
+        return self.text.splitlines()[0].lstrip("# ") if self.text else ""
+
+
+def cannot_judge_report(reason: str) -> str:
+    return f"# tilegate: CANNOT JUDGE (exit 2)\n\n{reason}\n"
+
+
+def _plots(run: Run, cmp: Comparison | None, directory: Path | None) -> tuple[list[Path], str]:
+    if directory is None:
+        return [], ""
+    try:
+        from tilegate import plots
+    except ImportError as err:  # matplotlib is optional
+        return [], f"no plots: {err} (install the `plots` dependency group)"
+    return plots.make_plots(run, cmp, directory), ""
+
+
+def judge(
+    results: Path,
+    baseline: Path | None = None,
+    confirmations: Sequence[Path] = (),
+    *,
+    baselines_dir: Path = Path("baselines"),
+    report_path: Path | None = None,
+    plots_dir: Path | None = None,
+    report_only: bool = False,
+    allow_missing: bool = False,
+    suspects_path: Path | None = None,
+) -> Judgement:
+    """Judge `results` against `baseline` (default: the results' GPU's file in `baselines_dir`).
+
+    `report_only` never fails (exit 0), and without a baseline reports the run alone. The
+    report is written to `report_path` (atomically) when given, in every outcome; the case ids
+    to measure again (`Comparison.suspects`) to `suspects_path`, one a line.
+    """
+    try:
+        run = load_results(results)
+        path = baseline or baseline_path(run.env.gpu.slug, baselines_dir)
+        cmp: Comparison | None = None
+        no_baseline = None
+        if not path.is_file() and report_only:
+            no_baseline = (
+                f"No baseline for {run.env.gpu.slug} at `{path}`, so no verdict. "
+                f"{how_to_create(run.env.gpu.slug, path)}"
+            )
+        else:
+            if not path.is_file():
+                raise InputError(
+                    f"no baseline for {run.env.gpu.slug}: {path} does not exist. "
+                    f"{how_to_create(run.env.gpu.slug, path)} "
+                    "To see the report without a verdict, pass --report-only."
+                )
+            reruns = [load_results(c) for c in confirmations]
+            cmp = compare(run, load_baseline(path), reruns, allow_missing=allow_missing)
+        if suspects_path is not None:
+            keys = cmp.suspects() if cmp else []
+            atomic_write_text(suspects_path, "".join(f"{k}\n" for k in keys))
+        plot_files, plot_note = _plots(run, cmp, plots_dir)
+        text = render(
+            run,
+            cmp,
+            report_only=report_only,
+            no_baseline_reason=no_baseline,
+            plots=plot_files,
+            relative_to=report_path.parent if report_path else None,
+            suspects_path=suspects_path,
+        )
+    except InputError as err:
+        if report_path is not None:
+            atomic_write_text(report_path, cannot_judge_report(str(err)))
+        return Judgement(EXIT_CANNOT_JUDGE, "", None, str(err))
+    if report_path is not None:
+        atomic_write_text(report_path, text)
+    code = EXIT_OK if report_only or cmp is None else cmp.exit_code
+    return Judgement(code, text, cmp, notes=(plot_note,) if plot_note else ())

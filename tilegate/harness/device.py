@@ -1,0 +1,119 @@
+"""What the GPU is: name, slug, SMs, capability, memory, L2, driver, CUDA, and the software.
+
+`python -m tilegate.harness.device [--slug]` prints it, or says there is no GPU (exit 2).
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+def slugify(name: str) -> str:
+    """'NVIDIA H200' -> 'nvidia-h200': the baseline file name for a GPU model."""
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    if not slug:
+        raise ValueError(f"GPU name {name!r} gives an empty slug")
+    return slug
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    name: str
+    slug: str
+    sm_count: int
+    capability: tuple[int, int]
+    memory_gib: float
+    l2_bytes: int
+    driver: str
+    cuda: str
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["capability"] = list(self.capability)
+        return data
+
+
+def software_versions() -> dict[str, str]:
+    import torch
+    import triton
+
+    return {
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def nvml() -> Any | None:
+    """The initialised `pynvml` module (nvidia-ml-py), or None where it is missing or fails."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    return pynvml
+
+
+def _nvml_driver() -> str | None:
+    nv = nvml()
+    if nv is None:
+        return None
+    version = nv.nvmlSystemGetDriverVersion()
+    return version.decode() if isinstance(version, bytes) else str(version)
+
+
+def gpu_info(device_index: int = 0) -> GpuInfo:
+    """Facts about the CUDA device; raises RuntimeError when there is none."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError(
+            f"no CUDA GPU visible to torch {torch.__version__} (torch.version.cuda={torch.version.cuda})"
+        )
+    props = torch.cuda.get_device_properties(device_index)
+    return GpuInfo(
+        name=props.name,
+        slug=slugify(props.name),
+        sm_count=props.multi_processor_count,
+        capability=(props.major, props.minor),
+        memory_gib=round(props.total_memory / 2**30, 1),
+        l2_bytes=int(getattr(props, "L2_cache_size", 0) or 0),
+        driver=_nvml_driver() or "unknown",
+        cuda=str(torch.version.cuda),
+    )
+
+
+NO_GPU_HINT = (
+    "  `nox -s perf` needs a CUDA GPU and the runner's CUDA build of torch and Triton.\n"
+    "  Without a GPU: `nox -s tests` (CPU tests), `nox -s smoke` (pipeline on the interpreter),\n"
+    "  `tilegate compare RESULTS BASELINE` (judge results measured elsewhere)."
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m tilegate.harness.device`: print the GPU's slug, or say there is none (exit 2)."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        info = gpu_info()
+    except (RuntimeError, ImportError) as err:
+        print(f"tilegate: cannot measure: {err}.\n{NO_GPU_HINT}", file=sys.stderr)
+        return 2
+    if "--slug" in args:
+        print(info.slug)
+    else:
+        print(
+            f"{info.name} ({info.slug}), {info.sm_count} SMs, sm_{info.capability[0]}{info.capability[1]}, "
+            f"driver {info.driver}, CUDA {info.cuda}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

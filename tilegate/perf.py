@@ -1,0 +1,198 @@
+"""The perf loop: measure -> judge -> re-measure the suspects -> judge again, and its rebaseline twin.
+
+`nox -s perf` is `tilegate perf`, and `nox -s rebaseline` is `tilegate rebaseline --measure N`:
+the orchestration lives here, where it is tested (tests/test_perf_loop.py), not in the noxfile.
+The suite runs as a pytest subprocess on this interpreter (a GPU runner's own CUDA torch and
+Triton); its results file is written atomically, so a crashed run leaves none. Suspect rows are
+handed to the re-measurement through a file of case ids (the suite's --perf-groups-of).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tilegate.baseline import baseline_path
+from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK
+from tilegate.fileio import atomic_write_text
+from tilegate.gate import Judgement, cannot_judge_report, judge
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE_PROFILE = "smoke"  # the CPU interpreter profile: no GPU, timings meaningless
+# pytest's exit codes that still leave results worth judging: all passed, nothing collected
+_SUITE_OK = (0, 5)
+VERDICT_TEXT = {0: "everything holds", 1: "REGRESSION or broken expectation", 2: "cannot judge"}
+
+
+def run_suite(out: Path, profile: str, extra: Sequence[str] = ()) -> int:
+    """Run the perf suite into `out` (written only if the suite wrote it); return pytest's code."""
+    partial = out.with_name(out.name + ".partial")
+    partial.unlink(missing_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    if profile == SMOKE_PROFILE:
+        env["TRITON_INTERPRET"] = "1"
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "perf_tests",
+        "-p",
+        "no:cacheprovider",
+        "-v",
+        f"--perf-profile={profile}",
+        f"--benchmark-json={partial}",
+        "--benchmark-columns=min,median,iqr,max,rounds",
+        "--benchmark-sort=name",
+        "--benchmark-group-by=group",
+        *extra,
+    ]
+    code = subprocess.run(cmd, cwd=ROOT, env=env, check=False).returncode
+    if partial.exists():
+        partial.replace(out)
+    return code
+
+
+def gpu_slug() -> str:
+    """This machine's GPU slug; raises RuntimeError (or ImportError) when there is no GPU."""
+    from tilegate.harness.device import gpu_info
+
+    return gpu_info().slug
+
+
+Suite = Callable[[Path, str, Sequence[str]], int]
+
+
+@dataclass
+class Perf:
+    """One `tilegate perf` invocation: where it writes, what it measures, what judges it."""
+
+    profile: str = "quick"
+    baseline: Path | None = None
+    baselines_dir: Path = Path("baselines")
+    report_only: bool = False
+    confirm_runs: int = 1
+    pytest_args: Sequence[str] = ()
+    out_dir: Path = Path(".perf")
+    plots: bool = True
+    suite: Suite = run_suite
+    detect_gpu: Callable[[], str] = gpu_slug
+    log: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr))
+
+    @property
+    def report_path(self) -> Path:
+        return self.out_dir / "report.md"
+
+    def _fail(self, reason: str) -> int:
+        atomic_write_text(self.report_path, cannot_judge_report(reason))
+        self.log(f"perf: cannot judge: {reason} (exit 2)")
+        return EXIT_CANNOT_JUDGE
+
+    def _slug(self) -> str | None:
+        if self.profile == SMOKE_PROFILE:
+            return SMOKE_PROFILE
+        try:
+            return self.detect_gpu()
+        except (RuntimeError, ImportError) as err:
+            from tilegate.harness.device import NO_GPU_HINT
+
+            self.log(f"tilegate: cannot measure: {err}.\n{NO_GPU_HINT}")
+            return None
+
+    def run(self) -> int:
+        """Measure, judge, re-measure suspects up to `confirm_runs` times; return the exit code."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        slug = self._slug()
+        if slug is None:
+            return self._fail("no GPU here")
+        baseline = self.baseline or baseline_path(slug, self.baselines_dir)
+        if not baseline.is_file() and not self.report_only:
+            return self._fail(
+                f"no baseline {baseline} for GPU '{slug}'. Record one on this GPU with "
+                "`nox -s rebaseline` (and commit it through review), or run "
+                "`nox -s perf -- --report-only`."
+            )
+        results = self.out_dir / "results.json"
+        results.unlink(missing_ok=True)
+        suite_code = self.suite(results, self.profile, list(self.pytest_args))
+        if not results.exists():
+            return self._fail(f"the suite wrote no results (pytest exit {suite_code})")
+        suspects = self.out_dir / "suspects.txt"
+        judged = self._judge(results, baseline, [], suspects)
+        confirms: list[Path] = []
+        for i in range(1, self.confirm_runs + 1):
+            if self.report_only or judged.code == EXIT_CANNOT_JUDGE:
+                break
+            ids = suspects.read_text().split() if suspects.exists() else []
+            if not ids:
+                break
+            self.log(
+                f"perf: measuring suspect rows again before accusing them (confirmation {i}):\n"
+                + "\n".join(ids)
+            )
+            confirm = self.out_dir / f"confirm-{i}.json"
+            self.suite(confirm, self.profile, [*self.pytest_args, f"--perf-groups-of={suspects}"])
+            if confirm.exists():
+                confirms.append(confirm)
+            judged = self._judge(results, baseline, confirms, suspects)
+        code = judged.code
+        if suite_code not in _SUITE_OK and code == EXIT_OK:
+            code = EXIT_CANNOT_JUDGE  # a case failed its correctness check or crashed
+            self.log(
+                f"perf: the suite exited {suite_code} (a case failed or crashed): its timing "
+                "cannot be judged"
+            )
+        what = "report-only run" if self.report_only else VERDICT_TEXT.get(code, "cannot judge")
+        self.log(f"perf: {what} (exit {code}); report: {self.report_path}")
+        return code
+
+    def _judge(
+        self, results: Path, baseline: Path, confirms: list[Path], suspects: Path
+    ) -> Judgement:
+        judged = judge(
+            results,
+            baseline if baseline.is_file() else None,
+            confirms,
+            baselines_dir=self.baselines_dir,
+            report_path=self.report_path,
+            plots_dir=self.out_dir if self.plots else None,
+            report_only=self.report_only,
+            suspects_path=None if self.report_only else suspects,
+        )
+        if judged.error:
+            self.log(f"tilegate: cannot judge: {judged.error}")
+        for note in judged.notes:
+            self.log(f"tilegate: {note}")
+        if judged.text:
+            print(judged.text, end="")
+        return judged
+
+
+def measure_runs(
+    repeats: int,
+    profile: str,
+    pytest_args: Sequence[str],
+    out_dir: Path,
+    *,
+    suite: Suite = run_suite,
+    log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+) -> tuple[list[Path], str | None]:
+    """Run the suite `repeats` times for a rebaseline; (the results files, or why it stopped)."""
+    runs_dir = out_dir / "rebaseline"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    for old in runs_dir.glob("run-*.json"):
+        old.unlink()
+    runs: list[Path] = []
+    for i in range(1, repeats + 1):
+        log(f"rebaseline: run {i}/{repeats} ({profile})")
+        out = runs_dir / f"run-{i}.json"
+        code = suite(out, profile, list(pytest_args))
+        if code != 0 or not out.exists():
+            return runs, f"run {i} failed (pytest exit {code}); nothing written"
+        runs.append(out)
+    return runs, None

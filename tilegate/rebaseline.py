@@ -1,0 +1,566 @@
+"""Rebaseline: a new baseline from repeated runs of the suite, and the reviewable diff against the old.
+
+Rows are measured again (median of the per-run medians, drift from their spread, a tolerance
+from the policy), the old baseline's rows that were not measured are kept, expectation checks
+are derived where cross-tile beat its twin clearly in EVERY run (ratio <= win_below; max_ratio is
+the worst measured ratio plus `ratio_slack`, capped), and a run slower than the old baseline
+allows is refused unless accepted. `finish` writes the file (atomically) and composes the text
+the command prints. docs/gate.md, "Baselines", is the user's view.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from tilegate import __version__, stats
+from tilegate.baseline import (
+    Baseline,
+    BaselineRow,
+    Bound,
+    Expectation,
+    baseline_path,
+    expectation_id,
+    save_baseline,
+)
+from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
+from tilegate.markdown import listing, ms, pct, table
+from tilegate.results import Row, Run
+from tilegate.tolerances import Policy, Tolerances
+
+
+@dataclass(frozen=True)
+class Rebaseline:
+    """What `tilegate rebaseline` would write, why, and what it refuses without --accept-slower."""
+
+    baseline: Baseline
+    old: Baseline | None
+    lines: tuple[str, ...]  # the reviewable diff, markdown-ish text
+    warnings: tuple[str, ...]
+    refusals: tuple[str, ...]  # a slower run must not become the baseline silently
+
+
+def _same(runs: Sequence[Run], what: str, get: Any) -> Any:
+    values = {r.path.name: get(r) for r in runs}
+    distinct = set(map(repr, values.values()))
+    if len(distinct) > 1:
+        which = ", ".join(f"{v!r} ({name})" for name, v in values.items())
+        raise InputError(
+            f"the runs differ in {what}: {which}. A baseline is one environment: rebaseline from runs of one."
+        )
+    return next(iter(values.values()))
+
+
+def _ensure_one_environment(runs: Sequence[Run]) -> None:
+    for run in runs:
+        if run.env.injected:
+            raise InputError(
+                f"results {run.path} ran with TEST-ONLY injections {list(run.env.injected)}; "
+                "it cannot become a baseline"
+            )
+    _same(runs, "GPU model", lambda r: r.env.gpu.slug)
+    _same(runs, "mode (gpu vs smoke)", lambda r: r.env.mode)
+    _same(runs, "driver", lambda r: r.env.gpu.driver)
+    _same(runs, "CUDA", lambda r: r.env.gpu.cuda)
+    _same(runs, "software versions", lambda r: dict(r.env.software))
+    _same(runs, "harness version", lambda r: r.env.harness_version)
+    _same(runs, "L2 flush", lambda r: r.env.l2_flush)
+    _same(runs, "timer", lambda r: r.env.timer)
+    shapes: dict[str, tuple[int, int, Path]] = {}
+    for run in runs:
+        for row in run.rows.values():
+            seen = shapes.setdefault(row.key, (row.M, row.N, run.path))
+            if seen[:2] != (row.M, row.N):
+                raise InputError(
+                    f"row {row.key} is M={seen[0]}, N={seen[1]} in {seen[2]} but M={row.M}, N={row.N} "
+                    f"in {run.path}; rebaseline from runs of one shape"
+                )
+
+
+def _measured_row(key: str, per_run: list[tuple[Run, Row]], tolerances: Tolerances) -> BaselineRow:
+    first = per_run[0][1]
+    run_medians = tuple(r.median_s for _, r in per_run)
+    pooled = [s for _, r in per_run for s in r.samples_s]
+    if len(per_run) >= 2:
+        drift, source = stats.run_drift(run_medians), f"{len(per_run)} runs"
+    else:
+        drift, source = stats.single_run_drift(first.samples_s), "1 run (95% CI of the median)"
+    tol, tol_source, noisy = tolerances.tolerance(
+        first.variant, first.dtype, first.layout, first.K, drift
+    )
+    ratios = []
+    if first.twin is not None:
+        for run, row in per_run:
+            ratio = run.ratio(row.variant, first.twin, row.dtype, row.layout, row.K)
+            if ratio is not None:
+                ratios.append(ratio)
+    tflops = [r.tflops for _, r in per_run if r.tflops is not None]
+    last = max(per_run, key=lambda rr: rr[0].env.datetime or "")[0].env
+    return BaselineRow(
+        key=key,
+        variant=first.variant,
+        dtype=first.dtype,
+        layout=first.layout,
+        M=first.M,
+        N=first.N,
+        K=first.K,
+        median_s=stats.median(run_medians),
+        run_medians_s=run_medians,
+        drift=drift,
+        drift_source=source,
+        tolerance=tol,
+        tolerance_source=tol_source,
+        too_noisy=noisy,
+        samples_s=tuple(stats.quantile_summary(pooled, tolerances.policy.quantiles)),
+        n_samples=len(pooled),
+        measured=MappingProxyType(
+            {
+                "date": last.datetime,
+                "commit": last.commit,
+                "triton": last.software.get("triton"),
+                "torch": last.software.get("torch"),
+            }
+        ),
+        twin=first.twin,
+        ratio_to_twin=stats.median(ratios) if ratios else None,
+        ratio_to_twin_runs=tuple(ratios),
+        tflops=stats.median(tflops) if tflops else None,
+    )
+
+
+def _retolerance(row: BaselineRow, tolerances: Tolerances) -> BaselineRow:
+    tol, source, noisy = tolerances.tolerance(row.variant, row.dtype, row.layout, row.K, row.drift)
+    return replace(row, tolerance=tol, tolerance_source=source, too_noisy=noisy)
+
+
+def _ceil3(x: float) -> float:
+    return math.ceil(x * 1000 - 1e-9) / 1000
+
+
+def _derive_bounds(
+    runs: Sequence[Run], policy: Policy
+) -> dict[tuple[str, str, str, str], dict[int, Bound | None]]:
+    """Per (faster, than, dtype, layout) and measured K: a Check where it clearly won in every run, else None."""
+    found: dict[tuple[str, str, str, str], dict[int, Bound | None]] = {}
+    pairs = {
+        (row.variant, row.twin, row.dtype, row.layout, row.K)
+        for run in runs
+        for row in run.rows.values()
+    }
+    for faster, than, dtype, layout, K in sorted(p for p in pairs if p[1] is not None):
+        assert than is not None
+        ratios = _run_ratios(runs, faster, than, dtype, layout, K)
+        if not ratios:
+            continue
+        slot = found.setdefault((faster, than, dtype, layout), {})
+        worst = max(ratios)
+        slot[K] = None
+        if worst <= policy.win_below:
+            max_ratio = min(_ceil3(worst * (1 + policy.ratio_slack)), policy.ratio_cap)
+            slot[K] = Bound(K=K, max_ratio=max_ratio, measured=tuple(ratios))
+    return found
+
+
+def _run_ratios(
+    runs: Sequence[Run], faster: str, than: str, dtype: str, layout: str, K: int
+) -> list[float]:
+    """The same-run ratio faster / than in each run that measured both."""
+    return [r for r in (run.ratio(faster, than, dtype, layout, K) for run in runs) if r is not None]
+
+
+def _merge_expectations(
+    runs: Sequence[Run], old: Baseline | None, policy: Policy
+) -> tuple[list[Expectation], list[str], list[str]]:
+    """New expectations (measured K replaced, unmeasured K kept), the diff lines, and refusals."""
+    derived = _derive_bounds(runs, policy)
+    old_exps = {e.id: e for e in old.expectations} if old is not None else {}
+    lines: list[str] = []
+    refusals: list[str] = []
+    merged = []
+    keys = {(e.faster, e.than, e.dtype, e.layout) for e in old_exps.values()} | set(derived)
+    for faster, than, dtype, layout in sorted(keys):
+        eid = expectation_id(faster, than, dtype, layout)
+        before = old_exps.get(eid)
+        old_checks = {c.K: c for c in before.bounds} if before else {}
+        measured = derived.get((faster, than, dtype, layout), {})
+        checks = {
+            K: c for K, c in old_checks.items() if K not in measured
+        }  # unmeasured: kept as reviewed
+        checks.update({K: c for K, c in measured.items() if c is not None})
+        for K in sorted(set(measured) | set(old_checks)):
+            was, fresh = old_checks.get(K), measured.get(K)
+            if K not in measured:
+                continue
+            got = (
+                fresh.measured
+                if fresh is not None
+                else tuple(_run_ratios(runs, faster, than, dtype, layout, K))
+            )
+            if was is None and fresh is not None:
+                lines.append(
+                    f"+ {eid} K={K}: max_ratio {fresh.max_ratio:.3f} (measured {_ratios(got)})"
+                )
+            elif was is not None and fresh is None:
+                lines.append(
+                    f"- {eid} K={K}: REMOVED, cross-tile no longer wins clearly (measured {_ratios(got)}, "
+                    f"was max_ratio {was.max_ratio:.3f})"
+                )
+            elif (
+                was is not None
+                and fresh is not None
+                and abs(was.max_ratio - fresh.max_ratio) >= 0.0005
+            ):
+                tag = "  LOOSENED" if fresh.max_ratio > was.max_ratio else ""
+                lines.append(
+                    f"~ {eid} K={K}: max_ratio {was.max_ratio:.3f} -> {fresh.max_ratio:.3f}{tag} (measured {_ratios(got)})"
+                )
+            if was is not None and got and stats.median(got) > was.max_ratio:
+                refusals.append(
+                    f"expectation {eid} at K={K}: these runs break it (ratio {stats.median(got):.3f} > "
+                    f"max_ratio {was.max_ratio:.3f}); a run where cross-tile stopped winning must not remove it silently"
+                )
+        if checks:
+            merged.append(
+                Expectation(
+                    eid,
+                    faster,
+                    than,
+                    dtype,
+                    layout,
+                    tuple(sorted(checks.values(), key=lambda c: c.K)),
+                )
+            )
+    return merged, lines, refusals
+
+
+def _provenance(
+    runs: Sequence[Run], tolerances_path: str | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(gpu, provenance) of a baseline built from these (already checked to agree) runs."""
+    env = runs[0].env
+    last = max(runs, key=lambda r: r.env.datetime or "")
+    gpu = {
+        "name": env.gpu.name,
+        "slug": env.gpu.slug,
+        "sm_count": env.gpu.sm_count,
+        "capability": list(env.gpu.capability) if env.gpu.capability else None,
+        "memory_gib": env.gpu.memory_gib,
+    }
+    provenance: dict[str, Any] = {
+        "created": last.env.datetime,
+        "tool": f"tilegate {__version__}",
+        "mode": env.mode,
+        "profiles": sorted({r.env.profile for r in runs}),
+        "harness_version": env.harness_version,
+        "driver": env.gpu.driver,
+        "cuda": env.gpu.cuda,
+        "software": dict(env.software),
+        "M": env.M,
+        "N": env.N,
+        "rounds": env.rounds,
+        "timer": env.timer,
+        "l2_flush": env.l2_flush,
+        "runs": [
+            {
+                "file": r.path.name,
+                "datetime": r.env.datetime,
+                "commit": r.env.commit,
+                "dirty": r.env.dirty,
+                "profile": r.env.profile,
+                "throttled": r.env.throttled,
+            }
+            for r in runs
+        ],
+        "tolerances_file": tolerances_path,
+    }
+    return gpu, provenance
+
+
+def _run_warnings(
+    runs: Sequence[Run],
+    rows: Mapping[str, BaselineRow],
+    per_key: Mapping[str, Sequence[Any]],
+    policy: Policy,
+) -> list[str]:
+    warnings = []
+    if len(runs) == 1:
+        warnings.append(
+            "built from ONE run: tolerances fall back to the floor and the run's own median CI, which "
+            "cannot see drift between processes (2-3 % on compute-bound rows). Rebaseline from >= 3 runs."
+        )
+    short = sorted(k for k, v in per_key.items() if len(v) < len(runs))
+    if short:
+        warnings.append(f"{len(short)} row(s) were not measured in every run: {listing(short)}")
+    reference = set(policy.reference_variants)
+    noisy = sorted(k for k in per_key if rows[k].too_noisy and rows[k].variant not in reference)
+    if noisy:
+        warnings.append(
+            f"TOO NOISY: {len(noisy)} row(s) need more tolerance than the ceiling ({policy.ceiling:.0%}), so a "
+            "slowdown of that size could hide in their noise; the ceiling is used: "
+            + ", ".join(f"{k} (needs {policy.multiple * rows[k].drift:.1%})" for k in noisy)
+            + ". Lock clocks or run more rounds, or accept it with a reviewed override in tolerances.toml."
+        )
+    for run in runs:
+        if run.env.throttled:
+            warnings.append(
+                f"results {run.path}: the GPU THROTTLED during this run; a slow baseline hides regressions"
+            )
+        if run.env.dirty:
+            warnings.append(
+                f"results {run.path} was measured on a dirty work tree (commit {run.env.commit})"
+            )
+    if runs and runs[0].env.smoke:
+        warnings.append(
+            "these are SMOKE runs (CPU interpreter): this baseline proves the pipeline, its times mean nothing"
+        )
+    return warnings
+
+
+def _env_lines(old: Baseline, new_prov: Mapping[str, Any]) -> list[str]:
+    lines = []
+    old_p = old.provenance
+    for label, get in (
+        ("driver", lambda p: p.get("driver")),
+        ("CUDA", lambda p: p.get("cuda")),
+        ("torch", lambda p: (p.get("software") or {}).get("torch")),
+        ("Triton", lambda p: (p.get("software") or {}).get("triton")),
+        ("harness", lambda p: p.get("harness_version")),
+    ):
+        a, b = get(old_p), get(new_prov)
+        if a != b:
+            lines.append(f"- {label}: {a} -> {b}")
+    return lines
+
+
+def _references(
+    runs: Sequence[Run], old: Baseline | None, tolerances: Tolerances
+) -> tuple[str, ...]:
+    """The reference variants: those the runs mark as reference, the old baseline's, the file's."""
+    names = set(tolerances.policy.reference_variants)
+    names |= {row.variant for run in runs for row in run.rows.values() if row.reference}
+    if old is not None:
+        names |= set(old.policy.reference_variants)
+    return tuple(sorted(names))
+
+
+def rebaseline(
+    runs: Sequence[Run],
+    *,
+    out: Path,
+    old: Baseline | None,
+    tolerances: Tolerances,
+    tolerances_path: str | None = None,
+) -> Rebaseline:
+    """Build the new baseline from runs (plus the old one's unmeasured rows) and explain the change.
+
+    With no runs, the old baseline's rows are kept and only their tolerances are derived again
+    from their stored drift and the current tolerances file.
+    """
+    if not runs and old is None:
+        raise InputError(
+            "rebaseline needs results files, or --old BASELINE to re-derive tolerances"
+        )
+    warnings: list[str] = []
+    policy = replace(tolerances.policy, reference_variants=_references(runs, old, tolerances))
+    if runs:
+        _ensure_one_environment(runs)
+        env = runs[0].env
+        if old is not None and old.slug != env.gpu.slug:
+            raise InputError(
+                f"old baseline {old.path} is for {old.slug}, the runs for {env.gpu.slug}: a baseline holds one "
+                f"GPU model (write {baseline_path(env.gpu.slug, out.parent)} instead)"
+            )
+        if old is not None and old.mode != env.mode:
+            raise InputError(
+                f"old baseline {old.path} is a {old.mode} baseline, the runs are {env.mode} runs"
+            )
+        if out.name != f"{env.gpu.slug}.json":
+            warnings.append(
+                f"the runs are on {env.gpu.slug}, but the output file is {out} (expected {env.gpu.slug}.json)"
+            )
+        gpu, provenance = _provenance(runs, tolerances_path)
+    else:
+        assert old is not None
+        gpu, provenance = dict(old.gpu), {**old.provenance, "tolerances_file": tolerances_path}
+
+    per_key: dict[str, list[tuple[Run, Row]]] = {}
+    for run in runs:
+        for row in run.rows.values():
+            per_key.setdefault(row.key, []).append((run, row))
+    rows = {key: _measured_row(key, per_run, tolerances) for key, per_run in per_key.items()}
+    kept = [key for key in (old.rows if old is not None else {}) if key not in rows]
+    for key in kept:
+        assert old is not None
+        rows[key] = _retolerance(old.rows[key], tolerances)
+    rows = dict(sorted(rows.items()))
+    warnings += _run_warnings(runs, rows, per_key, policy)
+    expectations, exp_lines, refusals = _merge_expectations(runs, old, policy)
+    new = Baseline(
+        path=out,
+        gpu=MappingProxyType(gpu),
+        provenance=MappingProxyType(provenance),
+        policy=policy,
+        rows=MappingProxyType(rows),
+        expectations=tuple(expectations),
+    )
+
+    lines = [
+        f"# Rebaseline {new.slug} -> {out}",
+        "",
+        (f"From {len(runs)} run(s): " + ", ".join(str(r.path) for r in runs))
+        if runs
+        else "No runs: tolerances derived again from the stored drift.",
+        f"Tolerances: {tolerances.source} (multiple {policy.multiple:g} x drift, floor {policy.floor:.1%}, "
+        f"ceiling {policy.ceiling:.1%})",
+    ]
+    sw = provenance.get("software") or {}
+    lines.append(
+        f"Environment: {gpu.get('name')} ({gpu.get('sm_count')} SMs), driver {provenance.get('driver')}, "
+        f"CUDA {provenance.get('cuda')}, torch {sw.get('torch')}, Triton {sw.get('triton')}, "
+        f"harness {provenance.get('harness_version')}, profile(s) {', '.join(provenance.get('profiles') or [])}"
+    )
+    if old is None:
+        lines.append(f"No previous baseline at {out}: every row is new.")
+    else:
+        lines += [
+            "",
+            "## Environment vs the old baseline",
+            *(_env_lines(old, provenance) or ["- unchanged"]),
+        ]
+    row_lines, loosened, slower = _row_diff(rows, old, per_key, kept)
+    lines += ["", "## Rows", *row_lines]
+    lines += ["", "## Expectations (cross-tile must beat its twin: same-run ratio <= max_ratio)"]
+    lines += exp_lines or ["- unchanged"]
+    n_checks = sum(len(e.bounds) for e in new.expectations)
+    lines.append(
+        f"{len(new.expectations)} expectation(s), {n_checks} K check(s) in the new baseline."
+    )
+    if loosened:
+        warnings.insert(
+            0, f"{loosened} tolerance(s) LOOSENED: review them in the Rows table before committing"
+        )
+    return Rebaseline(
+        baseline=new,
+        old=old,
+        lines=tuple(lines),
+        warnings=tuple(warnings),
+        refusals=tuple(slower + refusals),
+    )
+
+
+def _ratios(values: Iterable[float]) -> str:
+    return ", ".join(f"{v:.3f}" for v in values) or "nothing"
+
+
+def _row_diff(
+    rows: Mapping[str, BaselineRow],
+    old: Baseline | None,
+    per_key: Mapping[str, Any],
+    kept: Sequence[str],
+) -> tuple[list[str], int, list[str]]:
+    """The per-row table, how many tolerances loosened, and the rows slower than the old tolerance."""
+    refusals: list[str] = []
+    cells: list[list[str]] = []
+    loosened = 0
+    for key, row in sorted(
+        rows.items(), key=lambda kv: (kv[1].dtype, kv[1].layout, kv[1].K, kv[1].variant)
+    ):
+        before = old.rows.get(key) if old is not None else None
+        notes = []
+        if key in kept:
+            notes.append("kept: not measured this time")
+        elif before is None:
+            notes.append("new")
+        if before is not None and row.tolerance > before.tolerance + 5e-5:
+            loosened += 1
+            notes.append(f"**LOOSENED** ({row.tolerance_source})")
+        elif before is not None and row.tolerance < before.tolerance - 5e-5:
+            notes.append("tightened")
+        if row.too_noisy:
+            notes.append("too noisy")
+        change = ""
+        if before is not None and key in per_key:
+            delta = stats.rel_change(row.median_s, before.median_s)
+            change = pct(delta)
+            if delta > before.tolerance:
+                notes.append("**SLOWER than the old tolerance**")
+                refusals.append(
+                    f"row {key}: new median {ms(row.median_s, unit=True)} is {pct(delta)} against "
+                    f"the old {ms(before.median_s, unit=True)} (tolerance {before.tolerance:.1%})"
+                )
+        cells.append(
+            [
+                key,
+                ms(before.median_s, unit=True) if before else "",
+                ms(row.median_s, unit=True),
+                change,
+                f"{before.tolerance:.1%}" if before else "",
+                f"{row.tolerance:.1%}",
+                "; ".join(notes),
+            ]
+        )
+    header = [
+        "case",
+        "median old",
+        "median new",
+        "change",
+        "tolerance old",
+        "tolerance new",
+        "note",
+    ]
+    return table(header, "lrrrrrl", cells), loosened, refusals
+
+
+def finish(
+    plan: Rebaseline,
+    *,
+    out: Path,
+    write: bool,
+    accept_slower: bool,
+    tolerances_missing: Path | None = None,
+) -> tuple[int, list[str]]:
+    """Write the new baseline unless refused (or `write` is False); return the exit code and text.
+
+    Exit 1 (nothing written) when the runs are slower than the old baseline allows and
+    `accept_slower` is not given: a rebaseline must not hide a regression.
+    """
+    text = list(plan.lines)
+    warnings = list(plan.warnings)
+    if tolerances_missing is not None:
+        warnings.insert(
+            0, f"no tolerances file at {tolerances_missing}: the built-in policy was used"
+        )
+    if warnings:
+        text += ["", "## Warnings", *(f"- {w}" for w in warnings)]
+    code = EXIT_OK
+    if plan.refusals:
+        text += ["", "## Slower than the old baseline", *(f"- {r}" for r in plan.refusals), ""]
+        if accept_slower:
+            text.append("Accepted with --accept-slower: say why in the commit message.")
+        else:
+            old = plan.old.path if plan.old else "the old baseline"
+            text.append(
+                f"REFUSED: these runs are slower than {old} allows, and a rebaseline must not hide "
+                "a regression. If the slowdown is understood and accepted (say why in the commit "
+                "message), run again with --accept-slower."
+            )
+            code = EXIT_FAIL
+    if code == EXIT_OK and not write:
+        text += ["", f"--check: {out} not written."]
+    elif code == EXIT_OK:
+        save_baseline(out, plan.baseline)
+        then = (
+            "A smoke baseline proves the pipeline: do not commit it."
+            if plan.baseline.mode == "smoke"
+            else "Review `git diff` and commit it."
+        )
+        text += [
+            "",
+            f"Wrote {out} ({len(plan.baseline.rows)} rows, {len(plan.baseline.expectations)} "
+            f"expectations). {then}",
+        ]
+    return code, text

@@ -1,0 +1,215 @@
+"""Tolerance policy and reviewed overrides: `baselines/tolerances.toml`.
+
+A row's tolerance (allowed relative slowdown of its median) is ``clamp(multiple x drift, floor,
+ceiling)`` where drift is the spread of the row's per-run medians over the rebaseline runs; the
+policy's defaults are the fields of `Policy` (the one place they are written), the file changes
+them and adds `[[override]]` tables (docs/gate.md, "Tolerances file"). The policy that produced a
+baseline is stored in it, so the file is read only at rebaseline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from tilegate import stats
+from tilegate.errors import InputError
+from tilegate.fileio import is_finite_number
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How noise becomes tolerances and expectations; stored in the baseline it produced."""
+
+    multiple: float = 3.0  # tolerance = multiple x drift of the run medians ...
+    floor: float = 0.04  # ... at least this (relative slowdown) ...
+    ceiling: float = 0.08  # ... at most this; a row that needs more is reported too noisy
+    alpha: float = 0.01  # one-sided Mann-Whitney U level for "slower" / "faster"
+    unsure_band: float = (
+        0.2  # significant and within this fraction below the tolerance: measure more
+    )
+    quantiles: int = 41  # baseline samples kept per row (quantile summary of pooled rounds)
+    win_below: float = 0.97  # an expectation needs ratio <= this in every rebaseline run
+    ratio_slack: float = 0.05  # max_ratio = worst measured ratio x (1 + slack) ...
+    ratio_cap: float = 0.99  # ... capped here, so an expectation always means "wins"
+    # Rows reported and judged but never failing the gate. Empty here: a rebaseline fills it from
+    # the rows the suite marks as the reference (kernels.REFERENCE, cuBLAS), and the baseline
+    # keeps it, so it is data of the baseline, not a name written in code.
+    reference_variants: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["reference_variants"] = list(self.reference_variants)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str) -> Policy:
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise InputError(f"{where}: unknown policy key(s) {unknown}; known: {sorted(known)}")
+        values: dict[str, Any] = {}
+        for name, value in data.items():
+            if name == "reference_variants":
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    raise InputError(f"{where}: reference_variants must be a list of variant names")
+                values[name] = tuple(value)
+            elif name == "quantiles":
+                if not isinstance(value, int) or isinstance(value, bool) or value < 5:
+                    raise InputError(f"{where}: quantiles must be an integer >= 5, got {value!r}")
+                values[name] = value
+            else:
+                if not is_finite_number(value) or not 0 < value < (
+                    100 if name == "multiple" else 1
+                ):
+                    raise InputError(f"{where}: {name} = {value!r} is out of range")
+                values[name] = float(value)
+        policy = cls(**values)
+        if policy.floor > policy.ceiling:
+            raise InputError(f"{where}: floor {policy.floor} > ceiling {policy.ceiling}")
+        return policy
+
+
+_MATCH_KEYS = ("variant", "dtype", "layout", "K")
+_SET_KEYS = ("tolerance", "floor", "ceiling", "multiple")
+
+
+@dataclass(frozen=True)
+class Override:
+    """One [[override]] of tolerances.toml: which rows (all given keys must match), what to set, why."""
+
+    reason: str
+    variant: str | None = None
+    dtype: str | None = None
+    layout: str | None = None
+    K: tuple[int, ...] | None = None
+    tolerance: float | None = None
+    floor: float | None = None
+    ceiling: float | None = None
+    multiple: float | None = None
+
+    def matches(self, variant: str, dtype: str, layout: str, K: int) -> bool:
+        return (
+            (self.variant is None or self.variant == variant)
+            and (self.dtype is None or self.dtype == dtype)
+            and (self.layout is None or self.layout == layout)
+            and (self.K is None or K in self.K)
+        )
+
+    @property
+    def specificity(self) -> int:
+        return sum(getattr(self, k) is not None for k in _MATCH_KEYS)
+
+    def describe(self) -> str:
+        sel = ", ".join(
+            f"{k}={'/'.join(map(str, v)) if isinstance(v, tuple) else v}"
+            for k in _MATCH_KEYS
+            if (v := getattr(self, k)) is not None
+        )
+        return f"override [{sel}]: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    policy: Policy = field(default_factory=Policy)
+    overrides: tuple[Override, ...] = ()
+    source: str = "built-in defaults"
+
+    def override_for(self, variant: str, dtype: str, layout: str, K: int) -> Override | None:
+        """The most specific matching override; among equals, the last in the file."""
+        best: Override | None = None
+        for ov in self.overrides:
+            if ov.matches(variant, dtype, layout, K) and (
+                best is None or ov.specificity >= best.specificity
+            ):
+                best = ov
+        return best
+
+    def tolerance(
+        self, variant: str, dtype: str, layout: str, K: int, drift: float
+    ) -> tuple[float, str, bool]:
+        """(tolerance, where it came from, too noisy) for one row."""
+        p = self.policy
+        ov = self.override_for(variant, dtype, layout, K)
+        if ov is not None and ov.tolerance is not None:
+            return ov.tolerance, ov.describe(), p.multiple * drift > ov.tolerance
+        floor = ov.floor if ov and ov.floor is not None else p.floor
+        ceiling = ov.ceiling if ov and ov.ceiling is not None else p.ceiling
+        multiple = ov.multiple if ov and ov.multiple is not None else p.multiple
+        tol = stats.derive_tolerance(
+            drift, multiple=multiple, floor=floor, ceiling=min(max(ceiling, floor), 1.0)
+        )
+        source = tol.bound if ov is None else f"{tol.bound}, {ov.describe()}"
+        return tol.value, source, tol.too_noisy
+
+
+def load_tolerances(path: str | Path | None, *, required: bool = True) -> Tolerances:
+    """Read tolerances.toml; without a file (and not required) the built-in policy applies."""
+    if path is None:
+        return Tolerances()
+    p = Path(path)
+    if not p.is_file():
+        if required:
+            raise InputError(f"tolerances file {p} does not exist")
+        return Tolerances()
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ModuleNotFoundError as err:
+            raise InputError(f"reading {p} needs Python >= 3.11 or the `tomli` package") from err
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as err:
+        raise InputError(f"tolerances file {p} is not valid TOML: {err}") from err
+    unknown = sorted(set(data) - {"policy", "override"})
+    if unknown:
+        raise InputError(
+            f"tolerances file {p}: unknown section(s) {unknown}; expected [policy] and [[override]]"
+        )
+    policy = Policy.from_json(data.get("policy", {}), f"tolerances file {p} [policy]")
+    overrides = []
+    for i, raw in enumerate(data.get("override", [])):
+        where = f"tolerances file {p}, override #{i + 1}"
+        if not isinstance(raw, dict):
+            raise InputError(f"{where}: expected a table")
+        bad = sorted(set(raw) - {*_MATCH_KEYS, *_SET_KEYS, "reason"})
+        if bad:
+            raise InputError(
+                f"{where}: unknown key(s) {bad}; match on {list(_MATCH_KEYS)}, set {list(_SET_KEYS)}"
+            )
+        if not isinstance(raw.get("reason"), str) or not raw["reason"].strip():
+            raise InputError(
+                f"{where}: every override needs a `reason` (it is a reviewed decision)"
+            )
+        if not any(k in raw for k in _MATCH_KEYS):
+            raise InputError(f"{where}: matches every row; change [policy] instead")
+        if not any(k in raw for k in _SET_KEYS):
+            raise InputError(f"{where}: sets nothing; give one of {list(_SET_KEYS)}")
+        for k in _SET_KEYS:
+            if k in raw and (
+                not is_finite_number(raw[k]) or not 0 < raw[k] < (100 if k == "multiple" else 1)
+            ):
+                raise InputError(f"{where}: {k} = {raw[k]!r} is out of range")
+        for k in ("variant", "dtype", "layout"):
+            if k in raw and not isinstance(raw[k], str):
+                raise InputError(f"{where}: {k} must be a string")
+        ks = raw.get("K")
+        if ks is not None:
+            ks = [ks] if isinstance(ks, int) else ks
+            if not isinstance(ks, list) or not all(isinstance(k, int) and k > 0 for k in ks):
+                raise InputError(f"{where}: K must be a positive integer or a list of them")
+        overrides.append(
+            Override(
+                reason=raw["reason"].strip(),
+                variant=raw.get("variant"),
+                dtype=raw.get("dtype"),
+                layout=raw.get("layout"),
+                K=tuple(ks) if ks is not None else None,
+                **{k: float(raw[k]) for k in _SET_KEYS if k in raw},
+            )
+        )
+    return Tolerances(policy=policy, overrides=tuple(overrides), source=str(p))
