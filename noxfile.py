@@ -77,6 +77,12 @@ def rebaseline(session: nox.Session) -> None:
     _end(session, "rebaseline", _tilegate(session, *args))
 
 
+@nox.session(venv_backend="none", default=False)
+def ab_noise(session: nox.Session) -> None:
+    """Measure 5 A/A runs (A/B against HEAD) on this GPU and record the A/B tolerances; commit them."""
+    _end(session, "ab_noise", _tilegate(session, "ab-noise", "--measure", "5", *session.posargs))
+
+
 @nox.session
 def smoke(session: nox.Session) -> None:
     """Run the whole pipeline on the CPU interpreter (tiny shapes; timings meaningless)."""
@@ -85,9 +91,12 @@ def smoke(session: nox.Session) -> None:
     shutil.rmtree(out, ignore_errors=True)
     python = str(Path(session.bin) / "python")
     baseline = str(out / "baseline.json")
+    ab_out = str(out / "ab")
     steps = [
         ["rebaseline", "--measure", "2", "--profile", "smoke", "--out", baseline],
         ["perf", "--profile", "smoke", "--baseline", baseline, "--out-dir", str(out)],
+        # A/B against the last commit: both kernels packages compiled and timed side by side
+        ["perf", "--profile", "smoke", "--ab", "HEAD", "--baseline", baseline, "--out-dir", ab_out],
     ]
     for args in steps:
         _end(session, f"smoke: tilegate {args[0]}", _tilegate(session, *args, python=python))

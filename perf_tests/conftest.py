@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 
 from tilegate import __version__
-from tilegate.cases import PROFILES, Case, build_cases, select_variants
+from tilegate.cases import BASE_SUFFIX, PROFILES, Case, build_cases, select_variants
 
 CASES = pytest.StashKey[list[Case]]()
+BASE = pytest.StashKey[dict[str, Any]]()  # the A/B base's variants by name
 RUN = pytest.StashKey["PerfRun"]()
 
 
@@ -52,6 +53,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="file of case ids (one a line): measure only their groups (confirmation runs)",
     )
     group.addoption(
+        "--perf-ab-base",
+        default=None,
+        metavar="DIR",
+        help="A/B run: DIR/kernels/ is the base commit's kernels (tilegate perf --ab REF "
+        "materialises it); every case is timed beside its base version, round by round",
+    )
+    group.addoption("--perf-ab-ref", default=None, help="A/B run: the base ref as given")
+    group.addoption("--perf-ab-sha", default=None, help="A/B run: the base commit")
+    group.addoption(
         "--inject",
         action="append",
         default=[],
@@ -59,10 +69,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def _is_reference(variant: Any) -> bool:
+    # a base from before the registry had `reference` knew the reference by its family
+    return bool(getattr(variant, "reference", False)) or getattr(variant, "family", "") == "reference"
+
+
+def _base_registry(config: pytest.Config) -> dict[str, Any]:
+    """The A/B base's Triton variants by name ({} outside an A/B run); usage error if it breaks."""
+    path = config.getoption("--perf-ab-base")
+    if not path:
+        return {}
+    from tilegate.errors import InputError
+    from tilegate.harness.base import load, package_name
+
+    sha = config.getoption("--perf-ab-sha") or Path(path).name
+    try:
+        module = load(Path(path), package_name(sha))
+    except InputError as err:
+        raise pytest.UsageError(f"A/B base {config.getoption('--perf-ab-ref')}: {err}") from err
+    return {n: v for n, v in module.VARIANTS.items() if not _is_reference(v)}
+
+
 def _profile_cases(config: pytest.Config) -> list[Case]:
     from kernels import VARIANTS
 
     profile = PROFILES[config.getoption("--perf-profile")]
+    base = config.stash[BASE] = _base_registry(config)
     wanted = None
     if config.getoption("--perf-variants"):
         wanted = [v.strip() for v in config.getoption("--perf-variants").split(",") if v.strip()]
@@ -74,13 +106,16 @@ def _profile_cases(config: pytest.Config) -> list[Case]:
         path = Path(config.getoption("--perf-groups-of"))
         only = frozenset(line.strip() for line in path.read_text().splitlines() if line.strip())
     try:
+        head = select_variants(tuple(VARIANTS), wanted)
+        base_names = [n for n in base if wanted is None or n in wanted or n in head]
         return build_cases(
             profile,
-            select_variants(tuple(VARIANTS), wanted),
+            head,
             ks=ks,
             m=config.getoption("--perf-m"),
             n=config.getoption("--perf-n"),
             only=only,
+            base_variants=base_names,
         )
     except ValueError as err:
         raise pytest.UsageError(str(err)) from err
@@ -96,7 +131,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "case" in metafunc.fixturenames:
         cases = metafunc.config.stash[CASES]
-        metafunc.parametrize("case", cases, ids=[c.id for c in cases])
+        metafunc.parametrize("case", cases, ids=[c.test_id for c in cases])
 
 
 class PerfRun:
@@ -116,6 +151,17 @@ class PerfRun:
         self.smoke = profile.name == "smoke"
         self.injected = list(config.getoption("--inject"))
         registry = apply_injections(VARIANTS, self.injected) if self.injected else dict(VARIANTS)
+        # A/B: the base's version of each variant, under "<name>@base" (tilegate.cases.Case.slot)
+        registry |= {f"{name}{BASE_SUFFIX}": v for name, v in config.stash[BASE].items()}
+        self.ab = (
+            {
+                "ref": config.getoption("--perf-ab-ref"),
+                "sha": config.getoption("--perf-ab-sha"),
+                "variants": sorted(config.stash[BASE]),
+            }
+            if config.stash[BASE]
+            else None
+        )
         fixed_rounds = config.getoption("--perf-rounds")
         timer_config = TimerConfig(
             rounds=fixed_rounds or profile.rounds,
@@ -201,6 +247,7 @@ class PerfRun:
             "rounds": self.timer.config.rounds,
             "min_time_s": self.timer.config.min_time_s,
             "injected": self.injected,
+            **({"ab": self.ab} if self.ab else {}),
             "gpu": self.gpu.as_json() if self.gpu else None,
             "software": self.software,
             "state": state,
@@ -233,4 +280,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         lines.append("tilegate: SMOKE mode (CPU interpreter, tiny shapes): timings are meaningless")
     if config.getoption("--inject"):
         lines.append(f"tilegate: TEST-ONLY injections: {config.getoption('--inject')}")
+    if config.getoption("--perf-ab-base"):
+        lines.append(
+            f"tilegate: A/B against {config.getoption('--perf-ab-ref')} "
+            f"({(config.getoption('--perf-ab-sha') or '')[:12]}): each case beside its base version"
+        )
     return lines

@@ -29,6 +29,7 @@ class SlowedVariant:
             raise ValueError(f"slow fraction must be in (0, 10), got {fraction}")
         self.base = base
         self.fraction = fraction
+        self.injected = f"slow:{fraction}"  # tilegate.harness.measure folds it into the identity
         self._cycles: dict[tuple[Any, ...], int] = {}
         self._cycles_per_s: float | None = None
 

@@ -122,13 +122,22 @@ def make_run(
     commit: str = "73fe4455c0ffee0123456789abcdef0123456789",
     when: str = "2026-11-30T10:00:00+00:00",
     drift: bool = True,
+    code: Mapping[str, str] | None = None,
+    ab: Mapping[str, float] | None = None,
+    base_code: Mapping[str, str] | None = None,
+    pair_sigma: float = 0.01,
 ) -> dict[str, Any]:
     """A results file (as a dict) with every variant x K, rounds interleaved and paired.
 
     `slow` maps a case id to a factor (1.10 = 10 % slower); `machine_factor` scales every row
-    (a slower runner); `drift=False` removes the per-process drift of the medians.
+    (a slower runner); `drift=False` removes the per-process drift of the medians. `code` maps a
+    variant to its code hash (rows get one only when given). `ab` makes an A/B run: every
+    non-reference row gets a base row timed in the same rounds, `ab` mapping a case id to the
+    head/base factor (absent: 1.0, the same speed); the pair's per-round ratio scatters by
+    `pair_sigma`; `base_code` maps a variant to the base's code hash (default: the head's).
     """
     rng = np.random.default_rng(seed)
+    pair_rng = np.random.default_rng(seed + 10_007)  # base rows never disturb the head's draws
     slow = dict(slow or {})
     benchmarks = []
     for K in ks:
@@ -169,7 +178,30 @@ def make_run(
             if v in TWINS:
                 tg["twin"] = TWINS[v]
                 tg["ratio_to_twin"] = _paired(samples, group.get(TWINS[v]))
+            if code is not None:
+                tg["code_hash"], tg["code_hash_kind"] = code.get(v, f"sha256:{v}"), "sass"
             benchmarks.append(_benchmark(case, f"{dtype}-{layout}-K{K}", tg, samples))
+            if ab is None or v == REFERENCE.name:
+                continue
+            noise = np.exp(pair_rng.normal(0.0, pair_sigma, rounds))
+            base = [float(x) for x in np.asarray(samples) / ab.get(case, 1.0) * noise]
+            tg["ratio_to_base"] = _paired(samples, base)
+            btg = dict(tg, samples_s=base, median_s=float(np.median(base)), side="base")
+            btg.pop("ratio_to_base")
+            if base_code is not None or code is not None:
+                btg["code_hash"] = (base_code or {}).get(v, tg.get("code_hash", f"sha256:{v}"))
+                btg["code_hash_kind"] = "sass"
+            bench_base = _benchmark(f"{case}@base", f"{dtype}-{layout}-K{K}", btg, base)
+            benchmarks.append(bench_base)
+    if ab is not None:  # the twins' ratios on the base side are the base's own
+        by_param = {b["param"]: b for b in benchmarks}
+        for b in benchmarks:
+            tgb = b["extra_info"]["tilegate"]
+            if tgb.get("side") == "base" and tgb.get("twin"):
+                twin = by_param[f"{key(tgb['twin'], dtype, layout, tgb['K'])}@base"]
+                tgb["ratio_to_twin"] = _paired(
+                    tgb["samples_s"], twin["extra_info"]["tilegate"]["samples_s"]
+                )
     return {
         "machine_info": _machine_info(
             mode=mode,
@@ -182,6 +214,7 @@ def make_run(
             software=software,
             throttled=throttled,
             injected=injected,
+            ab=ab,
         ),
         "commit_info": {
             "id": commit,
@@ -236,6 +269,7 @@ def _machine_info(
     software: Mapping[str, str] | None,
     throttled: bool,
     injected: tuple[str, ...],
+    ab: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     smoke = mode == "smoke"
     state_sample = {
@@ -293,6 +327,9 @@ def _machine_info(
             "timer": "perf-counter" if smoke else "cuda-event",
             "rounds": rounds,
             "injected": list(injected),
+            **(
+                {"ab": {"ref": "HEAD^1", "sha": "b" * 40, "variants": []}} if ab is not None else {}
+            ),
             "gpu": None if smoke else dict(gpu or H200_GPU),
             "software": dict(software or SOFTWARE),
             "state": None

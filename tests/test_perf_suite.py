@@ -322,9 +322,9 @@ class _CountingTimer(HostTimer):
         super().__init__(TimerConfig(rounds=2))
         self.warm_seconds = 0.0
 
-    def warm(self, fns, seconds):  # type: ignore[no-untyped-def]
+    def warm(self, fns, seconds, pairs=None):  # type: ignore[no-untyped-def]
         self.warm_seconds += seconds
-        return super().warm(fns, seconds)
+        return super().warm(fns, seconds, pairs)
 
 
 def test_soak_runs_the_groups_kernels_untimed_before_the_first_pass() -> None:

@@ -147,3 +147,62 @@ def test_nox_perf_without_a_gpu_cannot_judge(tmp_path: Path) -> None:
     proc = _run("-m", "nox", "-s", "perf", "--no-install")
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "no CUDA GPU" in proc.stderr and "cannot judge" in proc.stderr
+
+
+def test_nox_perf_ab_smoke_runs_both_kernels_packages(tmp_path: Path) -> None:
+    """An A/B run through nox on the interpreter: the last commit's kernels/ beside the tree's."""
+    out = tmp_path / "perf"
+    proc = _run(
+        "-m",
+        "nox",
+        "-s",
+        "perf",
+        "--no-install",
+        "--",
+        "--profile",
+        "smoke",
+        "--ab",
+        "HEAD",
+        "--report-only",
+        "--no-plots",
+        "--out-dir",
+        str(out),
+        "--perf-ks=24",
+        "--perf-variants=torch,swizzle_persistent,xtile_persistent",
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    report = (out / "report.md").read_text()
+    assert "## A/B against `HEAD`" in report
+    data = json.loads((out / "results.json").read_text())
+    sides = {
+        (b["extra_info"]["tilegate"]["key"], b["extra_info"]["tilegate"].get("side", "head"))
+        for b in data["benchmarks"]
+    }
+    assert ("xtile_persistent-fp16-nt-K24", "base") in sides and (
+        "xtile_persistent-fp16-nt-K24",
+        "head",
+    ) in sides
+    assert ("torch-fp16-nt-K24", "base") not in sides, "the reference is measured once"
+    assert data["machine_info"]["tilegate"]["ab"]["ref"] == "HEAD"
+    for b in data["benchmarks"]:
+        assert b["extra_info"]["tilegate"]["code_hash"].startswith("sha256:")
+
+
+def test_nox_perf_ab_against_a_missing_ref_cannot_judge(tmp_path: Path) -> None:
+    proc = _run(
+        "-m",
+        "nox",
+        "-s",
+        "perf",
+        "--no-install",
+        "--",
+        "--profile",
+        "smoke",
+        "--ab",
+        "no-such-ref",
+        "--out-dir",
+        str(tmp_path / "perf"),
+    )
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "no-such-ref" in proc.stderr and "fetch-depth" in proc.stderr
+    assert (tmp_path / "perf" / "report.md").read_text().startswith("# tilegate: CANNOT JUDGE")

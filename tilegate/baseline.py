@@ -32,6 +32,8 @@ rebaseline reads as a reviewable diff. Schema version 1::
           "n_samples": 120,               # how many rounds that summary stands for
           "twin": "swizzle_persistent", "ratio_to_twin": 0.7254, "ratio_to_twin_runs": [...],
           "tflops": 226.7,
+          "ratio_to_reference": 1.234,    # same-run ratio to the reference row (median over runs)
+          "code_hash": "sha256:...",      # the compiled code measured (absent: not known)
           "measured": {"date": "...", "commit": "...", "triton": "...", "torch": "..."}
         }
       },
@@ -104,6 +106,10 @@ class BaselineRow:
     ratio_to_twin: float | None = None
     ratio_to_twin_runs: tuple[float, ...] = ()
     tflops: float | None = None
+    # same-run ratio to the reference row (cuBLAS), median over the rebaseline runs: what lets
+    # the gate tell a row's own change from a shift of the whole machine (docs/gate.md)
+    ratio_to_reference: float | None = None
+    code_hash: str | None = None  # the compiled code measured (tilegate.harness.identity)
 
     @property
     def group(self) -> tuple[str, str, int]:
@@ -190,6 +196,10 @@ def _row_json(row: BaselineRow) -> dict[str, Any]:
         data["ratio_to_twin_runs"] = [round(r, 4) for r in row.ratio_to_twin_runs]
     if row.tflops is not None:
         data["tflops"] = round(row.tflops, 1)
+    if row.ratio_to_reference is not None:
+        data["ratio_to_reference"] = round(row.ratio_to_reference, 5)
+    if row.code_hash is not None:
+        data["code_hash"] = row.code_hash
     return data
 
 
@@ -284,7 +294,18 @@ def _parse_row(key: str, raw: Any, where_file: str) -> BaselineRow:
             float(r) for r in raw.get("ratio_to_twin_runs") or [] if is_finite_number(r)
         ),
         tflops=float(raw["tflops"]) if is_finite_number(raw.get("tflops")) else None,
+        ratio_to_reference=_optional_positive(raw, "ratio_to_reference", where),
+        code_hash=raw.get("code_hash") if isinstance(raw.get("code_hash"), str) else None,
     )
+
+
+def _optional_positive(raw: Mapping[str, Any], key: str, where: str) -> float | None:
+    v = raw.get(key)
+    if v is None:
+        return None
+    if not is_finite_number(v) or v <= 0:
+        raise InputError(f"{where}: {key} is {v!r}; expected a positive number")
+    return float(v)
 
 
 def _bad(where: str, key: str) -> float:

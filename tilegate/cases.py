@@ -82,10 +82,22 @@ class Case:
     variant: str
     m: int
     n: int
+    base: bool = False  # A/B runs: the base commit's version of the variant, timed beside it
 
     @property
     def id(self) -> str:
+        """The case id, the same on both sides of an A/B run: the join key of every result."""
         return case_id(self.variant, self.dtype, self.layout, self.k)
+
+    @property
+    def slot(self) -> str:
+        """Which kernel this case runs: the variant, or its base version (`<variant>@base`)."""
+        return f"{self.variant}{BASE_SUFFIX}" if self.base else self.variant
+
+    @property
+    def test_id(self) -> str:
+        """The pytest id: the case id, with "@base" for the base side of an A/B run."""
+        return f"{self.id}{BASE_SUFFIX}" if self.base else self.id
 
     @property
     def group(self) -> str:
@@ -95,6 +107,9 @@ class Case:
     @property
     def flops(self) -> float:
         return matmul_flops(self.m, self.n, self.k)
+
+
+BASE_SUFFIX = "@base"
 
 
 def matmul_flops(M: int, N: int, K: int) -> float:
@@ -124,22 +139,27 @@ def build_cases(
     m: int | None = None,
     n: int | None = None,
     only: frozenset[str] | None = None,
+    base_variants: Sequence[str] = (),
 ) -> list[Case]:
     """All cases of a profile, grouped (dtype, layout, K) and in `variants` order inside a group.
 
-    `variants` is in run order (`select_variants`). `only` keeps the groups that contain at
-    least one of the given case ids (a re-measurement of suspect rows re-times their whole group
-    so that same-run ratios stay paired).
+    `variants` is in run order (`select_variants`). `base_variants` (an A/B run) adds, right
+    after each variant, its base version where the base has it; a variant only the base has
+    ("removed" in the head) comes last. `only` keeps the groups that contain at least one of the
+    given case ids (a re-measurement of suspect rows re-times their whole group so that
+    same-run ratios stay paired).
     """
+    order = list(variants) + [v for v in base_variants if v not in variants]
+    sides = [(v, False) for v in variants] + [(v, True) for v in base_variants]
     for k in ks or profile.ks:
         if k < 1:
             raise ValueError(f"K must be >= 1, got {k}")
     cases = sorted(
-        Case(dtype, layout, k, rank, v, m or profile.m, n or profile.n)
+        Case(dtype, layout, k, order.index(v), v, m or profile.m, n or profile.n, base)
         for dtype in profile.dtypes
         for layout in profile.layouts
         for k in (ks or profile.ks)
-        for rank, v in enumerate(variants)
+        for v, base in sides
     )
     if only is not None:
         groups = {c.group for c in cases if c.id in only}

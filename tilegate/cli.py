@@ -123,6 +123,7 @@ def _cmd_perf(args: argparse.Namespace) -> int:
         pytest_args=args.pytest_args,
         out_dir=Path(args.out_dir),
         plots=not args.no_plots,
+        ab=args.ab,
     ).run()
 
 
@@ -192,6 +193,68 @@ def _cmd_rebaseline(args: argparse.Namespace) -> int:
     if args.diff_out:
         atomic_write_text(args.diff_out, "\n".join(text) + "\n")
     return code
+
+
+# --- ab-noise: the A/A noise that sets the A/B tolerances -------------------------------------------------
+
+
+def _cmd_ab_noise(args: argparse.Namespace) -> int:
+    from tilegate.ab import build_noise, noise_path, save_noise
+    from tilegate.markdown import table
+
+    try:
+        results = list(args.results)
+        if args.measure is not None:
+            from tilegate.perf import SMOKE_PROFILE, ab_args, gpu_slug, measure_runs
+
+            if results:
+                raise InputError("give either A/A results files or --measure N, not both")
+            try:
+                if args.profile != SMOKE_PROFILE:
+                    gpu_slug()  # no GPU: say so before materialising anything
+            except (RuntimeError, ImportError) as err:
+                raise InputError(f"cannot measure: {err}") from err
+            extra = [*args.pytest_args, *ab_args("HEAD", PERF_DIR)]
+            runs_made, failed = measure_runs(
+                args.measure, args.profile, extra, PERF_DIR, name="ab-noise"
+            )
+            if failed:
+                raise InputError(failed)
+            results = [str(r) for r in runs_made]
+        runs = [load_results(r) for r in results]
+        out = Path(args.out) if args.out else noise_path(runs[0].env.gpu.slug) if runs else None
+        if out is None:
+            raise InputError("ab-noise needs A/A results files or --measure N")
+        noise = build_noise(runs, out)
+    except InputError as err:
+        _err(f"cannot record the A/B noise: {err}")
+        return EXIT_CANNOT_JUDGE
+    rows = [
+        (
+            f"`{r.key}`",
+            ", ".join(f"{x:.4f}" for x in r.run_ratios),
+            f"{r.spread:.2%}",
+            f"{r.tolerance:.2%}",
+            r.source,
+        )
+        for r in noise.rows.values()
+    ]
+    text = [
+        f"# A/B noise {noise.gpu.get('slug')} -> {out}",
+        "",
+        f"From {len(runs)} A/A run(s) (REF = the head: both sides the same compiled code). "
+        f"Tolerance = clamp({noise.policy.multiple:g} x max |ratio - 1|, "
+        f"{noise.policy.floor:.1%}, {noise.policy.ceiling:.1%}).",
+        "",
+        *table(["case", "A/A ratio per run", "spread", "tolerance", "bound"], "llrrl", rows),
+    ]
+    if args.check:
+        text += ["", f"--check: {out} not written."]
+    else:
+        save_noise(noise)
+        text += ["", f"Wrote {out} ({len(noise.rows)} cases). Review `git diff` and commit it."]
+    print("\n".join(text))
+    return 0
 
 
 # --- fingerprint (another module; imported only when asked for) ------------------------------------------
@@ -278,6 +341,12 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     p.add_argument("--report-only", action="store_true", help="no baseline needed: report, exit 0")
     p.add_argument(
+        "--ab",
+        metavar="REF",
+        help="A/B: measure REF's kernels (git) beside the working tree's, in the same rounds, "
+        "and judge each case on the paired ratio (a pull request: --ab HEAD^1)",
+    )
+    p.add_argument(
         "--confirm-runs",
         type=int,
         default=1,
@@ -345,6 +414,28 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         help="write even when rows are slower than the old tolerance or an expectation breaks",
     )
     p.set_defaults(func=_cmd_rebaseline, takes_pytest_args=True)
+
+    p = sub.add_parser(
+        "ab-noise",
+        help="record the A/A noise of the A/B paired ratio on this GPU (sets the A/B tolerances)",
+        description="Build baselines/<gpu-slug>.ab.json from A/A runs (`tilegate perf --ab HEAD`: "
+        "both sides the same code), or measure N of them first with --measure N.",
+    )
+    p.add_argument("results", nargs="*", help="results JSON of A/A runs")
+    p.add_argument("--out", metavar="FILE", help="default: baselines/<gpu-slug>.ab.json")
+    p.add_argument(
+        "--measure",
+        "--repeats",
+        dest="measure",
+        type=int,
+        metavar="N",
+        help="run N A/A runs on this GPU first (unknown options go to pytest)",
+    )
+    p.add_argument(
+        "--profile", default="quick", help="with --measure: the profile (default: quick)"
+    )
+    p.add_argument("--check", action="store_true", help="print the noise, write nothing")
+    p.set_defaults(func=_cmd_ab_noise, takes_pytest_args=True)
 
     _add_fingerprint(sub, wanted=bool(argv) and "fingerprint" in argv[:1])
     return parser

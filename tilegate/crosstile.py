@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tilegate import stats
 from tilegate.baseline import Baseline, Expectation
@@ -92,6 +92,7 @@ class CrossTilePair:
     Ks: tuple[int, ...]
     now: dict[int, float]  # same-run ratio per K in this run
     base: dict[int, float]  # ratio per K at rebaseline
+    ab_base: dict[int, float] = field(default_factory=dict)  # A/B: the base commit's, same rounds
 
     @staticmethod
     def crossover(ratios: dict[int, float]) -> int | None:
@@ -109,12 +110,16 @@ def crosstile_pairs(run: Run, baseline: Baseline | None) -> list[CrossTilePair]:
         assert than is not None
         now: dict[int, float] = {}
         base: dict[int, float] = {}
+        ab_base: dict[int, float] = {}
         for row in run.rows.values():
             if (row.variant, row.dtype, row.layout) != (faster, dtype, layout):
                 continue
             ratio = run.ratio(faster, than, dtype, layout, row.K)
             if ratio is not None:
                 now[row.K] = ratio
+            theirs = run.ratio(faster, than, dtype, layout, row.K, side="base")
+            if theirs is not None:
+                ab_base[row.K] = theirs
         if baseline is not None:
             for b in baseline.rows.values():
                 if (b.variant, b.twin, b.dtype, b.layout) == (
@@ -125,5 +130,7 @@ def crosstile_pairs(run: Run, baseline: Baseline | None) -> list[CrossTilePair]:
                 ) and b.ratio_to_twin:
                     base[b.K] = b.ratio_to_twin
         if now:
-            out.append(CrossTilePair(faster, than, dtype, layout, tuple(sorted(now)), now, base))
+            out.append(
+                CrossTilePair(faster, than, dtype, layout, tuple(sorted(now)), now, base, ab_base)
+            )
     return out

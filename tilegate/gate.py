@@ -11,9 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tilegate.ab import ABComparison, compare_ab, load_noise, noise_path
 from tilegate.baseline import baseline_path, how_to_create, load_baseline
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_text
+from tilegate.outcome import outcome
 from tilegate.report import render
 from tilegate.results import Run, load_results
 from tilegate.verdict import Comparison, compare
@@ -26,6 +28,7 @@ class Judgement:
     code: int
     text: str
     comparison: Comparison | None = None
+    ab: ABComparison | None = None
     error: str | None = None  # why it could not judge (exit 2)
     notes: tuple[str, ...] = ()  # what the caller should tell the user beside the report
 
@@ -68,30 +71,41 @@ def judge(
     """
     try:
         run = load_results(results)
-        path = baseline or baseline_path(run.env.gpu.slug, baselines_dir)
+        slug = run.env.gpu.slug
+        path = baseline or baseline_path(slug, baselines_dir)
+        reruns = [load_results(c) for c in confirmations]
         cmp: Comparison | None = None
+        ab: ABComparison | None = None
+        notes: list[str] = []
+        if run.env.ab is not None:
+            noise = noise_path(slug, baselines_dir)
+            ab = compare_ab(run, load_noise(noise) if noise.is_file() else None, reruns)
         no_baseline = None
-        if not path.is_file() and report_only:
+        if not path.is_file() and (report_only or ab is not None):
             no_baseline = (
-                f"No baseline for {run.env.gpu.slug} at `{path}`, so no verdict. "
-                f"{how_to_create(run.env.gpu.slug, path)}"
+                f"No baseline for {slug} at `{path}`, so no stored-baseline verdict. "
+                f"{how_to_create(slug, path)}"
             )
+            if ab is not None:
+                notes.append(f"no stored baseline {path}: judged on the A/B verdict alone")
         else:
             if not path.is_file():
                 raise InputError(
-                    f"no baseline for {run.env.gpu.slug}: {path} does not exist. "
-                    f"{how_to_create(run.env.gpu.slug, path)} "
+                    f"no baseline for {slug}: {path} does not exist. "
+                    f"{how_to_create(slug, path)} "
                     "To see the report without a verdict, pass --report-only."
                 )
-            reruns = [load_results(c) for c in confirmations]
             cmp = compare(run, load_baseline(path), reruns, allow_missing=allow_missing)
         if suspects_path is not None:
-            keys = cmp.suspects() if cmp else []
+            keys = list(
+                dict.fromkeys([*(ab.suspects() if ab else []), *(cmp.suspects() if cmp else [])])
+            )
             atomic_write_text(suspects_path, "".join(f"{k}\n" for k in keys))
         plot_files, plot_note = _plots(run, cmp, plots_dir)
         text = render(
             run,
             cmp,
+            ab=ab,
             report_only=report_only,
             no_baseline_reason=no_baseline,
             plots=plot_files,
@@ -101,8 +115,10 @@ def judge(
     except InputError as err:
         if report_path is not None:
             atomic_write_text(report_path, cannot_judge_report(str(err)))
-        return Judgement(EXIT_CANNOT_JUDGE, "", None, str(err))
+        return Judgement(EXIT_CANNOT_JUDGE, "", error=str(err))
     if report_path is not None:
         atomic_write_text(report_path, text)
-    code = EXIT_OK if report_only or cmp is None else cmp.exit_code
-    return Judgement(code, text, cmp, notes=(plot_note,) if plot_note else ())
+    code = EXIT_OK if report_only else outcome(cmp, ab).code
+    if plot_note:
+        notes.append(plot_note)
+    return Judgement(code, text, cmp, ab, notes=tuple(notes))

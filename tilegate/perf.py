@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tilegate.baseline import baseline_path
-from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK
+from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_text
 from tilegate.gate import Judgement, cannot_judge_report, judge
 
@@ -78,6 +78,7 @@ class Perf:
     report_only: bool = False
     confirm_runs: int = 1
     pytest_args: Sequence[str] = ()
+    ab: str | None = None  # A/B: the base ref whose kernels are measured beside the head's
     out_dir: Path = Path(".perf")
     plots: bool = True
     suite: Suite = run_suite
@@ -111,7 +112,14 @@ class Perf:
         if slug is None:
             return self._fail("no GPU here")
         baseline = self.baseline or baseline_path(slug, self.baselines_dir)
-        if not baseline.is_file() and not self.report_only:
+        args = list(self.pytest_args)
+        if self.ab is not None:
+            try:
+                args += ab_args(self.ab, self.out_dir)
+            except InputError as err:
+                return self._fail(str(err))
+            self.log(f"perf: A/B against {self.ab}: {args[-3]}")
+        elif not baseline.is_file() and not self.report_only:
             return self._fail(
                 f"no baseline {baseline} for GPU '{slug}'. Record one on this GPU with "
                 "`nox -s rebaseline` (and commit it through review), or run "
@@ -119,7 +127,7 @@ class Perf:
             )
         results = self.out_dir / "results.json"
         results.unlink(missing_ok=True)
-        suite_code = self.suite(results, self.profile, list(self.pytest_args))
+        suite_code = self.suite(results, self.profile, args)
         if not results.exists():
             return self._fail(f"the suite wrote no results (pytest exit {suite_code})")
         suspects = self.out_dir / "suspects.txt"
@@ -173,23 +181,32 @@ class Perf:
         return judged
 
 
+def ab_args(ref: str, out_dir: Path) -> list[str]:
+    """The suite's options that time REF's kernels beside the head's (InputError naming REF)."""
+    from tilegate.harness.base import materialise
+
+    base = materialise(ref, ROOT, out_dir / "ab")
+    return [f"--perf-ab-base={base.path}", f"--perf-ab-ref={ref}", f"--perf-ab-sha={base.sha}"]
+
+
 def measure_runs(
     repeats: int,
     profile: str,
     pytest_args: Sequence[str],
     out_dir: Path,
     *,
+    name: str = "rebaseline",
     suite: Suite = run_suite,
     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
 ) -> tuple[list[Path], str | None]:
-    """Run the suite `repeats` times for a rebaseline; (the results files, or why it stopped)."""
-    runs_dir = out_dir / "rebaseline"
+    """Run the suite `repeats` times into out_dir/name/; (the results files, or why it stopped)."""
+    runs_dir = out_dir / name
     runs_dir.mkdir(parents=True, exist_ok=True)
     for old in runs_dir.glob("run-*.json"):
         old.unlink()
     runs: list[Path] = []
     for i in range(1, repeats + 1):
-        log(f"rebaseline: run {i}/{repeats} ({profile})")
+        log(f"{name}: run {i}/{repeats} ({profile})")
         out = runs_dir / f"run-{i}.json"
         code = suite(out, profile, list(pytest_args))
         if code != 0 or not out.exists():

@@ -98,6 +98,21 @@ def _measured_row(key: str, per_run: list[tuple[Run, Row]], tolerances: Toleranc
             ratio = run.ratio(row.variant, first.twin, row.dtype, row.layout, row.K)
             if ratio is not None:
                 ratios.append(ratio)
+    to_ref = [
+        r
+        for r in (
+            run.ratio(row.variant, run.reference, row.dtype, row.layout, row.K)
+            for run, row in per_run
+            if run.reference and not row.reference
+        )
+        if r is not None
+    ]
+    hashes = {row.code_hash for _, row in per_run}
+    if len(hashes) > 1:
+        raise InputError(
+            f"row {key} ran different compiled code in different runs ({len(hashes)} code hashes): "
+            "a baseline is one commit's code; rebaseline from runs of one"
+        )
     tflops = [r.tflops for _, r in per_run if r.tflops is not None]
     last = max(per_run, key=lambda rr: rr[0].env.datetime or "")[0].env
     return BaselineRow(
@@ -129,6 +144,8 @@ def _measured_row(key: str, per_run: list[tuple[Run, Row]], tolerances: Toleranc
         ratio_to_twin=stats.median(ratios) if ratios else None,
         ratio_to_twin_runs=tuple(ratios),
         tflops=stats.median(tflops) if tflops else None,
+        ratio_to_reference=stats.median(to_ref) if to_ref else None,
+        code_hash=hashes.pop(),
     )
 
 

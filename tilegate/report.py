@@ -11,9 +11,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tilegate.ab import ABComparison, ABVerdict
 from tilegate.baseline import Baseline
 from tilegate.crosstile import CrossTilePair, ExpectationResult, Status, crosstile_pairs
-from tilegate.markdown import ms, p_value, pct, table
+from tilegate.markdown import listing, ms, p_value, pct, table
+from tilegate.outcome import Outcome, outcome
 from tilegate.results import Run
 from tilegate.verdict import Comparison, Verdict
 
@@ -24,6 +26,16 @@ _VERDICT_TEXT = {
     Verdict.OK: "ok",
     Verdict.NEW: "new",
     Verdict.NOT_MEASURED: "not measured",
+    Verdict.SHIFTED: "shifted (machine)",
+}
+_AB_TEXT = {
+    ABVerdict.SLOWER: "**SLOWER**",
+    ABVerdict.FASTER: "faster",
+    ABVerdict.SAME: "same",
+    ABVerdict.AMBIGUOUS: "AMBIGUOUS",
+    ABVerdict.UNCHANGED: "unchanged code",
+    ABVerdict.NEW: "new",
+    ABVerdict.REMOVED: "removed",
 }
 
 
@@ -34,40 +46,55 @@ def _pretty(variant: str) -> str:
 # --- header and summary ----------------------------------------------------------------------------
 
 
-def _headline(cmp: Comparison | None, report_only: bool) -> str:
-    if cmp is None:
+def _headline(cmp: Comparison | None, ab: ABComparison | None, report_only: bool) -> str:
+    if cmp is None and ab is None:
         return "# tilegate: REPORT ONLY (no baseline, no verdict)"
-    regressed = [r for r in cmp.rows if r.fails]
-    parts = []
-    if regressed:
-        parts.append(f"{len(regressed)} regression{'s' * (len(regressed) != 1)}")
-    if cmp.broken:
-        parts.append(f"{len(cmp.broken)} broken expectation{'s' * (len(cmp.broken) != 1)}")
-    outcome = "FAIL" if cmp.exit_code else "PASS"
+    result = outcome(cmp, ab)
+    word = "FAIL" if result.code else "PASS"
     if report_only:
-        outcome = f"REPORT ONLY (would {outcome.lower()})"
-    return f"# tilegate: {outcome}" + (f": {', '.join(parts)}" if parts else "")
+        word = f"REPORT ONLY (would {word.lower()})"
+    parts = result.parts
+    return f"# tilegate: {word}" + (f": {', '.join(parts)}" if parts else "")
 
 
-def _summary(cmp: Comparison) -> list[str]:
-    out = []
+def _bullet(out: list[str], title: str, items: Sequence[str], hint: str = "") -> None:
+    """A summary line: the title, how many, the first eight items, what to do."""
+    if items:
+        shown = "; ".join(items[:8]) + (f"; and {len(items) - 8} more" if len(items) > 8 else "")
+        out.append(f"- **{title}** ({len(items)}): {shown}" + (f". {hint}" if hint else ""))
+
+
+def _summary(cmp: Comparison, result: Outcome) -> list[str]:
+    out: list[str] = []
 
     def bullet(title: str, items: Sequence[str], hint: str = "") -> None:
-        if items:
-            shown = "; ".join(items[:8]) + (
-                f"; and {len(items) - 8} more" if len(items) > 8 else ""
-            )
-            out.append(f"- **{title}** ({len(items)}): {shown}" + (f". {hint}" if hint else ""))
+        _bullet(out, title, items, hint)
 
     bullet(
         "Regressed",
         [
             f"`{r.key}` {pct(r.delta)} (tolerance {r.tolerance:.1%})"
-            for r in cmp.rows
-            if r.fails and r.tolerance
+            for r in result.regressions
+            if r.tolerance
         ],
         "Slower than the tolerance and significant"
-        + (" in the confirmation runs too." if cmp.confirmations else "."),
+        + (" in the confirmation runs too" if cmp.confirmations else "")
+        + ", and not a shift the reference shared (docs/gate.md).",
+    )
+    bullet(
+        "Slower than the baseline, code unchanged by this pull request",
+        [f"`{r.key}` {pct(r.delta)}" for r in result.drift],
+        "Their compiled code is the base's (A/B above): drift since the baseline, not this "
+        "change. Not a failure here; `nox -s rebaseline` once understood.",
+    )
+    bullet(
+        "Shifted with the machine",
+        [
+            f"`{r.key}` {pct(r.delta)} (vs the reference {pct(r.rel_delta)})"
+            for r in cmp.by(Verdict.SHIFTED)
+        ],
+        "Slower, but so was the reference in the same rounds and the code did not change: "
+        "the GPU's power budget or a neighbour moved, not these rows. Not failures.",
     )
     bullet(
         "Broken expectations",
@@ -119,6 +146,135 @@ def _summary(cmp: Comparison) -> list[str]:
             f"- All {n} rows within tolerance; all {sum(c.status is Status.PASS for c in cmp.expectations)} expectation checks hold."
         )
     return out
+
+
+# --- A/B against the base ----------------------------------------------------------------------------
+
+
+def _ab_summary(ab: ABComparison) -> list[str]:
+    out: list[str] = []
+
+    def case(c: Any) -> str:
+        assert c.ratio is not None and c.ci is not None and c.tolerance is not None
+        return (
+            f"`{c.key}` {pct(c.ratio - 1)} (interval {pct(c.ci[0] - 1)} .. {pct(c.ci[1] - 1)}, "
+            f"tolerance {c.tolerance:.1%})"
+        )
+
+    _bullet(
+        out,
+        "Slower than the base",
+        [case(c) for c in ab.by(ABVerdict.SLOWER)],
+        "Paired per round with the base's own kernel"
+        + (" and confirmed by a re-measurement." if ab.confirmations else "."),
+    )
+    _bullet(
+        out,
+        "Ambiguous, measure more",
+        [case(c) for c in ab.by(ABVerdict.AMBIGUOUS)],
+        "The interval crosses the tolerance: not a failure; more rounds decide.",
+    )
+    _bullet(out, "Faster than the base", [case(c) for c in ab.by(ABVerdict.FASTER)])
+    changed = ab.changed_code
+    variants = sorted({c.variant for c in ab.cases})
+    same = [v for v in variants if v not in changed]
+    out.append(
+        "- **Compiled code changed** for "
+        + (", ".join(f"`{v}`" for v in changed) if changed else "no variant")
+        + (f"; the same as the base for {listing([f'`{v}`' for v in same])}" if same else "")
+        + ". A case whose code is the base's cannot be blamed."
+    )
+    _bullet(out, "New in the head (not judged)", [f"`{c.key}`" for c in ab.by(ABVerdict.NEW)])
+    _bullet(out, "Removed from the head", [f"`{c.key}`" for c in ab.by(ABVerdict.REMOVED)])
+    if ab.noise is not None:
+        runs = len(ab.noise.provenance.get("runs") or [])
+        out.append(f"- Tolerances from the A/A noise in `{ab.noise.path}` ({runs} runs).")
+    else:
+        out.append(
+            f"- No A/A noise file for this GPU: every case uses the {ab.policy.ceiling:.1%} "
+            "ceiling. Record one with `nox -s ab_noise`."
+        )
+    return out
+
+
+def _ab_rows(cases: Sequence[Any]) -> list[Sequence[Any]]:
+    rows: list[Sequence[Any]] = []
+    for c in cases:
+        code = {True: "changed", False: "same", None: "?"}[c.code_changed]
+        rows.append(
+            (
+                f"`{c.key}`",
+                ms(c.base.median_s if c.base else None),
+                ms(c.head.median_s if c.head else None),
+                f"{c.ratio:.4f}" if c.ratio is not None else "",
+                f"{pct(c.ci[0] - 1)} .. {pct(c.ci[1] - 1)}" if c.ci else "",
+                f"{c.tolerance:.2%}" if c.tolerance is not None else "",
+                p_value(c.p_slower if c.ratio is None or c.ratio >= 1 else c.p_faster),
+                code if c.head and c.base else "",
+                _AB_TEXT[c.verdict],
+                c.note,
+            )
+        )
+    return rows
+
+
+def _ab_table(ab: ABComparison) -> list[str]:
+    """The cases whose code changed in full; the unchanged ones folded (their ratio is noise)."""
+    header = [
+        "case",
+        "base (ms)",
+        "head (ms)",
+        "head / base",
+        "interval",
+        "tolerance",
+        "p",
+        "code",
+        "verdict",
+        "note",
+    ]
+    align = "lrrrrrrlll"
+    judged = [c for c in ab.cases if c.code_changed is not False]
+    same = [c for c in ab.cases if c.code_changed is False]
+    out = [
+        "*head / base*: the median over rounds of head_i / base_i, both timed back to back in every "
+        f"round; *interval*: its {ab.policy.confidence:.0%} confidence interval; *p*: one-sided "
+        "Wilcoxon signed-rank test in the direction of the change.",
+        "",
+    ]
+    if judged:
+        out += [
+            "### Cases whose compiled code changed",
+            "",
+            *table(header, align, _ab_rows(judged)),
+            "",
+        ]
+    if same:
+        worst = max(same, key=lambda c: abs((c.ratio or 1.0) - 1))
+        out += [
+            f"<details><summary>{len(same)} case(s) with the base's compiled code: not judged; "
+            f"their ratio is the A/B noise (largest: {pct((worst.ratio or 1.0) - 1)}, "
+            f"`{worst.key}`)</summary>",
+            "",
+            *table(header, align, _ab_rows(same)),
+            "",
+            "</details>",
+            "",
+        ]
+    return out
+
+
+def _ab(ab: ABComparison) -> list[str]:
+    sha = f" (`{ab.sha[:12]}`)" if ab.sha else ""
+    confirmed = (
+        f", confirmed by {len(ab.confirmations)} re-measurement(s)" if ab.confirmations else ""
+    )
+    return [
+        f"## A/B against `{ab.ref}`{sha}: one process, the same rounds{confirmed}",
+        "",
+        *_ab_summary(ab),
+        "",
+        *_ab_table(ab),
+    ]
 
 
 # --- environment -------------------------------------------------------------------------------------
@@ -249,14 +405,20 @@ def _pair(
             ms(faster.median_s if faster else None),
             f"**{pct(f.now[K] - 1)}**" if f.now[K] < 1 else pct(f.now[K] - 1),
         ]
+        if f.ab_base:
+            theirs = f.ab_base.get(K)
+            cells.append(pct(theirs - 1) if theirs is not None else "")
         if with_baseline:
             cells += [pct(base - 1) if base is not None else "", expect]
         rows.append(cells)
     title = f"### {_pretty(f.faster)} vs {_pretty(f.than)} ({f.dtype}, {f.layout})"
     header = ["K", f"{_pretty(f.than)} (ms)", f"{_pretty(f.faster)} (ms)", "change"]
+    if f.ab_base:
+        header.append("change in the A/B base")
     if with_baseline:
         header += ["baseline change", "expectation"]
-    return [title, "", *table(header, "rrrrrl"[: len(header)], rows), "", _crossover_text(f), ""]
+    align = "r" * (len(header) - 1) + ("l" if with_baseline else "r")
+    return [title, "", *table(header, align, rows), "", _crossover_text(f), ""]
 
 
 def _pairs(run: Run, cmp: Comparison | None) -> list[str]:
@@ -401,6 +563,7 @@ def render(
     run: Run,
     cmp: Comparison | None = None,
     *,
+    ab: ABComparison | None = None,
     report_only: bool = False,
     no_baseline_reason: str | None = None,
     plots: Sequence[Path] = (),
@@ -408,8 +571,12 @@ def render(
     suspects_path: Path | None = None,
 ) -> str:
     """The whole report as markdown."""
-    out = [_headline(cmp, report_only), "", *_banners(run)]
+    out = [_headline(cmp, ab, report_only), "", *_banners(run)]
+    if ab is not None:
+        out += _ab(ab)
     if cmp is not None:
+        if ab is not None:
+            out += ["## Against the stored baseline", ""]
         out += [
             f"Results `{run.path}` against baseline `{cmp.baseline.path}`"
             + (
@@ -421,16 +588,16 @@ def render(
             + ".",
             "",
         ]
-        out += [*_summary(cmp), ""]
+        out += [*_summary(cmp, outcome(cmp, ab)), ""]
         if suspects_path is not None:
-            n = len(cmp.suspects())
+            n = len(set(cmp.suspects()) | set(ab.suspects() if ab else []))
             out += [
                 f"{n} case(s) to measure again written to `{suspects_path}`."
                 if n
                 else f"Nothing to measure again (`{suspects_path}` is empty).",
                 "",
             ]
-    else:
+    elif ab is None:
         out += [f"Results `{run.path}`. {no_baseline_reason or ''}".rstrip(), ""]
     out += [*_environment(run, cmp.baseline if cmp else None), ""]
     out += _pairs(run, cmp)

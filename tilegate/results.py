@@ -53,6 +53,7 @@ class Environment:
     commit: str | None
     dirty: bool | None
     datetime: str | None
+    ab: Mapping[str, Any] | None = None  # an A/B run: {"ref", "sha", "variants"} of its base
 
     @property
     def smoke(self) -> bool:
@@ -77,6 +78,10 @@ class Row:
     twin: str | None = None
     ratio_to_twin: float | None = None
     reference: bool = False  # the reference row (cuBLAS): every ratio_to_torch is against it
+    code_hash: str | None = None  # tilegate.harness.identity: the compiled code that ran
+    code_hash_kind: str | None = None  # "sass", "ptx", "source", "reference"
+    side: str = "head"  # "base": the base commit's version in an A/B run
+    ratio_to_base: float | None = None  # A/B head rows: head / base, paired per round
 
     @property
     def group(self) -> tuple[str, str, int]:
@@ -89,28 +94,46 @@ class Run:
     path: Path
     env: Environment
     rows: Mapping[str, Row] = field(default_factory=lambda: MappingProxyType({}))
+    # A/B runs: the base commit's version of each case, by case id (the same ids as `rows`)
+    base_rows: Mapping[str, Row] = field(default_factory=lambda: MappingProxyType({}))
 
-    def find(self, variant: str, dtype: str, layout: str, K: int) -> Row | None:
-        for row in self.rows.values():
+    def find(
+        self, variant: str, dtype: str, layout: str, K: int, *, side: str = "head"
+    ) -> Row | None:
+        rows = self.rows if side == "head" else self.base_rows
+        for row in rows.values():
             if (row.variant, row.dtype, row.layout, row.K) == (variant, dtype, layout, K):
                 return row
+        if side == "base" and self.reference == variant:  # the reference is measured once
+            return self.find(variant, dtype, layout, K)
         return None
 
-    def ratio(self, variant: str, than: str, dtype: str, layout: str, K: int) -> float | None:
+    def ratio(
+        self, variant: str, than: str, dtype: str, layout: str, K: int, *, side: str = "head"
+    ) -> float | None:
         """variant / than measured in the same rounds of this run; None unless both were measured.
 
+        `side="base"`: the same, for the base commit's versions in an A/B run.
         The suite's recorded ratio_to_twin when it is for `than`; else the paired per-round
         median (`stats.paired_ratio`); rows of unequal length (not the same rounds) fall back to
         the ratio of their medians.
         """
-        x, y = self.find(variant, dtype, layout, K), self.find(than, dtype, layout, K)
+        x = self.find(variant, dtype, layout, K, side=side)
+        y = self.find(than, dtype, layout, K, side=side)
         if x is None or y is None:
             return None
         if x.twin == than and x.ratio_to_twin is not None:
             return x.ratio_to_twin
+        if y.reference and x.ratio_to_torch is not None:
+            return x.ratio_to_torch
         if len(x.samples_s) != len(y.samples_s):
             return x.median_s / y.median_s
         return stats.paired_ratio(x.samples_s, y.samples_s)
+
+    @property
+    def reference(self) -> str | None:
+        """The reference variant of this run (the row the suite marks; cuBLAS), if it ran."""
+        return next((r.variant for r in self.rows.values() if r.reference), None)
 
     @property
     def groups(self) -> frozenset[tuple[str, str, int]]:
@@ -200,7 +223,11 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
     throttled = state.get("throttled")
     injected = tg.get("injected") or []
     ci = _obj(commit_info)
+    ab = tg.get("ab")
+    if ab is not None and not (isinstance(ab, dict) and isinstance(ab.get("sha"), str)):
+        raise InputError(f"results file {path}: machine_info.tilegate.ab must name the base's sha")
     return Environment(
+        ab=MappingProxyType(dict(ab)) if ab else None,
         harness_version=str(tg.get("harness_version", "unknown")),
         mode=mode,
         profile=str(tg.get("profile", "unknown")),
@@ -277,7 +304,7 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
             "repeats, the timer or the kernel launch is broken."
         )
     ratios: dict[str, float | None] = {}
-    for k in ("ratio_to_torch", "ratio_to_twin", "tflops"):
+    for k in ("ratio_to_torch", "ratio_to_twin", "ratio_to_base", "tflops"):
         v = tg.get(k)
         # tflops may round to 0.0 on the smoke profile's tiny shapes; a ratio never may
         ok = v is None or is_finite_positive(v) or (k == "tflops" and v == 0)
@@ -287,8 +314,20 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
             )
         ratios[k] = float(v) if v is not None else None
     twin = tg.get("twin")
+    side = tg.get("side", "head")
+    if side not in ("head", "base"):
+        raise InputError(
+            f"{where}: extra_info.tilegate.side is {side!r}; expected 'head' or 'base'"
+        )
+    code = {k: tg.get(k) for k in ("code_hash", "code_hash_kind")}
+    for k, v in code.items():
+        if v is not None and (not isinstance(v, str) or not v):
+            raise InputError(f"{where}: extra_info.tilegate.{k} is {v!r}; expected a string")
     return Row(
         reference=tg.get("reference") is True,
+        side=side,
+        ratio_to_base=ratios["ratio_to_base"],
+        **code,
         key=key,
         variant=tg["variant"],
         dtype=tg["dtype"],
@@ -315,17 +354,26 @@ def load_results(path: str | Path) -> Run:
     if not isinstance(mi, dict):
         raise InputError(f"results file {p} is not pytest-benchmark JSON (no 'machine_info')")
     env = _parse_env(p, mi, data.get("commit_info"), data.get("datetime"))
-    rows: dict[str, Row] = {}
+    sides: dict[str, dict[str, Row]] = {"head": {}, "base": {}}
     for i, bench in enumerate(data["benchmarks"]):
         row = _parse_row(p, i, bench)
+        rows = sides[row.side]
         if row.key in rows:
+            which = "" if row.side == "head" else " (base side)"
             raise InputError(
-                f"results file {p}, row {row.key}: appears twice; a results file holds one run"
+                f"results file {p}, row {row.key}{which}: appears twice; a results file holds one run"
             )
         rows[row.key] = row
+    rows = sides["head"]
+    if sides["base"] and env.ab is None:
+        raise InputError(
+            f"results file {p} has base rows but machine_info.tilegate.ab does not say which base"
+        )
     if not rows:
         raise InputError(
             f"results file {p} has no benchmarks: every case was skipped or the suite did not run "
             "(see the pytest log)"
         )
-    return Run(path=p, env=env, rows=MappingProxyType(rows))
+    return Run(
+        path=p, env=env, rows=MappingProxyType(rows), base_rows=MappingProxyType(sides["base"])
+    )

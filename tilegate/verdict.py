@@ -39,6 +39,9 @@ class Verdict(str, enum.Enum):
     OK = "OK"
     NEW = "NEW"  # measured, not in the baseline
     NOT_MEASURED = "NOT MEASURED"  # in the baseline, not in this run
+    # slower beyond the tolerance, but so was the reference in the same rounds and the row's
+    # code did not change: the machine or a neighbour moved, not this row (never fails)
+    SHIFTED = "SHIFTED"
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,10 @@ class RowVerdict:
     p_slower: float | None = None
     p_faster: float | None = None
     note: str = ""
+    # the change of the row's same-run ratio to the reference (median over runs), and whether
+    # its compiled code differs from the baseline's (None: one side has no code hash)
+    rel_delta: float | None = None
+    code_changed: bool | None = None
 
     @property
     def _row(self) -> Row | BaselineRow:
@@ -285,10 +292,11 @@ def compare(
         for c in e.bounds
     ]
 
+    verdicts = [_blame(v, [run], baseline) for v in verdicts]
     if confirmations:
         suspects = set(Comparison(run, baseline, (), tuple(verdicts), tuple(checks)).suspects())
         verdicts = [
-            _confirm(v, run, confirmations, policy)
+            _blame(_confirm(v, run, confirmations, policy), [run, *confirmations], baseline)
             if v.key in suspects and v.base is not None and v.now is not None
             else v
             for v in verdicts
@@ -339,6 +347,81 @@ def _judge(
         p_slower=ps,
         p_faster=pf,
         note=note,
+    )
+
+
+def _base_ratio_to_reference(base: BaselineRow, baseline: Baseline, reference: str) -> float | None:
+    """The row's ratio to the reference at rebaseline; for a baseline from before tilegate
+    stored it, the ratio of the two rows' medians (not paired: a little noisier)."""
+    if base.ratio_to_reference is not None:
+        return base.ratio_to_reference
+    ref = next(
+        (
+            b
+            for b in baseline.rows.values()
+            if (b.variant, b.dtype, b.layout, b.K) == (reference, base.dtype, base.layout, base.K)
+        ),
+        None,
+    )
+    return base.median_s / ref.median_s if ref is not None else None
+
+
+def _blame(v: RowVerdict, runs: Sequence[Run], baseline: Baseline) -> RowVerdict:
+    """Keep a REGRESSED row only if its code changed or it also slowed against the reference.
+
+    Kernels timed in the same rounds share the GPU's power budget: one kernel's change moves
+    cuBLAS and unchanged neighbours too (4-5 % on the power-capped H200, docs/gate.md). A row
+    whose code hash is the baseline's and whose same-run ratio to the reference held is SHIFTED:
+    reported, never failed. The reference row itself is judged on its own.
+    """
+    if v.base is None or v.now is None or v.reference or v.verdict is not Verdict.REGRESSED:
+        return v
+    row, base = v.now, v.base
+    changed = None
+    # Hashes compare code only under the same compiler: a Triton upgrade changes every hash,
+    # and then only the ratio to the reference can tell which rows the upgrade slowed.
+    same_triton = runs[0].env.software.get("triton") == (
+        baseline.provenance.get("software") or {}
+    ).get("triton")
+    if row.code_hash and base.code_hash and same_triton:
+        changed = row.code_hash != base.code_hash
+    reference = runs[0].reference
+    then = _base_ratio_to_reference(base, baseline, reference) if reference else None
+    now = (
+        [
+            r
+            for r in (
+                run.ratio(row.variant, reference, row.dtype, row.layout, row.K) for run in runs
+            )
+            if r is not None
+        ]
+        if reference
+        else []
+    )
+    if then is None or not now:
+        return replace(v, code_changed=changed, note=v.note + "; no reference row to tell a shift")
+    rel = [stats.rel_change(r, then) for r in now]
+    rel_delta = stats.median(rel)
+    v = replace(v, rel_delta=rel_delta, code_changed=changed)
+    if changed:
+        return replace(v, note=v.note + "; its compiled code changed")
+    if stats.majority([d > base.tolerance for d in rel]):
+        return replace(
+            v, note=v.note + f"; also against {reference} in the same rounds ({rel_delta:+.1%})"
+        )
+    return replace(
+        v,
+        verdict=Verdict.SHIFTED,
+        note=f"slower by {v.delta:+.1%}, but its ratio to {reference} in the same rounds moved "
+        f"{rel_delta:+.1%} and its code "
+        + (
+            "is unchanged"
+            if changed is False
+            else "has no hash to compare"
+            if same_triton
+            else "was compiled by another Triton than the baseline's"
+        )
+        + ": a machine or neighbour shift, not this row",
     )
 
 

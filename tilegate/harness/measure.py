@@ -18,8 +18,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tilegate.cases import Case
+from tilegate.cases import BASE_SUFFIX, Case
 from tilegate.harness.correctness import REL_ERR_TOL, check_call, reference
+from tilegate.harness.identity import Identity, capture, identity
 from tilegate.stats import paired_ratio
 
 
@@ -32,6 +33,7 @@ class CaseResult:
     error: str | None = None
     samples_s: list[float] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    identity: Identity | None = None  # the compiled code the correctness call ran
 
     @property
     def failure(self) -> str | None:
@@ -55,8 +57,9 @@ class _Prepared:
     """A group between its correctness checks and its last timed pass."""
 
     group: str
-    results: dict[str, CaseResult]
+    results: dict[str, CaseResult]  # by slot: the variant, or "<variant>@base" in an A/B run
     fns: dict[str, Callable[[], Any]]
+    pairs: dict[str, str] = field(default_factory=dict)  # A/B: slot -> its base slot
     rounds_per_pass: int = 0
     samples: dict[str, list[float]] = field(default_factory=dict)
     pass_medians: dict[str, list[float]] = field(default_factory=dict)
@@ -117,9 +120,9 @@ class GroupMeasurer:
     def result(self, case: Case) -> CaseResult:
         if not self._results:
             self._measure_all()
-        if case.id not in self._results:
-            raise KeyError(f"case {case.id} is not in the groups this measurer was given")
-        return self._results[case.id]
+        if case.test_id not in self._results:
+            raise KeyError(f"case {case.test_id} is not in the groups this measurer was given")
+        return self._results[case.test_id]
 
     # -- internals -------------------------------------------------------------------------
 
@@ -150,26 +153,36 @@ class GroupMeasurer:
         ref = reference(a, b)
         prep = _Prepared(group, {}, {})
         for case in group_cases:
-            res = prep.results[case.variant] = CaseResult(case)
-            variant = self.registry.get(case.variant)
+            res = prep.results[case.slot] = CaseResult(case)
+            variant = self.registry.get(case.slot)
             if variant is None:
-                res.skip_reason = f"variant {case.variant!r} is not in kernels.VARIANTS"
+                res.skip_reason = f"variant {case.slot!r} is not in kernels.VARIANTS"
                 continue
             reason = variant.unsupported_reason(self.capability)
             if reason:
                 res.skip_reason = f"{case.variant} cannot run here: {reason}"
                 continue
+            # Both sides of an A/B pair write the same buffer: same memory, same placement.
             out = self._out(case, a.dtype)
             try:
-                got = check_call(variant.matmul, a, b, ref, out, REL_ERR_TOL[case.dtype])
+                with capture() as launches:
+                    got = check_call(variant.matmul, a, b, ref, out, REL_ERR_TOL[case.dtype])
             except Exception as exc:  # a kernel that raises fails its own case, not the group
                 res.error = f"{type(exc).__name__}: {exc}"
                 continue
             res.correct, res.rel_err, res.error = got.correct, got.rel_err, got.error
+            res.identity = identity(launches)
+            if getattr(variant, "injected", None):  # perf_tests/inject.py: test-only changes
+                res.identity = res.identity.marked(str(variant.injected))
             # A wrong kernel is still timed (its row is written, marked incorrect, and refused
             # by the gate); a kernel that errored or wrote nothing is not.
             if got.error is None:
-                prep.fns[case.variant] = functools.partial(variant.matmul, a, b, out=out)
+                prep.fns[case.slot] = functools.partial(variant.matmul, a, b, out=out)
+        prep.pairs = {
+            c.variant: c.slot
+            for c in group_cases
+            if c.base and c.variant in prep.fns and c.slot in prep.fns
+        }
         del ref
         prep.seconds = time.perf_counter() - t0
         return prep
@@ -194,12 +207,12 @@ class GroupMeasurer:
                 if prep.fns:
                     if p == 0:
                         warm = self.warmup_first_s if i == 0 else config.warmup_s
-                        pace = self.timer.warm(prep.fns, warm)
+                        pace = self.timer.warm(prep.fns, warm, pairs=prep.pairs)
                         prep.rounds_per_pass = math.ceil(config.rounds_for(pace) / self.passes)
                     else:  # clocks are up: a short re-warm of this group's kernels only
-                        self.timer.warm(prep.fns, 0.0)
+                        self.timer.warm(prep.fns, 0.0, pairs=prep.pairs)
                     t_begin = time.perf_counter()
-                    timed = self.timer.time(prep.fns, prep.rounds_per_pass)
+                    timed = self.timer.time(prep.fns, prep.rounds_per_pass, pairs=prep.pairs)
                     prep.spans.append((t_begin, time.perf_counter()))
                     for name, got in timed.items():
                         prep.samples.setdefault(name, []).extend(got)
@@ -222,7 +235,7 @@ class GroupMeasurer:
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < self.soak_s:
             for prep in prepared:
-                self.timer.warm(prep.fns, chunk)
+                self.timer.warm(prep.fns, chunk, pairs=prep.pairs)
                 if time.perf_counter() - t0 >= self.soak_s:
                     break
         self.soaked_s = time.perf_counter() - t0
@@ -245,7 +258,7 @@ class GroupMeasurer:
                 res.extra["pass_medians_s"] = prep.pass_medians.get(name, [])
                 if state is not None:
                     res.extra["gpu_state"] = state
-            self._results[res.case.id] = res
+            self._results[res.case.test_id] = res
         if self.on_group is not None:
             self.on_group(prep.group, prep.results, prep.seconds)
 
@@ -268,6 +281,10 @@ class GroupMeasurer:
         }
         if case.variant == self.reference:
             extra["reference"] = True
+        if case.base:
+            extra["side"] = "base"
+        if res.identity is not None:
+            extra.update(res.identity.as_json())
         if res.error:
             extra["error"] = res.error
         if res.samples_s:
@@ -280,14 +297,18 @@ class GroupMeasurer:
                 if torch_samples and case.variant != self.reference
                 else None
             )
-        variant = self.registry.get(case.variant)
+        variant = self.registry.get(case.slot)
         twin = getattr(variant, "xtile_twin_of", None)
         if twin:
             extra["twin"] = twin
-            twin_samples = samples.get(twin)
+            twin_samples = samples.get(f"{twin}{BASE_SUFFIX}" if case.base else twin)
             extra["ratio_to_twin"] = (
                 paired_ratio(res.samples_s, twin_samples)
                 if twin_samples and res.samples_s
                 else None
             )
+        base_samples = None if case.base else samples.get(f"{case.variant}{BASE_SUFFIX}")
+        if base_samples and res.samples_s:
+            # A/B: head / base, paired round by round (the pair ran back to back every round)
+            extra["ratio_to_base"] = paired_ratio(res.samples_s, base_samples)
         return extra

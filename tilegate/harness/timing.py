@@ -55,12 +55,24 @@ class TimerConfig:
         )
 
 
-def round_order(names: list[str], r: int) -> list[str]:
-    """Rotate the order every round so no variant always runs first (or right after another)."""
-    if not names:
+def round_order(names: list[str], r: int, pairs: Mapping[str, str] | None = None) -> list[str]:
+    """The order of round `r`: rotated every round so no variant always runs first (or right
+    after another). A pair (an A/B run's variant and its base version) moves as one unit, the
+    two back to back under the same GPU state, and swaps which goes first every other round."""
+    units: list[tuple[str, ...]] = []
+    placed: set[str] = set()
+    for name in names:
+        if name in placed:
+            continue
+        partner = (pairs or {}).get(name)
+        unit = (name, partner) if partner in names and partner not in placed else (name,)
+        units.append(unit)
+        placed.update(unit)
+    if not units:
         return []
-    shift = r % len(names)
-    return names[shift:] + names[:shift]
+    shift = r % len(units)
+    rotated = units[shift:] + units[:shift]
+    return [n for unit in rotated for n in (unit[::-1] if r % 2 else unit)]
 
 
 class CudaTimer:
@@ -82,7 +94,12 @@ class CudaTimer:
         if self._flush_buf is not None:
             self._flush_buf.zero_()
 
-    def warm(self, fns: Mapping[str, Callable[[], Any]], seconds: float) -> float:
+    def warm(
+        self,
+        fns: Mapping[str, Callable[[], Any]],
+        seconds: float,
+        pairs: Mapping[str, str] | None = None,
+    ) -> float:
         """Run the callables in turn for about `seconds` (at least 3 rounds); return seconds per round."""
         torch = self._torch
         names = list(fns)
@@ -93,7 +110,7 @@ class CudaTimer:
             if rounds == 1:  # the first round may compile or allocate: pace the others
                 torch.cuda.synchronize()
                 paced_from = time.perf_counter()
-            for name in round_order(names, rounds):
+            for name in round_order(names, rounds, pairs):
                 self._flush()
                 fns[name]()
             rounds += 1
@@ -101,14 +118,17 @@ class CudaTimer:
         return (time.perf_counter() - paced_from) / (rounds - 1)
 
     def time(
-        self, fns: Mapping[str, Callable[[], Any]], rounds: int | None = None
+        self,
+        fns: Mapping[str, Callable[[], Any]],
+        rounds: int | None = None,
+        pairs: Mapping[str, str] | None = None,
     ) -> dict[str, list[float]]:
         """Seconds per call for each callable, one sample per round, rounds interleaved."""
         torch = self._torch
         names = list(fns)
         events: dict[str, list[tuple[Any, Any]]] = {n: [] for n in names}
         for r in range(rounds or self.config.rounds):
-            for name in round_order(names, r):
+            for name in round_order(names, r, pairs):
                 begin = torch.cuda.Event(enable_timing=True)
                 end = torch.cuda.Event(enable_timing=True)
                 self._flush()
@@ -128,19 +148,27 @@ class HostTimer:
     def __init__(self, config: TimerConfig) -> None:
         self.config = config
 
-    def warm(self, fns: Mapping[str, Callable[[], Any]], seconds: float) -> float:
+    def warm(
+        self,
+        fns: Mapping[str, Callable[[], Any]],
+        seconds: float,
+        pairs: Mapping[str, str] | None = None,
+    ) -> float:
         t0 = time.perf_counter()
         for fn in fns.values():
             fn()
         return time.perf_counter() - t0
 
     def time(
-        self, fns: Mapping[str, Callable[[], Any]], rounds: int | None = None
+        self,
+        fns: Mapping[str, Callable[[], Any]],
+        rounds: int | None = None,
+        pairs: Mapping[str, str] | None = None,
     ) -> dict[str, list[float]]:
         names = list(fns)
         out: dict[str, list[float]] = {n: [] for n in names}
         for r in range(rounds or self.config.rounds):
-            for name in round_order(names, r):
+            for name in round_order(names, r, pairs):
                 t0 = time.perf_counter()
                 fns[name]()
                 out[name].append(time.perf_counter() - t0)

@@ -1,0 +1,421 @@
+"""A/B: every case of the head against its base version, measured in the same rounds of one process.
+
+The pull-request verdict. A runner's drift, its power cap and the neighbours' share of it hit both
+sides of a pair alike (they run back to back in every round, on the same inputs and output
+buffer), so the per-round ratio head/base cancels them; a stored baseline cannot. Per case:
+
+* compiled-code identity first: a case whose code hash is the same on both sides is UNCHANGED
+  CODE and cannot be blamed, whatever its ratio says (that ratio is reported as noise);
+* otherwise the per-round ratios r_i = head_i / base_i of every run, pooled: their median, a
+  distribution-free confidence interval of it, and one-sided Wilcoxon signed-rank tests on
+  log r_i (scipy), against a tolerance derived from the measured A/A noise of that same ratio
+  on this GPU (`baselines/<gpu>.ab.json`, `tilegate ab-noise`);
+* SLOWER (fails): the whole interval above +tolerance, significant, and slower than the
+  tolerance in a majority of the runs; FASTER likewise below -tolerance; SAME: the whole
+  interval inside +-tolerance; AMBIGUOUS otherwise: the data cannot decide, measure more
+  (`tilegate perf` re-measures SLOWER and AMBIGUOUS cases before they can fail);
+* a variant only the head has is NEW (not judged), one only the base has is REMOVED (listed).
+
+The noise file: per case, the A/A paired ratio of each of several runs with REF = HEAD (both
+sides the same code), its spread max |r_j - 1| and tolerance = clamp(multiple x spread, floor,
+ceiling). A case it lacks gets the ceiling, marked uncalibrated.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+from scipy import stats as _sp
+
+from tilegate import __version__, stats
+from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
+from tilegate.fileio import atomic_write_json, is_finite_number, read_json
+from tilegate.markdown import listing
+from tilegate.results import Row, Run
+
+NOISE_SCHEMA = "tilegate.ab-noise/1"
+
+
+def noise_path(slug: str, directory: str | Path = Path("baselines")) -> Path:
+    return Path(directory) / f"{slug}.ab.json"
+
+
+@dataclass(frozen=True)
+class ABPolicy:
+    """How A/A noise becomes a tolerance, and how sure a verdict must be."""
+
+    multiple: float = 3.0  # tolerance = multiple x the A/A spread of the run ratios ...
+    floor: float = 0.005  # ... at least this (0.5 %) ...
+    ceiling: float = 0.03  # ... at most this; also the tolerance of an uncalibrated case
+    alpha: float = 0.01  # one-sided Wilcoxon signed-rank level
+    confidence: float = 0.99  # of the interval of the median ratio
+
+    def as_json(self) -> dict[str, float]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> ABPolicy:
+        if not isinstance(data, dict):
+            raise InputError(f"{where}: policy must be an object")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InputError(f"{where}: unknown policy key(s) {unknown}; known: {sorted(known)}")
+        for k, v in data.items():
+            if not is_finite_number(v) or not 0 < v < (100 if k == "multiple" else 1):
+                raise InputError(f"{where}: policy {k} = {v!r} is out of range")
+        policy = cls(**{k: float(v) for k, v in data.items()})
+        if policy.floor > policy.ceiling:
+            raise InputError(f"{where}: floor {policy.floor} > ceiling {policy.ceiling}")
+        return policy
+
+
+# --- the A/A noise file ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NoiseRow:
+    key: str
+    run_ratios: tuple[float, ...]  # the A/A head/base ratio of each calibration run
+    spread: float  # max |r - 1| over those runs
+    tolerance: float
+    source: str  # "noise", "floor" or "ceiling"
+
+
+@dataclass(frozen=True)
+class Noise:
+    path: Path
+    gpu: Mapping[str, Any]
+    provenance: Mapping[str, Any]
+    policy: ABPolicy
+    rows: Mapping[str, NoiseRow]
+
+    def tolerance(self, key: str) -> tuple[float, str]:
+        row = self.rows.get(key)
+        if row is None:
+            return self.policy.ceiling, f"uncalibrated: {key} not in {self.path}"
+        return row.tolerance, f"A/A noise ({row.source}, {len(row.run_ratios)} runs)"
+
+
+def _pairs(run: Run, key: str) -> tuple[Row, Row] | None:
+    head, base = run.rows.get(key), run.base_rows.get(key)
+    return (head, base) if head is not None and base is not None else None
+
+
+def _per_round(run: Run, head: Row, base: Row) -> np.ndarray:
+    """head_i / base_i for every round; InputError when the two were not timed in the same rounds."""
+    if len(head.samples_s) != len(base.samples_s):
+        raise InputError(
+            f"results file {run.path}, row {head.key}: head and base have {len(head.samples_s)} "
+            f"and {len(base.samples_s)} samples; an A/B pair is timed in the same rounds"
+        )
+    return np.asarray(head.samples_s) / np.asarray(base.samples_s)
+
+
+def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -> Noise:
+    """The noise file from A/A runs (REF = HEAD); InputError for anything that is not A/A."""
+    if not runs:
+        raise InputError("ab-noise needs A/A results files (`tilegate perf --ab HEAD`)")
+    slugs = {r.env.gpu.slug for r in runs}
+    if len(slugs) != 1:
+        raise InputError(f"the A/A runs are of different GPU models: {sorted(slugs)}")
+    per_key: dict[str, list[float]] = {}
+    for run in runs:
+        if run.env.ab is None or not run.base_rows:
+            raise InputError(f"results {run.path} is not an A/B run (no base rows)")
+        if run.env.injected:
+            raise InputError(f"results {run.path} ran with TEST-ONLY injections: not A/A")
+        changed = [
+            k
+            for k, base in run.base_rows.items()
+            if k in run.rows and run.rows[k].code_hash != base.code_hash
+        ]
+        if changed:
+            raise InputError(
+                f"results {run.path} is not an A/A run: the compiled code differs for "
+                f"{listing(changed)}; measure with REF = the head (`--ab HEAD`)"
+            )
+        for key in run.base_rows:
+            pair = _pairs(run, key)
+            if pair is not None:
+                per_key.setdefault(key, []).append(float(np.median(_per_round(run, *pair))))
+    rows = {}
+    for key, ratios in sorted(per_key.items()):
+        spread = max(abs(r - 1.0) for r in ratios)
+        tol = stats.derive_tolerance(
+            spread, multiple=policy.multiple, floor=policy.floor, ceiling=policy.ceiling
+        )
+        rows[key] = NoiseRow(key, tuple(ratios), spread, tol.value, tol.bound)
+    env = runs[0].env
+    provenance = {
+        "tool": f"tilegate {__version__}",
+        "software": dict(env.software),
+        "driver": env.gpu.driver,
+        "cuda": env.gpu.cuda,
+        "profiles": sorted({r.env.profile for r in runs}),
+        "runs": [
+            {"file": r.path.name, "datetime": r.env.datetime, "commit": r.env.commit} for r in runs
+        ],
+    }
+    gpu = {"name": env.gpu.name, "slug": env.gpu.slug, "sm_count": env.gpu.sm_count}
+    return Noise(out, MappingProxyType(gpu), MappingProxyType(provenance), policy, rows)
+
+
+def save_noise(noise: Noise) -> None:
+    atomic_write_json(
+        noise.path,
+        {
+            "schema": NOISE_SCHEMA,
+            "gpu": dict(noise.gpu),
+            "provenance": dict(noise.provenance),
+            "policy": noise.policy.as_json(),
+            "rows": {
+                k: {
+                    "run_ratios": [round(r, 5) for r in row.run_ratios],
+                    "spread": round(row.spread, 5),
+                    "tolerance": round(row.tolerance, 4),
+                    "source": row.source,
+                }
+                for k, row in noise.rows.items()
+            },
+        },
+        inline_scalar_lists=True,
+    )
+
+
+def load_noise(path: Path) -> Noise:
+    """Read and validate a noise file; InputError naming the file (and row) on any problem."""
+    where = f"A/B noise file {path}"
+    data = read_json(path, "A/B noise file")
+    if not isinstance(data, dict) or data.get("schema") != NOISE_SCHEMA:
+        raise InputError(
+            f"{where} is not a tilegate A/B noise file (schema {NOISE_SCHEMA}); "
+            "re-record it with `nox -s ab_noise`"
+        )
+    gpu, rows_raw = data.get("gpu"), data.get("rows")
+    if not isinstance(gpu, dict) or not isinstance(gpu.get("slug"), str):
+        raise InputError(f"{where}: gpu.slug is missing")
+    if not isinstance(rows_raw, dict):
+        raise InputError(f"{where}: rows must be an object of case id -> noise")
+    policy = ABPolicy.from_json(data.get("policy", {}), where)
+    rows = {}
+    for key, raw in rows_raw.items():
+        ok = (
+            isinstance(raw, dict)
+            and isinstance(raw.get("run_ratios"), list)
+            and all(is_finite_number(r) and r > 0 for r in raw["run_ratios"])
+            and is_finite_number(raw.get("spread"))
+            and is_finite_number(raw.get("tolerance"))
+            and 0 < raw["tolerance"] < 1
+        )
+        if not ok:
+            raise InputError(
+                f"{where}, row {key}: needs run_ratios, spread and a tolerance in (0, 1)"
+            )
+        rows[key] = NoiseRow(
+            key,
+            tuple(float(r) for r in raw["run_ratios"]),
+            float(raw["spread"]),
+            float(raw["tolerance"]),
+            str(raw.get("source", "")),
+        )
+    raw_prov = data.get("provenance")
+    provenance: dict[str, Any] = raw_prov if isinstance(raw_prov, dict) else {}
+    return Noise(path, MappingProxyType(gpu), MappingProxyType(provenance), policy, rows)
+
+
+# --- the verdict -------------------------------------------------------------------------------
+
+
+class ABVerdict(str, enum.Enum):
+    SLOWER = "SLOWER"
+    FASTER = "FASTER"
+    SAME = "SAME"
+    AMBIGUOUS = "AMBIGUOUS"
+    UNCHANGED = "UNCHANGED CODE"
+    NEW = "NEW"
+    REMOVED = "REMOVED"
+
+
+@dataclass(frozen=True)
+class ABCase:
+    key: str
+    verdict: ABVerdict
+    head: Row | None
+    base: Row | None
+    ratio: float | None = None  # median of the pooled per-round ratios head/base
+    ci: tuple[float, float] | None = None  # its confidence interval
+    run_ratios: tuple[float, ...] = ()  # each run's median ratio, the first run first
+    p_slower: float | None = None
+    p_faster: float | None = None
+    tolerance: float | None = None
+    tolerance_source: str = ""
+    code_changed: bool | None = None  # None: a side has no code hash (cannot tell)
+    note: str = ""
+
+    @property
+    def fails(self) -> bool:
+        return self.verdict is ABVerdict.SLOWER
+
+    @property
+    def variant(self) -> str:
+        row = self.head or self.base
+        assert row is not None
+        return row.variant
+
+
+@dataclass(frozen=True)
+class ABComparison:
+    run: Run
+    confirmations: tuple[Run, ...]
+    cases: tuple[ABCase, ...]
+    noise: Noise | None
+    policy: ABPolicy = field(default_factory=ABPolicy)
+
+    @property
+    def ref(self) -> str:
+        ab = self.run.env.ab or {}
+        return str(ab.get("ref") or ab.get("sha") or "the base")
+
+    @property
+    def sha(self) -> str:
+        return str((self.run.env.ab or {}).get("sha") or "")
+
+    def by(self, *verdicts: ABVerdict) -> list[ABCase]:
+        return [c for c in self.cases if c.verdict in verdicts]
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FAIL if any(c.fails for c in self.cases) else EXIT_OK
+
+    def suspects(self) -> list[str]:
+        return [c.key for c in self.by(ABVerdict.SLOWER, ABVerdict.AMBIGUOUS)]
+
+    @property
+    def changed_code(self) -> list[str]:
+        """The variants whose compiled code differs between head and base (any case)."""
+        return sorted({c.variant for c in self.cases if c.code_changed})
+
+
+def _wilcoxon(logs: np.ndarray, alternative: str) -> float:
+    nonzero = logs[logs != 0]
+    if len(nonzero) < 2:
+        return 1.0
+    p = float(_sp.wilcoxon(nonzero, alternative=alternative).pvalue)
+    return 1.0 if math.isnan(p) else p
+
+
+def judge_case(
+    key: str,
+    pairs: Sequence[tuple[Run, Row, Row]],
+    tolerance: float,
+    tolerance_source: str,
+    policy: ABPolicy,
+) -> ABCase:
+    """The verdict of one case measured in one or more runs (the first, then confirmations)."""
+    _, head, base = pairs[0]
+    changed = None
+    if head.code_hash and base.code_hash:
+        changed = head.code_hash != base.code_hash
+    per_run = [_per_round(run, h, b) for run, h, b in pairs]
+    run_ratios = tuple(float(np.median(r)) for r in per_run)
+    pooled = np.concatenate(per_run)
+    ratio = float(np.median(pooled))
+    lo, hi = stats.median_ci(sorted(pooled.tolist()), policy.confidence)
+    logs = np.log(pooled)
+    p_slower, p_faster = _wilcoxon(logs, "greater"), _wilcoxon(logs, "less")
+    measured = ABCase(
+        key,
+        ABVerdict.AMBIGUOUS,
+        head,
+        base,
+        ratio=ratio,
+        ci=(lo, hi),
+        run_ratios=run_ratios,
+        p_slower=p_slower,
+        p_faster=p_faster,
+        tolerance=tolerance,
+        tolerance_source=tolerance_source,
+        code_changed=changed,
+    )
+    if changed is False:
+        note = "same compiled code on both sides: the ratio is noise"
+        return replace(measured, verdict=ABVerdict.UNCHANGED, note=note)
+    runs_slower = stats.majority([r - 1 > tolerance for r in run_ratios])
+    runs_faster = stats.majority([r - 1 < -tolerance for r in run_ratios])
+    if lo - 1 > tolerance and p_slower < policy.alpha and runs_slower:
+        verdict, note = ABVerdict.SLOWER, "slower than the tolerance over the whole interval"
+    elif hi - 1 < -tolerance and p_faster < policy.alpha and runs_faster:
+        verdict, note = ABVerdict.FASTER, "faster than the tolerance over the whole interval"
+    elif lo - 1 >= -tolerance and hi - 1 <= tolerance:
+        verdict, note = ABVerdict.SAME, ""
+    else:
+        verdict, note = ABVerdict.AMBIGUOUS, "the interval crosses the tolerance: measure more"
+    if changed is None:
+        note = "; ".join(filter(None, [note, "no code hash on a side: identity unknown"]))
+    return replace(measured, verdict=verdict, note=note)
+
+
+def compare_ab(
+    run: Run,
+    noise: Noise | None,
+    confirmations: Sequence[Run] = (),
+    policy: ABPolicy | None = None,
+) -> ABComparison:
+    """Judge every case of an A/B run; confirmation runs re-measure some of its groups."""
+    if run.env.ab is None:
+        raise InputError(f"results {run.path} is not an A/B run (`tilegate perf --ab REF`)")
+    if noise is not None and noise.gpu.get("slug") != run.env.gpu.slug:
+        raise InputError(
+            f"A/B noise file {noise.path} is for {noise.gpu.get('slug')}, the run for "
+            f"{run.env.gpu.slug}: record one on this GPU with `nox -s ab_noise`"
+        )
+    for conf in confirmations:
+        if (conf.env.ab or {}).get("sha") != run.env.ab.get("sha"):
+            raise InputError(
+                f"confirmation {conf.path} is not an A/B run against the same base as {run.path}"
+            )
+    policy = policy or (noise.policy if noise is not None else ABPolicy())
+    cases = []
+    reference = {r.variant for r in run.rows.values() if r.reference}
+    for key in sorted(set(run.rows) | set(run.base_rows), key=_order(run)):
+        head, base = run.rows.get(key), run.base_rows.get(key)
+        if head is not None and head.variant in reference:
+            continue  # measured once, on neither side: judged by the stored baseline
+        if base is None:
+            cases.append(
+                ABCase(key, ABVerdict.NEW, head, None, note="only in the head: not judged")
+            )
+            continue
+        if head is None:
+            cases.append(ABCase(key, ABVerdict.REMOVED, None, base, note="only in the base"))
+            continue
+        tol, source = (
+            noise.tolerance(key)
+            if noise is not None
+            else (policy.ceiling, "uncalibrated: no noise file")
+        )
+        pairs = [(run, head, base)]
+        for conf in confirmations:
+            pair = _pairs(conf, key)
+            if pair is not None:
+                pairs.append((conf, *pair))
+        cases.append(judge_case(key, pairs, tol, source, policy))
+    return ABComparison(run, tuple(confirmations), tuple(cases), noise, policy)
+
+
+def _order(run: Run) -> Any:
+    order = {v: i for i, v in enumerate(run.variant_order)}
+
+    def key(case_id: str) -> tuple[Any, ...]:
+        row = run.rows.get(case_id) or run.base_rows[case_id]
+        return (row.dtype, row.layout, row.K, order.get(row.variant, 99), row.variant)
+
+    return key
