@@ -29,7 +29,7 @@ class FakeSuite:
         step = self.plan[min(len(self.calls), len(self.plan) - 1)]
         self.calls.append((out, profile, list(extra)))
         step = dict(step)
-        code = int(step.pop("code", 0))  # type: ignore[call-overload]
+        code = int(step.pop("exit", 0))  # type: ignore[call-overload]
         if not step.pop("no_results", False):
             write(out, make_run(**step))  # type: ignore[arg-type]
         return code
@@ -122,20 +122,40 @@ def test_no_baseline_is_2_unless_report_only(tmp_path: Path) -> None:
 
 
 def test_a_suite_that_wrote_nothing_is_2(tmp_path: Path, baseline: Path) -> None:
-    code, _ = perf(tmp_path, baseline, FakeSuite({"no_results": True, "code": 3}))
+    code, _ = perf(tmp_path, baseline, FakeSuite({"no_results": True, "exit": 3}))
     assert code == 2
     assert (tmp_path / ".perf" / "report.md").read_text().startswith("# tilegate: CANNOT JUDGE")
 
 
 def test_a_failed_case_makes_a_passing_run_2(tmp_path: Path, baseline: Path) -> None:
-    code, p = perf(tmp_path, baseline, FakeSuite({"seed": 57, "code": 1}))
+    code, p = perf(tmp_path, baseline, FakeSuite({"seed": 57, "exit": 1}))
     assert code == 2
     assert any("cannot be judged" in line for line in p.lines)  # type: ignore[attr-defined]
 
 
 def test_measure_runs_stops_at_the_first_failure(tmp_path: Path) -> None:
-    suite = FakeSuite({"seed": 60}, {"seed": 61, "code": 1}, {"seed": 62})
+    suite = FakeSuite({"seed": 60}, {"seed": 61, "exit": 1}, {"seed": 62})
     runs, failed = measure_runs(3, "quick", [], tmp_path, suite=suite, log=lambda line: None)
     assert [r.name for r in runs] == ["run-1.json"]
     assert failed is not None and "run 2 failed" in failed
     assert len(suite.calls) == 2
+
+
+def test_an_ab_suspect_is_measured_again_in_ab_mode(
+    tmp_path: Path, baseline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The re-measurement of an A/B suspect is an A/B run against the same base."""
+    fake = ["--perf-ab-base=/x", "--perf-ab-ref=HEAD^1", f"--perf-ab-sha={'b' * 40}"]
+    monkeypatch.setattr("tilegate.perf.ab_args", lambda ref, out: list(fake))
+    slow = {key("tma_xtile_persistent", K=512): 1.05}
+    code = {"tma_xtile_persistent": "sha256:new"}
+    old = {"tma_xtile_persistent": "sha256:old"}
+    step = {"seed": 70, "rounds": 200, "code": code, "ab": slow, "base_code": old}
+    suite = FakeSuite(step, {**step, "seed": 71, "ks": (512,)})
+    code_, _ = perf(tmp_path, baseline, suite, ab="HEAD^1")
+    assert code_ == 1
+    assert len(suite.calls) == 2
+    assert suite.calls[0][2] == fake
+    assert suite.calls[1][2][:3] == fake and suite.calls[1][2][3].startswith("--perf-groups-of=")
+    report = (tmp_path / ".perf" / "report.md").read_text()
+    assert "case slower than its base" in report.splitlines()[0]

@@ -144,7 +144,7 @@ class Perf:
                 + "\n".join(ids)
             )
             confirm = self.out_dir / f"confirm-{i}.json"
-            self.suite(confirm, self.profile, [*self.pytest_args, f"--perf-groups-of={suspects}"])
+            self.suite(confirm, self.profile, [*args, f"--perf-groups-of={suspects}"])
             if confirm.exists():
                 confirms.append(confirm)
             judged = self._judge(results, baseline, confirms, suspects)
