@@ -11,6 +11,7 @@ list keyed by name (see docs/architecture.md)::
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -96,12 +97,12 @@ def _triton(
     **switches: Any,
 ) -> Variant:
     """A Triton variant: `plan` (a family's plan function) with its switches and the variant's
-    name bound, and a `matmul` that runs exactly the launch that plan makes. The TMA families
-    need sm_90 unless `min_capability` says more."""
+    name bound, and a `matmul` that runs exactly the launch that plan makes (on a GPU it
+    supports). The TMA families need sm_90 unless `min_capability` says more."""
     bound = partial(plan, variant=name, **switches)
     if min_capability is None and family in ("tma", "tma_ws"):
         min_capability = TMA_MIN_CAPABILITY
-    return Variant(
+    variant = Variant(
         name=name,
         family=family,
         description=description,
@@ -112,6 +113,9 @@ def _triton(
         capabilities=capabilities,
         requirement=requirement,
     )
+    # matmul refuses a GPU the variant does not run on, with the registry's reason
+    refusing = partial(run_matmul, name, bound, refuse=variant.unsupported_reason)
+    return dataclasses.replace(variant, matmul=refusing)
 
 
 REGISTRY: tuple[Variant, ...] = (

@@ -410,11 +410,24 @@ def launch_kernel(
 
 
 def run_matmul(
-    variant: str, plan: PlanFn, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None
+    variant: str,
+    plan: PlanFn,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    *,
+    out: torch.Tensor | None = None,
+    refuse: Callable[[tuple[int, int] | None], str | None] | None = None,
 ) -> torch.Tensor:
-    """C = A @ B with the launch `plan` makes for these operands, written into `out` if given."""
+    """C = A @ B with the launch `plan` makes for these operands, written into `out` if given.
+
+    `refuse(capability)` (the variant's unsupported_reason) says why not to run on this GPU:
+    then nothing is planned or compiled, and the reason is the error.
+    """
     check_operands(variant, a, b, out)
     capability, num_sms = device_facts(variant, a.device)
+    reason = refuse(capability) if refuse is not None else None
+    if reason:
+        raise ValueError(reason)
     (M, K), N = a.shape, b.shape[1]
     try:
         layout = layout_of(b)

@@ -727,11 +727,29 @@ def test_torch_runs_on_cpu_without_the_interpreter(monkeypatch):
 
 @pytest.mark.parametrize("name", TMA)
 def test_tma_needs_capability_9(name, monkeypatch):
-    """On a pre-Hopper GPU the TMA variants refuse before launching anything."""
+    """On a pre-Hopper GPU the TMA variants refuse before launching anything (the flattened
+    warp-specialized one needs Blackwell)."""
     monkeypatch.setattr(_common, "device_facts", lambda variant, device: ((8, 0), 108))
-    with pytest.raises(ValueError, match=r"9\.0") as info:
+    need = r"10\.0" if name == "tma_ws_xtile_persistent" else r"9\.0"
+    with pytest.raises(ValueError, match=need) as info:
         VARIANTS[name].matmul(_half(64, 64), _half(64, 64))
     assert name in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "capability"),
+    [
+        ("tma_ws_persistent", (10, 0)),
+        ("tma_ws_persistent", (12, 0)),
+        ("tma_ws_xtile_persistent", (9, 0)),
+    ],
+)
+def test_warp_specialized_variants_refuse_gpus_where_they_are_not(name, capability, monkeypatch):
+    """matmul refuses before planning or compiling, with the registry's reason."""
+    monkeypatch.setattr(_common, "device_facts", lambda variant, device: (capability, 132))
+    with pytest.raises(ValueError) as info:
+        VARIANTS[name].matmul(_half(64, 64), _half(64, 64))
+    assert str(info.value) == VARIANTS[name].unsupported_reason(capability)
 
 
 def _misaligned(M: int, K: int) -> torch.Tensor:

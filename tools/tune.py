@@ -2,10 +2,15 @@
 
     python tools/tune.py --family tma --ks 128,4096 --layout nt
     python tools/tune.py --family pointer --configs "128x256x64w8s3p1,128x128x64w8s3p2"
+    python tools/tune.py --family tma_ws --only swz --also tma_xtile_persistent \
+        --configs "128x256x64w4s3p1,256x128x64w4s3p1"
 
 Each candidate is checked against torch.matmul first, then timed with the suite's own timer
-(CUDA events, L2 flushed, variants interleaved per round). Prints one table; the chosen config
-goes into kernels/configs.py by hand, with the table in docs/tuning-<arch>.md.
+(CUDA events, L2 flushed, variants interleaved per round). `--also` times registered variants
+(as the suite runs them) in the same rounds, for their paired ratios. Prints one table; the
+chosen config goes into kernels/configs.py by hand, with the table in docs/tuning-<arch>.md.
+For `tma_ws`, "swz" is the warp-specialized kernel with its own tile loop (`tma_ws_persistent`)
+and "xtile" the flattened one, which Triton 3.6 does not warp-specialize on sm_90.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
-from kernels import configs, persistent, tma
+from kernels import VARIANTS, configs, persistent, tma, tma_ws
 from kernels._common import run_matmul
 from tilegate.gpu import gpu_info
 from tilegate.timing import CudaTimer, TimerConfig, paired_ratio
@@ -59,7 +64,7 @@ def name_of(c: configs.Config) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--family", choices=["pointer", "tma"], required=True)
+    ap.add_argument("--family", choices=["pointer", "tma", "tma_ws"], required=True)
     ap.add_argument("--configs", required=True, help="comma-separated, e.g. 128x256x64w8s3p1sub")
     ap.add_argument("--ks", default="128,4096")
     ap.add_argument("--layout", default="nt", choices=["nt", "nn"])
@@ -71,11 +76,25 @@ def main() -> int:
         default="both",
         help="time only the cross-tile (FLATTEN) or only the swizzle kernel of each config",
     )
+    ap.add_argument(
+        "--also",
+        default="",
+        help="comma-separated registered variants to time in the same rounds, e.g. "
+        "tma_xtile_persistent",
+    )
     args = ap.parse_args()
+    also = [v for v in args.also.split(",") if v]
+    unknown = [v for v in also if v not in VARIANTS or VARIANTS[v].plan is None]
+    if unknown:
+        raise SystemExit(f"--also: no Triton variant {unknown}; known: {sorted(VARIANTS)}")
     info = gpu_info()
+    for name in also:
+        reason = VARIANTS[name].unsupported_reason(info.capability)
+        if reason:
+            raise SystemExit(f"--also: {reason}")
     timer = CudaTimer(TimerConfig(rounds=args.rounds), l2_bytes=info.l2_bytes)
-    module = tma if args.family == "tma" else persistent
-    extra = {} if args.family == "tma" else {"grouped": True}
+    module = {"tma": tma, "tma_ws": tma_ws, "pointer": persistent}[args.family]
+    extra = {"grouped": True} if args.family == "pointer" else {}
     rows = []
     for k in (int(x) for x in args.ks.split(",")):
         gen = torch.Generator(device="cuda").manual_seed(k)
@@ -89,6 +108,13 @@ def main() -> int:
                 torch.matmul, a, b, out=torch.empty(args.m, args.m, dtype=a.dtype, device="cuda")
             )
         }
+        for name in also:
+            out = torch.full((args.m, args.m), float("nan"), dtype=a.dtype, device="cuda")
+            VARIANTS[name].matmul(a, b, out=out)
+            err = float((out.float() - ref).norm() / ref.norm())
+            if not err < 1e-2:
+                raise SystemExit(f"K={k} {name}: WRONG rel err {err:.3g}")
+            fns[name] = partial(VARIANTS[name].matmul, a, b, out=out)
         for text in args.configs.split(","):
             cfg = parse_config(text)
             flats = {"both": (False, True), "xtile": (True,), "swz": (False,)}[args.only]
