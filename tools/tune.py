@@ -11,6 +11,11 @@ Each candidate is checked against torch.matmul first, then timed with the suite'
 chosen config goes into kernels/configs.py by hand, with the table in docs/tuning-<arch>.md.
 For `tma_ws`, "swz" is the warp-specialized kernel with its own tile loop (`tma_ws_persistent`)
 and "xtile" the flattened one, which Triton 3.6 does not warp-specialize on sm_90.
+
+`--aot ARCH` needs no GPU: it compiles each candidate ahead of time for ARCH (a target of
+baselines/fingerprints/rules.json) with the fingerprint's compiler and prints what decides
+whether it is worth timing: warp-specialized or not, shared memory against the limit,
+registers, spills. Run it before a GPU sweep to drop the candidates that cannot win.
 """
 
 from __future__ import annotations
@@ -62,6 +67,43 @@ def name_of(c: configs.Config) -> str:
     )
 
 
+def aot_table(family: str, arch: str, texts: list[str], layout: str, m: int, k: int) -> int:
+    """Compile each candidate for `arch` without a GPU; print its fingerprint facts."""
+    from tilegate.fingerprint.compile import compile_one
+    from tilegate.fingerprint.rules import load_rules
+
+    ruleset = load_rules()
+    if arch not in ruleset.targets:
+        raise SystemExit(f"--aot: unknown arch {arch!r}; known: {sorted(ruleset.targets)}")
+    target, limit = ruleset.targets[arch], ruleset.smem_limits.get(arch)
+    module = {"tma": tma, "tma_ws": tma_ws, "pointer": persistent}[family]
+    extra = {"grouped": True} if family == "pointer" else {}
+    print(f"{family} {layout} M=N={m} K={k}, compiled for {arch} ({target.gpu}), no GPU")
+    print(
+        f"{'config':<24} {'flat':>4} {'WS':>5} {'warps':>9} {'smem B':>7} {'fits':>5} {'regs':>4} {'spill B':>7}"
+    )
+    for text in texts:
+        cfg = parse_config(text)
+        for flat in (False, True):
+            try:
+                launch = module.plan(
+                    m, m, k, dtype="fp16", layout=layout, capability=target.capability,
+                    num_sms=target.num_sms, variant=text, flatten=flat, config=cfg, **extra,
+                )  # fmt: skip
+                f, _ = compile_one(launch, target, cache_dir=None)
+            except Exception as exc:  # a candidate that does not compile is reported, not fatal
+                print(f"{text:<24} {flat!s:>4} FAILED {type(exc).__name__}: {str(exc)[:60]}")
+                continue
+            fits = "-" if limit is None else str(f["shared_bytes"] <= limit)
+            warps = "/".join(map(str, f["ws_warps"])) or "-"
+            spill = f["spill_stores"] + f["spill_loads"]
+            print(
+                f"{text:<24} {flat!s:>4} {f['warp_specialized']!s:>5} {warps:>9} "
+                f"{f['shared_bytes']:>7} {fits:>5} {f['registers']:>4} {spill:>7}"
+            )
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--family", choices=["pointer", "tma", "tma_ws"], required=True)
@@ -82,11 +124,20 @@ def main() -> int:
         help="comma-separated registered variants to time in the same rounds, e.g. "
         "tma_xtile_persistent",
     )
+    ap.add_argument(
+        "--aot",
+        metavar="ARCH",
+        help="no GPU: compile the candidates for ARCH (e.g. sm_90) and print their facts",
+    )
     args = ap.parse_args()
+    if args.aot:
+        k = int(args.ks.split(",")[-1])
+        return aot_table(args.family, args.aot, args.configs.split(","), args.layout, args.m, k)
     also = [v for v in args.also.split(",") if v]
     unknown = [v for v in also if v not in VARIANTS or VARIANTS[v].plan is None]
     if unknown:
-        raise SystemExit(f"--also: no Triton variant {unknown}; known: {sorted(VARIANTS)}")
+        known = sorted(n for n, v in VARIANTS.items() if v.plan is not None)
+        raise SystemExit(f"--also: no Triton variant {unknown}; known: {known}")
     info = gpu_info()
     for name in also:
         reason = VARIANTS[name].unsupported_reason(info.capability)
