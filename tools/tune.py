@@ -7,7 +7,8 @@
 
 Each candidate is checked against torch.matmul first, then timed with the suite's own timer
 (CUDA events, L2 flushed, variants interleaved per round). `--also` times registered variants
-(as the suite runs them) in the same rounds, for their paired ratios. Prints one table; the
+(as the suite runs them) in the same rounds; every row's paired ratio to the first of them is
+the last column. Prints one table; the
 chosen config goes into kernels/configs.py by hand, with the table in docs/tuning-<arch>.md.
 For `tma_ws`, "swz" is the warp-specialized kernel with its own tile loop (`tma_ws_persistent`)
 and "xtile" the flattened one, which Triton 3.6 does not warp-specialize on sm_90.
@@ -192,6 +193,7 @@ def main() -> int:
         timer.warm(fns, 1.0)
         samples = timer.time(fns)
         base = samples["torch"]
+        first_also = samples.get(also[0]) if also else None
         for label, s in samples.items():
             twin = label.replace("/xtile", "/swz")
             rows.append(
@@ -203,16 +205,19 @@ def main() -> int:
                     paired_ratio(s, samples[twin])
                     if label.endswith("/xtile") and twin in samples
                     else None,
+                    paired_ratio(s, first_also) if first_also else None,
                 )
             )
         print(f"K={k} done", flush=True)
     print(
         f"\n{info.name} {args.family} {args.layout} M=N={args.m}, {args.rounds} rounds, L2 flushed"
     )
-    print(f"{'K':>5} {'config':<28} {'median ms':>10} {'/cuBLAS':>8} {'xtile/swz':>10}")
-    for k, label, ms, rt, rx in rows:
+    vs = f"/{also[0]}" if also else ""
+    print(f"{'K':>5} {'config':<28} {'median ms':>10} {'/cuBLAS':>8} {'xtile/swz':>10} {vs}")
+    for k, label, ms, rt, rx, ra in rows:
         print(
             f"{k:>5} {label:<28} {ms:>10.4f} {rt or 1:>8.3f} {'' if rx is None else f'{rx:.3f}':>10}"
+            + ("" if ra is None else f" {ra:.3f}")
         )
     return 0
 
