@@ -186,7 +186,7 @@ REGISTRY: tuple[Variant, ...] = (
     # kernel under this name, or not compile (docs/tuning-sm90.md, "Warp specialization").
     _triton(
         "tma_ws_persistent",
-        "tma_ws",
+        tma_ws.FAMILY,
         "warp-specialized TMA persistent kernel (descriptors made in the kernel): a TMA producer "
         "and two MMA consumers per program",
         tma_ws.plan,
@@ -197,7 +197,7 @@ REGISTRY: tuple[Variant, ...] = (
     ),
     _triton(
         "tma_ws_xtile_persistent",
-        "tma_ws",
+        tma_ws.FAMILY,
         "tma_ws_persistent with cross-tile pipelining (flattened warp-specialized tile loop)",
         tma_ws.plan,
         flatten=True,

@@ -15,6 +15,9 @@ What Triton 3.6 needs for that to take effect, checked on TTGIR compiled ahead o
   (`kernels._common.ensure_scratch_allocator`, `KernelLaunch.scratch`);
 * on sm_90: the tile loop not flattened, 4 warps (8 leave only a `tt.warp_specialize`
   attribute and no partitions), no epilogue subtiling (the pass fails);
+* on sm_100 and sm_120: the tile loop flattened (otherwise the pass `NVWSInsertAref` fails;
+  Triton 3.9 compiles both). Hence each variant runs only where it is warp-specialized
+  (`capabilities` / `min_capability` in the registry);
 * no `num_stages` on the tile loop (`TILE_STAGES` is None): harmless in Triton 3.6, but Triton
   3.9 then silently drops the warp specialization.
 
