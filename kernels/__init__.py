@@ -11,6 +11,7 @@ list keyed by name (see docs/architecture.md)::
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -19,7 +20,7 @@ from typing import Any
 
 import torch
 
-from . import persistent, reference, tiled, tma
+from . import persistent, reference, tiled, tma, tma_ws
 from ._common import DTYPES, LAYOUTS, TMA_MIN_CAPABILITY, layout_of, run_matmul
 from .configs import CONFIGS, Config, config_for
 from .launch import Arg, DescArg, KernelLaunch, ScalarArg, TensorArg
@@ -51,13 +52,18 @@ class Variant:
     """One registered matmul variant."""
 
     name: str
-    family: str  # "reference", "pointer" or "tma"
+    family: str  # "reference", "pointer", "tma" or "tma_ws"
     description: str
     matmul: MatmulFn  # (a, b, *, out=None) -> c; out (M x N, a's dtype) is written if given
     plan: PlanFn | None  # the launch `matmul` runs; None for the torch reference
     min_capability: tuple[int, int] | None = None
     xtile_twin_of: str | None = None  # the variant this one is the cross-tile version of
     reference: bool = False  # the row every other row is measured against (cuBLAS)
+    # The only capabilities it runs on (None: any from min_capability on), and why, for
+    # unsupported_reason: a variant that would compile to something else than it claims to be
+    # elsewhere (a warp-specialized kernel that is not) stays off those GPUs.
+    capabilities: tuple[tuple[int, int], ...] | None = None
+    requirement: str = "TMA"  # what min_capability / capabilities stand for
 
     def unsupported_reason(self, capability: tuple[int, int] | None) -> str | None:
         """Why this variant cannot run on a GPU of `capability`, or None if it can.
@@ -65,14 +71,16 @@ class Variant:
         None stands for the CPU interpreter (TRITON_INTERPRET=1), which runs every variant,
         TMA descriptors included (Triton 3.6 emulates them).
         """
-        if capability is None or self.min_capability is None:
+        if capability is None:
             return None
-        if tuple(capability) < self.min_capability:
+        cap = (capability[0], capability[1])
+        this = f"this GPU is sm_{cap[0]}{cap[1]}"
+        if self.min_capability is not None and cap < self.min_capability:
             need = ".".join(map(str, self.min_capability))
-            return (
-                f"{self.name} needs compute capability >= {need} (TMA); "
-                f"this GPU is sm_{capability[0]}{capability[1]}"
-            )
+            return f"{self.name} needs compute capability >= {need} ({self.requirement}); {this}"
+        if self.capabilities is not None and cap not in self.capabilities:
+            only = ", ".join(f"sm_{a}{b}" for a, b in self.capabilities)
+            return f"{self.name} runs only on {only} ({self.requirement}); {this}"
         return None
 
 
@@ -83,20 +91,31 @@ def _triton(
     plan: Callable[..., KernelLaunch],
     *,
     xtile_twin_of: str | None = None,
+    min_capability: tuple[int, int] | None = None,
+    capabilities: tuple[tuple[int, int], ...] | None = None,
+    requirement: str = "TMA",
     **switches: Any,
 ) -> Variant:
     """A Triton variant: `plan` (a family's plan function) with its switches and the variant's
-    name bound, and a `matmul` that runs exactly the launch that plan makes."""
+    name bound, and a `matmul` that runs exactly the launch that plan makes (on a GPU it
+    supports). The TMA families need sm_90 unless `min_capability` says more."""
     bound = partial(plan, variant=name, **switches)
-    return Variant(
+    if min_capability is None and family in ("tma", "tma_ws"):
+        min_capability = TMA_MIN_CAPABILITY
+    variant = Variant(
         name=name,
         family=family,
         description=description,
         matmul=partial(run_matmul, name, bound),
         plan=bound,
-        min_capability=TMA_MIN_CAPABILITY if family == "tma" else None,
+        min_capability=min_capability,
         xtile_twin_of=xtile_twin_of,
+        capabilities=capabilities,
+        requirement=requirement,
     )
+    # matmul refuses a GPU the variant does not run on, with the registry's reason
+    refusing = partial(run_matmul, name, bound, refuse=variant.unsupported_reason)
+    return dataclasses.replace(variant, matmul=refusing)
 
 
 REGISTRY: tuple[Variant, ...] = (
@@ -161,6 +180,31 @@ REGISTRY: tuple[Variant, ...] = (
         tma.plan,
         flatten=True,
         xtile_twin_of="tma_swizzle_persistent",
+    ),
+    # Warp-specialized only where Triton 3.6 really does it (the fingerprint's
+    # `warp-specialized` rule checks the compiled kernels): elsewhere it would run as another
+    # kernel under this name, or not compile (docs/tuning-sm90.md, "Warp specialization").
+    _triton(
+        "tma_ws_persistent",
+        tma_ws.FAMILY,
+        "warp-specialized TMA persistent kernel (descriptors made in the kernel): a TMA producer "
+        "and two MMA consumers per program",
+        tma_ws.plan,
+        flatten=False,
+        capabilities=((9, 0),),
+        requirement="TMA; Triton 3.6 cannot compile the warp-specialized tile loop for sm_100 "
+        "or sm_120 unless it is flattened",
+    ),
+    _triton(
+        "tma_ws_xtile_persistent",
+        tma_ws.FAMILY,
+        "tma_ws_persistent with cross-tile pipelining (flattened warp-specialized tile loop)",
+        tma_ws.plan,
+        flatten=True,
+        xtile_twin_of="tma_ws_persistent",
+        min_capability=(10, 0),
+        requirement="Blackwell; on sm_90 Triton 3.6 silently drops the warp specialization of "
+        "a flattened loop",
     ),
 )
 

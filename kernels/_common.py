@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 import torch
@@ -295,10 +296,22 @@ def _scalar_values(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> dict[st
     }
 
 
-def _descriptor(variant: str, arg: DescArg, t: torch.Tensor) -> TensorDescriptor:
-    """A host TMA descriptor over `t` (or t.T), after checking what TMA requires."""
-    base = t.T if arg.transposed else t
-    what = f"{arg.operand}.T" if arg.transposed else arg.operand
+def check_tma_sizes(variant: str, N: int, K: int, dt: str) -> None:
+    """Contiguous A (M x K), B (K x N, or B.T N x K) and C (M x N) have leading strides K and N:
+    TMA needs them to be multiples of 16 bytes."""
+    elems = TMA_ALIGN_BYTES // DTYPES[dt].itemsize
+    for dim, value in (("K", K), ("N", N)):
+        if value % elems:
+            raise ValueError(
+                f"{variant}: TMA needs {dim} to be a multiple of {elems} for {dt} (16-byte "
+                f"aligned row strides), got {dim} = {value}"
+            )
+
+
+def _tma_base(variant: str, operand: str, t: torch.Tensor, transposed: bool) -> torch.Tensor:
+    """`t` (or t.T) as a TMA descriptor sees it, after checking what TMA requires."""
+    base = t.T if transposed else t
+    what = f"{operand}.T" if transposed else operand
     size = base.element_size()
     if base.stride(-1) != 1:
         raise ValueError(
@@ -312,6 +325,12 @@ def _descriptor(variant: str, arg: DescArg, t: torch.Tensor) -> TensorDescriptor
         )
     if base.data_ptr() % TMA_ALIGN_BYTES:
         raise ValueError(f"{variant}: TMA needs {what}'s data pointer 16-byte aligned")
+    return base
+
+
+def _descriptor(variant: str, arg: DescArg, t: torch.Tensor) -> TensorDescriptor:
+    """A host TMA descriptor over `t` (or t.T), after checking what TMA requires."""
+    base = _tma_base(variant, arg.operand, t, arg.transposed)
     return TensorDescriptor(base, list(base.shape), list(base.stride()), list(arg.block_shape))
 
 
@@ -336,7 +355,10 @@ def bind(
     for arg in launch.args:
         if isinstance(arg, TensorArg):
             t = operands[arg.operand]
-            _check_int32_offsets(variant, arg.operand, t)
+            if arg.tma:  # the kernel makes a descriptor over t: TMA's rules, 64-bit strides
+                _tma_base(variant, arg.operand, t, transposed=arg.strides[-1] != 1)
+            else:
+                _check_int32_offsets(variant, arg.operand, t)
             values.append(t)
         elif isinstance(arg, DescArg):
             values.append(_descriptor(variant, arg, operands[arg.operand]))
@@ -347,11 +369,37 @@ def bind(
     return values
 
 
+# Whether this context has handed Triton `_scratch` (see ensure_scratch_allocator).
+_SCRATCH_ALLOCATOR_SET: ContextVar[bool] = ContextVar("kernels_scratch_allocator", default=False)
+
+
+def _scratch(size: int, alignment: int, stream: int | None) -> torch.Tensor:
+    """Global scratch for one launch, on the current CUDA device (torch's caching allocator
+    returns blocks aligned to 512 bytes, more than the 128 Triton asks for descriptors)."""
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def ensure_scratch_allocator() -> None:
+    """Give Triton an allocator for kernels that need global scratch, once per context.
+
+    Triton calls the allocator at every launch of such a kernel (TMA descriptors made in the
+    kernel) and keeps it in a ContextVar: set in one thread, it is unset in another (and a
+    process-wide "done" flag would be wrong there). So it is set here, at the first launch that
+    needs it in each context, never on import. The interpreter makes descriptors in NumPy and
+    never calls it.
+    """
+    if not _SCRATCH_ALLOCATOR_SET.get():
+        triton.set_allocator(_scratch)
+        _SCRATCH_ALLOCATOR_SET.set(True)
+
+
 def launch_kernel(
     variant: str, launch: KernelLaunch, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor
 ) -> torch.Tensor:
     """Bind `launch` to a, b, c and run it; returns c."""
     values = bind(variant, launch, a, b, c)
+    if launch.scratch and not interpreting():
+        ensure_scratch_allocator()
     kernel = launchable(launch.fn)[launch.grid]
     options = {"num_warps": launch.num_warps, "num_stages": launch.num_stages}
     if a.device.type == "cuda":
@@ -363,11 +411,24 @@ def launch_kernel(
 
 
 def run_matmul(
-    variant: str, plan: PlanFn, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None
+    variant: str,
+    plan: PlanFn,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    *,
+    out: torch.Tensor | None = None,
+    refuse: Callable[[tuple[int, int] | None], str | None] | None = None,
 ) -> torch.Tensor:
-    """C = A @ B with the launch `plan` makes for these operands, written into `out` if given."""
+    """C = A @ B with the launch `plan` makes for these operands, written into `out` if given.
+
+    `refuse(capability)` (the variant's unsupported_reason) says why not to run on this GPU:
+    then nothing is planned or compiled, and the reason is the error.
+    """
     check_operands(variant, a, b, out)
     capability, num_sms = device_facts(variant, a.device)
+    reason = refuse(capability) if refuse is not None else None
+    if reason:
+        raise ValueError(reason)
     (M, K), N = a.shape, b.shape[1]
     try:
         layout = layout_of(b)

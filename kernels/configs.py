@@ -2,7 +2,8 @@
 
 `CONFIGS[(family, arch)]` holds one `Config`. Every variant of a family uses the same config on a
 given GPU, so a cross-tile variant and its twin differ only in the tile loop (the ratio the gate
-watches). Edit the table to tune; `config_for` picks the row for a capability.
+watches). Edit the table to tune; `config_for` picks the row for a capability, or the family's
+"default" row for an architecture the family has no row for.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ class Config:
     epilogue_subtile: bool = False  # TMA only: store C as two BLOCK_N / 2 halves (tutorial 09)
 
 
-# family: "pointer" (tiled, grouped and the pointer persistent kernels) or "tma".
-# arch: "sm_90" (H100 / H200), "sm_120" (RTX 50xx), "default" (any other GPU), "interpreter".
+# family: "pointer" (tiled, grouped and the pointer persistent kernels), "tma" or "tma_ws" (the
+# warp-specialized TMA kernels, kernels/tma_ws.py).
+# arch: "sm_90" (H100 / H200), "sm_100" (B200), "sm_120" (RTX 50xx), "default" (any other GPU, and
+# an arch a family has no row for), "interpreter".
 CONFIGS: dict[tuple[str, str], Config] = {
     # H200, tuned by measurement (docs/tuning-sm90.md, `python tools/tune.py`). Pointer: one
     # 128x256x64 program per SM (3 stages take ~144 KiB of shared memory). TMA: two 128x128x64
@@ -40,6 +43,18 @@ CONFIGS: dict[tuple[str, str], Config] = {
     ("tma", "sm_90"): Config(
         128, 128, 64, 8, num_warps=4, num_stages=3, programs_per_sm=2, epilogue_subtile=True
     ),
+    # H200: the best of the calibration's warp-specialized probes (128x256x64 w4 s3, one program
+    # per SM; docs/tuning-sm90.md). 4 warps: with 8, Triton 3.6 silently drops the warp
+    # specialization. Compiled: a 4-warp TMA producer and two 4-warp MMA consumers, each with a
+    # 64 x 256 half of the tile; 208 KiB of shared memory (3 stages of A and B, and C).
+    ("tma_ws", "sm_90"): Config(128, 256, 64, 8, num_warps=4, num_stages=3, programs_per_sm=1),
+    # B200 (only the flattened, cross-tile kernel is warp-specialized there in Triton 3.6): the
+    # sm_90 tile, untuned (no B200 to measure on); 208 KiB of shared memory of 227, no spills (AOT).
+    ("tma_ws", "sm_100"): Config(128, 256, 64, 8, num_warps=4, num_stages=3, programs_per_sm=1),
+    # RTX 5090: 99 KiB of shared memory per block; 128x256 tiles spill and do not fit. Untuned,
+    # 80 KiB and no spills (AOT).
+    ("tma_ws", "sm_120"): Config(128, 128, 32, 8, num_warps=4, num_stages=3, programs_per_sm=1),
+    ("tma_ws", "default"): Config(128, 128, 64, 8, num_warps=4, num_stages=3, programs_per_sm=1),
     # RTX 5090, the seed write-up's config (340 programs = 2 x 170 SMs). TMA on sm_120 is untuned.
     ("pointer", "sm_120"): Config(128, 64, 32, 8, num_warps=4, num_stages=4, programs_per_sm=2),
     ("tma", "sm_120"): Config(128, 64, 32, 8, num_warps=4, num_stages=4, programs_per_sm=2),
@@ -51,6 +66,7 @@ CONFIGS: dict[tuple[str, str], Config] = {
     # are ignored by the interpreter, except that num_stages reaches `tl.range`.
     ("pointer", "interpreter"): Config(16, 16, 16, 2, num_warps=1, num_stages=2, programs_per_sm=1),
     ("tma", "interpreter"): Config(16, 16, 16, 2, num_warps=1, num_stages=2, programs_per_sm=1),
+    ("tma_ws", "interpreter"): Config(16, 16, 16, 2, num_warps=1, num_stages=2, programs_per_sm=1),
 }
 
 
@@ -59,12 +75,14 @@ def arch_of(capability: tuple[int, int] | None) -> str:
     if capability is None:
         return "interpreter"
     major, minor = capability
-    return {(9, 0): "sm_90", (12, 0): "sm_120"}.get((major, minor), "default")
+    return {(9, 0): "sm_90", (10, 0): "sm_100", (12, 0): "sm_120"}.get((major, minor), "default")
 
 
 def config_for(family: str, capability: tuple[int, int] | None) -> Config:
-    """The config of `family` ("pointer" or "tma") on a GPU of `capability` (None: interpreter)."""
-    key = (family, arch_of(capability))
-    if key not in CONFIGS:
-        raise ValueError(f"no config for kernel family {family!r} on {key[1]}")
-    return CONFIGS[key]
+    """The config of `family` ("pointer", "tma", "tma_ws") on a GPU of `capability` (None:
+    interpreter): its row for that arch, else its "default" row (never for the interpreter)."""
+    arch = arch_of(capability)
+    for key in ((family, arch), (family, "default")):
+        if key in CONFIGS and (key[1] == arch or arch != "interpreter"):
+            return CONFIGS[key]
+    raise ValueError(f"no config for kernel family {family!r} on {arch}")

@@ -21,6 +21,10 @@ class TensorArg:
     dtype: str  # Triton type name: "fp16", "bf16", "fp32"
     shape: tuple[int, ...]
     strides: tuple[int, ...]
+    # The kernel makes a TMA descriptor over this pointer (tl.make_tensor_descriptor), over the
+    # operand or, when `strides` make its first dimension the contiguous one, over operand.T:
+    # binding checks what TMA requires instead of the pointer kernels' int32 offsets.
+    tma: bool = False
 
 
 @dataclass(frozen=True)
@@ -57,3 +61,6 @@ class KernelLaunch:
     constexprs: Mapping[str, Any] = field(default_factory=dict)
     num_warps: int = 4
     num_stages: int = 3
+    # The kernel needs global scratch memory at launch (TMA descriptors made in the kernel live
+    # there), which Triton takes from the allocator set with triton.set_allocator.
+    scratch: bool = False

@@ -12,11 +12,10 @@ import triton
 import triton.language as tl
 
 from ._common import (
-    DTYPES,
-    TMA_ALIGN_BYTES,
     TMA_MIN_CAPABILITY,
     cdiv,
     check_problem,
+    check_tma_sizes,
     jit,
     tile_coords,
 )
@@ -96,15 +95,7 @@ def plan(
     dt = check_problem(
         variant, M, N, K, dtype, layout, capability, num_sms, min_capability=TMA_MIN_CAPABILITY
     )
-    # Contiguous A (M x K), B (K x N, or B.T N x K) and C (M x N) have leading strides K and N:
-    # TMA needs them to be multiples of 16 bytes.
-    elems = TMA_ALIGN_BYTES // DTYPES[dt].itemsize
-    for dim, value in (("K", K), ("N", N)):
-        if value % elems:
-            raise ValueError(
-                f"{variant}: TMA needs {dim} to be a multiple of {elems} for {dt} (16-byte "
-                f"aligned row strides), got {dim} = {value}"
-            )
+    check_tma_sizes(variant, N, K, dt)
     cfg = config or config_for("tma", capability)
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
     num_tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)

@@ -71,7 +71,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _is_reference(variant: Any) -> bool:
     # a base from before the registry had `reference` knew the reference by its family
-    return bool(getattr(variant, "reference", False)) or getattr(variant, "family", "") == "reference"
+    return (
+        bool(getattr(variant, "reference", False)) or getattr(variant, "family", "") == "reference"
+    )
 
 
 def _base_registry(config: pytest.Config) -> dict[str, Any]:

@@ -320,7 +320,7 @@ def test_noise_from_aa_runs_sets_tolerances_and_round_trips(tmp_path: Path) -> N
 
 def test_noise_refuses_runs_that_are_not_aa(tmp_path: Path) -> None:
     changed = ab_run(tmp_path, "ab.json", seed=14, ab={}, base_code=CHANGED)
-    with pytest.raises(InputError, match="not an A/A run.*tma_xtile_persistent"):
+    with pytest.raises(InputError, match=r"not an A/A run.*tma_xtile_persistent"):
         build_noise([changed], tmp_path / "x.json")
     plain = load_run(tmp_path, "plain.json", seed=15)
     with pytest.raises(InputError, match="not an A/B run"):

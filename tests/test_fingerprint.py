@@ -78,6 +78,116 @@ def test_fused_loop_wait_depth_and_accumulator_select() -> None:
     assert facts["acc_select"] is True
 
 
+# A warp-specialized kernel as Triton 3.6 prints it for sm_90, cut down: the default region
+# (the kernel's 4 warps) loads A and B by TMA into 3-deep buffers it sees directly; two isolated
+# partitions get the buffers as arguments. Both partitions define %s, %d and %r: partition1's
+# %s is a synchronous copy, so a parser that let names meet across partitions would trace
+# partition0's MMA operand to it. @LOOPS@ is the partitions' loop nest: a tile loop around a K
+# loop (not fused), or one loop (a flattened tile loop, split over the partitions).
+_WS_TTGIR = """\
+#mma = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, 64, 16]}>
+#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 16}>
+#smem = #ttg.shared_memory
+#loc = loc("k.py":1:0)
+module attributes {"ttg.num-warps" = 4 : i32, ttg.target = "cuda:90"} {
+  tt.func public @k(%desc: !tt.tensordesc<tensor<64x64xf16, #shared>> loc("desc"(#loc)), %c_ptr: !tt.ptr<f16> loc("c_ptr"(#loc)), %n: i32 loc("n"(#loc))) attributes {noinline = false} {
+    %c0_i32 = arith.constant 0 : i32 loc(#loc)
+    %c1_i32 = arith.constant 1 : i32 loc(#loc)
+    %true = arith.constant true loc(#loc)
+    %abuf = ttg.local_alloc : () -> !ttg.memdesc<3x64x64xf16, #shared, #smem, mutable> loc(#loc)
+    %bbuf = ttg.local_alloc : () -> !ttg.memdesc<3x64x64xf16, #shared, #smem, mutable> loc(#loc)
+    %bar = ttg.local_alloc : () -> !ttg.memdesc<3x1xi64, #shared, #smem, mutable> loc(#loc)
+    ttg.warp_specialize(%abuf, %bbuf, %c_ptr, %n) attributes {requestedRegisters = array<i32: 232, 240>}
+    default {
+      scf.for %t = %c0_i32 to %n step %c1_i32  : i32 {
+        %s = ttg.memdesc_index %abuf[%t] : !ttg.memdesc<3x64x64xf16, #shared, #smem, mutable> -> !ttg.memdesc<64x64xf16, #shared, #smem, mutable> loc(#loc)
+        %sb = ttg.memdesc_index %bbuf[%t] : !ttg.memdesc<3x64x64xf16, #shared, #smem, mutable> -> !ttg.memdesc<64x64xf16, #shared, #smem, mutable> loc(#loc)
+        %w = ttg.memdesc_index %bar[%t] : !ttg.memdesc<3x1xi64, #shared, #smem, mutable> -> !ttg.memdesc<1xi64, #shared, #smem, mutable> loc(#loc)
+        ttng.async_tma_copy_global_to_local %desc[%t, %t] %s, %w, %true : !tt.tensordesc<tensor<64x64xf16, #shared>>, !ttg.memdesc<1xi64, #shared, #smem, mutable> -> !ttg.memdesc<64x64xf16, #shared, #smem, mutable> loc(#loc)
+        ttng.async_tma_copy_global_to_local %desc[%t, %t] %sb, %w, %true : !tt.tensordesc<tensor<64x64xf16, #shared>>, !ttg.memdesc<1xi64, #shared, #smem, mutable> -> !ttg.memdesc<64x64xf16, #shared, #smem, mutable> loc(#loc)
+      } {tt.num_stages = 0 : i32} loc(#loc)
+      ttg.warp_yield loc(#loc)
+    }
+    partition0(%arg0: !ttg.memdesc<3x64x64xf16, #shared, #smem, mutable> loc("k.py":1:0), %arg1: !ttg.memdesc<3x64x64xf16, #shared, #smem, mutable> loc("k.py":1:0), %c_ptr_0: !tt.ptr<f16> loc("c_ptr"(#loc)), %n_1: i32 loc("n"(#loc))) num_warps(4) {
+      %c0 = arith.constant 0 : i32 loc(#loc)
+      %c1 = arith.constant 1 : i32 loc(#loc)
+      %cst = arith.constant dense<0.000000e+00> : tensor<64x64xf32, #mma> loc(#loc)
+      %p = tt.splat %c_ptr_0 : !tt.ptr<f16> -> tensor<64x64x!tt.ptr<f16>, #mma> loc(#loc)
+@LOOPS@
+      ttg.warp_return loc(#loc)
+    }
+    partition1(%arg0: !ttg.memdesc<3x64x64xf16, #shared, #smem, mutable> loc("k.py":1:0), %arg1: !ttg.memdesc<3x64x64xf16, #shared, #smem, mutable> loc("k.py":1:0), %c_ptr_0: !tt.ptr<f16> loc("c_ptr"(#loc)), %n_1: i32 loc("n"(#loc))) num_warps(8) {
+      %p = tt.splat %c_ptr_0 : !tt.ptr<f16> -> tensor<64x64x!tt.ptr<f16>, #mma> loc(#loc)
+      %x = tt.load %p : tensor<64x64x!tt.ptr<f16>, #mma> loc(#loc)
+      %s = ttg.local_alloc %x : (tensor<64x64xf16, #mma>) -> !ttg.memdesc<64x64xf16, #shared, #smem> loc(#loc)
+      ttg.warp_return loc(#loc)
+    } : (!ttg.memdesc<3x64x64xf16, #shared, #smem, mutable>, !ttg.memdesc<3x64x64xf16, #shared, #smem, mutable>, !tt.ptr<f16>, i32) -> () loc(#loc)
+    tt.return loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+"""
+_WS_MMA = """\
+%s = ttg.memdesc_index %arg0[%k] : !ttg.memdesc<3x64x64xf16, #shared, #smem, mutable> -> !ttg.memdesc<64x64xf16, #shared, #smem, mutable> loc(#loc)
+%sb = ttg.memdesc_index %arg1[%k] : !ttg.memdesc<3x64x64xf16, #shared, #smem, mutable> -> !ttg.memdesc<64x64xf16, #shared, #smem, mutable> loc(#loc)
+%d = ttng.warp_group_dot %s, %sb, %acc {inputPrecision = 0 : i32} : !ttg.memdesc<64x64xf16, #shared, #smem, mutable> * !ttg.memdesc<64x64xf16, #shared, #smem, mutable> -> tensor<64x64xf32, #mma> loc(#loc)"""
+_WS_STORE = """\
+%h = arith.truncf %r : tensor<64x64xf32, #mma> to tensor<64x64xf16, #mma> loc(#loc)
+tt.store %p, %h : tensor<64x64x!tt.ptr<f16>, #mma> loc(#loc)"""
+_WS_NESTED = f"""\
+scf.for %t = %c0 to %n_1 step %c1  : i32 {{
+  %r = scf.for %k = %c0 to %n_1 step %c1 iter_args(%acc = %cst) -> (tensor<64x64xf32, #mma>)  : i32 {{
+{_WS_MMA}
+    scf.yield %d : tensor<64x64xf32, #mma> loc(#loc)
+  }} loc(#loc)
+{_WS_STORE}
+}} {{tt.num_stages = 0 : i32}} loc(#loc)"""
+_WS_FLAT = f"""\
+%r = scf.for %k = %c0 to %n_1 step %c1 iter_args(%acc = %cst) -> (tensor<64x64xf32, #mma>)  : i32 {{
+{_WS_MMA}
+  %last = arith.cmpi eq, %k, %c0 : i32 loc(#loc)
+  scf.if %last {{
+{_WS_STORE.replace("%r", "%d")}
+  }} loc(#loc)
+  scf.yield %d : tensor<64x64xf32, #mma> loc(#loc)
+}} {{tt.num_stages = 3 : i32}} loc(#loc)"""
+
+
+def _ws_ttgir(loops: str) -> str:
+    return _WS_TTGIR.replace("@LOOPS@", loops)
+
+
+@pytest.mark.parametrize(
+    "nest, fused", [(_WS_NESTED, False), (_WS_FLAT, True)], ids=["nested", "flat"]
+)
+def test_warp_specialized_kernel(nest: str, fused: bool) -> None:
+    """Partitions, their warps and registers; operands traced through a partition's
+    arguments to the default region's TMA buffers; names kept apart per partition."""
+    facts = ttgir_facts(_ws_ttgir(nest))
+    ws = {k: facts[k] for k in ("ws_requested", "warp_specialized", "ws_partitions")}
+    assert ws == {"ws_requested": True, "warp_specialized": True, "ws_partitions": 3}
+    assert facts["ws_warps"] == [4, 4, 8] and facts["ws_registers"] == [232, 240]
+    for op in ("a", "b"):
+        assert facts["operands"][op] == {"buffers": 3, "load": "tma", "multi_buffered": True}
+    assert facts["mma"] == "wgmma" and facts["wgmma_wait"] == 0  # synchronous wgmma
+    assert facts["fused"] is fused
+    assert facts["mma_loop_depth"] == (1 if fused else 2)
+
+
+def test_ignored_warp_specialization_leaves_only_the_attribute() -> None:
+    """What Triton 3.6 prints for sm_90 with 8 warps: the request survives as a loop attribute."""
+    text = _TTGIR.format(first="%sbuf", second="%sx", pendings=1).replace(
+        "{tt.num_stages = 3 : i32}", "{tt.num_stages = 3 : i32, tt.warp_specialize}"
+    )
+    facts = ttgir_facts(text)
+    assert facts["ws_requested"] is True and facts["warp_specialized"] is False
+    assert (facts["ws_partitions"], facts["ws_warps"], facts["ws_registers"]) == (0, [], [])
+    plain = ttgir_facts(_TTGIR.format(first="%sbuf", second="%sx", pendings=1))
+    assert plain["ws_requested"] is False and plain["warp_specialized"] is False
+    # another attribute whose name starts the same is not a request
+    tagged = text.replace("tt.warp_specialize}", "ttg.warp_specialize.tag = 0 : i32}")
+    assert ttgir_facts(tagged)["ws_requested"] is False
+
+
 def test_parser_rejects_truncated_or_foreign_text() -> None:
     with pytest.raises(ValueError, match=r"unbalanced|truncated"):
         parse_ttgir(_TTGIR.format(first="%sbuf", second="%sx", pendings=1)[:1500])
@@ -119,6 +229,11 @@ def _facts(**over: Any) -> dict[str, Any]:
         "b_load": "cp.async",
         "b_multi_buffered": True,
         "wgmma_wait": 1,
+        "ws_requested": False,
+        "warp_specialized": False,
+        "ws_partitions": 0,
+        "ws_warps": [],
+        "ws_registers": [],
         "shared_bytes": 180224,
         "registers": 196,
         "spill_stores": 0,
@@ -146,7 +261,8 @@ def _subject(variant: str, layout: str, arch: str = "sm_90", **facts: Any) -> Su
 
 def test_repo_rules_file_loads() -> None:
     rs = load_rules(DEFAULT_RULES)
-    assert {"sm_90", "sm_120"} <= set(rs.targets)
+    assert {"sm_90", "sm_100", "sm_120"} <= set(rs.targets)
+    assert (rs.targets["sm_100"].capability, rs.targets["sm_100"].num_sms) == ((10, 0), 148)
     assert {r.id for r in rs.rules} >= {"xtile-fused", "operands-multibuffered", "no-spills"}
     assert rs.targets["sm_90"].capability == (9, 0)
 
@@ -197,6 +313,40 @@ def test_exception_that_excuses_nothing_is_reported_stale() -> None:
     assert any(s.startswith("xtile-nn-pointer-b-sync") for s in rep.stale_exceptions)
 
 
+_WS = dict(
+    ws_requested=True,
+    warp_specialized=True,
+    ws_partitions=3,
+    ws_warps=[4, 4, 4],
+    ws_registers=[232, 232],
+    wgmma_wait=0,
+)
+_WS_IGNORED = dict(ws_requested=True, warp_specialized=False, wgmma_wait=1)
+
+
+def test_ignored_warp_specialization_fails_with_the_rules_message() -> None:
+    rs = load_rules(DEFAULT_RULES)
+    ignored = _subject("tma_ws_persistent", "nt", fused=False, **_WS_IGNORED)
+    rep = evaluate(rs, [ignored])
+    assert [(f.rule, f.kernel) for f in rep.failures] == [
+        ("warp-specialized", "tma_ws_persistent-fp16-nt-sm90")
+    ]
+    assert "did not warp-specialize" in rep.failures[0].message
+    # honoured: the rule holds, and the synchronous wgmma of its consumers (pendings 0) is no
+    # wgmma-overlap violation: a producer partition runs the loads ahead
+    assert not evaluate(rs, [_subject("tma_ws_persistent", "nt", fused=False, **_WS)]).findings
+    # ignored, the same wait is a violation again: nothing else overlaps the loads
+    both = evaluate(
+        rs, [_subject("tma_ws_persistent", "nt", fused=False, **{**_WS_IGNORED, "wgmma_wait": 0})]
+    )
+    assert {f.rule for f in both.failures} == {"warp-specialized", "wgmma-overlap"}
+    # a kernel that does not ask, or an architecture the rule does not list, is not checked
+    assert not evaluate(rs, [_subject("tma_swizzle_persistent", "nt", fused=False)]).findings
+    assert not evaluate(
+        rs, [_subject("tma_ws_persistent", "nt", "sm_80", fused=False, **_WS_IGNORED)]
+    ).findings
+
+
 def test_spills_break_a_rule() -> None:
     rep = evaluate(load_rules(DEFAULT_RULES), [_subject("tiled", "nt", spill_stores=64)])
     assert [f.rule for f in rep.failures] == ["no-spills"]
@@ -210,6 +360,7 @@ def test_spills_break_a_rule() -> None:
         (lambda d: d["rules"][0]["checks"][0].update(field="nonsense"), "unknown field 'nonsense'"),
         (lambda d: d["exceptions"][0].update(rule="no-such-rule"), "unknown rule"),
         (lambda d: d["rules"][0].update(applies_to={"colour": ["red"]}), "unknown selector"),
+        (lambda d: d["rules"][0].update(applies_to={"ws_requested": "yes"}), "true or false"),
     ],
 )
 def test_bad_rules_file_is_input_error_naming_it(tmp_path: Path, edit: Any, match: str) -> None:

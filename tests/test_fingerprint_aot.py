@@ -1,12 +1,14 @@
 """The compile fingerprint's real pipeline: registry plans -> AOT compile -> facts -> rules -> diff.
 
-Mutation tests alter a registry launch before it is compiled (flatten off, one more stage) and
-check that the gate fails for the right reason. A cross-check compiles through the JIT itself
-(`JITFunction.warmup` with real torch tensors and a stand-in driver for the target) and
-verifies that it hands `triton.compile` exactly what the fingerprint compiles.
+Mutation tests alter a registry launch before it is compiled (flatten off, one more stage; for
+the warp-specialized kernel 8 warps, a flattened tile loop, num_stages on the tile loop, host
+descriptors) and check that the gate fails for the right reason. A cross-check compiles through
+the JIT itself (`JITFunction.warmup` with real torch tensors and a stand-in driver for the
+target) and verifies that it hands `triton.compile` exactly what the fingerprint compiles.
 
-Compile count is kept small: a session-wide compile cache and baseline, sm_90 only, two
-variants (the cross-tile pointer kernel and its twin); the mutations add three compiles.
+Compile count is kept small: session-wide compile caches and baselines, sm_90 only except for
+the PTX cross-check, two pointer variants (the cross-tile kernel and its twin) and the
+warp-specialized kernel in the quick profile's one layout; the mutations add seven compiles.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from tilegate.fingerprint import gate
+from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
+from tilegate.fingerprint import cli, gate
 from tilegate.fingerprint.compile import Target, compile_one, specialize
 from tilegate.fingerprint.extract import ttgir_facts
 from tilegate.fingerprint.store import baseline_path, load_baseline
@@ -134,6 +137,193 @@ def test_one_more_stage_shows_the_shared_memory_change(recorded: dict[str, Path]
     assert "shared memory per block" in result.text  # why it matters
 
 
+# --- warp specialization -------------------------------------------------------------------------
+
+WS = "tma_ws_persistent"
+WS_KERNEL = "tma_ws_persistent-fp16-nt-sm90"  # the quick profile has the nt layout only
+
+
+@pytest.fixture(scope="session")
+def recorded_ws(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A fingerprint baseline of the warp-specialized kernel on sm_90 (quick profile), once."""
+    root = tmp_path_factory.mktemp("fingerprint-ws")
+    paths = {"baselines": root / "baselines", "cache": root / "cache", "out": root / "out"}
+    result = gate.record(_ws_opts(paths))
+    assert result.exit_code == 0, result.text
+    return paths
+
+
+def _ws_opts(paths: dict[str, Path], **over: Any) -> gate.Options:
+    from tilegate.cases import PROFILES
+
+    return dataclasses.replace(_opts(paths, variants=[WS], profile=PROFILES["quick"]), **over)
+
+
+def test_the_warp_specialized_kernel_is_warp_specialized(recorded_ws: dict[str, Path]) -> None:
+    """What the calibration saw on sm_90: a TMA producer and two 4-warp MMA consumers asking
+    for 232 registers each, 3-deep TMA buffers, and the rule that says so holding."""
+    result = gate.check(_ws_opts(recorded_ws))
+    assert result.exit_code == 0, result.text
+    facts = load_baseline(baseline_path(recorded_ws["baselines"], _triton(), "sm_90"))[
+        WS_KERNEL
+    ].facts
+    assert facts["ws_requested"] and facts["warp_specialized"]
+    assert (facts["ws_partitions"], facts["ws_warps"], facts["ws_registers"]) == (
+        3,
+        [4, 4, 4],
+        [232, 232],
+    )
+    assert facts["mma"] == "wgmma" and not facts["fused"] and facts["mma_loop_depth"] == 2
+    assert facts["a_load"] == facts["b_load"] == "tma" and facts["b_buffers"] == 3
+    assert facts["spill_stores"] == facts["spill_loads"] == 0
+    assert result.compiled is not None
+    ws_checks = [c for c in result.compiled.ruleset.rules if c.id == "warp-specialized"]
+    assert ws_checks and "sm_90" in ws_checks[0].applies_to["archs"]
+
+
+def _ws_mutation(kind: str) -> Any:
+    """A mutate hook that changes the warp-specialized kernel's launch (nothing else)."""
+
+    def mutate(case: KernelCase, launch: Any) -> Any:
+        if case.variant != WS:
+            return launch
+        if kind == "8 warps":
+            return _with(launch, num_warps=8)
+        if kind == "flattened":
+            return _with(launch, constexprs={"FLATTEN": True})
+        if kind == "num_stages=1 on the tile loop":
+            return _with(launch, constexprs={"TILE_STAGES": 1})
+        if kind == "host descriptors":
+            from kernels import VARIANTS
+            from kernels.launch import ScalarArg
+
+            sizes = {a.name: a.value for a in launch.args if isinstance(a, ScalarArg)}
+            return VARIANTS[WS].plan(
+                sizes["M"],
+                sizes["N"],
+                sizes["K"],
+                dtype=case.dtype,
+                layout=case.layout,
+                capability=case.target.capability,
+                num_sms=case.target.num_sms,
+                host_descriptors=True,
+            )
+        raise AssertionError(kind)
+
+    return mutate
+
+
+@pytest.mark.parametrize("kind", ["8 warps", "flattened"])
+def test_ignored_warp_specialization_fails_the_rule(
+    recorded_ws: dict[str, Path], kind: str
+) -> None:
+    """Triton 3.6 keeps `warp_specialize=True` as an attribute and drops it, silently, with 8
+    warps or a flattened tile loop on sm_90: the rule fails with its message, and the diff says
+    what was lost. (The flattened kernel is why tma_ws_xtile_persistent stays off sm_90.)"""
+    result = gate.check(_ws_opts(recorded_ws, mutate=_ws_mutation(kind)))
+    assert result.exit_code == 1
+    assert ("warp-specialized", WS_KERNEL) in {(f.rule, f.kernel) for f in result.rules.failures}
+    assert "did not warp-specialize" in result.text
+    lost = {c.field: c for c in result.changes if c.kernel == WS_KERNEL}
+    assert (lost["warp_specialized"].old, lost["warp_specialized"].new) == (True, False)
+    assert lost["warp_specialized"].verdict == "worse"
+    assert (lost["ws_partitions"].old, lost["ws_partitions"].new) == (3, 0)
+    assert "ws_requested" not in lost  # still asked for: the attribute stays
+
+
+def test_num_stages_on_the_tile_loop_keeps_warp_specialization_in_triton_3_6(
+    recorded_ws: dict[str, Path],
+) -> None:
+    """`num_stages=1` on the tile loop: Triton 3.6.0 still warp-specializes (the same TTGIR,
+    facts and shared memory); only the launch config differs, which the diff reports. Triton
+    3.9.0 drops the warp specialization here (checked ahead of time), and then the rule fails
+    as in the test above: the kernel therefore leaves num_stages off its tile loop."""
+    result = gate.check(_ws_opts(recorded_ws, mutate=_ws_mutation("num_stages=1 on the tile loop")))
+    assert not result.rules.failures
+    assert [(c.kernel, c.field, c.new) for c in result.changes] == [
+        (WS_KERNEL, "constexprs", "TILE_STAGES=1")
+    ]
+    assert result.exit_code == 1  # a changed config is a changed fingerprint, to re-record
+    assert result.compiled is not None and result.compiled.facts[WS_KERNEL]["warp_specialized"]
+
+
+def test_host_descriptors_do_not_compile_and_the_gate_cannot_judge(
+    recorded_ws: dict[str, Path],
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Host descriptors make Triton 3.6's Hopper warp-specialization pass fail (upstream issue
+    11587): the kernel has no TTGIR to read, so the gate cannot judge (exit 2), naming the
+    kernel and Triton's error; MLIR's own diagnostic (the pass, the op) is on stderr."""
+    mutate = _ws_mutation("host descriptors")
+    with pytest.raises(
+        InputError, match=rf"{WS_KERNEL} does not compile: RuntimeError: PassManager::run failed"
+    ):
+        gate.check(_ws_opts(recorded_ws, mutate=mutate))
+    err = capfd.readouterr().err
+    assert "NVGPUWarpSpecialization" in err and "descriptor" in err
+    # the same through the command line: exit 2 and the reason on stderr
+    monkeypatch.setattr(
+        cli, "check", lambda opts: gate.check(dataclasses.replace(opts, mutate=mutate))
+    )
+    code = cli.main(
+        [
+            "--arch", "sm_90", "--variant", WS, "--profile", "quick", "--jobs", "1",
+            "--baseline-dir", str(recorded_ws["baselines"]), "--cache-dir", str(recorded_ws["cache"]),
+            "--report", str(tmp_path / "report.md"),
+        ]
+    )  # fmt: skip
+    assert code == EXIT_CANNOT_JUDGE
+    assert f"cannot judge: {WS_KERNEL} does not compile" in capfd.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "variant, target",
+    [
+        ("tma_ws_persistent", Target("sm_90", (9, 0), 132, "test")),
+        ("tma_ws_xtile_persistent", Target("sm_100", (10, 0), 148, "test")),
+    ],
+    ids=["sm90", "sm100"],
+)
+def test_partition_registers_are_the_ptx_setmaxnreg(
+    tmp_path: Path, variant: str, target: Target
+) -> None:
+    """`ws_registers` is read from the TTGIR (`requestedRegisters`); the PTX sets exactly those
+    with `setmaxnreg` in the partitions (and other values for the default region and idle warps,
+    chosen when lowering to LLVM: not in the TTGIR, not a fact)."""
+    import re
+
+    import triton
+    from triton import knobs
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from kernels import VARIANTS
+
+    launch = VARIANTS[variant].plan(
+        16384, 16384, 4096, dtype="fp16", layout="nt", capability=target.capability,
+        num_sms=target.num_sms,
+    )  # fmt: skip
+    spec = specialize(launch, target)
+    with knobs.cache.scope():
+        knobs.cache.dir = str(tmp_path)
+        kernel = triton.compile(
+            ASTSource(launch.fn, spec.signature, spec.constexprs, spec.attrs),
+            target=GPUTarget("cuda", target.cc, 32),
+            options=spec.options,
+        )
+    facts = ttgir_facts(kernel.asm["ttgir"])
+    assert facts["warp_specialized"] and facts["ws_registers"]
+    ptx = {
+        int(x)
+        for x in re.findall(
+            r"setmaxnreg\.(?:inc|dec)\.sync\.aligned\.u32\s+(\d+);", kernel.asm["ptx"]
+        )
+    }
+    assert set(facts["ws_registers"]) <= ptx and ptx - set(facts["ws_registers"])
+
+
 # --- the JIT itself, with a stand-in driver -------------------------------------------------------
 
 
@@ -192,7 +382,8 @@ def _real_args(launch: Any) -> list[Any]:
 
 
 @pytest.mark.parametrize(
-    "variant, layout", [("swizzle_persistent", "nn"), ("tma_xtile_persistent", "nt")]
+    "variant, layout",
+    [("swizzle_persistent", "nn"), ("tma_xtile_persistent", "nt"), ("tma_ws_persistent", "nn")],
 )
 def test_aot_specialization_equals_the_jits(
     fake_driver: Any, tmp_path: Path, variant: str, layout: str

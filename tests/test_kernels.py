@@ -8,11 +8,13 @@ checks that the shapes still do, should the config change.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import os
 import subprocess
 import sys
 import textwrap
+import threading
 import zlib
 from pathlib import Path
 
@@ -21,6 +23,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from triton.runtime import _allocation as triton_allocation
 from triton.runtime import interpreter as triton_interpreter
 from triton.runtime.jit import JITFunction
 
@@ -40,11 +43,19 @@ STABLE_NAMES = (
     "xtile_persistent",
     "tma_swizzle_persistent",
     "tma_xtile_persistent",
+    "tma_ws_persistent",
+    "tma_ws_xtile_persistent",
 )
-TWINS = {"xtile_persistent": "swizzle_persistent", "tma_xtile_persistent": "tma_swizzle_persistent"}
+TWINS = {
+    "xtile_persistent": "swizzle_persistent",
+    "tma_xtile_persistent": "tma_swizzle_persistent",
+    "tma_ws_xtile_persistent": "tma_ws_persistent",
+}
 TRITON = [n for n in STABLE_NAMES if n != "torch"]
 POINTER = ["tiled", "grouped", "persistent", "swizzle_persistent", "xtile_persistent"]
-TMA = ["tma_swizzle_persistent", "tma_xtile_persistent"]
+HOST_TMA = ["tma_swizzle_persistent", "tma_xtile_persistent"]  # host descriptors (kernels/tma.py)
+TMA_WS = ["tma_ws_persistent", "tma_ws_xtile_persistent"]  # descriptors made in the kernel
+TMA = HOST_TMA + TMA_WS
 LAYOUTS = ("nn", "nt")
 P = configs.INTERPRETER_NUM_SMS  # persistent programs under the interpreter
 
@@ -185,14 +196,19 @@ def test_families_plans_and_capabilities():
     assert fams == {
         "torch": "reference",
         **dict.fromkeys(POINTER, "pointer"),
-        **dict.fromkeys(TMA, "tma"),
+        **dict.fromkeys(HOST_TMA, "tma"),
+        **dict.fromkeys(TMA_WS, "tma_ws"),
     }
     assert VARIANTS["torch"].plan is None
     for name in TRITON:
         assert callable(VARIANTS[name].plan)
-    assert {n: v.min_capability for n, v in VARIANTS.items() if v.min_capability} == dict.fromkeys(
-        TMA, (9, 0)
-    )
+    assert {n: v.min_capability for n, v in VARIANTS.items() if v.min_capability} == {
+        **dict.fromkeys(TMA, (9, 0)),
+        "tma_ws_xtile_persistent": (10, 0),
+    }
+    assert {n: v.capabilities for n, v in VARIANTS.items() if v.capabilities} == {
+        "tma_ws_persistent": ((9, 0),)
+    }
 
 
 def test_xtile_twins():
@@ -232,9 +248,19 @@ def test_twins_differ_only_in_flatten(name, capability, num_sms, layout):
 )
 @pytest.mark.parametrize("name", STABLE_NAMES)
 def test_unsupported_reason(name, capability):
+    """Warp-specialized variants run only where Triton 3.6 really warp-specializes them: the
+    unflattened tile loop on sm_90, the flattened one on Blackwell (kernels/__init__.py)."""
     reason = VARIANTS[name].unsupported_reason(capability)
-    if name in TMA and capability is not None and capability < (9, 0):
-        assert reason is not None and name in reason and "9.0" in reason
+    if capability is None:
+        assert reason is None  # the interpreter runs every variant
+    elif name == "tma_ws_xtile_persistent" and capability < (10, 0):
+        assert reason is not None and name in reason and "10.0" in reason
+        assert "silently drops" in reason
+    elif name in TMA and capability < (9, 0):
+        assert reason is not None and name in reason and "9.0" in reason and "TMA" in reason
+    elif name == "tma_ws_persistent" and capability != (9, 0):
+        assert reason is not None and "runs only on sm_90" in reason and "flattened" in reason
+        assert f"sm_{capability[0]}{capability[1]}" in reason
     else:
         assert reason is None
 
@@ -243,29 +269,39 @@ def test_unsupported_reason(name, capability):
 
 
 def test_config_table():
-    for family in ("pointer", "tma"):
-        for arch in ("sm_90", "sm_120", "default", "interpreter"):
-            cfg = CONFIGS[(family, arch)]
-            for size in (cfg.block_m, cfg.block_n, cfg.block_k, cfg.group_m):
-                assert size >= 1 and size & (size - 1) == 0, (family, arch, cfg)
-            assert cfg.num_warps in (1, 2, 4, 8, 16) and cfg.num_stages >= 1
-            assert cfg.programs_per_sm >= 1
-            if cfg.epilogue_subtile:
-                assert cfg.block_n >= 16
+    for (family, arch), cfg in CONFIGS.items():
+        for size in (cfg.block_m, cfg.block_n, cfg.block_k, cfg.group_m):
+            assert size >= 1 and size & (size - 1) == 0, (family, arch, cfg)
+        assert cfg.num_warps in (1, 2, 4, 8, 16) and cfg.num_stages >= 1
+        assert cfg.programs_per_sm >= 1
+        if cfg.epilogue_subtile:
+            assert cfg.block_n >= 16 and family != "tma_ws"  # tma_ws.plan refuses it
+    for family in ("pointer", "tma", "tma_ws"):
+        assert {(family, a) for a in ("sm_90", "default", "interpreter")} <= set(CONFIGS)
     assert configs.arch_of(None) == "interpreter"
     assert configs.arch_of((9, 0)) == "sm_90"
+    assert configs.arch_of((10, 0)) == "sm_100"
     assert configs.arch_of((12, 0)) == "sm_120"
-    assert configs.arch_of((8, 0)) == configs.arch_of((10, 0)) == "default"
+    assert configs.arch_of((8, 0)) == configs.arch_of((10, 3)) == "default"
     assert config_for("tma", (9, 0)) is CONFIGS[("tma", "sm_90")]
+    assert config_for("tma_ws", (10, 0)) is CONFIGS[("tma_ws", "sm_100")]
+    # a family without a row for an arch takes its default row, except in the interpreter
+    assert ("pointer", "sm_100") not in CONFIGS
+    assert config_for("pointer", (10, 0)) is CONFIGS[("pointer", "default")]
     with pytest.raises(ValueError, match="no config"):
         config_for("cublas", (9, 0))
+    configs_without_interpreter = {k: v for k, v in CONFIGS.items() if k != ("tma", "interpreter")}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(configs, "CONFIGS", configs_without_interpreter)
+        with pytest.raises(ValueError, match="no config for kernel family 'tma' on interpreter"):
+            configs.config_for("tma", None)
     with pytest.raises(dataclasses.FrozenInstanceError):
         CONFIGS[("tma", "sm_90")].block_m = 64  # type: ignore[misc]
 
 
 def test_shapes_cover_the_edges():
     """The premises the numeric cases rely on, computed from the interpreter config."""
-    for family, shapes in (("pointer", SHAPES), ("tma", TMA_SHAPES)):
+    for family, shapes in (("pointer", SHAPES), ("tma", TMA_SHAPES), ("tma_ws", TMA_SHAPES)):
         cfg = config_for(family, None)
         facts = set()
         for M, N, K in shapes.values():
@@ -341,7 +377,10 @@ def test_plan_grid_and_config(name, capability, num_sms):
     else:
         assert launch.grid == (min(cfg.programs_per_sm * num_sms, tiles),)
         assert c["NUM_PROGRAMS"] == launch.grid[0]
-        assert c["GROUPED"] is (name != "persistent")
+        if name in TMA_WS:
+            assert "GROUPED" not in c  # always GROUP_M order (kernels/tma_ws.py)
+        else:
+            assert c["GROUPED"] is (name != "persistent")
         assert c["NUM_STAGES"] == cfg.num_stages
 
 
@@ -362,7 +401,7 @@ def test_pointer_plan_strides_follow_layout(name):
         assert (args["stride_cm"].value, args["stride_cn"].value) == (N, 1)
 
 
-@pytest.mark.parametrize("name", TMA)
+@pytest.mark.parametrize("name", HOST_TMA)
 def test_tma_plan_descriptors(name):
     M, N, K = 50, 56, 40
     cfg = config_for("tma", None)
@@ -379,6 +418,41 @@ def test_tma_plan_descriptors(name):
         config=dataclasses.replace(cfg, epilogue_subtile=True),
     )  # fmt: skip
     assert sub.args[2].block_shape == (bm, bn // 2) and sub.constexprs["EPILOGUE_SUBTILE"] is True
+    assert not nn.scratch and not nt.scratch
+
+
+@pytest.mark.parametrize("name", TMA_WS)
+def test_tma_ws_plan_passes_pointers_for_descriptors_made_in_the_kernel(name):
+    """Pointers, sizes and leading strides; the kernel makes the descriptors (last stride 1),
+    so the launch needs Triton's scratch allocator. `host_descriptors` is the host-side
+    alternative the fingerprint tests compile (Triton 3.6's Hopper pass fails on it)."""
+    M, N, K = 50, 56, 40
+    nn = interp_plan(name, M, N, K, "nn")
+    nt = interp_plan(name, M, N, K, "nt")
+    for launch, b_strides in ((nn, (N, 1)), (nt, (1, K))):
+        args = {arg.name: arg for arg in launch.args}
+        assert args["a"] == TensorArg("a", "a", "fp16", (M, K), (K, 1), tma=True)
+        assert args["b"] == TensorArg("b", "b", "fp16", (K, N), b_strides, tma=True)
+        assert args["c"] == TensorArg("c", "c", "fp16", (M, N), (N, 1), tma=True)
+        assert (args["stride_bk"].value, args["stride_bn"].value) == b_strides
+        assert (args["stride_am"].value, args["stride_cm"].value) == (K, N)
+        assert launch.scratch and launch.constexprs["HOST_DESCRIPTORS"] is False
+        # no num_stages on an unflattened tile loop: Triton 3.9 drops the warp specialization
+        assert launch.constexprs["TILE_STAGES"] is None
+    assert nn.constexprs["B_TRANSPOSED"] is False and nt.constexprs["B_TRANSPOSED"] is True
+    kw = dict(dtype="fp16", capability=(9, 0), num_sms=132)
+    host = VARIANTS[name].plan(M, N, K, layout="nt", host_descriptors=True, **kw)
+    cfg = config_for("tma_ws", (9, 0))
+    assert host.args[1] == DescArg(
+        "b", "b", "fp16", (N, K), (K, 1), (cfg.block_n, cfg.block_k), transposed=True
+    )
+    assert not host.scratch and host.constexprs["HOST_DESCRIPTORS"] is True
+    assert [a.name for a in host.args] == [a.name for a in nt.args]
+    with pytest.raises(ValueError, match="no epilogue subtiling") as info:
+        VARIANTS[name].plan(
+            M, N, K, layout="nn", config=dataclasses.replace(cfg, epilogue_subtile=True), **kw
+        )
+    assert name in str(info.value)
 
 
 @pytest.mark.parametrize("name", TRITON)
@@ -464,6 +538,48 @@ def test_matmul_launches_its_plan(name, layout, monkeypatch):
             assert value == arg.value  # contiguous tensors: the plan's sizes and strides
 
 
+def test_scratch_allocator_is_set_once_per_context_and_not_on_import(monkeypatch):
+    """Triton keeps its allocator in a ContextVar, so a new context (a new thread) starts
+    without one: `ensure_scratch_allocator` sets it once in each. Importing `kernels` (this
+    module did) sets nothing."""
+    assert triton_allocation._allocator.get() is triton_allocation._NULL_ALLOCATOR
+    calls = []
+    monkeypatch.setattr(triton, "set_allocator", calls.append)
+
+    def twice() -> None:
+        _common.ensure_scratch_allocator()
+        _common.ensure_scratch_allocator()
+
+    contextvars.Context().run(twice)
+    assert calls == [_common._scratch]
+    thread = threading.Thread(target=twice)
+    thread.start()
+    thread.join()
+    assert calls == [_common._scratch] * 2
+
+
+@pytest.mark.parametrize("interpreting", [False, True], ids=["gpu", "interpreter"])
+@pytest.mark.parametrize("name", ["tma_ws_persistent", "tma_xtile_persistent"])
+def test_launch_sets_the_allocator_for_scratch_launches_on_the_gpu(name, interpreting, monkeypatch):
+    """In-kernel descriptors need Triton's allocator at launch on a GPU; host descriptors and
+    the interpreter (descriptors emulated in NumPy) do not."""
+    calls, launched = [], []
+    monkeypatch.setattr(_common, "ensure_scratch_allocator", lambda: calls.append(name))
+    monkeypatch.setattr(_common, "interpreting", lambda: interpreting)
+
+    class Launched:
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: launched.append(grid)
+
+    monkeypatch.setattr(_common, "launchable", lambda fn: Launched())
+    launch = interp_plan(name, 50, 56, 40, "nt")
+    a, b = operands(50, 56, 40, "nt")
+    _common.launch_kernel(name, launch, a, b, poisoned(50, 56, torch.float16))
+    assert launched == [launch.grid]
+    assert launch.scratch is (name in TMA_WS)
+    assert calls == ([name] if launch.scratch and not interpreting else [])
+
+
 # --- numbers under the interpreter ------------------------------------------------------------
 
 
@@ -542,7 +658,7 @@ def test_matmul_strided_operands(name):
         poisoned(N, M, torch.float16).T
         if name not in TMA
         else poisoned(M, N + 8, torch.float16)[:, :N]
-    )
+    )  # TMA_WS: the kernel's descriptors take the padded strides from the tensors
     c = VARIANTS[name].matmul(a, b, out=out)
     check_result(c, a, b, TOL[torch.float16])
 
@@ -605,11 +721,29 @@ def test_torch_runs_on_cpu_without_the_interpreter(monkeypatch):
 
 @pytest.mark.parametrize("name", TMA)
 def test_tma_needs_capability_9(name, monkeypatch):
-    """On a pre-Hopper GPU the TMA variants refuse before launching anything."""
+    """On a pre-Hopper GPU the TMA variants refuse before launching anything (the flattened
+    warp-specialized one needs Blackwell)."""
     monkeypatch.setattr(_common, "device_facts", lambda variant, device: ((8, 0), 108))
-    with pytest.raises(ValueError, match=r"9\.0") as info:
+    need = r"10\.0" if name == "tma_ws_xtile_persistent" else r"9\.0"
+    with pytest.raises(ValueError, match=need) as info:
         VARIANTS[name].matmul(_half(64, 64), _half(64, 64))
     assert name in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "capability"),
+    [
+        ("tma_ws_persistent", (10, 0)),
+        ("tma_ws_persistent", (12, 0)),
+        ("tma_ws_xtile_persistent", (9, 0)),
+    ],
+)
+def test_warp_specialized_variants_refuse_gpus_where_they_are_not(name, capability, monkeypatch):
+    """matmul refuses before planning or compiling, with the registry's reason."""
+    monkeypatch.setattr(_common, "device_facts", lambda variant, device: (capability, 132))
+    with pytest.raises(ValueError) as info:
+        VARIANTS[name].matmul(_half(64, 64), _half(64, 64))
+    assert str(info.value) == VARIANTS[name].unsupported_reason(capability)
 
 
 def _misaligned(M: int, K: int) -> torch.Tensor:
@@ -655,7 +789,9 @@ def test_pointer_kernels_refuse_int32_overflow(name):
 
 @pytest.mark.interpreter
 @pytest.mark.parametrize("K", [40, 16, 1], ids=lambda k: f"K{k}")
-@pytest.mark.parametrize("name", ["torch", "tiled", "xtile_persistent", "tma_xtile_persistent"])
+@pytest.mark.parametrize(
+    "name", ["torch", "tiled", "xtile_persistent", "tma_xtile_persistent", "tma_ws_persistent"]
+)
 def test_wrong_variant_is_caught(name, K):
     """Fully written, finite and plausible, yet the checker above rejects it."""
     if name in TMA and K % 8:
@@ -723,7 +859,7 @@ def test_interpreter_at_import_still_compiles_for_the_gpu():
         from kernels import VARIANTS
         from kernels.launch import DescArg, TensorArg
 
-        for name in ("tiled", "xtile_persistent", "tma_xtile_persistent"):
+        for name in ("tiled", "xtile_persistent", "tma_xtile_persistent", "tma_ws_persistent"):
             v = VARIANTS[name]
             launch = v.plan(1024, 1024, 256, dtype=torch.float16, layout="nt",
                             capability=(9, 0), num_sms=132)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tilegate.ab import compare_ab, load_noise, noise_path  # noqa: E402
-from tilegate.baseline import baseline_path, load_baseline  # noqa: E402
-from tilegate.results import load_results  # noqa: E402
-from tilegate.verdict import compare  # noqa: E402
+from tilegate.ab import compare_ab, load_noise, noise_path
+from tilegate.baseline import baseline_path, load_baseline
+from tilegate.results import load_results
+from tilegate.verdict import compare
 
 
 def main(perf: Path, baselines: Path = Path("baselines")) -> int:
@@ -35,7 +35,12 @@ def main(perf: Path, baselines: Path = Path("baselines")) -> int:
     if b.is_file():
         cmp = compare(run, load_baseline(b), confirms, allow_missing=True)
         counts = Counter(r.verdict.value for r in cmp.rows)
-        print("  stored:", dict(counts), "broken:", [f"{c.expectation.faster}@K{c.K}" for c in cmp.broken])
+        print(
+            "  stored:",
+            dict(counts),
+            "broken:",
+            [f"{c.expectation.faster}@K{c.K}" for c in cmp.broken],
+        )
         for r in cmp.rows:
             if r.verdict.value in ("REGRESSED", "SHIFTED", "UNSURE"):
                 rel = f" rel {r.rel_delta:+.2%}" if r.rel_delta is not None else ""
@@ -43,7 +48,9 @@ def main(perf: Path, baselines: Path = Path("baselines")) -> int:
     if run.env.ab is not None:
         n = noise_path(run.env.gpu.slug, baselines)
         ab = compare_ab(run, load_noise(n) if n.is_file() else None, confirms)
-        print("  A/B:", dict(Counter(c.verdict.value for c in ab.cases)), "changed:", ab.changed_code)
+        print(
+            "  A/B:", dict(Counter(c.verdict.value for c in ab.cases)), "changed:", ab.changed_code
+        )
         for c in ab.cases:
             if c.code_changed is not False and c.ratio is not None and c.ci and c.tolerance:
                 print(
@@ -54,7 +61,9 @@ def main(perf: Path, baselines: Path = Path("baselines")) -> int:
         same = [c for c in ab.cases if c.code_changed is False and c.ratio is not None]
         if same:
             worst = max(same, key=lambda c: abs(c.ratio - 1))  # type: ignore[operator]
-            print(f"    unchanged code: {len(same)} cases, largest |ratio-1| {abs(worst.ratio - 1):.2%} ({worst.key})")  # type: ignore[operator]
+            print(
+                f"    unchanged code: {len(same)} cases, largest |ratio-1| {abs(worst.ratio - 1):.2%} ({worst.key})"
+            )  # type: ignore[operator]
     return 0
 
 

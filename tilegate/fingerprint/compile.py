@@ -251,6 +251,11 @@ FACT_KEYS = (
     "b_load",
     "b_multi_buffered",
     "wgmma_wait",
+    "ws_requested",
+    "warp_specialized",
+    "ws_partitions",
+    "ws_warps",
+    "ws_registers",
     "shared_bytes",
     "registers",
     "spill_stores",
@@ -264,7 +269,11 @@ def facts_for(ttgir: str, ptxas_log: str, meta: dict[str, Any]) -> dict[str, Any
     t = extract.ttgir_facts(ttgir)
     p = extract.ptxas_facts(ptxas_log)
     facts: dict[str, Any] = {
-        k: t[k] for k in ("fused", "loops", "mma_loop_depth", "mma", "acc_select", "wgmma_wait")
+        k: t[k]
+        for k in (
+            *("fused", "loops", "mma_loop_depth", "mma", "acc_select", "wgmma_wait"),
+            *("ws_requested", "warp_specialized", "ws_partitions", "ws_warps", "ws_registers"),
+        )
     }
     for op in ("a", "b"):
         facts[f"{op}_buffers"] = t["operands"][op]["buffers"]

@@ -21,6 +21,17 @@ facts the gate needs, and it keeps the parser readable and independent of MLIR P
   next one: loads and MMA no longer overlap. `None` where there is no async wgmma (sm_120).
 * **acc_select**: an `arith.select` over a value of the accumulator's type in the MMA loop: the
   per-step accumulator reset that flattening adds (the write-up's "select over the accumulator").
+* **warp specialization**: `tl.range(..., warp_specialize=True)` becomes a `tt.warp_specialize`
+  loop attribute; when Triton honours it, the loop is split into a `ttg.warp_specialize` op
+  whose `default` region runs on the kernel's warps and whose `partitionN(...) num_warps(W)`
+  regions run on W warps each, with `requestedRegisters` (the `setmaxnreg` value each partition
+  sets, in its order). When Triton ignores the request only the attribute is left. Partition
+  regions are isolated from above: their values are renamed apart (`%x$ws<op>p<N>`) so that
+  names repeated in two partitions do not meet, and their arguments are the op's operands, in
+  order, which operand tracing follows back. In a warp-specialized kernel the store of C and
+  the MMA sit in different partitions; the loop is **fused** there when the MMA is directly in
+  its partition's one loop (not in a K loop nested in a tile loop) and the partitions store C
+  from inside a loop.
 """
 
 from __future__ import annotations
@@ -81,6 +92,12 @@ _OPNAME_RE = re.compile(r'^"?([a-z_][\w]*\.[\w.]+)"?')
 _MEMDESC_RE = re.compile(r"!ttg\.memdesc<([0-9x]+)x([a-z]\w*)")
 _TENSOR_RE = re.compile(r"tensor<([0-9x]+)x([a-z]\w*)")
 _PENDINGS_RE = re.compile(r"pendings\s*=\s*(\d+)")
+_SSA_NAME_RE = re.compile(r"%([\w.$\-]+)")
+_PARTITION_RE = re.compile(r"^partition(\d+)\((.*)\)\s*num_warps\((\d+)\)\s*\{$")
+_ARG_NAME_RE = re.compile(r"(%[\w.$\-]+)\s*:")
+_WS_ATTR_RE = re.compile(r"(?<![\w.])tt\.warp_specialize(?![\w.])")
+_REQUESTED_REGS_RE = re.compile(r"requestedRegisters\s*=\s*array<i32:\s*([\d,\s]*)>")
+_NUM_WARPS_RE = re.compile(r'"ttg\.num-warps"\s*=\s*(\d+)')
 _LOC_TAIL_RE = re.compile(r"\s+loc\((?:[^()]|\([^()]*\))*\)\s*$")
 
 
@@ -99,6 +116,7 @@ class Op:
         default_factory=dict
     )  # for scf.for: arg -> (init, i)
     attrs_tail: str = ""  # the "} {attrs}" text that closes a region op (e.g. tt.num_stages)
+    partition_warps: list[int] = field(default_factory=list)  # ttg.warp_specialize: per partition
 
 
 @dataclass
@@ -115,8 +133,19 @@ class Module:
             p = self.ops[p].parent
         return out
 
-    def enclosing_loops(self, op: Op) -> list[Op]:
-        return [p for p in self.parents(op) if p.name == "scf.for"]
+    def enclosing_loops(self, op: Op, below: Op | None = None) -> list[Op]:
+        """The loops around `op`, innermost first (only those inside `below`, if given)."""
+        out = []
+        for p in self.parents(op):
+            if p is below:
+                break
+            if p.name == "scf.for":
+                out.append(p)
+        return out
+
+    def enclosing(self, op: Op, name: str) -> Op | None:
+        """The innermost op called `name` whose region holds `op`."""
+        return next((p for p in self.parents(op) if p.name == name), None)
 
     def children(self, parent: Op, name: str | None = None) -> list[Op]:
         return [
@@ -154,12 +183,21 @@ def _closing_paren(text: str) -> int:
     return len(text)
 
 
+def _scoped(body: str, suffix: str) -> str:
+    """Every SSA name in `body` renamed apart with `suffix` (values of a partition region)."""
+    return _SSA_NAME_RE.sub(lambda m: f"%{m.group(1)}{suffix}", body) if suffix else body
+
+
 def parse_ttgir(text: str) -> Module:
     """Parse TTGIR text into a flat op list with parent links and SSA definitions."""
     ops: list[Op] = []
     defs: dict[str, int] = {}
-    stack: list[int | None] = []  # op index that opened each open region; None for func/module
+    # Each open region: the op index that opened it (None for func/module) and the suffix of the
+    # names defined in it ("" outside warp-specialize partitions, which are isolated from above).
+    stack: list[tuple[int | None, str]] = []
     module_attrs = ""
+    ws_pending: int | None = None  # a ttg.warp_specialize whose "default {" region comes next
+    last_closed: int | None = None  # the op whose region the last "}" closed
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith(("#", "//")):
@@ -168,21 +206,39 @@ def parse_ttgir(text: str) -> Module:
             # "} else {", "} do {", "} {tt.num_stages = 3 : i32} loc(#x)", "} loc(#x)"
             if not stack:
                 raise TTGIRParseError(f"line {lineno}: unbalanced '}}'")
-            closing = stack.pop()
+            closing, scope = stack.pop()
+            last_closed = closing
             rest = _strip_loc(line[1:].strip())
             if closing is not None and rest.startswith("{") and not rest.endswith("{"):
                 ops[closing].attrs_tail = rest
             if rest.endswith("{"):
-                stack.append(closing)
+                stack.append((closing, scope))
             continue
         body = _strip_loc(line)
+        outer = stack[-1][1] if stack else ""
         if body.startswith("module"):
             module_attrs = body
-            stack.append(None)
+            stack.append((None, outer))
             continue
         if body.startswith(("tt.func", "llvm.func")):
-            stack.append(None)
+            stack.append((None, outer))
             continue
+        if ws_pending is not None and re.fullmatch(r"default\s*\{", body):
+            stack.append((ws_pending, outer))  # not isolated: sees the values around the op
+            ws_pending = None
+            continue
+        part = _PARTITION_RE.match(body)
+        if part and last_closed is not None and ops[last_closed].name == "ttg.warp_specialize":
+            ws = ops[last_closed]
+            suffix = f"{outer}$ws{ws.index}p{part.group(1)}"
+            for i, arg in enumerate(_ARG_NAME_RE.findall(_scoped(part.group(2), suffix))):
+                if i < len(ws.operands):
+                    ws.block_args[arg] = (ws.operands[i], i)
+                    defs[arg] = ws.index
+            ws.partition_warps.append(int(part.group(3)))
+            stack.append((ws.index, suffix))
+            continue
+        body = _scoped(body, outer)
         results: list[str] = []
         m = _RESULTS_RE.match(body)
         rest = body
@@ -191,14 +247,14 @@ def parse_ttgir(text: str) -> Module:
             rest = body[m.end() :]
         nm = _OPNAME_RE.match(rest)
         if not nm:
-            # block labels (^bb0(...):) and region headers of ops such as ttg.warp_specialize
-            # ("partition0(...) num_warps(4) {") are not operations: keep the region balance only.
+            # block labels (^bb0(...):) and other region headers are not operations: keep the
+            # region balance only.
             if body.endswith("{"):
-                stack.append(next((s for s in reversed(stack) if s is not None), None))
+                stack.append((_innermost(stack), outer))
             continue
         name = nm.group(1)
         after = rest[nm.end() :]
-        parent = next((s for s in reversed(stack) if s is not None), None)
+        parent = _innermost(stack)
         op = Op(
             index=len(ops),
             line=lineno,
@@ -228,14 +284,21 @@ def parse_ttgir(text: str) -> Module:
         for r in results:
             defs[r] = op.index
         ops.append(op)
+        if name == "ttg.warp_specialize":
+            ws_pending = op.index  # its regions open on the following lines
         # a region opens here unless the brace is an attribute dict closed on this line
         if body.endswith("{") and body.count("{") > body.count("}"):
-            stack.append(op.index)
+            stack.append((op.index, outer))
     if stack:
         raise TTGIRParseError("unbalanced regions: the TTGIR text is truncated")
     if not ops or not module_attrs:
         raise TTGIRParseError("no module or no operations: this is not TTGIR")
     return Module(ops=ops, defs=defs, module_attrs=module_attrs)
+
+
+def _innermost(stack: list[tuple[int | None, str]]) -> int | None:
+    """The innermost open region that belongs to an op (func and module regions do not)."""
+    return next((op for op, _ in reversed(stack) if op is not None), None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -269,6 +332,11 @@ def _alloc_users(mod: Module, alloc: Op) -> set[str]:
         for o in mod.ops:
             if not names.intersection(o.operands):
                 continue
+            if o.name == "ttg.warp_specialize":  # into the partitions, as their arguments
+                args = {a for a, (init, _) in o.block_args.items() if init in names}
+                if not names.issuperset(args):
+                    names.update(args)
+                    changed = True
             if o.name in VIEW_OPS and o.results and not names.issuperset(o.results):
                 names.update(o.results)
                 changed = True
@@ -298,6 +366,8 @@ def trace_operand(mod: Module, value: str, operand_rank: int) -> dict[str, Any]:
             todo.extend(_yield_operand(mod, op, i))
         elif op.name == "scf.for":
             sources.append({"buffers": 1, "load": "loop-index"})
+        elif op.name == "ttg.warp_specialize" and v in op.block_args:
+            todo.append(op.block_args[v][0])  # a partition's argument: the op's operand
         elif op.name in ("scf.if", "scf.index_switch"):
             i = op.results.index(v)
             todo.extend(_yield_operand(mod, op, i))
@@ -341,6 +411,50 @@ def trace_operand(mod: Module, value: str, operand_rank: int) -> dict[str, Any]:
     return {"buffers": buffers, "load": load, "multi_buffered": multi}
 
 
+def warp_specialization(mod: Module, text: str, mma: Op | None = None) -> dict[str, Any]:
+    """Whether the kernel asks for warp specialization and what Triton made of it.
+
+    `ws_partitions` counts the regions that run at once (the default region and every
+    partition); `ws_warps` their warps, the default region's (the kernel's num_warps) first;
+    `ws_registers` the `requestedRegisters` of the partitions after the default one.
+    """
+    ws_ops = [o for o in mod.ops if o.name == "ttg.warp_specialize"]
+    facts: dict[str, Any] = {
+        "ws_requested": bool(ws_ops) or bool(_WS_ATTR_RE.search(text)),
+        "warp_specialized": bool(ws_ops),
+        "ws_partitions": 0,
+        "ws_warps": [],
+        "ws_registers": [],
+    }
+    if ws_ops:
+        # the one holding the MMA, if any; a kernel has one in practice
+        ws = (mod.enclosing(mma, "ttg.warp_specialize") if mma else None) or ws_ops[0]
+        warps = _NUM_WARPS_RE.search(mod.module_attrs)
+        regs = _REQUESTED_REGS_RE.search(ws.text)
+        facts["ws_partitions"] = 1 + len(ws.partition_warps)
+        facts["ws_warps"] = [int(warps.group(1)) if warps else 0, *ws.partition_warps]
+        facts["ws_registers"] = (
+            [int(x) for x in regs.group(1).split(",") if x.strip()] if regs else []
+        )
+    return facts
+
+
+def _fused(mod: Module, mma: Op, mma_loop: Op | None, stores: list[Op]) -> bool:
+    """Whether the tile loop and the K loop became one loop (see module docstring)."""
+    if mma_loop is None:
+        return False
+    if any(mod.enclosing_loops(s)[:1] == [mma_loop] for s in stores):
+        return True
+    ws = mod.enclosing(mma, "ttg.warp_specialize")
+    if ws is None:
+        return False
+    # warp-specialized: the fused loop is split over the partitions, the store in another one
+    return len(mod.enclosing_loops(mma, below=ws)) == 1 and any(
+        mod.enclosing(s, "ttg.warp_specialize") is ws and mod.enclosing_loops(s, below=ws)
+        for s in stores
+    )
+
+
 def ttgir_facts(text: str) -> dict[str, Any]:
     """The pipelining facts of one compiled kernel (see module docstring)."""
     mod = parse_ttgir(text)
@@ -363,6 +477,7 @@ def ttgir_facts(text: str) -> dict[str, Any]:
                 "b": {"buffers": 0, "load": "none", "multi_buffered": False},
             },
         )
+        facts.update(warp_specialization(mod, text))
         return facts
     # The main MMA: the one in the deepest loop (a fused kernel's k == 0 fallback has none).
     mma = max(mmas, key=lambda o: len(mod.enclosing_loops(o)))
@@ -376,7 +491,7 @@ def ttgir_facts(text: str) -> dict[str, Any]:
         mm = re.search(r"#ttg\.nvidia_mma<\{versionMajor = (\d+)", text)
         kind = f"mma_v{mm.group(1)}" if mm else "dot"
     stores = [o for o in mod.ops if o.name in STORE_OPS]
-    fused = mma_loop is not None and any(mod.enclosing_loops(s)[:1] == [mma_loop] for s in stores)
+    fused = _fused(mod, mma, mma_loop, stores)
     shape = _shape_of(mma.text)
     acc_type = None
     if shape:
@@ -408,6 +523,7 @@ def ttgir_facts(text: str) -> dict[str, Any]:
             "b": trace_operand(mod, mma.operands[1], rank),
         },
     )
+    facts.update(warp_specialization(mod, text, mma))
     return facts
 
 

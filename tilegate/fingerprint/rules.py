@@ -21,7 +21,10 @@ File format (JSON, validated on load; a bad file is an InputError, exit 2)::
 
 Selector keys (all optional, all must hold): variants, layouts, dtypes, archs (lists of names,
 shell-style wildcards allowed), xtile (bool: a cross-tile variant), pipelined (bool: the plan
-asks for num_stages >= 2), mma (list: "wgmma", "mma_v2", ...).
+asks for num_stages >= 2), mma (list: "wgmma", "mma_v2", ...), ws_requested (bool: the kernel
+asks for warp specialization, i.e. its TTGIR carries `tt.warp_specialize` or a
+`ttg.warp_specialize` op), warp_specialized (bool: Triton did warp-specialize it). The last two
+read the kernel's facts of the same names.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 }
 _SELECTOR_LISTS = ("variants", "layouts", "dtypes", "archs", "mma")
 _SELECTOR_BOOLS = ("xtile", "pipelined")
+_SELECTOR_FACTS = ("ws_requested", "warp_specialized")  # booleans read from the kernel's facts
 
 
 @dataclass(frozen=True)
@@ -145,14 +149,15 @@ def _selector(path: Path, where: str, raw: Any) -> dict[str, Any]:
         if k in _SELECTOR_LISTS:
             if not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
                 raise _err(path, where, f"applies_to.{k} must be a list of names")
-        elif k in _SELECTOR_BOOLS:
+        elif k in _SELECTOR_BOOLS or k in _SELECTOR_FACTS:
             if not isinstance(v, bool):
                 raise _err(path, where, f"applies_to.{k} must be true or false")
         else:
             raise _err(
                 path,
                 where,
-                f"unknown selector key {k!r} (known: {_SELECTOR_LISTS + _SELECTOR_BOOLS})",
+                f"unknown selector key {k!r} "
+                f"(known: {_SELECTOR_LISTS + _SELECTOR_BOOLS + _SELECTOR_FACTS})",
             )
     return dict(raw)
 
@@ -268,6 +273,8 @@ def selects(sel: Mapping[str, Any], s: Subject) -> bool:
         if k in sel and not any(fnmatch.fnmatchcase(values[k], pat) for pat in sel[k]):
             return False
     if "xtile" in sel and sel["xtile"] != s.xtile:
+        return False
+    if any(k in sel and sel[k] != bool(s.facts.get(k)) for k in _SELECTOR_FACTS):
         return False
     return not ("pipelined" in sel and sel["pipelined"] != s.pipelined)
 
