@@ -106,7 +106,20 @@ def triton_version() -> str:
     return str(triton.__version__)
 
 
-def _triton_internals() -> Any:
+@dataclass(frozen=True)
+class _TritonInternals:
+    """The parts of Triton's JIT and compiler this module calls, by name."""
+
+    GPUTarget: Any
+    ASTSource: Any
+    make_backend: Any
+    get_cache_key: Any
+    JITFunction: Any
+    MockTensor: Any
+    create_function_from_signature: Any
+
+
+def _triton_internals() -> _TritonInternals:
     """Triton's JIT internals this module relies on; a clear InputError on a Triton without them."""
     try:
         from triton.backends.compiler import GPUTarget
@@ -118,14 +131,14 @@ def _triton_internals() -> Any:
             f"Triton {triton_version()} lacks the JIT internals the fingerprint uses ({err}); "
             f"adapt tilegate/fingerprint/compile.py to this Triton"
         ) from err
-    return (
-        GPUTarget,
-        ASTSource,
-        make_backend,
-        get_cache_key,
-        JITFunction,
-        MockTensor,
-        create_function_from_signature,
+    return _TritonInternals(
+        GPUTarget=GPUTarget,
+        ASTSource=ASTSource,
+        make_backend=make_backend,
+        get_cache_key=get_cache_key,
+        JITFunction=JITFunction,
+        MockTensor=MockTensor,
+        create_function_from_signature=create_function_from_signature,
     )
 
 
@@ -145,7 +158,7 @@ def _stand_ins(launch: Any) -> list[Any]:
 
     from kernels.launch import DescArg, ScalarArg, TensorArg
 
-    mock_tensor = _triton_internals()[5]
+    mock_tensor = _triton_internals().MockTensor
     out: list[Any] = []
     for arg in launch.args:
         if isinstance(arg, (TensorArg, DescArg)):
@@ -169,27 +182,19 @@ def _stand_ins(launch: Any) -> list[Any]:
 
 def specialize(launch: Any, target: Target) -> Specialization:
     """The signature, constexprs, attributes and options the JIT would compile `launch` with."""
-    (
-        GPUTarget,
-        ASTSource,
-        make_backend,
-        get_cache_key,
-        JITFunction,
-        _mock,
-        create_function_from_signature,
-    ) = _triton_internals()
+    tri = _triton_internals()
     from triton import knobs
     from triton._C.libtriton import get_cache_invalidating_env_vars
 
     fn = launch.fn
-    if not isinstance(fn, JITFunction):
+    if not isinstance(fn, tri.JITFunction):
         raise InputError(
             f"{fn!r} is not a JITFunction (TRITON_INTERPRET=1 at import?): the fingerprint compiles "
             f"for the GPU; run it without TRITON_INTERPRET"
         )
-    gpu_target = GPUTarget("cuda", target.cc, 32)
-    backend = make_backend(gpu_target)
-    binder = create_function_from_signature(fn.signature, fn.params, backend)
+    gpu_target = tri.GPUTarget("cuda", target.cc, 32)
+    backend = tri.make_backend(gpu_target)
+    binder = tri.create_function_from_signature(fn.signature, fn.params, backend)
     kwargs: dict[str, Any] = dict(launch.constexprs)
     kwargs["num_warps"] = launch.num_warps
     kwargs["num_stages"] = launch.num_stages
@@ -198,9 +203,9 @@ def specialize(launch: Any, target: Target) -> Specialization:
     kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
     bound, spec, opts = binder(*_stand_ins(launch), **kwargs)
     options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, spec, opts)
-    src = ASTSource(fn, signature, constexprs, attrs)
+    src = tri.ASTSource(fn, signature, constexprs, attrs)
     env = get_cache_invalidating_env_vars()
-    triton_key = get_cache_key(src, backend, options, env)
+    triton_key = tri.get_cache_key(src, backend, options, env)
     key = hashlib.sha256(f"{triton_key}|{_extractor_hash()}|{target}".encode()).hexdigest()
     declared = frozenset(p.name for p in fn.params if p.is_constexpr)
     return Specialization(
@@ -219,8 +224,8 @@ def _compile(launch: Any, target: Target, spec: Specialization) -> tuple[str, st
     import triton
     from triton import knobs
 
-    GPUTarget, ASTSource = _triton_internals()[:2]
-    src = ASTSource(launch.fn, spec.signature, spec.constexprs, spec.attrs)
+    tri = _triton_internals()
+    src = tri.ASTSource(launch.fn, spec.signature, spec.constexprs, spec.attrs)
     log = io.StringIO()
     with (
         tempfile.TemporaryDirectory(prefix="tilegate-triton-") as tmp,
@@ -232,7 +237,9 @@ def _compile(launch: Any, target: Target, spec: Specialization) -> tuple[str, st
         knobs.cache.dir = tmp  # keep ~/.triton clean; our own cache is the one that counts
         knobs.compilation.always_compile = True  # so ptxas runs and reports every time
         knobs.nvidia.dump_ptxas_log = True
-        kernel = triton.compile(src, target=GPUTarget("cuda", target.cc, 32), options=spec.options)
+        kernel = triton.compile(
+            src, target=tri.GPUTarget("cuda", target.cc, 32), options=spec.options
+        )
         ttgir = kernel.asm["ttgir"]
         shared = int(kernel.metadata.shared)
     return ttgir, log.getvalue(), {"shared_bytes": shared}
