@@ -9,8 +9,7 @@ exception that no longer matches a violation is reported as stale, so it gets re
 File format (JSON, validated on load; a bad file is an InputError, exit 2)::
 
     {"schema": "tilegate.fingerprint-rules/1",
-     "targets": {"sm_90": {"capability": [9, 0], "num_sms": 132, "gpu": "...",
-                           "smem_limit_bytes": 232448}, ...},
+     "targets": {"sm_90": {"capability": [9, 0], "num_sms": 132, "gpu": "..."}, ...},
      "allowances": {"registers": 8},
      "rules": [{"id": "...", "message": "... {label} {field} {actual} {expected} {detail} ...",
                 "applies_to": {<selector>},
@@ -84,7 +83,6 @@ class RuleSet:
     path: Path
     targets: Mapping[str, Target]
     allowances: Mapping[str, int]
-    smem_limits: Mapping[str, int]
     rules: tuple[Rule, ...]
     exceptions: tuple[Exception_, ...]
 
@@ -171,7 +169,6 @@ def load_rules(path: str | Path = DEFAULT_RULES) -> RuleSet:
     if not isinstance(data, dict) or data.get("schema") != RULES_SCHEMA:
         raise _err(p, "top level", f"schema must be {RULES_SCHEMA!r}")
     targets: dict[str, Target] = {}
-    limits: dict[str, int] = {}
     for arch, t in (data.get("targets") or {}).items():
         where = f"targets.{arch}"
         if not isinstance(t, dict):
@@ -183,8 +180,6 @@ def load_rules(path: str | Path = DEFAULT_RULES) -> RuleSet:
         if not isinstance(sms, int) or sms < 1:
             raise _err(p, where, "num_sms must be a positive integer")
         targets[arch] = Target(arch, (cap[0], cap[1]), sms, _str(p, where, t, "gpu"))
-        if isinstance(t.get("smem_limit_bytes"), int):
-            limits[arch] = t["smem_limit_bytes"]
     if not targets:
         raise _err(p, "targets", "at least one target architecture is needed")
     allowances = data.get("allowances") or {}
@@ -252,7 +247,7 @@ def load_rules(path: str | Path = DEFAULT_RULES) -> RuleSet:
                 tuple(labels),
             )
         )
-    return RuleSet(p, targets, dict(allowances), limits, tuple(rules), tuple(exceptions))
+    return RuleSet(p, targets, dict(allowances), tuple(rules), tuple(exceptions))
 
 
 def selects(sel: Mapping[str, Any], s: Subject) -> bool:
