@@ -14,7 +14,7 @@ from tilegate.fingerprint import cli
 from tilegate.fingerprint.compile import FACT_KEYS, triton_version
 from tilegate.fingerprint.extract import parse_ttgir, ptxas_facts, ttgir_facts
 from tilegate.fingerprint.rules import DEFAULT_RULES, Subject, evaluate, load_rules
-from tilegate.fingerprint.store import Entry, baseline_path, diff, load_baseline
+from tilegate.fingerprint.store import Entry, diff, fingerprint_path, load_fingerprints
 
 # --- TTGIR extraction --------------------------------------------------------------------------
 
@@ -261,18 +261,18 @@ def test_diff_labels_and_allowance() -> None:
     assert [(c.field, c.verdict, c.fails) for c in gone] == [("kernel", "removed", True)]
 
 
-def _write_baseline(path: Path, text: str) -> None:
+def _write_file(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
 
 
 def test_corrupt_fingerprint_file_is_input_error_naming_it(tmp_path: Path) -> None:
     p = tmp_path / "sm_90.json"
-    _write_baseline(p, '{"schema": "tilegate.fingerprint/1", "kernels": {')
+    _write_file(p, '{"schema": "tilegate.fingerprint/1", "kernels": {')
     with pytest.raises(InputError, match="not valid JSON") as info:
-        load_baseline(p)
+        load_fingerprints(p)
     assert str(p) in str(info.value)
-    _write_baseline(
+    _write_file(
         p,
         json.dumps(
             {
@@ -284,7 +284,7 @@ def test_corrupt_fingerprint_file_is_input_error_naming_it(tmp_path: Path) -> No
         ),
     )
     with pytest.raises(InputError, match="facts lack") as info:
-        load_baseline(p)
+        load_fingerprints(p)
     assert "kernels['k']" in str(info.value)
 
 
@@ -318,12 +318,10 @@ def test_cli_corrupt_fingerprint_file_exits_2_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for arch in ("sm_90", "sm_120"):
-        _write_baseline(
-            baseline_path(tmp_path / "fp", triton_version(), arch), "{ this is not json"
-        )
+        _write_file(fingerprint_path(tmp_path / "fp", triton_version(), arch), "{ this is not json")
     assert cli.main(_cli(tmp_path, "--arch", "sm_90")) == 2
     err = capsys.readouterr().err
-    assert str(baseline_path(tmp_path / "fp", triton_version(), "sm_90")) in err
+    assert str(fingerprint_path(tmp_path / "fp", triton_version(), "sm_90")) in err
     assert "not valid JSON" in err
 
 

@@ -22,7 +22,7 @@ import pytest
 from tilegate.fingerprint import gate
 from tilegate.fingerprint.compile import Target, compile_one, specialize
 from tilegate.fingerprint.extract import ttgir_facts
-from tilegate.fingerprint.store import baseline_path, load_baseline
+from tilegate.fingerprint.store import fingerprint_path, load_fingerprints
 from tilegate.fingerprint.suite import KernelCase
 
 pytestmark = pytest.mark.aot
@@ -59,7 +59,7 @@ def test_recorded_fingerprints_reproduce_and_show_the_named_exception(
     result = gate.check(_opts(recorded))
     assert result.exit_code == 0, result.text
     assert result.compiled is not None and result.compiled.compiled == 0  # all from the cache
-    stored = load_baseline(baseline_path(recorded["baselines"], _triton(), "sm_90"))
+    stored = load_fingerprints(fingerprint_path(recorded["baselines"], _triton(), "sm_90"))
     nn = stored["xtile_persistent-fp16-nn-sm90"].facts
     nt = stored["xtile_persistent-fp16-nt-sm90"].facts
     swz = stored["swizzle_persistent-fp16-nn-sm90"].facts

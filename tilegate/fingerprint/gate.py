@@ -26,11 +26,11 @@ from .store import (
     RECORD_HINT,
     Change,
     Entry,
-    baseline_path,
     diff,
-    load_baseline,
+    fingerprint_path,
+    load_fingerprints,
     other_versions,
-    write_baseline,
+    write_fingerprints,
 )
 from .suite import KernelCase, Mutator, Skipped, collect
 
@@ -192,11 +192,11 @@ def check(opts: Options) -> GateResult:
     baselines: dict[str, dict[str, Entry]] = {}
     missing = []
     for arch in archs:
-        path = baseline_path(opts.baseline_dir, version, arch)
+        path = fingerprint_path(opts.baseline_dir, version, arch)
         if not path.is_file():
             missing.append(str(path))
             continue
-        baselines[arch] = load_baseline(path, triton=version, arch=arch)
+        baselines[arch] = load_fingerprints(path, triton=version, arch=arch)
     if missing:
         others = sorted(
             {v for a in archs for v, _ in other_versions(opts.baseline_dir, a, version)}
@@ -223,7 +223,7 @@ def check(opts: Options) -> GateResult:
         rules=rules,
         changes=changes,
         baseline_note={
-            t.arch: str(baseline_path(opts.baseline_dir, version, t.arch)) for t in comp.targets
+            t.arch: str(fingerprint_path(opts.baseline_dir, version, t.arch)) for t in comp.targets
         },
         failed=failed,
     )
@@ -244,13 +244,13 @@ def record(opts: Options) -> GateResult:
     changes: list[Change] = []
     notes: dict[str, str] = {}
     for t in comp.targets:
-        path = baseline_path(opts.baseline_dir, version, t.arch)
+        path = fingerprint_path(opts.baseline_dir, version, t.arch)
         new = entries_of(comp, t.arch)
         old: dict[str, Entry] = {}
         keep: dict[str, Entry] = {}
         if path.is_file():
             try:
-                old = load_baseline(path, triton=version, arch=t.arch)
+                old = load_fingerprints(path, triton=version, arch=t.arch)
                 notes[t.arch] = str(path)
             except InputError as err:
                 notes[t.arch] = f"{path} (unreadable, replaced: {err})"
@@ -262,14 +262,14 @@ def record(opts: Options) -> GateResult:
             if prev:
                 pv, pp = prev[0]
                 try:
-                    old = load_baseline(pp, triton=pv, arch=t.arch)
+                    old = load_fingerprints(pp, triton=pv, arch=t.arch)
                     notes[t.arch] = f"{pp} (Triton {pv}: what the upgrade changes)"
                 except InputError as err:
                     notes[t.arch] = f"{pp} (unreadable: {err})"
             else:
                 notes[t.arch] = "nothing (first recording for this architecture)"
         changes += diff(_selected(old, opts, comp), new, comp.ruleset.allowances)
-        write_baseline(
+        write_fingerprints(
             path,
             triton=version,
             arch=t.arch,

@@ -58,7 +58,7 @@ class Entry:
         }
 
 
-def baseline_path(base_dir: Path, triton: str, arch: str) -> Path:
+def fingerprint_path(base_dir: Path, triton: str, arch: str) -> Path:
     return Path(base_dir) / f"triton-{triton}" / f"{arch}.json"
 
 
@@ -82,7 +82,7 @@ def _bad(path: Path, where: str, what: str) -> InputError:
     )
 
 
-def load_baseline(
+def load_fingerprints(
     path: Path, *, triton: str | None = None, arch: str | None = None
 ) -> dict[str, Entry]:
     """Read and validate one fingerprint file."""
@@ -125,7 +125,7 @@ def load_baseline(
     return out
 
 
-def write_baseline(
+def write_fingerprints(
     path: Path,
     *,
     triton: str,
