@@ -227,5 +227,5 @@ def test_aot_specialization_equals_the_jits(
         assert jit["operands"][op]["buffers"] == ours[f"{op}_buffers"]
         assert jit["operands"][op]["load"] == ours[f"{op}_load"]
     assert kernel.metadata.shared == ours["shared_bytes"]
-    # PITFALLS.md: without the JIT's divisibility hints the loads are not pipelined at all
+    # docs/pitfalls.md: without the JIT's divisibility hints the loads are not pipelined at all
     assert ours["a_load"] in ("cp.async", "tma") and ours["a_multi_buffered"]
