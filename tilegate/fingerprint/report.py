@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tilegate.markdown import table
+
 from .store import RECORD_HINT, Change
 
 if TYPE_CHECKING:
@@ -12,19 +14,17 @@ if TYPE_CHECKING:
     from .rules import RuleReport
 
 
-def _cell(v: Any) -> str:
-    s = "-" if v is None else str(v)
-    return s.replace("|", "\\|").replace("\n", " ")
+def _value(v: Any) -> str:
+    """A fact as the report shows it: `-` where there is none (e.g. no wgmma on sm_120)."""
+    return "-" if v is None else str(v)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
-    return out
+    return table(header, "l" * len(header), [[_value(c) for c in r] for r in rows])
 
 
 def _old_new(c: Change) -> str:
-    text = f"{_cell(c.old)} -> {_cell(c.new)}"
+    text = f"{_value(c.old)} -> {_value(c.new)}"
     num = (int, float)
     if (
         isinstance(c.old, num)
