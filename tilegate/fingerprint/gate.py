@@ -17,6 +17,7 @@ from typing import Any
 
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_json, atomic_write_text
+from tilegate.warnlog import Warned
 
 from . import report as report_mod
 from .compile import DEFAULT_CACHE_DIR, Target, compile_many, default_jobs, triton_version
@@ -65,6 +66,8 @@ class Compiled:
     targets: list[Target]
     ruleset: RuleSet
     profile: Any
+    # per kernel: what Triton/torch warned while specializing and compiling it (recorded, not raised)
+    warned: dict[str, tuple[Warned, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -113,19 +116,20 @@ def compile_suite(opts: Options) -> Compiled:
         raise InputError("no kernel selected: check --variant / --arch")
     work = [(c.launch, c.target, c.spec) for c in cases]
     # a kernel that does not compile cannot be judged: InputError naming it (exit 2)
-    facts, compiled = compile_many(
+    results, compiled = compile_many(
         work, opts.cache_dir, jobs=opts.jobs or default_jobs(), labels=[c.id for c in cases]
     )
     seconds = time.perf_counter() - t0
     return Compiled(
         cases,
         skipped,
-        {c.id: f for c, f in zip(cases, facts, strict=True)},
+        {c.id: r.facts for c, r in zip(cases, results, strict=True)},
         compiled,
         seconds,
         targets,
         ruleset,
         profile,
+        {c.id: c.spec.warned + r.compile_warned for c, r in zip(cases, results, strict=True)},
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tilegate import warnlog
 from tilegate.markdown import table
 
 from .store import RECORD_HINT, Change
@@ -69,6 +70,32 @@ def fingerprint_rows(comp: Compiled) -> list[list[Any]]:
             ]
         )
     return rows
+
+
+def warnings_section(comp: Compiled) -> list[str]:
+    """The warnings Triton and torch issued while specializing and compiling (recorded, not raised).
+
+    One row per distinct warning with the first kernel it came with: Triton issues some warnings
+    once per process (3.9's TRITON_DEFAULT_FP_FUSION), so which kernels "had" it means nothing.
+    """
+    first: dict[warnlog.Warned, str] = {}
+    for c in comp.cases:
+        for w in comp.warned.get(c.id, ()):
+            first.setdefault(w, c.id)
+    title = f"## Warnings from {' / '.join(warnlog.THIRD_PARTY)} while compiling: {len(first)}"
+    if not first:
+        return ["", title, "", "None."]
+    return [
+        "",
+        title,
+        "",
+        "Recorded, not raised: a new Triton is when new ones appear; read them before upgrading.",
+        "",
+        *_table(
+            ["category", "warning", "issued at", "first with"],
+            [[w.category, w.message, w.source, kid] for w, kid in first.items()],
+        ),
+    ]
 
 
 def render(
@@ -148,6 +175,8 @@ def render(
         )
     else:
         lines.append("None: every fingerprint equals the recorded one.")
+
+    lines += warnings_section(comp)
 
     lines += ["", "## Fingerprints", ""]
     lines += _table(
