@@ -272,20 +272,17 @@ def test_corrupt_fingerprint_file_is_input_error_naming_it(tmp_path: Path) -> No
     with pytest.raises(InputError, match="not valid JSON") as info:
         load_fingerprints(p)
     assert str(p) in str(info.value)
+    good_top = {"schema": "tilegate.fingerprint/1", "triton": "3.6.0", "arch": "sm_90"}
     _write_file(
         p,
-        json.dumps(
-            {
-                "schema": "tilegate.fingerprint/1",
-                "triton": "3.6.0",
-                "arch": "sm_90",
-                "kernels": {"k": {"facts": {"fused": True}}},
-            }
-        ),
+        json.dumps({**good_top, "ptxas": "12.8.93", "kernels": {"k": {"facts": {"fused": True}}}}),
     )
     with pytest.raises(InputError, match="facts lack") as info:
         load_fingerprints(p)
     assert "kernels['k']" in str(info.value)
+    _write_file(p, json.dumps({**good_top, "kernels": {}}))  # which ptxas assembled it?
+    with pytest.raises(InputError, match="ptxas: must be a string"):
+        load_fingerprints(p)
 
 
 def _cli(tmp_path: Path, *extra: str) -> list[str]:

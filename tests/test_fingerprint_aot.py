@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
+import shutil
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,7 +63,8 @@ def test_recorded_fingerprints_reproduce_and_show_the_named_exception(
     result = gate.check(_opts(recorded))
     assert result.exit_code == 0, result.text
     assert result.compiled is not None and result.compiled.compiled == 0  # all from the cache
-    stored = load_fingerprints(fingerprint_path(recorded["baselines"], _triton(), "sm_90"))
+    path = fingerprint_path(recorded["baselines"], _triton(), "sm_90")
+    stored = load_fingerprints(path).entries
     nn = stored["xtile_persistent-fp16-nn-sm90"].facts
     nt = stored["xtile_persistent-fp16-nt-sm90"].facts
     swz = stored["swizzle_persistent-fp16-nn-sm90"].facts
@@ -75,6 +78,22 @@ def test_recorded_fingerprints_reproduce_and_show_the_named_exception(
     assert [f.exception for f in result.rules.excepted] == ["xtile-nn-pointer-b-sync"] * 2
     assert "EXCEPTED (xtile-nn-pointer-b-sync)" in result.text
     assert (recorded["out"] / "fingerprint.md").read_text() == result.text
+
+
+def test_the_ptxas_version_is_shown_and_a_change_of_it_diffed(
+    recorded: dict[str, Path], tmp_path: Path
+) -> None:
+    base = tmp_path / "baselines"
+    shutil.copytree(recorded["baselines"], base)
+    path = fingerprint_path(base, _triton(), "sm_90")
+    data = json.loads(path.read_text())
+    current = data["ptxas"]
+    data["ptxas"] = "12.0.0"
+    path.write_text(json.dumps(data))
+    result = gate.check(_opts(recorded, baseline_dir=base))
+    assert result.exit_code == 0, result.text  # information: its effects show in the facts
+    assert f"assembled by ptxas sm_90 {current}." in result.text
+    assert f"| (every sm_90 kernel) | ptxas | 12.0.0 -> {current} | info |" in result.text
 
 
 def _triton() -> str:

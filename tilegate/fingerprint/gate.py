@@ -27,7 +27,9 @@ from .store import (
     RECORD_HINT,
     Change,
     Entry,
+    FingerprintFile,
     diff,
+    diff_ptxas,
     fingerprint_path,
     load_fingerprints,
     other_versions,
@@ -68,6 +70,7 @@ class Compiled:
     profile: Any
     # per kernel: what Triton/torch warned while specializing and compiling it (recorded, not raised)
     warned: dict[str, tuple[Warned, ...]] = field(default_factory=dict)
+    ptxas: dict[str, str] = field(default_factory=dict)  # arch -> version of the ptxas used
 
 
 @dataclass
@@ -130,6 +133,7 @@ def compile_suite(opts: Options) -> Compiled:
         ruleset,
         profile,
         {c.id: c.spec.warned + r.compile_warned for c, r in zip(cases, results, strict=True)},
+        {t.arch: _ptxas_version(t) for t in targets},
     )
 
 
@@ -193,7 +197,7 @@ def check(opts: Options) -> GateResult:
     version = triton_version()
     ruleset = load_rules(opts.rules_path)
     archs = list(opts.archs or ruleset.targets)
-    baselines: dict[str, dict[str, Entry]] = {}
+    baselines: dict[str, FingerprintFile] = {}
     missing = []
     for arch in archs:
         path = fingerprint_path(opts.baseline_dir, version, arch)
@@ -214,8 +218,9 @@ def check(opts: Options) -> GateResult:
     rules = check_rules(comp)
     changes: list[Change] = []
     for t in comp.targets:
+        changes += diff_ptxas(t.arch, baselines[t.arch].ptxas, comp.ptxas[t.arch])
         changes += diff(
-            _selected(baselines[t.arch], opts, comp),
+            _selected(baselines[t.arch].entries, opts, comp),
             entries_of(comp, t.arch),
             comp.ruleset.allowances,
         )
@@ -251,10 +256,12 @@ def record(opts: Options) -> GateResult:
         path = fingerprint_path(opts.baseline_dir, version, t.arch)
         new = entries_of(comp, t.arch)
         old: dict[str, Entry] = {}
+        old_ptxas = comp.ptxas[t.arch]
         keep: dict[str, Entry] = {}
         if path.is_file():
             try:
-                old = load_fingerprints(path, triton=version, arch=t.arch)
+                stored = load_fingerprints(path, triton=version, arch=t.arch)
+                old, old_ptxas = stored.entries, stored.ptxas
                 notes[t.arch] = str(path)
             except InputError as err:
                 notes[t.arch] = f"{path} (unreadable, replaced: {err})"
@@ -266,12 +273,14 @@ def record(opts: Options) -> GateResult:
             if prev:
                 pv, pp = prev[0]
                 try:
-                    old = load_fingerprints(pp, triton=pv, arch=t.arch)
+                    stored = load_fingerprints(pp, triton=pv, arch=t.arch)
+                    old, old_ptxas = stored.entries, stored.ptxas
                     notes[t.arch] = f"{pp} (Triton {pv}: what the upgrade changes)"
                 except InputError as err:
                     notes[t.arch] = f"{pp} (unreadable: {err})"
             else:
                 notes[t.arch] = "nothing (first recording for this architecture)"
+        changes += diff_ptxas(t.arch, old_ptxas, comp.ptxas[t.arch])
         changes += diff(_selected(old, opts, comp), new, comp.ruleset.allowances)
         write_fingerprints(
             path,
@@ -279,7 +288,7 @@ def record(opts: Options) -> GateResult:
             arch=t.arch,
             target={"capability": list(t.capability), "num_sms": t.num_sms, "gpu": t.gpu},
             profile=_profile_json(comp.profile),
-            ptxas=_ptxas_version(t),
+            ptxas=comp.ptxas[t.arch],
             entries={**keep, **new},
         )
     failed = bool(rules.failures)

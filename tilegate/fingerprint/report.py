@@ -126,7 +126,8 @@ def render(
         f"{', '.join(f'{t.arch} ({t.gpu}, {t.num_sms} SMs)' for t in comp.targets)}; {k_note}."
     )
     lines.append(
-        f"Compiled {comp.compiled}, {len(comp.cases) - comp.compiled} from cache, {comp.seconds:.1f} s."
+        f"Compiled {comp.compiled}, {len(comp.cases) - comp.compiled} from cache, {comp.seconds:.1f} s; "
+        "assembled by ptxas " + ", ".join(f"{a} {v}" for a, v in comp.ptxas.items()) + "."
     )
     what = "Compared with" if mode == "check" else "Recorded; diff against"
     lines += ["", f"{what}: " + "; ".join(f"{a}: {n}" for a, n in baseline_note.items()) + "."]

@@ -3,7 +3,7 @@
 One file per (Triton version, architecture): a Triton upgrade is a new directory, recorded on
 purpose, never a silent pass. Schema (validated on load; a bad file is an InputError, exit 2)::
 
-    {"schema": "tilegate.fingerprint/1", "triton": "3.6.0", "arch": "sm_90",
+    {"schema": "tilegate.fingerprint/1", "triton": "3.6.0", "arch": "sm_90", "ptxas": "12.8.93",
      "target": {"capability": [9, 0], "num_sms": 132, "gpu": "..."},
      "profile": {"name": "default", "m": 16384, "n": 16384, "ks": [...], ...},
      "kernels": {"xtile_persistent-fp16-nn-sm90": {
@@ -13,7 +13,8 @@ purpose, never a silent pass. Schema (validated on load; a bad file is an InputE
 
 Comparison (see docs/fingerprint.md for why): every fact and the launch configuration must be
 equal, except `registers`, which may move by the rules file's allowance. Each difference is
-labelled worse / better / changed and carries a sentence on why it matters.
+labelled worse / better / changed and carries a sentence on why it matters. The ptxas version
+(Triton bundles its own; registers and spills come from it) is compared too, for information.
 """
 
 from __future__ import annotations
@@ -58,6 +59,17 @@ class Entry:
         }
 
 
+@dataclass(frozen=True)
+class FingerprintFile:
+    """One stored fingerprint file: the kernels of one (Triton version, architecture)."""
+
+    path: Path
+    triton: str
+    arch: str
+    ptxas: str  # the version of the ptxas that assembled them, e.g. "12.8.93"
+    entries: dict[str, Entry]
+
+
 def fingerprint_path(base_dir: Path, triton: str, arch: str) -> Path:
     return Path(base_dir) / f"triton-{triton}" / f"{arch}.json"
 
@@ -84,7 +96,7 @@ def _bad(path: Path, where: str, what: str) -> InputError:
 
 def load_fingerprints(
     path: Path, *, triton: str | None = None, arch: str | None = None
-) -> dict[str, Entry]:
+) -> FingerprintFile:
     """Read and validate one fingerprint file."""
     data = read_json(path, "fingerprint file")
     if not isinstance(data, dict):
@@ -99,6 +111,9 @@ def load_fingerprints(
         )
     if arch is not None and data.get("arch") != arch:
         raise _bad(path, "arch", f"file says {data.get('arch')!r}, expected {arch!r}")
+    for key in ("triton", "arch", "ptxas"):
+        if not isinstance(data.get(key), str):
+            raise _bad(path, key, "must be a string")
     kernels = data.get("kernels")
     if not isinstance(kernels, dict):
         raise _bad(path, "kernels", "must be an object of kernel id -> fingerprint")
@@ -122,7 +137,7 @@ def load_fingerprints(
         if not (isinstance(ks, list) and all(isinstance(k, int) for k in ks)):
             raise _bad(path, where, "'ks' must be a list of integers")
         out[kid] = Entry(kid, e["variant"], e["dtype"], e["layout"], tuple(ks), config, facts)
-    return out
+    return FingerprintFile(Path(path), data["triton"], data["arch"], data["ptxas"], out)
 
 
 def write_fingerprints(
@@ -274,6 +289,23 @@ def _fmt_dict_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[st
         ", ".join(f"{k}={old.get(k)}" for k in diff),
         ", ".join(f"{k}={new.get(k)}" for k in diff),
     )
+
+
+def diff_ptxas(arch: str, old: str, new: str) -> list[Change]:
+    """The assembler's version, if it changed: information (its effects show in the facts)."""
+    if old == new:
+        return []
+    return [
+        Change(
+            f"(every {arch} kernel)",
+            "ptxas",
+            old,
+            new,
+            "info",
+            "the assembler changed (Triton bundles its own ptxas; Triton 3.9 assembles sm_90 with "
+            "its ptxas-blackwell): registers, spills and stack come from it",
+        )
+    ]
 
 
 def diff(
