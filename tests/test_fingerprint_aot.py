@@ -96,6 +96,38 @@ def test_the_ptxas_version_is_shown_and_a_change_of_it_diffed(
     assert f"| (every sm_90 kernel) | ptxas | 12.0.0 -> {current} | info |" in result.text
 
 
+def _as_version(src: Path, base: Path, version: str) -> None:
+    """Store the recorded sm_90 file as if Triton `version` had made it."""
+    data = json.loads(src.read_text())
+    data["triton"] = version
+    dest = fingerprint_path(base, version, "sm_90")
+    dest.parent.mkdir(parents=True)
+    dest.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    "others, against, note",
+    [
+        (["0.1.0", "0.2.0", "99.0.0"], "0.2.0", "Triton 0.2.0 -> {v}: what the upgrade changes"),
+        (["99.0.0", "100.0.0"], "99.0.0", "Triton 99.0.0 -> {v} is a downgrade: what going back"),
+    ],
+)
+def test_a_first_recording_is_diffed_against_the_upgrades_from(
+    recorded: dict[str, Path], tmp_path: Path, others: list[str], against: str, note: str
+) -> None:
+    """Against the newest older version (not the newest of all), saying which; a newer one
+    only when there is no older, called a downgrade."""
+    src = fingerprint_path(recorded["baselines"], _triton(), "sm_90")
+    base = tmp_path / "baselines"
+    for v in others:
+        _as_version(src, base, v)
+    result = gate.record(_opts(recorded, baseline_dir=base))
+    assert result.exit_code == 0, result.text
+    expected = f"sm_90: {fingerprint_path(base, against, 'sm_90')} ({note.format(v=_triton())}"
+    assert expected in result.text
+    assert fingerprint_path(base, _triton(), "sm_90").is_file()
+
+
 def _triton() -> str:
     import triton
 

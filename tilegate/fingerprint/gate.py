@@ -33,6 +33,7 @@ from .store import (
     fingerprint_path,
     load_fingerprints,
     other_versions,
+    reference_for,
     write_fingerprints,
 )
 from .suite import KernelCase, Mutator, Skipped, collect
@@ -244,7 +245,8 @@ def record(opts: Options) -> GateResult:
     """Re-record this Triton version's fingerprints (atomically), printing the diff it makes.
 
     Against the previous file of this version, or, for a first recording, against the newest
-    other Triton version's file (what the upgrade changed). Rules are checked on what is
+    older Triton version's file (what the upgrade changes), or the nearest newer one's, labelled
+    a downgrade. Rules are checked on what is
     recorded: a kernel that breaks one still fails (exit 1) after recording.
     """
     version = triton_version()
@@ -269,15 +271,14 @@ def record(opts: Options) -> GateResult:
                 k: e for k, e in old.items() if k not in new and k not in _selected(old, opts, comp)
             }
         else:
-            prev = other_versions(opts.baseline_dir, t.arch, version)
-            if prev:
-                pv, pp = prev[0]
+            ref = reference_for(opts.baseline_dir, t.arch, version)
+            if ref is not None:
                 try:
-                    stored = load_fingerprints(pp, triton=pv, arch=t.arch)
+                    stored = load_fingerprints(ref.path, triton=ref.triton, arch=t.arch)
                     old, old_ptxas = stored.entries, stored.ptxas
-                    notes[t.arch] = f"{pp} (Triton {pv}: what the upgrade changes)"
+                    notes[t.arch] = f"{ref.path} ({ref.describe(version)})"
                 except InputError as err:
-                    notes[t.arch] = f"{pp} (unreadable: {err})"
+                    notes[t.arch] = f"{ref.path} (unreadable: {err})"
             else:
                 notes[t.arch] = "nothing (first recording for this architecture)"
         changes += diff_ptxas(t.arch, old_ptxas, comp.ptxas[t.arch])

@@ -88,6 +88,32 @@ def other_versions(base_dir: Path, arch: str, exclude: str) -> list[tuple[str, P
     return sorted(out, key=lambda x: _version_key(x[0]), reverse=True)
 
 
+@dataclass(frozen=True)
+class Reference:
+    """The recording a first recording of a Triton version is compared with."""
+
+    triton: str
+    path: Path
+    upgrade: bool  # True: an older version (the upgrade's "from"); False: a newer one
+
+    def describe(self, version: str) -> str:
+        if self.upgrade:
+            return f"Triton {self.triton} -> {version}: what the upgrade changes"
+        return f"Triton {self.triton} -> {version} is a downgrade: what going back changes"
+
+
+def reference_for(base_dir: Path, arch: str, version: str) -> Reference | None:
+    """The newest recorded version older than `version` (the upgrade's "from"); failing that,
+    the oldest newer one (then the change is a downgrade); None if `arch` has no other."""
+    others = other_versions(base_dir, arch, version)  # newest first
+    older = [(v, p) for v, p in others if _version_key(v) < _version_key(version)]
+    if older:
+        return Reference(*older[0], upgrade=True)
+    if others:
+        return Reference(*others[-1], upgrade=False)
+    return None
+
+
 def _bad(path: Path, where: str, what: str) -> InputError:
     return InputError(
         f"fingerprint file {path}: {where}: {what}; restore it from git or re-record it with {RECORD_HINT}"
