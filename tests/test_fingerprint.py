@@ -13,8 +13,9 @@ from tilegate.errors import InputError
 from tilegate.fingerprint import cli
 from tilegate.fingerprint.compile import FACT_KEYS, triton_version
 from tilegate.fingerprint.extract import parse_ttgir, ptxas_facts, ttgir_facts
-from tilegate.fingerprint.rules import DEFAULT_RULES, Subject, evaluate, load_rules
-from tilegate.fingerprint.store import Entry, diff, fingerprint_path, load_fingerprints
+from tilegate.fingerprint.report import render
+from tilegate.fingerprint.rules import DEFAULT_RULES, RuleReport, Subject, evaluate, load_rules
+from tilegate.fingerprint.store import Change, Entry, diff, fingerprint_path, load_fingerprints
 
 # --- TTGIR extraction --------------------------------------------------------------------------
 
@@ -259,6 +260,33 @@ def test_diff_labels_and_allowance() -> None:
     assert [(c.field, c.verdict) for c in beyond] == [("registers", "worse")]
     gone = diff(old, {}, {})
     assert [(c.field, c.verdict, c.fails) for c in gone] == [("kernel", "removed", True)]
+
+
+def _report(mode: str, changes: list[Change]) -> str:
+    from tilegate.cases import PROFILES
+    from tilegate.fingerprint.gate import Compiled
+
+    rs = load_rules(DEFAULT_RULES)
+    comp = Compiled([], [], {}, 0, 0.0, [rs.targets["sm_90"]], rs, PROFILES["default"])
+    return render(
+        mode=mode,
+        version="9.9.9",
+        comp=comp,
+        rules=RuleReport(),
+        changes=changes,
+        baseline_note={"sm_90": "x"},
+        failed=False,
+    )
+
+
+def test_a_recording_counts_its_changes_by_verdict_not_as_failures() -> None:
+    better = [Change(f"k{i}", "registers", 230, 200, "better", "why") for i in range(11)]
+    changes = [*better, Change("k", "registers", 200, 204, "within allowance", "why")]
+    recorded = _report("record", changes)
+    assert "## What this recording changes: 11 better, 1 within allowance\n" in recorded
+    assert "that fail" not in recorded
+    checked = _report("check", changes)  # a check fails on them: the same changes, counted
+    assert "## Changes: 11 that fail, 1 informational (11 better, 1 within allowance)" in checked
 
 
 def _write_file(path: Path, text: str) -> None:

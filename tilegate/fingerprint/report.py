@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,26 @@ def _operand(f: Mapping[str, Any], op: str) -> str:
 
 def _kib(n: int) -> str:
     return f"{n / 1024:.1f}"
+
+
+# verdicts in the order a reader wants them
+_VERDICTS = ("worse", "changed", "removed", "added", "better", "within allowance", "info")
+
+
+def verdict_counts(changes: Sequence[Change]) -> str:
+    """ "2 worse, 11 better, 3 within allowance": how many changes of each verdict."""
+    n = Counter(c.verdict for c in changes)
+    return ", ".join(f"{n[v]} {v}" for v in (*_VERDICTS, *sorted(set(n) - set(_VERDICTS))) if n[v])
+
+
+def changes_title(mode: str, changes: Sequence[Change]) -> str:
+    """The diff section's heading. A check fails on a change; a recording does not (it writes the
+    change down, only its rules decide), so there a change is counted by verdict, never "fails"."""
+    if mode == "check":
+        failing = sum(c.fails for c in changes)
+        head = f"## Changes: {failing} that fail, {len(changes) - failing} informational"
+        return head + (f" ({verdict_counts(changes)})" if changes else "")
+    return f"## What this recording changes: {verdict_counts(changes) or 'nothing'}"
 
 
 def fingerprint_rows(comp: Compiled) -> list[list[Any]]:
@@ -162,13 +183,7 @@ def render(
         )
 
     # diff
-    failing = [c for c in changes if c.fails]
-    title = "Changes" if mode == "check" else "What this recording changes"
-    lines += [
-        "",
-        f"## {title}: {len(failing)} that fail, {len(changes) - len(failing)} informational",
-        "",
-    ]
+    lines += ["", changes_title(mode, changes), ""]
     if changes:
         lines += _table(
             ["kernel", "field", "old -> new", "verdict", "why it matters"],
@@ -206,7 +221,7 @@ def render(
                 "accepted, add a named exception with its reason to the rules file; it stays visible "
                 "in this report."
             )
-        if mode == "check" and failing:
+        if mode == "check" and any(c.fails for c in changes):
             lines.append(
                 f"- A changed fingerprint: if the change is intended (a kernel or Triton change), re-record "
                 f"with {RECORD_HINT} and commit the diff with the change."
