@@ -321,6 +321,8 @@ def _cli(tmp_path: Path, *extra: str) -> list[str]:
         str(tmp_path / "cache"),
         "--report",
         str(tmp_path / "fingerprint.md"),
+        "--json-dir",
+        str(tmp_path / "json"),
         "--jobs",
         "1",
         *extra,
@@ -337,6 +339,24 @@ def test_cli_without_a_fingerprint_for_this_triton_cannot_judge(
     assert f"no fingerprint for Triton {triton_version()}" in err
     assert "recorded: Triton 3.5.0" in err
     assert "--record" in err
+
+
+def test_cannot_judge_replaces_the_previous_verdict_and_removes_its_outputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nox points at the report on exit 2: it must say CANNOT JUDGE, not the last run's "ok"."""
+    report = tmp_path / "fingerprint.md"
+    report.write_text(f"# Compile fingerprint, Triton {triton_version()}: ok\n")
+    previous = tmp_path / "json" / "sm_90.json"  # the facts JSON a previous run left
+    _write_file(previous, json.dumps({"schema": "tilegate.fingerprint-run/1", "kernels": {}}))
+    unrelated = tmp_path / "json" / "notes.json"
+    _write_file(unrelated, "{}")
+    assert cli.main(_cli(tmp_path)) == 2
+    text = report.read_text()
+    assert text.startswith(f"# Compile fingerprint, Triton {triton_version()}: CANNOT JUDGE\n")
+    assert f"no fingerprint for Triton {triton_version()}" in text
+    assert not previous.exists() and unrelated.exists()
+    assert "cannot judge" in capsys.readouterr().err
 
 
 def test_cli_corrupt_fingerprint_file_exits_2_naming_it(

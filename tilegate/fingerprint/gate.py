@@ -2,12 +2,14 @@
 
 `check(...)` and `record(...)` return a `GateResult` (exit code + report); they raise
 `InputError` when they cannot judge (no baseline for this Triton version, a corrupt file, a
-kernel that does not compile). Exit codes: 0 holds, 1 a rule is broken or a fingerprint changed,
-2 cannot judge (the caller turns InputError into 2).
+kernel that does not compile), and the caller turns that into `cannot_judge(...)`: exit 2, with
+a CANNOT JUDGE report where the verdict would be and the previous run's outputs removed.
+Exit codes: 0 holds, 1 a rule is broken or a fingerprint changed, 2 cannot judge.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Sequence
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
+from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_json, atomic_write_text
 from tilegate.warnlog import Warned
 
@@ -39,6 +41,7 @@ from .store import (
 from .suite import KernelCase, Mutator, Skipped, collect
 
 DEFAULT_REPORT = Path(".perf") / "fingerprint.md"
+DEFAULT_JSON_DIR = Path(".perf") / "fingerprint"
 
 
 @dataclass
@@ -53,7 +56,7 @@ class Options:
     profile: Any = None  # a tilegate.cases.Profile; default: "default"
     jobs: int = 0  # 0: default_jobs()
     report_path: Path | None = DEFAULT_REPORT
-    json_dir: Path | None = Path(".perf") / "fingerprint"
+    json_dir: Path | None = DEFAULT_JSON_DIR
     mutate: Mutator | None = None  # tests: alter a launch before it is compiled
 
 
@@ -171,7 +174,40 @@ def _selected(entries: dict[str, Entry], opts: Options, comp: Compiled) -> dict[
     return {k: e for k, e in entries.items() if e.variant in names}
 
 
+# marks the facts JSON of a run, so that clearing a run's outputs never removes anything else
+RUN_SCHEMA = "tilegate.fingerprint-run/1"
+
+
+def clear_outputs(opts: Options) -> None:
+    """Remove the previous run's report and facts JSON: a run that then fails to judge must not
+    leave an earlier verdict where this one is looked for."""
+    if opts.report_path is not None:
+        Path(opts.report_path).unlink(missing_ok=True)
+    if opts.json_dir is not None:
+        for path in Path(opts.json_dir).glob("*.json"):
+            try:
+                ours = json.loads(path.read_text(encoding="utf-8")).get("schema") == RUN_SCHEMA
+            except (OSError, ValueError, AttributeError):
+                ours = False
+            if ours:
+                path.unlink(missing_ok=True)
+
+
+def cannot_judge(opts: Options, reason: str) -> GateResult:
+    """Exit 2: the previous run's outputs removed and a CANNOT JUDGE report in their place."""
+    clear_outputs(opts)
+    try:
+        version = triton_version()
+    except Exception:  # no Triton at all is one more reason it cannot judge
+        version = "(not importable)"
+    text = report_mod.render_cannot_judge(version, reason)
+    if opts.report_path is not None:
+        atomic_write_text(opts.report_path, text)
+    return GateResult(EXIT_CANNOT_JUDGE, text, RuleReport())
+
+
 def _write_outputs(opts: Options, comp: Compiled, text: str) -> None:
+    clear_outputs(opts)
     if opts.report_path is not None:
         atomic_write_text(opts.report_path, text)
     if opts.json_dir is not None:
@@ -181,6 +217,7 @@ def _write_outputs(opts: Options, comp: Compiled, text: str) -> None:
             atomic_write_json(
                 Path(opts.json_dir) / f"{t.arch}.json",
                 {
+                    "schema": RUN_SCHEMA,
                     "triton": triton_version(),
                     "arch": t.arch,
                     # the compiled TTGIR and ptxas report of each kernel: <cache_dir>/<cache_key>.ttgir / .ptxas.log

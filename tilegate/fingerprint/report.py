@@ -119,6 +119,15 @@ def warnings_section(comp: Compiled) -> list[str]:
     ]
 
 
+def render_cannot_judge(version: str, reason: str) -> str:
+    """The report of a run that could not judge (exit 2): why, and that nothing was compared."""
+    return (
+        f"# Compile fingerprint, Triton {version}: CANNOT JUDGE\n\n{reason}\n\n"
+        "Nothing was compared and no verdict was reached (exit 2); the previous run's report "
+        "and facts were removed so that none of them reads as this run's.\n"
+    )
+
+
 def render(
     *,
     mode: str,
