@@ -145,6 +145,9 @@ def _subject(variant: str, layout: str, arch: str = "sm_90", **facts: Any) -> Su
     )
 
 
+_TRITON = "3.6.0"  # a version the repo's exceptions are known for
+
+
 def test_repo_rules_file_loads() -> None:
     rs = load_rules(DEFAULT_RULES)
     assert {"sm_90", "sm_120"} <= set(rs.targets)
@@ -154,7 +157,7 @@ def test_repo_rules_file_loads() -> None:
 
 def test_unfused_cross_tile_kernel_fails_with_the_rules_message() -> None:
     rs = load_rules(DEFAULT_RULES)
-    rep = evaluate(rs, [_subject("xtile_persistent", "nt", fused=False)])
+    rep = evaluate(rs, [_subject("xtile_persistent", "nt", fused=False)], triton=_TRITON)
     assert [f.rule for f in rep.failures] == ["xtile-fused"]
     assert "not fused" in rep.failures[0].message
 
@@ -164,7 +167,7 @@ def test_known_exception_is_named_and_narrow() -> None:
     nn_b = _subject(
         "xtile_persistent", "nn", b_buffers=1, b_load="sync", b_multi_buffered=False, wgmma_wait=0
     )
-    rep = evaluate(rs, [nn_b])
+    rep = evaluate(rs, [nn_b], triton=_TRITON)
     assert not rep.failures
     assert {f.exception for f in rep.excepted} == {"xtile-nn-pointer-b-sync"}
     assert "sync" in rep.excepted[0].message and rep.excepted[0].reason
@@ -181,25 +184,53 @@ def test_known_exception_is_named_and_narrow() -> None:
         b_multi_buffered=False,
         wgmma_wait=0,
     )
-    assert [(f.rule, f.label) for f in evaluate(rs, [worse]).failures] == [
+    assert [(f.rule, f.label) for f in evaluate(rs, [worse], triton=_TRITON).failures] == [
         ("operands-multibuffered", "A")
     ]
     for s in (
         _subject("xtile_persistent", "nt", b_multi_buffered=False, b_load="sync", b_buffers=1),
         _subject("tma_xtile_persistent", "nn", b_multi_buffered=False, b_load="sync", b_buffers=1),
     ):
-        assert [f.label for f in evaluate(rs, [s]).failures] == ["B"]
+        assert [f.label for f in evaluate(rs, [s], triton=_TRITON).failures] == ["B"]
 
 
 def test_exception_that_excuses_nothing_is_reported_stale() -> None:
     rs = load_rules(DEFAULT_RULES)
-    rep = evaluate(rs, [_subject("xtile_persistent", "nn")])  # B multi-buffered again
+    rep = evaluate(rs, [_subject("xtile_persistent", "nn")], triton=_TRITON)  # B buffered again
     assert not rep.findings
     assert any(s.startswith("xtile-nn-pointer-b-sync") for s in rep.stale_exceptions)
 
 
+def _nn_b_sync() -> Subject:
+    return _subject(
+        "xtile_persistent", "nn", b_buffers=1, b_load="sync", b_multi_buffered=False, wgmma_wait=0
+    )
+
+
+@pytest.mark.parametrize("triton", ["3.6.0", "3.9.0", "3.9.1"])
+def test_an_exception_applies_within_its_triton_range(triton: str) -> None:
+    rep = evaluate(load_rules(DEFAULT_RULES), [_nn_b_sync()], triton=triton)
+    assert not rep.failures and len(rep.excepted) == 2
+
+
+@pytest.mark.parametrize("triton", ["3.10.0", "3.5.1"])
+def test_an_exception_out_of_its_triton_range_does_not_apply_and_says_so(triton: str) -> None:
+    rep = evaluate(load_rules(DEFAULT_RULES), [_nn_b_sync()], triton=triton)
+    assert [(f.rule, f.label) for f in rep.failures] == [
+        ("operands-multibuffered", "B"),
+        ("wgmma-overlap", "wgmma wait"),
+    ]
+    assert rep.out_of_range == [
+        f"xtile-nn-pointer-b-sync ({rule}) is known for Triton >=3.6,<3.10, not {triton}"
+        for rule in ("operands-multibuffered", "wgmma-overlap")
+    ]
+    assert not rep.stale_exceptions  # out of range is not stale: nobody has looked yet
+
+
 def test_spills_break_a_rule() -> None:
-    rep = evaluate(load_rules(DEFAULT_RULES), [_subject("tiled", "nt", spill_stores=64)])
+    rep = evaluate(
+        load_rules(DEFAULT_RULES), [_subject("tiled", "nt", spill_stores=64)], triton=_TRITON
+    )
     assert [f.rule for f in rep.failures] == ["no-spills"]
     assert "64 bytes" in rep.failures[0].message
 
@@ -211,6 +242,11 @@ def test_spills_break_a_rule() -> None:
         (lambda d: d["rules"][0]["checks"][0].update(field="nonsense"), "unknown field 'nonsense'"),
         (lambda d: d["exceptions"][0].update(rule="no-such-rule"), "unknown rule"),
         (lambda d: d["rules"][0].update(applies_to={"colour": ["red"]}), "unknown selector"),
+        (
+            lambda d: d["exceptions"][0].update(triton="around 3.6"),
+            "triton must be a version range",
+        ),
+        (lambda d: d["exceptions"][0].update(triton=3.6), "triton must be a version range"),
     ],
 )
 def test_bad_rules_file_is_input_error_naming_it(tmp_path: Path, edit: Any, match: str) -> None:

@@ -149,7 +149,7 @@ def entries_of(comp: Compiled, arch: str) -> dict[str, Entry]:
     }
 
 
-def check_rules(comp: Compiled) -> RuleReport:
+def check_rules(comp: Compiled, triton: str) -> RuleReport:
     subjects = [
         Subject(
             c.id,
@@ -163,7 +163,7 @@ def check_rules(comp: Compiled) -> RuleReport:
         )
         for c in comp.cases
     ]
-    return evaluate(comp.ruleset, subjects)
+    return evaluate(comp.ruleset, subjects, triton=triton)
 
 
 def _selected(entries: dict[str, Entry], opts: Options, comp: Compiled) -> dict[str, Entry]:
@@ -253,7 +253,7 @@ def check(opts: Options) -> GateResult:
             f"to record one, and review its diff"
         )
     comp = compile_suite(opts)
-    rules = check_rules(comp)
+    rules = check_rules(comp, version)
     changes: list[Change] = []
     for t in comp.targets:
         changes += diff_ptxas(t.arch, baselines[t.arch].ptxas, comp.ptxas[t.arch])
@@ -288,7 +288,7 @@ def record(opts: Options) -> GateResult:
     """
     version = triton_version()
     comp = compile_suite(opts)
-    rules = check_rules(comp)
+    rules = check_rules(comp, version)
     changes: list[Change] = []
     notes: dict[str, str] = {}
     for t in comp.targets:

@@ -185,6 +185,12 @@ def render(
             "",
         ]
         lines += [f"- **{name}: {reason}" for name, reason in reasons.items()]
+    for text in rules.out_of_range:
+        lines.append(
+            f"\nException {text}: it does not apply, so what it would excuse fails above. If the "
+            f"violation is known and accepted under this Triton too, widen its `triton` range in "
+            f"{comp.ruleset.path} (through review)."
+        )
     for name in rules.stale_exceptions:
         lines.append(
             f"\nStale exception {name}: the kernels it names now satisfy the rule; remove it from "
