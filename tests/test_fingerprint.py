@@ -375,6 +375,8 @@ def test_cli_without_a_fingerprint_for_this_triton_cannot_judge(
     assert f"no fingerprint for Triton {triton_version()}" in err
     assert "recorded: Triton 3.5.0" in err
     assert "--record" in err
+    # the command that records the missing version, not the pinned one again
+    assert f"nox -s fingerprint_rebaseline -- --triton {triton_version()}" in err
 
 
 def test_cannot_judge_replaces_the_previous_verdict_and_removes_its_outputs(

@@ -26,7 +26,6 @@ from .compile import DEFAULT_CACHE_DIR, Target, compile_many, default_jobs, trit
 from .rules import DEFAULT_RULES, RuleReport, RuleSet, Subject, evaluate, load_rules
 from .store import (
     DEFAULT_DIR,
-    RECORD_HINT,
     Change,
     Entry,
     FingerprintFile,
@@ -35,6 +34,7 @@ from .store import (
     fingerprint_path,
     load_fingerprints,
     other_versions,
+    record_hint,
     reference_for,
     write_fingerprints,
 )
@@ -249,7 +249,7 @@ def check(opts: Options) -> GateResult:
         )
         have = f" (recorded: Triton {', '.join(others)})" if others else ""
         raise InputError(
-            f"no fingerprint for Triton {version}{have}: {', '.join(missing)} missing; run {RECORD_HINT} "
+            f"no fingerprint for Triton {version}{have}: {', '.join(missing)} missing; run {record_hint(version)} "
             f"to record one, and review its diff"
         )
     comp = compile_suite(opts)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from tilegate import warnlog
 from tilegate.markdown import table
 
-from .store import RECORD_HINT, Change
+from .store import Change, record_hint
 
 if TYPE_CHECKING:
     from .gate import Compiled
@@ -239,6 +239,6 @@ def render(
         if mode == "check" and any(c.fails for c in changes):
             lines.append(
                 f"- A changed fingerprint: if the change is intended (a kernel or Triton change), re-record "
-                f"with {RECORD_HINT} and commit the diff with the change."
+                f"with {record_hint(version)} and commit the diff with the change."
             )
     return "\n".join(lines) + "\n"

@@ -32,7 +32,17 @@ from .compile import FACT_KEYS
 
 SCHEMA = "tilegate.fingerprint/1"
 DEFAULT_DIR = Path("baselines") / "fingerprints"
-RECORD_HINT = "nox -s fingerprint_rebaseline (or: python -m tilegate.fingerprint --record)"
+
+
+def record_hint(triton: str) -> str:
+    """The command that records the fingerprints of Triton `triton` (any version: the session
+    builds a virtualenv with it), and the one for an environment that already has it."""
+    return (
+        f"`nox -s fingerprint_rebaseline -- --triton {triton}` (or, where Triton {triton} is "
+        f"installed: `python -m tilegate.fingerprint --record`)"
+    )
+
+
 _CONFIG_KEYS = ("num_warps", "num_stages", "constexprs", "signature")
 
 
@@ -115,8 +125,10 @@ def reference_for(base_dir: Path, arch: str, version: str) -> Reference | None:
 
 
 def _bad(path: Path, where: str, what: str) -> InputError:
+    version = Path(path).parent.name.removeprefix("triton-")  # the directory names the version
     return InputError(
-        f"fingerprint file {path}: {where}: {what}; restore it from git or re-record it with {RECORD_HINT}"
+        f"fingerprint file {path}: {where}: {what}; restore it from git or re-record it with "
+        f"{record_hint(version)}"
     )
 
 
