@@ -408,6 +408,16 @@ def test_cli_corrupt_fingerprint_file_exits_2_naming_it(
     assert "not valid JSON" in err
 
 
+def test_cli_upgrade_report_without_the_from_recording_cannot_judge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(_cli(tmp_path, "--upgrade-from", "0.1.0")) == 2
+    err = capsys.readouterr().err
+    assert "no recording of Triton 0.1.0 to compare with" in err
+    assert "nox -s fingerprint_rebaseline -- --triton 0.1.0" in err
+    assert "CANNOT JUDGE" in (tmp_path / "fingerprint.md").read_text()
+
+
 def test_cli_unknown_architecture_and_profile(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

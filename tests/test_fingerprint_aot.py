@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tilegate import warnlog
+from tilegate.errors import InputError
 from tilegate.fingerprint import gate
 from tilegate.fingerprint.compile import Target, compile_one, specialize
 from tilegate.fingerprint.extract import ttgir_facts
@@ -126,6 +127,67 @@ def test_a_first_recording_is_diffed_against_the_upgrades_from(
     expected = f"sm_90: {fingerprint_path(base, against, 'sm_90')} ({note.format(v=_triton())}"
     assert expected in result.text
     assert fingerprint_path(base, _triton(), "sm_90").is_file()
+
+
+def _edit_as(base: Path, version: str, edit: dict[str, dict[str, Any]]) -> None:
+    """Rewrite the sm_90 file stored as Triton `version`: kernel id -> facts to set."""
+    path = fingerprint_path(base, version, "sm_90")
+    data = json.loads(path.read_text())
+    for kid, facts in edit.items():
+        data["kernels"][kid]["facts"].update(facts)
+    path.write_text(json.dumps(data))
+
+
+def test_an_upgrade_report_names_what_moved_and_writes_no_baseline(
+    recorded: dict[str, Path], tmp_path: Path
+) -> None:
+    """Registers moving (even beyond the allowance) is not a pipelining change: exit 0."""
+    src = fingerprint_path(recorded["baselines"], _triton(), "sm_90")
+    base = tmp_path / "baselines"
+    _as_version(src, base, "0.1.0")
+    regs = json.loads(src.read_text())["kernels"]["swizzle_persistent-fp16-nt-sm90"]["facts"]
+    _edit_as(
+        base, "0.1.0", {"swizzle_persistent-fp16-nt-sm90": {"registers": regs["registers"] + 20}}
+    )
+    result = gate.upgrade(_opts(recorded, baseline_dir=base), "0.1.0")
+    assert result.exit_code == 0, result.text
+    assert result.text.startswith(
+        f"# Triton upgrade 0.1.0 -> {_triton()}: no pipelining fact changed\n"
+    )
+    assert (
+        f"| swizzle_persistent-fp16-nt-sm90 | unchanged | registers {regs['registers'] + 20} -> "
+        f"{regs['registers']} (-20) better; stack_bytes 0 |"
+    ) in result.text
+    assert "1 beyond the allowance of 8 (1 better)" in result.text
+    assert "Nothing was written under the baselines" in result.text
+    assert sorted(p.name for p in base.iterdir()) == ["triton-0.1.0"]  # nothing recorded
+
+
+def test_an_upgrade_that_changes_a_pipelining_fact_exits_1_and_records_only_when_asked(
+    recorded: dict[str, Path], tmp_path: Path
+) -> None:
+    src = fingerprint_path(recorded["baselines"], _triton(), "sm_90")
+    base = tmp_path / "baselines"
+    _as_version(src, base, "0.1.0")
+    # as if the old Triton had kept B on one buffer fewer: the upgrade gives it one more
+    _edit_as(base, "0.1.0", {"swizzle_persistent-fp16-nt-sm90": {"b_buffers": 2}})
+    result = gate.upgrade(_opts(recorded, baseline_dir=base), "0.1.0", record_too=True)
+    assert result.exit_code == 1, result.text
+    assert ": 1 pipelining fact changed in 1 kernel\n" in result.text.splitlines(True)[0]
+    assert "| swizzle_persistent-fp16-nt-sm90 | b_buffers | 2 -> 3 (+1) | better |" in result.text
+    assert "stages of B in flight" in result.text  # why it matters
+    assert fingerprint_path(base, _triton(), "sm_90").is_file()  # --record: recorded
+    assert f"Recorded Triton {_triton()}'s fingerprints" in result.text
+
+
+def test_an_upgrade_report_cannot_judge_without_the_from_recording(
+    recorded: dict[str, Path], tmp_path: Path
+) -> None:
+    with pytest.raises(InputError, match=r"no recording of Triton 0\.1\.0") as info:
+        gate.upgrade(_opts(recorded, baseline_dir=tmp_path), "0.1.0")
+    assert "nox -s fingerprint_rebaseline -- --triton 0.1.0" in str(info.value)
+    with pytest.raises(InputError, match="is the one installed here"):
+        gate.upgrade(_opts(recorded), _triton())
 
 
 def _triton() -> str:

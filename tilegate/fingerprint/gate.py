@@ -32,6 +32,7 @@ from .store import (
     diff,
     diff_ptxas,
     fingerprint_path,
+    is_pipelining,
     load_fingerprints,
     other_versions,
     record_hint,
@@ -42,6 +43,8 @@ from .suite import KernelCase, Mutator, Skipped, collect
 
 DEFAULT_REPORT = Path(".perf") / "fingerprint.md"
 DEFAULT_JSON_DIR = Path(".perf") / "fingerprint"
+UPGRADE_REPORT = Path(".perf") / "upgrade.md"
+UPGRADE_JSON_DIR = Path(".perf") / "upgrade"
 
 
 @dataclass
@@ -230,38 +233,52 @@ def _write_outputs(opts: Options, comp: Compiled, text: str) -> None:
             )
 
 
-def check(opts: Options) -> GateResult:
-    """Compare the kernels compiled now with the recorded fingerprints of this Triton version."""
-    version = triton_version()
-    ruleset = load_rules(opts.rules_path)
-    archs = list(opts.archs or ruleset.targets)
-    baselines: dict[str, FingerprintFile] = {}
+def _recorded(
+    opts: Options, version: str, archs: Sequence[str]
+) -> tuple[dict[str, FingerprintFile], list[str]]:
+    """The recorded files of Triton `version` for `archs`, and the paths of those missing."""
+    found: dict[str, FingerprintFile] = {}
     missing = []
     for arch in archs:
         path = fingerprint_path(opts.baseline_dir, version, arch)
-        if not path.is_file():
+        if path.is_file():
+            found[arch] = load_fingerprints(path, triton=version, arch=arch)
+        else:
             missing.append(str(path))
-            continue
-        baselines[arch] = load_fingerprints(path, triton=version, arch=arch)
-    if missing:
-        others = sorted(
-            {v for a in archs for v, _ in other_versions(opts.baseline_dir, a, version)}
-        )
-        have = f" (recorded: Triton {', '.join(others)})" if others else ""
-        raise InputError(
-            f"no fingerprint for Triton {version}{have}: {', '.join(missing)} missing; run {record_hint(version)} "
-            f"to record one, and review its diff"
-        )
-    comp = compile_suite(opts)
-    rules = check_rules(comp, version)
+    return found, missing
+
+
+def _recorded_versions(opts: Options, archs: Sequence[str], version: str) -> str:
+    others = sorted({v for a in archs for v, _ in other_versions(opts.baseline_dir, a, version)})
+    return f" (recorded: Triton {', '.join(others)})" if others else ""
+
+
+def _diff_against(files: dict[str, FingerprintFile], opts: Options, comp: Compiled) -> list[Change]:
     changes: list[Change] = []
     for t in comp.targets:
-        changes += diff_ptxas(t.arch, baselines[t.arch].ptxas, comp.ptxas[t.arch])
+        changes += diff_ptxas(t.arch, files[t.arch].ptxas, comp.ptxas[t.arch])
         changes += diff(
-            _selected(baselines[t.arch].entries, opts, comp),
+            _selected(files[t.arch].entries, opts, comp),
             entries_of(comp, t.arch),
             comp.ruleset.allowances,
         )
+    return changes
+
+
+def check(opts: Options) -> GateResult:
+    """Compare the kernels compiled now with the recorded fingerprints of this Triton version."""
+    version = triton_version()
+    archs = list(opts.archs or load_rules(opts.rules_path).targets)
+    baselines, missing = _recorded(opts, version, archs)
+    if missing:
+        raise InputError(
+            f"no fingerprint for Triton {version}{_recorded_versions(opts, archs, version)}: "
+            f"{', '.join(missing)} missing; run {record_hint(version)} to record one, and "
+            f"review its diff"
+        )
+    comp = compile_suite(opts)
+    rules = check_rules(comp, version)
+    changes = _diff_against(baselines, opts, comp)
     failed = bool(rules.failures) or any(c.fails for c in changes)
     text = report_mod.render(
         mode="check",
@@ -269,22 +286,66 @@ def check(opts: Options) -> GateResult:
         comp=comp,
         rules=rules,
         changes=changes,
-        baseline_note={
-            t.arch: str(fingerprint_path(opts.baseline_dir, version, t.arch)) for t in comp.targets
-        },
+        baseline_note={t.arch: str(baselines[t.arch].path) for t in comp.targets},
         failed=failed,
     )
     _write_outputs(opts, comp, text)
     return GateResult(EXIT_FAIL if failed else EXIT_OK, text, rules, changes, comp)
 
 
-def record(opts: Options) -> GateResult:
-    """Re-record this Triton version's fingerprints (atomically), printing the diff it makes.
+def _record_target(
+    opts: Options, comp: Compiled, t: Target, version: str
+) -> tuple[list[Change], str, Path]:
+    """Write Triton `version`'s file for target `t`; its diff, what it was diffed against, its path.
 
     Against the previous file of this version, or, for a first recording, against the newest
     older Triton version's file (what the upgrade changes), or the nearest newer one's, labelled
-    a downgrade. Rules are checked on what is
-    recorded: a kernel that breaks one still fails (exit 1) after recording.
+    a downgrade. Entries outside a --variant selection are kept.
+    """
+    path = fingerprint_path(opts.baseline_dir, version, t.arch)
+    new = entries_of(comp, t.arch)
+    old: dict[str, Entry] = {}
+    old_ptxas = comp.ptxas[t.arch]
+    keep: dict[str, Entry] = {}
+    if path.is_file():
+        try:
+            stored = load_fingerprints(path, triton=version, arch=t.arch)
+            old, old_ptxas = stored.entries, stored.ptxas
+            note = str(path)
+        except InputError as err:
+            note = f"{path} (unreadable, replaced: {err})"
+        keep = {
+            k: e for k, e in old.items() if k not in new and k not in _selected(old, opts, comp)
+        }
+    else:
+        ref = reference_for(opts.baseline_dir, t.arch, version)
+        note = "nothing (first recording for this architecture)"
+        if ref is not None:
+            try:
+                stored = load_fingerprints(ref.path, triton=ref.triton, arch=t.arch)
+                old, old_ptxas = stored.entries, stored.ptxas
+                note = f"{ref.path} ({ref.describe(version)})"
+            except InputError as err:
+                note = f"{ref.path} (unreadable: {err})"
+    changes = diff_ptxas(t.arch, old_ptxas, comp.ptxas[t.arch])
+    changes += diff(_selected(old, opts, comp), new, comp.ruleset.allowances)
+    write_fingerprints(
+        path,
+        triton=version,
+        arch=t.arch,
+        target={"capability": list(t.capability), "num_sms": t.num_sms, "gpu": t.gpu},
+        profile=_profile_json(comp.profile),
+        ptxas=comp.ptxas[t.arch],
+        entries={**keep, **new},
+    )
+    return changes, note, path
+
+
+def record(opts: Options) -> GateResult:
+    """Re-record this Triton version's fingerprints (atomically), printing the diff it makes.
+
+    Rules are checked on what is recorded: a kernel that breaks one still fails (exit 1) after
+    recording.
     """
     version = triton_version()
     comp = compile_suite(opts)
@@ -292,43 +353,8 @@ def record(opts: Options) -> GateResult:
     changes: list[Change] = []
     notes: dict[str, str] = {}
     for t in comp.targets:
-        path = fingerprint_path(opts.baseline_dir, version, t.arch)
-        new = entries_of(comp, t.arch)
-        old: dict[str, Entry] = {}
-        old_ptxas = comp.ptxas[t.arch]
-        keep: dict[str, Entry] = {}
-        if path.is_file():
-            try:
-                stored = load_fingerprints(path, triton=version, arch=t.arch)
-                old, old_ptxas = stored.entries, stored.ptxas
-                notes[t.arch] = str(path)
-            except InputError as err:
-                notes[t.arch] = f"{path} (unreadable, replaced: {err})"
-            keep = {
-                k: e for k, e in old.items() if k not in new and k not in _selected(old, opts, comp)
-            }
-        else:
-            ref = reference_for(opts.baseline_dir, t.arch, version)
-            if ref is not None:
-                try:
-                    stored = load_fingerprints(ref.path, triton=ref.triton, arch=t.arch)
-                    old, old_ptxas = stored.entries, stored.ptxas
-                    notes[t.arch] = f"{ref.path} ({ref.describe(version)})"
-                except InputError as err:
-                    notes[t.arch] = f"{ref.path} (unreadable: {err})"
-            else:
-                notes[t.arch] = "nothing (first recording for this architecture)"
-        changes += diff_ptxas(t.arch, old_ptxas, comp.ptxas[t.arch])
-        changes += diff(_selected(old, opts, comp), new, comp.ruleset.allowances)
-        write_fingerprints(
-            path,
-            triton=version,
-            arch=t.arch,
-            target={"capability": list(t.capability), "num_sms": t.num_sms, "gpu": t.gpu},
-            profile=_profile_json(comp.profile),
-            ptxas=comp.ptxas[t.arch],
-            entries={**keep, **new},
-        )
+        arch_changes, notes[t.arch], _ = _record_target(opts, comp, t, version)
+        changes += arch_changes
     failed = bool(rules.failures)
     text = report_mod.render(
         mode="record",
@@ -338,6 +364,52 @@ def record(opts: Options) -> GateResult:
         changes=changes,
         baseline_note=notes,
         failed=failed,
+    )
+    _write_outputs(opts, comp, text)
+    return GateResult(EXIT_FAIL if failed else EXIT_OK, text, rules, changes, comp)
+
+
+def upgrade(opts: Options, from_version: str, *, record_too: bool = False) -> GateResult:
+    """What moving from Triton `from_version` (its recording) to the Triton installed here changes.
+
+    Compiles the kernels now and diffs them against `from_version`'s recorded fingerprints;
+    writes nothing under the baseline directory unless `record_too` (then this Triton's files
+    are recorded as `record` would). Exit 1 when a pipelining fact changed (anything but the
+    registers, see store.ALLOCATION_FIELDS) or a rule is broken under this Triton; 0 otherwise:
+    register moves are reported, never failed (docs/fingerprint.md says why).
+    """
+    version = triton_version()
+    if from_version == version:
+        raise InputError(
+            f"Triton {version} is the one installed here: an upgrade report compares it with "
+            f"another version's recording; install the new Triton (`nox -s upgrade -- X.Y.Z`)"
+        )
+    archs = list(opts.archs or load_rules(opts.rules_path).targets)
+    old, missing = _recorded(opts, from_version, archs)
+    if missing:
+        raise InputError(
+            f"no recording of Triton {from_version} to compare with"
+            f"{_recorded_versions(opts, archs, from_version)}: {', '.join(missing)} missing; "
+            f"record it with {record_hint(from_version)}"
+        )
+    comp = compile_suite(opts)
+    rules = check_rules(comp, version)
+    changes = _diff_against(old, opts, comp)
+    recorded = (
+        [str(_record_target(opts, comp, t, version)[2]) for t in comp.targets] if record_too else []
+    )
+    failed = bool(rules.failures) or any(is_pipelining(c) for c in changes)
+    text = report_mod.render_upgrade(
+        old=from_version,
+        new=version,
+        comp=comp,
+        rules=rules,
+        changes=changes,
+        compared_with={a: str(f.path) for a, f in old.items()},
+        old_ptxas={a: f.ptxas for a, f in old.items()},
+        recorded=recorded,
+        outputs=f"{opts.json_dir}/<arch>.json" if opts.json_dir else "not kept",
+        allowances=comp.ruleset.allowances,
     )
     _write_outputs(opts, comp, text)
     return GateResult(EXIT_FAIL if failed else EXIT_OK, text, rules, changes, comp)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from tilegate import warnlog
 from tilegate.markdown import table
 
-from .store import Change, record_hint
+from .store import ALLOCATION_FIELDS, Change, is_pipelining, record_hint
 
 if TYPE_CHECKING:
     from .gate import Compiled
@@ -128,18 +128,8 @@ def render_cannot_judge(version: str, reason: str) -> str:
     )
 
 
-def render(
-    *,
-    mode: str,
-    version: str,
-    comp: Compiled,
-    rules: RuleReport,
-    changes: Sequence[Change],
-    baseline_note: Mapping[str, str],
-    failed: bool,
-) -> str:
-    verdict = "FAIL" if failed else "ok"
-    lines = [f"# Compile fingerprint, Triton {version}: {verdict}", ""]
+def _scope_lines(comp: Compiled) -> list[str]:
+    """What was compiled, where, and how long it took."""
     p = comp.profile
     one_kernel = all(len(c.ks) == len(p.ks) for c in comp.cases)
     k_note = (
@@ -150,24 +140,19 @@ def render(
         if one_kernel
         else "some cases compile differently per K: their ids carry @K<first K>"
     )
-    lines.append(
+    return [
         f"{len(comp.cases)} kernels: profile {p.name} ({', '.join(p.dtypes)}; layouts {', '.join(p.layouts)}; "
         f"M = {p.m}, N = {p.n}; K = {', '.join(map(str, p.ks))}) on "
-        f"{', '.join(f'{t.arch} ({t.gpu}, {t.num_sms} SMs)' for t in comp.targets)}; {k_note}."
-    )
-    lines.append(
+        f"{', '.join(f'{t.arch} ({t.gpu}, {t.num_sms} SMs)' for t in comp.targets)}; {k_note}.",
         f"Compiled {comp.compiled}, {len(comp.cases) - comp.compiled} from cache, {comp.seconds:.1f} s; "
-        "assembled by ptxas " + ", ".join(f"{a} {v}" for a, v in comp.ptxas.items()) + "."
-    )
-    what = "Compared with" if mode == "check" else "Recorded; diff against"
-    lines += ["", f"{what}: " + "; ".join(f"{a}: {n}" for a, n in baseline_note.items()) + "."]
-    for s in comp.skipped:
-        lines.append(f"Not compiled: {s.id}: {s.reason}.")
+        "assembled by ptxas " + ", ".join(f"{a} {v}" for a, v in comp.ptxas.items()) + ".",
+    ]
 
-    # rules
-    lines += [
+
+def _rules_section(comp: Compiled, rules: RuleReport, title: str = "Rules") -> list[str]:
+    lines = [
         "",
-        f"## Rules: {len(rules.failures)} broken, {len(rules.excepted)} excepted, "
+        f"## {title}: {len(rules.failures)} broken, {len(rules.excepted)} excepted, "
         f"{rules.checks_run} checks ({comp.ruleset.path})",
         "",
     ]
@@ -196,49 +181,198 @@ def render(
             f"\nStale exception {name}: the kernels it names now satisfy the rule; remove it from "
             f"{comp.ruleset.path}."
         )
+    return lines
 
-    # diff
+
+def _changes_table(changes: Sequence[Change]) -> list[str]:
+    return _table(
+        ["kernel", "field", "old -> new", "verdict", "why it matters"],
+        [[c.kernel, c.field, _old_new(c), c.verdict, c.why] for c in changes],
+    )
+
+
+def _fingerprints_section(comp: Compiled) -> list[str]:
+    return [
+        "",
+        "## Fingerprints",
+        "",
+        *_table(
+            [
+                "kernel",
+                "K",
+                "fused",
+                "loops",
+                "A",
+                "B",
+                "mma",
+                "wgmma wait",
+                "smem KiB",
+                "regs",
+                "spill B",
+                "warps/stages",
+            ],
+            fingerprint_rows(comp),
+        ),
+    ]
+
+
+_BROKEN_RULE_HINT = (
+    "- A broken rule: fix the kernel (or its config). If the violation is known and accepted, "
+    "add a named exception with its reason to the rules file; it stays visible in this report."
+)
+
+
+def render(
+    *,
+    mode: str,
+    version: str,
+    comp: Compiled,
+    rules: RuleReport,
+    changes: Sequence[Change],
+    baseline_note: Mapping[str, str],
+    failed: bool,
+) -> str:
+    verdict = "FAIL" if failed else "ok"
+    lines = [f"# Compile fingerprint, Triton {version}: {verdict}", "", *_scope_lines(comp)]
+    what = "Compared with" if mode == "check" else "Recorded; diff against"
+    lines += ["", f"{what}: " + "; ".join(f"{a}: {n}" for a, n in baseline_note.items()) + "."]
+    for s in comp.skipped:
+        lines.append(f"Not compiled: {s.id}: {s.reason}.")
+    lines += _rules_section(comp, rules)
+
     lines += ["", changes_title(mode, changes), ""]
     if changes:
-        lines += _table(
-            ["kernel", "field", "old -> new", "verdict", "why it matters"],
-            [[c.kernel, c.field, _old_new(c), c.verdict, c.why] for c in changes],
-        )
+        lines += _changes_table(changes)
     else:
         lines.append("None: every fingerprint equals the recorded one.")
 
     lines += warnings_section(comp)
-
-    lines += ["", "## Fingerprints", ""]
-    lines += _table(
-        [
-            "kernel",
-            "K",
-            "fused",
-            "loops",
-            "A",
-            "B",
-            "mma",
-            "wgmma wait",
-            "smem KiB",
-            "regs",
-            "spill B",
-            "warps/stages",
-        ],
-        fingerprint_rows(comp),
-    )
+    lines += _fingerprints_section(comp)
 
     if failed:
         lines += ["", "## What to do", ""]
         if rules.failures:
-            lines.append(
-                "- A broken rule: fix the kernel (or its config). If the violation is known and "
-                "accepted, add a named exception with its reason to the rules file; it stays visible "
-                "in this report."
-            )
+            lines.append(_BROKEN_RULE_HINT)
         if mode == "check" and any(c.fails for c in changes):
             lines.append(
                 f"- A changed fingerprint: if the change is intended (a kernel or Triton change), re-record "
                 f"with {record_hint(version)} and commit the diff with the change."
             )
+    return "\n".join(lines) + "\n"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+def _kernel_rows(comp: Compiled, changes: Sequence[Change]) -> list[list[str]]:
+    """Per kernel: its pipelining facts (unchanged, or what moved) and what ptxas allocates."""
+    by_kernel: dict[str, list[Change]] = {}
+    for c in changes:
+        by_kernel.setdefault(c.kernel, []).append(c)
+    rows = []
+    for case in comp.cases:
+        mine = by_kernel.get(case.id, [])
+        facts = "; ".join(f"{c.field} {_old_new(c)} {c.verdict}" for c in mine if is_pipelining(c))
+        moved = {c.field: c for c in mine if c.field in ALLOCATION_FIELDS}
+        alloc = [
+            f"{f} {_old_new(moved[f])} {moved[f].verdict}"
+            if f in moved
+            else f"{f} {comp.facts[case.id][f]}"
+            for f in sorted(ALLOCATION_FIELDS)
+        ]
+        rows.append([case.id, facts or "unchanged", "; ".join(alloc)])
+    return rows
+
+
+def render_upgrade(
+    *,
+    old: str,
+    new: str,
+    comp: Compiled,
+    rules: RuleReport,
+    changes: Sequence[Change],
+    compared_with: Mapping[str, str],
+    old_ptxas: Mapping[str, str],
+    recorded: Sequence[str],
+    outputs: str,
+    allowances: Mapping[str, int],
+) -> str:
+    """What moving from Triton `old` (its recording) to `new` (compiled now) changes."""
+    moved = [c for c in changes if is_pipelining(c)]
+    kernels_moved = sorted({c.kernel for c in moved})
+    regs = [c for c in changes if c.field == "registers"]
+    beyond = [c for c in regs if c.verdict != "within allowance"]
+    stack = [c for c in changes if c.field == "stack_bytes"]
+    parts = (
+        [
+            f"{_plural(len(moved), 'pipelining fact')} changed in {_plural(len(kernels_moved), 'kernel')}"
+        ]
+        if moved
+        else ["no pipelining fact changed"]
+    )
+    if rules.failures:
+        parts.append(f"{_plural(len(rules.failures), 'rule')} broken")
+    lines = [f"# Triton upgrade {old} -> {new}: {', '.join(parts)}", "", *_scope_lines(comp)]
+    lines += [
+        "",
+        f"Compared with the recording of Triton {old}: "
+        + "; ".join(f"{a}: {p}" for a, p in compared_with.items())
+        + ".",
+        "ptxas: "
+        + "; ".join(f"{a} {old_ptxas.get(a, '?')} -> {v}" for a, v in comp.ptxas.items())
+        + ".",
+    ]
+    if recorded:
+        lines.append(f"Recorded Triton {new}'s fingerprints: {', '.join(recorded)}.")
+    else:
+        lines.append(
+            f"Nothing was written under the baselines (the facts compiled now: {outputs}); "
+            f"`nox -s upgrade -- {new} --record` records them."
+        )
+    for s in comp.skipped:
+        lines.append(f"Not compiled: {s.id}: {s.reason}.")
+    allow = allowances.get("registers")
+    reg_note = (
+        f"Registers: {len(regs)} of {len(comp.cases)} kernels moved"
+        + (f", {len(beyond)} beyond the allowance of {allow}" if allow is not None else "")
+        + (f" ({verdict_counts(regs)})" if regs else "")
+        + f"; stack frame: {len(stack)} moved"
+        + (f" ({verdict_counts(stack)})" if stack else "")
+        + ". What ptxas allocates moves with every ptxas, so it never fails an upgrade report "
+        "(the new version's own recording catches later moves); spills do."
+    )
+    lines += [
+        "",
+        "## Per kernel",
+        "",
+        "A pipelining fact is every fact but what ptxas allocates (registers, stack frame): "
+        "fusion, loops, MMA, buffers and load path of each operand, wgmma wait, shared memory, "
+        "spills, and the launch and JIT specialization.",
+        "",
+        *_table(["kernel", "pipelining facts", "allocation"], _kernel_rows(comp, changes)),
+        "",
+        reg_note,
+    ]
+    lines += _rules_section(comp, rules, title=f"Rules under Triton {new}")
+    shown = [c for c in changes if c.field not in ALLOCATION_FIELDS]  # per kernel above
+    lines += ["", f"## What changed in the pipelines, and why it matters: {len(moved)}", ""]
+    lines += _changes_table(shown) if shown else ["Nothing: every pipelining fact is the same."]
+    lines += warnings_section(comp)
+    lines += _fingerprints_section(comp)
+    lines += ["", "## What to do", ""]
+    if rules.failures:
+        lines.append(_BROKEN_RULE_HINT)
+    if moved:
+        lines.append(
+            f"- A pipelining fact changed (exit 1): read each change's why above, and measure the "
+            f"kernels it names on the GPU under Triton {new} before upgrading. If accepted, record "
+            f"it (`nox -s upgrade -- {new} --record`) and commit it with the pin change."
+        )
+    if not moved and not rules.failures:
+        lines.append(
+            f"- Nothing in the kernels' pipelines moves (exit 0). Record Triton {new}'s "
+            f"fingerprints (`nox -s upgrade -- {new} --record`) and commit them with the pin "
+            f"change; the GPU suite under Triton {new} measures what the register moves cost."
+        )
     return "\n".join(lines) + "\n"

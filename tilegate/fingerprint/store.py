@@ -290,6 +290,12 @@ FIELD_INFO: dict[str, tuple[str | None, str]] = {
 }
 
 
+# What ptxas allocates, not the pipeline: registers and the stack frame move with every ptxas
+# (so an upgrade report never fails on them; a check still does, beyond the allowance).
+# Every other fact and the launch config is a pipelining fact (docs/fingerprint.md).
+ALLOCATION_FIELDS = frozenset({"registers", "stack_bytes"})
+
+
 @dataclass(frozen=True)
 class Change:
     kernel: str
@@ -302,6 +308,11 @@ class Change:
     @property
     def fails(self) -> bool:
         return self.verdict not in ("within allowance", "info")
+
+
+def is_pipelining(change: Change) -> bool:
+    """A change of the kernel's pipeline (not of its register allocation, not information)."""
+    return change.field not in ALLOCATION_FIELDS and change.verdict != "info"
 
 
 def _direction(fld: str, old: Any, new: Any) -> str:
