@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import nox
 
@@ -287,26 +288,150 @@ def _session_python(session: nox.Session, *args: str) -> int:
     ).returncode
 
 
+def _tritonenv() -> Any:
+    """tilegate/tritonenv.py, imported from the checkout (it needs only packaging, which nox has)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    import tilegate.tritonenv
+
+    return tilegate.tritonenv
+
+
+def _group(name: str) -> list[str]:
+    return list(nox.project.dependency_groups(nox.project.load_toml("pyproject.toml"), name))
+
+
+def _triton_version(session: nox.Session, triton: str) -> str:
+    """The release `triton` names (`pinned`, `newest` or X.Y.Z), or exit 2 saying why not."""
+    env = _tritonenv()
+    try:
+        return str(env.resolve(triton, _group("kernels"), _group("triton-newest")))
+    except env.EnvError as err:
+        _exit(session, 2, f"{session.name}: cannot judge: {err}")
+        raise
+
+
+def _kernels_env(session: nox.Session, group: str, triton: str) -> str:
+    """Install `group` (`kernels`, or `test` which includes it) with Triton `triton` (`pinned`,
+    `newest` or X.Y.Z) and the NumPy its interpreter runs on; return the Triton version."""
+    version = _triton_version(session, triton)
+    session.install(*_tritonenv().requirements(_group(group), _group("triton-newest"), version))
+    return version
+
+
+def _triton_args(
+    session: nox.Session, *, many: bool = False
+) -> tuple[argparse.Namespace, list[str]]:
+    """`--triton pinned|newest|X.Y.Z` (repeatable where `many`) out of the posargs; the rest."""
+    parser = argparse.ArgumentParser(prog=f"nox -s {session.name} --")
+    parser.add_argument(
+        "--triton",
+        action="append" if many else "store",
+        default=None,
+        help="pinned (pyproject's kernels group), newest (its triton-newest group) or a release",
+    )
+    if many:
+        parser.add_argument(
+            "--all", action="store_true", help="every version under baselines/fingerprints/"
+        )
+    return parser.parse_known_args(session.posargs)
+
+
+_FINGERPRINT_VERDICT = {
+    0: "every rule holds, fingerprints unchanged",
+    1: "rule broken or fingerprint changed",
+    2: "cannot judge",
+}
+
+
 @nox.session
 def fingerprint(session: nox.Session) -> None:
     """Compile every Triton variant for sm_90 and sm_120 (no GPU) and gate its pipelining facts."""
-    _install_group(session, "test")
-    code = _session_python(session, "-m", "tilegate.fingerprint", *session.posargs)
-    verdict = {
-        0: "every rule holds, fingerprints unchanged",
-        1: "rule broken or fingerprint changed",
-        2: "cannot judge",
-    }.get(code, "crashed")
-    _exit(session, code, f"fingerprint: {verdict} (exit {code}); report: {PERF / 'fingerprint.md'}")
+    args, rest = _triton_args(session)
+    version = _kernels_env(session, "kernels", args.triton or "pinned")
+    code = _session_python(session, "-m", "tilegate.fingerprint", *rest)
+    verdict = _FINGERPRINT_VERDICT.get(code, "crashed")
+    _exit(
+        session,
+        code,
+        f"fingerprint (Triton {version}): {verdict} (exit {code}); report: {PERF / 'fingerprint.md'}",
+    )
 
 
 @nox.session(default=False)
 def fingerprint_rebaseline(session: nox.Session) -> None:
-    """Re-record this Triton version's compile fingerprints (atomic; review the printed diff, then commit)."""
-    _install_group(session, "test")
-    code = _session_python(session, "-m", "tilegate.fingerprint", "--record", *session.posargs)
+    """Re-record compile fingerprints: the pinned Triton's, `-- --triton X.Y.Z ...`, or `-- --all`."""
+    args, rest = _triton_args(session, many=True)
+    from packaging.version import Version
+
+    recorded = sorted(
+        (
+            d.name.removeprefix("triton-")
+            for d in (ROOT / "baselines" / "fingerprints").glob("triton-*")
+        ),
+        key=Version,
+    )
+    versions = recorded if args.all else (args.triton or ["pinned"])
+    codes = {}
+    for triton in versions:  # oldest first: a first recording diffs against the version before
+        version = _kernels_env(session, "kernels", triton)
+        codes[version] = _session_python(session, "-m", "tilegate.fingerprint", "--record", *rest)
+    code = max(codes.values())
     _exit(
         session,
         code,
-        f"fingerprint_rebaseline: exit {code}; review the diff above, then commit baselines/fingerprints/",
+        "fingerprint_rebaseline: "
+        + ", ".join(f"Triton {v} exit {c}" for v, c in codes.items())
+        + "; review the diffs above, then commit baselines/fingerprints/",
+    )
+
+
+# What `kernels` runs: the kernels' correctness under the interpreter and the fingerprint's own
+# tests (its AOT compiles included), the parts of the suite that depend on the Triton version.
+KERNEL_TESTS = (
+    "tests/test_kernels.py",
+    "tests/test_fingerprint.py",
+    "tests/test_fingerprint_aot.py",
+    "tests/test_warnlog.py",
+)
+
+
+@nox.session(default=False)
+def kernels(session: nox.Session) -> None:
+    """Kernel tests (interpreter) and fingerprint tests under one Triton: `-- --triton newest`."""
+    args, rest = _triton_args(session)
+    version = _kernels_env(session, "test", args.triton or "pinned")
+    session.log(f"kernels: Triton {version}")
+    session.run("python", "-m", "pytest", *KERNEL_TESTS, *rest, env={"PYTHONPATH": str(ROOT)})
+
+
+@nox.session(default=False)
+def upgrade(session: nox.Session) -> None:
+    """What a Triton upgrade changes in the compiled kernels: `-- 3.9.0 [--record] [--from V]`."""
+    parser = argparse.ArgumentParser(prog="nox -s upgrade --")
+    parser.add_argument("version", help="the Triton to upgrade to (a release, or newest)")
+    parser.add_argument(
+        "--from",
+        dest="old",
+        default="pinned",
+        help="the recorded Triton to compare with (default: the pinned one)",
+    )
+    parser.add_argument(
+        "--record", action="store_true", help="also record its fingerprints under baselines/"
+    )
+    args, rest = parser.parse_known_args(session.posargs)
+    old = _triton_version(session, args.old)
+    new = _kernels_env(session, "kernels", args.version)
+    cmd = ["-m", "tilegate.fingerprint", "--upgrade-from", old, *rest]
+    code = _session_python(session, *cmd, *(["--record"] if args.record else []))
+    verdict = {
+        0: "no pipelining fact changed",
+        1: "a pipelining fact changed or a rule broke",
+        2: "cannot judge",
+    }.get(code, "crashed")
+    _exit(
+        session,
+        code,
+        f"upgrade Triton {old} -> {new}: {verdict} (exit {code}); report: {PERF / 'upgrade.md'}"
+        + ("" if args.record else "; nothing written under baselines/ (--record records)"),
     )
