@@ -180,6 +180,15 @@ def test_an_upgrade_that_changes_a_pipelining_fact_exits_1_and_records_only_when
     assert f"Recorded Triton {_triton()}'s fingerprints" in result.text
 
 
+def test_a_report_from_a_newer_recording_says_downgrade(
+    recorded: dict[str, Path], tmp_path: Path
+) -> None:
+    base = tmp_path / "baselines"
+    _as_version(fingerprint_path(recorded["baselines"], _triton(), "sm_90"), base, "99.0.0")
+    result = gate.upgrade(_opts(recorded, baseline_dir=base), "99.0.0")
+    assert result.text.startswith(f"# Triton downgrade 99.0.0 -> {_triton()}: ")
+
+
 def test_an_upgrade_report_cannot_judge_without_the_from_recording(
     recorded: dict[str, Path], tmp_path: Path
 ) -> None:

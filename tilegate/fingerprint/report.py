@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from tilegate import warnlog
 from tilegate.markdown import table
 
-from .store import ALLOCATION_FIELDS, Change, is_pipelining, record_hint
+from .store import ALLOCATION_FIELDS, Change, is_pipelining, record_hint, version_key
 
 if TYPE_CHECKING:
     from .gate import Compiled
@@ -313,7 +313,8 @@ def render_upgrade(
     )
     if rules.failures:
         parts.append(f"{_plural(len(rules.failures), 'rule')} broken")
-    lines = [f"# Triton upgrade {old} -> {new}: {', '.join(parts)}", "", *_scope_lines(comp)]
+    kind = "downgrade" if version_key(old) > version_key(new) else "upgrade"
+    lines = [f"# Triton {kind} {old} -> {new}: {', '.join(parts)}", "", *_scope_lines(comp)]
     lines += [
         "",
         f"Compared with the recording of Triton {old}: "

@@ -84,7 +84,8 @@ def fingerprint_path(base_dir: Path, triton: str, arch: str) -> Path:
     return Path(base_dir) / f"triton-{triton}" / f"{arch}.json"
 
 
-def _version_key(v: str) -> tuple[int, ...]:
+def version_key(v: str) -> tuple[int, ...]:
+    """Numeric order of Triton versions ("3.10.0" after "3.9.0")."""
     return tuple(int(x) for x in re.findall(r"\d+", v))
 
 
@@ -95,7 +96,7 @@ def other_versions(base_dir: Path, arch: str, exclude: str) -> list[tuple[str, P
         v = d.name.removeprefix("triton-")
         if v != exclude and (d / f"{arch}.json").is_file():
             out.append((v, d / f"{arch}.json"))
-    return sorted(out, key=lambda x: _version_key(x[0]), reverse=True)
+    return sorted(out, key=lambda x: version_key(x[0]), reverse=True)
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ def reference_for(base_dir: Path, arch: str, version: str) -> Reference | None:
     """The newest recorded version older than `version` (the upgrade's "from"); failing that,
     the oldest newer one (then the change is a downgrade); None if `arch` has no other."""
     others = other_versions(base_dir, arch, version)  # newest first
-    older = [(v, p) for v, p in others if _version_key(v) < _version_key(version)]
+    older = [(v, p) for v, p in others if version_key(v) < version_key(version)]
     if older:
         return Reference(*older[0], upgrade=True)
     if others:
