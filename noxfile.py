@@ -315,7 +315,10 @@ def _kernels_env(session: nox.Session, group: str, triton: str) -> str:
     """Install `group` (`kernels`, or `test` which includes it) with Triton `triton` (`pinned`,
     `newest` or X.Y.Z) and the NumPy its interpreter runs on; return the Triton version."""
     version = _triton_version(session, triton)
-    session.install(*_tritonenv().requirements(_group(group), _group("triton-newest"), version))
+    try:
+        session.install(*_tritonenv().requirements(_group(group), _group("triton-newest"), version))
+    except nox.command.CommandFailed:  # e.g. a Triton that PyPI does not have: no verdict
+        _exit(session, 2, f"{session.name}: cannot judge: Triton {version} did not install")
     return version
 
 
