@@ -1,9 +1,11 @@
 """tilegate's sessions.
 
-GPU sessions (`perf`, `rebaseline`) run on the interpreter that runs nox (`venv_backend="none"`):
-a GPU runner already has its CUDA torch and Triton, and downloading torch on every run is not
-acceptable. CPU sessions get their own virtualenv from the `test` dependency group (torch's CPU
-build, Triton 3.6.0).
+GPU sessions (`perf`, `rebaseline`, `ab_noise`) run on the interpreter that runs nox
+(`venv_backend="none"`): a GPU runner already has its CUDA torch and Triton, and downloading
+torch on every run is not acceptable. CPU sessions get their own virtualenv from the `test`
+dependency group (torch's CPU build, Triton 3.6.0) or, for `kernels`, `fingerprint` and
+`upgrade`, the `kernels` group with the Triton they are asked for. Each session is a few lines:
+the orchestration is `python -m tilegate ...` (tilegate/perf.py, tilegate/fingerprint/).
 
 Exit codes of `perf` (and of `tilegate`): 0 all holds, 1 regression or broken expectation,
 2 cannot judge. nox itself only knows 0 and 1, so these sessions end the process with the
@@ -12,11 +14,13 @@ gate's code.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import nox
 
@@ -45,16 +49,26 @@ def _tilegate(session: nox.Session, *args: str, python: str = sys.executable) ->
     ).returncode
 
 
-def _end(session: nox.Session, what: str, code: int) -> None:
-    """End the session with the gate's own exit code: nox alone would turn 2 into 1."""
+def _exit(session: nox.Session, code: int, message: str) -> None:
+    """End the session with the gate's own exit code: nox alone would turn 2 into 1, and any
+    other code (a crash, a kill) is "cannot judge"."""
     if code == 0:
-        session.log(f"{what}: exit 0")
+        session.log(message)
         return
-    session.warn(f"{what}: exit {code} ({EXIT_MEANING.get(code, 'crashed: cannot judge')})")
+    session.warn(message)
     raise SystemExit(code if code in EXIT_MEANING else 2)
 
 
-EXIT_MEANING = {1: "a regression or broken expectation was measured", 2: "cannot judge"}
+def _end(session: nox.Session, what: str, code: int) -> None:
+    """`_exit` with the meaning of the code."""
+    _exit(session, code, f"{what}: exit {code} ({EXIT_MEANING.get(code, 'crashed: cannot judge')})")
+
+
+EXIT_MEANING = {
+    0: "everything holds",
+    1: "a regression or broken expectation was measured",
+    2: "cannot judge",
+}
 
 
 @nox.session(venv_backend="none")
@@ -145,24 +159,162 @@ def lint(session: nox.Session) -> None:
     session.run("bash", "tools/lint-workflows.sh", external=True)
 
 
+def _session_python(session: nox.Session, *args: str) -> int:
+    """Run the session venv's python in the repo root; return its exit code (nox alone knows only 0/1)."""
+    session.log(" ".join(["python", *args]))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [str(Path(session.bin) / "python"), *args], cwd=ROOT, env=env, check=False
+    ).returncode
+
+
+def _tritonenv() -> Any:
+    """tilegate/tritonenv.py, imported from the checkout (it needs only packaging, which nox has)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    import tilegate.tritonenv
+
+    return tilegate.tritonenv
+
+
+def _group(name: str) -> list[str]:
+    return list(nox.project.dependency_groups(nox.project.load_toml("pyproject.toml"), name))
+
+
+def _triton_version(session: nox.Session, triton: str) -> str:
+    """The release `triton` names (`pinned`, `newest` or X.Y.Z), or exit 2 saying why not."""
+    env = _tritonenv()
+    try:
+        return str(env.resolve(triton, _group("kernels"), _group("triton-newest")))
+    except env.EnvError as err:
+        _exit(session, 2, f"{session.name}: cannot judge: {err}")
+        raise
+
+
+def _kernels_env(session: nox.Session, group: str, triton: str) -> str:
+    """Install `group` (`kernels`, or `test` which includes it) with Triton `triton` (`pinned`,
+    `newest` or X.Y.Z) and the NumPy its interpreter runs on; return the Triton version."""
+    version = _triton_version(session, triton)
+    try:
+        session.install(*_tritonenv().requirements(_group(group), _group("triton-newest"), version))
+    except nox.command.CommandFailed:  # e.g. a Triton that PyPI does not have: no verdict
+        _exit(session, 2, f"{session.name}: cannot judge: Triton {version} did not install")
+    return version
+
+
+def _triton_args(
+    session: nox.Session, *, many: bool = False
+) -> tuple[argparse.Namespace, list[str]]:
+    """`--triton pinned|newest|X.Y.Z` (repeatable where `many`) out of the posargs; the rest."""
+    parser = argparse.ArgumentParser(prog=f"nox -s {session.name} --")
+    parser.add_argument(
+        "--triton",
+        action="append" if many else "store",
+        default=None,
+        help="pinned (pyproject's kernels group), newest (its triton-newest group) or a release",
+    )
+    if many:
+        parser.add_argument(
+            "--all", action="store_true", help="every version under baselines/fingerprints/"
+        )
+    return parser.parse_known_args(session.posargs)
+
+
+_FINGERPRINT_VERDICT = {
+    0: "every rule holds, fingerprints unchanged",
+    1: "rule broken or fingerprint changed",
+    2: "cannot judge",
+}
+
+
 @nox.session
 def fingerprint(session: nox.Session) -> None:
-    """Compile every Triton variant for sm_90 and sm_120 (no GPU) and gate its pipelining facts."""
-    _install_group(session, "test")
-    python = str(Path(session.bin) / "python")
-    code = _tilegate(session, "fingerprint", *session.posargs, python=python)
-    session.log(f"fingerprint report: {PERF / 'fingerprint.md'}")
-    _end(session, "fingerprint", code)
+    """Compile every Triton variant for sm_90, sm_100 and sm_120 (no GPU) and gate its facts."""
+    args, rest = _triton_args(session)
+    version = _kernels_env(session, "kernels", args.triton or "pinned")
+    code = _session_python(session, "-m", "tilegate.fingerprint", *rest)
+    verdict = _FINGERPRINT_VERDICT.get(code, "crashed")
+    _exit(
+        session,
+        code,
+        f"fingerprint (Triton {version}): {verdict} (exit {code}); report: {PERF / 'fingerprint.md'}",
+    )
 
 
 @nox.session(default=False)
 def fingerprint_rebaseline(session: nox.Session) -> None:
-    """Re-record this Triton version's compile fingerprints (atomic; review the printed diff, then commit)."""
-    _install_group(session, "test")
-    python = str(Path(session.bin) / "python")
-    code = _tilegate(session, "fingerprint", "--record", *session.posargs, python=python)
-    _end(
+    """Re-record compile fingerprints: the pinned Triton's, `-- --triton X.Y.Z ...`, or `-- --all`."""
+    args, rest = _triton_args(session, many=True)
+    from packaging.version import Version
+
+    recorded = sorted(
+        (
+            d.name.removeprefix("triton-")
+            for d in (ROOT / "baselines" / "fingerprints").glob("triton-*")
+        ),
+        key=Version,
+    )
+    versions = recorded if args.all else (args.triton or ["pinned"])
+    codes = {}
+    for triton in versions:  # oldest first: a first recording diffs against the version before
+        version = _kernels_env(session, "kernels", triton)
+        codes[version] = _session_python(session, "-m", "tilegate.fingerprint", "--record", *rest)
+    code = max(codes.values())
+    _exit(
         session,
-        "fingerprint_rebaseline (review the diff, then commit baselines/fingerprints/)",
         code,
+        "fingerprint_rebaseline: "
+        + ", ".join(f"Triton {v} exit {c}" for v, c in codes.items())
+        + "; review the diffs above, then commit baselines/fingerprints/",
+    )
+
+
+# What `kernels` runs: the kernels' correctness under the interpreter and the fingerprint's own
+# tests (its AOT compiles included), the parts of the suite that depend on the Triton version.
+KERNEL_TESTS = (
+    "tests/test_kernels.py",
+    "tests/test_fingerprint.py",
+    "tests/test_fingerprint_aot.py",
+    "tests/test_warnlog.py",
+)
+
+
+@nox.session(default=False)
+def kernels(session: nox.Session) -> None:
+    """Kernel tests (interpreter) and fingerprint tests under one Triton: `-- --triton newest`."""
+    args, rest = _triton_args(session)
+    version = _kernels_env(session, "test", args.triton or "pinned")
+    session.log(f"kernels: Triton {version}")
+    session.run("python", "-m", "pytest", *KERNEL_TESTS, *rest, env={"PYTHONPATH": str(ROOT)})
+
+
+@nox.session(default=False)
+def upgrade(session: nox.Session) -> None:
+    """What a Triton upgrade changes in the compiled kernels: `-- 3.9.0 [--record] [--from V]`."""
+    parser = argparse.ArgumentParser(prog="nox -s upgrade --")
+    parser.add_argument("version", help="the Triton to upgrade to (a release, or newest)")
+    parser.add_argument(
+        "--from",
+        dest="old",
+        default="pinned",
+        help="the recorded Triton to compare with (default: the pinned one)",
+    )
+    parser.add_argument(
+        "--record", action="store_true", help="also record its fingerprints under baselines/"
+    )
+    args, rest = parser.parse_known_args(session.posargs)
+    old = _triton_version(session, args.old)
+    new = _kernels_env(session, "kernels", args.version)
+    cmd = ["-m", "tilegate.fingerprint", "--upgrade-from", old, *rest]
+    code = _session_python(session, *cmd, *(["--record"] if args.record else []))
+    verdict = {
+        0: "no pipelining fact changed",
+        1: "a pipelining fact changed or a rule broke",
+        2: "cannot judge",
+    }.get(code, "crashed")
+    _exit(
+        session,
+        code,
+        f"upgrade Triton {old} -> {new}: {verdict} (exit {code}); report: {PERF / 'upgrade.md'}"
+        + ("" if args.record else "; nothing written under baselines/ (--record records)"),
     )

@@ -13,8 +13,9 @@ from tilegate.errors import InputError
 from tilegate.fingerprint import cli
 from tilegate.fingerprint.compile import FACT_KEYS, triton_version
 from tilegate.fingerprint.extract import parse_ttgir, ptxas_facts, ttgir_facts
-from tilegate.fingerprint.rules import DEFAULT_RULES, Subject, evaluate, load_rules
-from tilegate.fingerprint.store import Entry, baseline_path, diff, load_baseline
+from tilegate.fingerprint.report import render
+from tilegate.fingerprint.rules import DEFAULT_RULES, RuleReport, Subject, evaluate, load_rules
+from tilegate.fingerprint.store import Change, Entry, diff, fingerprint_path, load_fingerprints
 
 # --- TTGIR extraction --------------------------------------------------------------------------
 
@@ -259,6 +260,9 @@ def _subject(variant: str, layout: str, arch: str = "sm_90", **facts: Any) -> Su
     )
 
 
+_TRITON = "3.6.0"  # a version the repo's exceptions are known for
+
+
 def test_repo_rules_file_loads() -> None:
     rs = load_rules(DEFAULT_RULES)
     assert {"sm_90", "sm_100", "sm_120"} <= set(rs.targets)
@@ -269,7 +273,7 @@ def test_repo_rules_file_loads() -> None:
 
 def test_unfused_cross_tile_kernel_fails_with_the_rules_message() -> None:
     rs = load_rules(DEFAULT_RULES)
-    rep = evaluate(rs, [_subject("xtile_persistent", "nt", fused=False)])
+    rep = evaluate(rs, [_subject("xtile_persistent", "nt", fused=False)], triton=_TRITON)
     assert [f.rule for f in rep.failures] == ["xtile-fused"]
     assert "not fused" in rep.failures[0].message
 
@@ -279,7 +283,7 @@ def test_known_exception_is_named_and_narrow() -> None:
     nn_b = _subject(
         "xtile_persistent", "nn", b_buffers=1, b_load="sync", b_multi_buffered=False, wgmma_wait=0
     )
-    rep = evaluate(rs, [nn_b])
+    rep = evaluate(rs, [nn_b], triton=_TRITON)
     assert not rep.failures
     assert {f.exception for f in rep.excepted} == {"xtile-nn-pointer-b-sync"}
     assert "sync" in rep.excepted[0].message and rep.excepted[0].reason
@@ -296,19 +300,19 @@ def test_known_exception_is_named_and_narrow() -> None:
         b_multi_buffered=False,
         wgmma_wait=0,
     )
-    assert [(f.rule, f.label) for f in evaluate(rs, [worse]).failures] == [
+    assert [(f.rule, f.label) for f in evaluate(rs, [worse], triton=_TRITON).failures] == [
         ("operands-multibuffered", "A")
     ]
     for s in (
         _subject("xtile_persistent", "nt", b_multi_buffered=False, b_load="sync", b_buffers=1),
         _subject("tma_xtile_persistent", "nn", b_multi_buffered=False, b_load="sync", b_buffers=1),
     ):
-        assert [f.label for f in evaluate(rs, [s]).failures] == ["B"]
+        assert [f.label for f in evaluate(rs, [s], triton=_TRITON).failures] == ["B"]
 
 
 def test_exception_that_excuses_nothing_is_reported_stale() -> None:
     rs = load_rules(DEFAULT_RULES)
-    rep = evaluate(rs, [_subject("xtile_persistent", "nn")])  # B multi-buffered again
+    rep = evaluate(rs, [_subject("xtile_persistent", "nn")], triton=_TRITON)  # B buffered again
     assert not rep.findings
     assert any(s.startswith("xtile-nn-pointer-b-sync") for s in rep.stale_exceptions)
 
@@ -327,28 +331,64 @@ _WS_IGNORED = dict(ws_requested=True, warp_specialized=False, wgmma_wait=1)
 def test_ignored_warp_specialization_fails_with_the_rules_message() -> None:
     rs = load_rules(DEFAULT_RULES)
     ignored = _subject("tma_ws_persistent", "nt", fused=False, **_WS_IGNORED)
-    rep = evaluate(rs, [ignored])
+    rep = evaluate(rs, [ignored], triton=_TRITON)
     assert [(f.rule, f.kernel) for f in rep.failures] == [
         ("warp-specialized", "tma_ws_persistent-fp16-nt-sm90")
     ]
     assert "did not warp-specialize" in rep.failures[0].message
     # honoured: the rule holds, and the synchronous wgmma of its consumers (pendings 0) is no
     # wgmma-overlap violation: a producer partition runs the loads ahead
-    assert not evaluate(rs, [_subject("tma_ws_persistent", "nt", fused=False, **_WS)]).findings
+    assert not evaluate(
+        rs, [_subject("tma_ws_persistent", "nt", fused=False, **_WS)], triton=_TRITON
+    ).findings
     # ignored, the same wait is a violation again: nothing else overlaps the loads
     both = evaluate(
-        rs, [_subject("tma_ws_persistent", "nt", fused=False, **{**_WS_IGNORED, "wgmma_wait": 0})]
+        rs,
+        [_subject("tma_ws_persistent", "nt", fused=False, **{**_WS_IGNORED, "wgmma_wait": 0})],
+        triton=_TRITON,
     )
     assert {f.rule for f in both.failures} == {"warp-specialized", "wgmma-overlap"}
     # a kernel that does not ask, or an architecture the rule does not list, is not checked
-    assert not evaluate(rs, [_subject("tma_swizzle_persistent", "nt", fused=False)]).findings
     assert not evaluate(
-        rs, [_subject("tma_ws_persistent", "nt", "sm_80", fused=False, **_WS_IGNORED)]
+        rs, [_subject("tma_swizzle_persistent", "nt", fused=False)], triton=_TRITON
+    ).findings
+    assert not evaluate(
+        rs,
+        [_subject("tma_ws_persistent", "nt", "sm_80", fused=False, **_WS_IGNORED)],
+        triton=_TRITON,
     ).findings
 
 
+def _nn_b_sync() -> Subject:
+    return _subject(
+        "xtile_persistent", "nn", b_buffers=1, b_load="sync", b_multi_buffered=False, wgmma_wait=0
+    )
+
+
+@pytest.mark.parametrize("triton", ["3.6.0", "3.9.0", "3.9.1"])
+def test_an_exception_applies_within_its_triton_range(triton: str) -> None:
+    rep = evaluate(load_rules(DEFAULT_RULES), [_nn_b_sync()], triton=triton)
+    assert not rep.failures and len(rep.excepted) == 2
+
+
+@pytest.mark.parametrize("triton", ["3.10.0", "3.5.1"])
+def test_an_exception_out_of_its_triton_range_does_not_apply_and_says_so(triton: str) -> None:
+    rep = evaluate(load_rules(DEFAULT_RULES), [_nn_b_sync()], triton=triton)
+    assert [(f.rule, f.label) for f in rep.failures] == [
+        ("operands-multibuffered", "B"),
+        ("wgmma-overlap", "wgmma wait"),
+    ]
+    assert rep.out_of_range == [
+        f"xtile-nn-pointer-b-sync ({rule}) is known for Triton >=3.6,<3.10, not {triton}"
+        for rule in ("operands-multibuffered", "wgmma-overlap")
+    ]
+    assert not rep.stale_exceptions  # out of range is not stale: nobody has looked yet
+
+
 def test_spills_break_a_rule() -> None:
-    rep = evaluate(load_rules(DEFAULT_RULES), [_subject("tiled", "nt", spill_stores=64)])
+    rep = evaluate(
+        load_rules(DEFAULT_RULES), [_subject("tiled", "nt", spill_stores=64)], triton=_TRITON
+    )
     assert [f.rule for f in rep.failures] == ["no-spills"]
     assert "64 bytes" in rep.failures[0].message
 
@@ -361,6 +401,11 @@ def test_spills_break_a_rule() -> None:
         (lambda d: d["exceptions"][0].update(rule="no-such-rule"), "unknown rule"),
         (lambda d: d["rules"][0].update(applies_to={"colour": ["red"]}), "unknown selector"),
         (lambda d: d["rules"][0].update(applies_to={"ws_requested": "yes"}), "true or false"),
+        (
+            lambda d: d["exceptions"][0].update(triton="around 3.6"),
+            "triton must be a version range",
+        ),
+        (lambda d: d["exceptions"][0].update(triton=3.6), "triton must be a version range"),
     ],
 )
 def test_bad_rules_file_is_input_error_naming_it(tmp_path: Path, edit: Any, match: str) -> None:
@@ -412,31 +457,55 @@ def test_diff_labels_and_allowance() -> None:
     assert [(c.field, c.verdict, c.fails) for c in gone] == [("kernel", "removed", True)]
 
 
-def _write_baseline(path: Path, text: str) -> None:
+def _report(mode: str, changes: list[Change]) -> str:
+    from tilegate.cases import PROFILES
+    from tilegate.fingerprint.gate import Compiled
+
+    rs = load_rules(DEFAULT_RULES)
+    comp = Compiled([], [], {}, 0, 0.0, [rs.targets["sm_90"]], rs, PROFILES["default"])
+    return render(
+        mode=mode,
+        version="9.9.9",
+        comp=comp,
+        rules=RuleReport(),
+        changes=changes,
+        baseline_note={"sm_90": "x"},
+        failed=False,
+    )
+
+
+def test_a_recording_counts_its_changes_by_verdict_not_as_failures() -> None:
+    better = [Change(f"k{i}", "registers", 230, 200, "better", "why") for i in range(11)]
+    changes = [*better, Change("k", "registers", 200, 204, "within allowance", "why")]
+    recorded = _report("record", changes)
+    assert "## What this recording changes: 11 better, 1 within allowance\n" in recorded
+    assert "that fail" not in recorded
+    checked = _report("check", changes)  # a check fails on them: the same changes, counted
+    assert "## Changes: 11 that fail, 1 informational (11 better, 1 within allowance)" in checked
+
+
+def _write_file(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
 
 
 def test_corrupt_fingerprint_file_is_input_error_naming_it(tmp_path: Path) -> None:
     p = tmp_path / "sm_90.json"
-    _write_baseline(p, '{"schema": "tilegate.fingerprint/1", "kernels": {')
+    _write_file(p, '{"schema": "tilegate.fingerprint/1", "kernels": {')
     with pytest.raises(InputError, match="not valid JSON") as info:
-        load_baseline(p)
+        load_fingerprints(p)
     assert str(p) in str(info.value)
-    _write_baseline(
+    good_top = {"schema": "tilegate.fingerprint/1", "triton": "3.6.0", "arch": "sm_90"}
+    _write_file(
         p,
-        json.dumps(
-            {
-                "schema": "tilegate.fingerprint/1",
-                "triton": "3.6.0",
-                "arch": "sm_90",
-                "kernels": {"k": {"facts": {"fused": True}}},
-            }
-        ),
+        json.dumps({**good_top, "ptxas": "12.8.93", "kernels": {"k": {"facts": {"fused": True}}}}),
     )
     with pytest.raises(InputError, match="facts lack") as info:
-        load_baseline(p)
+        load_fingerprints(p)
     assert "kernels['k']" in str(info.value)
+    _write_file(p, json.dumps({**good_top, "kernels": {}}))  # which ptxas assembled it?
+    with pytest.raises(InputError, match="ptxas: must be a string"):
+        load_fingerprints(p)
 
 
 def _cli(tmp_path: Path, *extra: str) -> list[str]:
@@ -447,6 +516,8 @@ def _cli(tmp_path: Path, *extra: str) -> list[str]:
         str(tmp_path / "cache"),
         "--report",
         str(tmp_path / "fingerprint.md"),
+        "--json-dir",
+        str(tmp_path / "json"),
         "--jobs",
         "1",
         *extra,
@@ -463,19 +534,47 @@ def test_cli_without_a_fingerprint_for_this_triton_cannot_judge(
     assert f"no fingerprint for Triton {triton_version()}" in err
     assert "recorded: Triton 3.5.0" in err
     assert "--record" in err
+    # the command that records the missing version, not the pinned one again
+    assert f"nox -s fingerprint_rebaseline -- --triton {triton_version()}" in err
+
+
+def test_cannot_judge_replaces_the_previous_verdict_and_removes_its_outputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nox points at the report on exit 2: it must say CANNOT JUDGE, not the last run's "ok"."""
+    report = tmp_path / "fingerprint.md"
+    report.write_text(f"# Compile fingerprint, Triton {triton_version()}: ok\n")
+    previous = tmp_path / "json" / "sm_90.json"  # the facts JSON a previous run left
+    _write_file(previous, json.dumps({"schema": "tilegate.fingerprint-run/1", "kernels": {}}))
+    unrelated = tmp_path / "json" / "notes.json"
+    _write_file(unrelated, "{}")
+    assert cli.main(_cli(tmp_path)) == 2
+    text = report.read_text()
+    assert text.startswith(f"# Compile fingerprint, Triton {triton_version()}: CANNOT JUDGE\n")
+    assert f"no fingerprint for Triton {triton_version()}" in text
+    assert not previous.exists() and unrelated.exists()
+    assert "cannot judge" in capsys.readouterr().err
 
 
 def test_cli_corrupt_fingerprint_file_exits_2_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for arch in ("sm_90", "sm_120"):
-        _write_baseline(
-            baseline_path(tmp_path / "fp", triton_version(), arch), "{ this is not json"
-        )
+        _write_file(fingerprint_path(tmp_path / "fp", triton_version(), arch), "{ this is not json")
     assert cli.main(_cli(tmp_path, "--arch", "sm_90")) == 2
     err = capsys.readouterr().err
-    assert str(baseline_path(tmp_path / "fp", triton_version(), "sm_90")) in err
+    assert str(fingerprint_path(tmp_path / "fp", triton_version(), "sm_90")) in err
     assert "not valid JSON" in err
+
+
+def test_cli_upgrade_report_without_the_from_recording_cannot_judge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(_cli(tmp_path, "--upgrade-from", "0.1.0")) == 2
+    err = capsys.readouterr().err
+    assert "no recording of Triton 0.1.0 to compare with" in err
+    assert "nox -s fingerprint_rebaseline -- --triton 0.1.0" in err
+    assert "CANNOT JUDGE" in (tmp_path / "fingerprint.md").read_text()
 
 
 def test_cli_unknown_architecture_and_profile(

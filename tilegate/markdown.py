@@ -1,26 +1,33 @@
-"""Markdown helpers shared by every report (gate, rebaseline diff, fingerprint, A/B, upgrade)."""
+"""Markdown for every report (the gate's, A/B, rebaseline, fingerprint): tables that escape their cells, numbers."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+
+_RULE = {"l": "---", "r": "---:"}
 
 
-def cell(value: Any) -> str:
-    """A table cell: None as "-", pipes escaped and newlines folded so the table stays a table."""
-    text = "-" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
+def cell(value: object) -> str:
+    """One table cell: `|` escaped and newlines turned into spaces (a row is one line)."""
+    return str(value).replace("|", "\\|").replace("\r\n", " ").replace("\n", " ")
 
 
-def table(header: Sequence[str], align: str, rows: Sequence[Sequence[Any]]) -> list[str]:
-    """A markdown table; `align` has one letter per column: l(eft) or r(ight)."""
-    if len(align) != len(header):
-        raise ValueError(f"align {align!r} has {len(align)} letters for {len(header)} columns")
+def table(header: Sequence[str], align: str, rows: Iterable[Sequence[object]]) -> list[str]:
+    """A Markdown table as lines; `align` has one letter per column: l(eft) or r(ight).
+
+    Every cell, header included, goes through `cell`; a row whose length differs from the
+    header's is a programming error (ValueError), not a silently shifted table.
+    """
+    if len(align) != len(header) or set(align) - set(_RULE):
+        raise ValueError(f"align {align!r}: one of 'l'/'r' per column ({len(header)} columns)")
     lines = [
         "| " + " | ".join(cell(h) for h in header) + " |",
-        "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|",
+        "|" + "|".join(_RULE[a] for a in align) + "|",
     ]
-    lines += ["| " + " | ".join(cell(c) for c in cells) + " |" for cells in rows]
+    for i, row in enumerate(rows):
+        if len(row) != len(header):
+            raise ValueError(f"row {i} has {len(row)} cells, the header {len(header)}")
+        lines.append("| " + " | ".join(cell(c) for c in row) + " |")
     return lines
 
 
@@ -37,6 +44,7 @@ def pct(x: float | None) -> str:
 
 
 def p_value(p: float | None) -> str:
+    """A p-value as the reports print it ("" for None)."""
     if p is None:
         return ""
     return "<1e-4" if p < 1e-4 else f"{p:.2g}"

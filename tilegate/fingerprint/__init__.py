@@ -10,7 +10,10 @@ Modules, in the order data flows:
   memory, registers, spills.
 * `rules`: rules as data (baselines/fingerprints/rules.json) with named exceptions.
 * `store`: fingerprint files per (Triton version, architecture) and their diff.
-* `gate`, `report`, `cli`: check / record, the Markdown report, the command line.
+* `gate`, `report`, `cli`: check / record / upgrade report, the Markdown report, the command line.
+
+Beside it: `tilegate.warnlog` (Triton's warnings while compiling, recorded, not raised) and
+`tilegate.tritonenv` (the packages of a venv with any Triton, for the nox sessions).
 
 See docs/fingerprint.md.
 """

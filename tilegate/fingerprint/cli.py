@@ -3,23 +3,36 @@
     python -m tilegate.fingerprint                 # check: compile, rules, diff vs baseline
     python -m tilegate.fingerprint --record        # re-record this Triton version's fingerprints
     python -m tilegate.fingerprint --arch sm_90 --variant 'xtile_*'
+    python -m tilegate.fingerprint --upgrade-from 3.6.0  # what this Triton changes vs 3.6.0's
 
 Exit codes: 0 every rule holds and every fingerprint equals the recorded one; 1 a rule is broken
 or a fingerprint changed; 2 cannot judge (no fingerprint for this Triton version, a corrupt file,
-a kernel that does not compile).
+a kernel that does not compile, a crash): then the report says CANNOT JUDGE and why, and the
+previous run's outputs are gone.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
+from tilegate.errors import InputError
 
 from .compile import DEFAULT_CACHE_DIR
-from .gate import DEFAULT_REPORT, Options, check, record
+from .gate import (
+    DEFAULT_JSON_DIR,
+    DEFAULT_REPORT,
+    UPGRADE_JSON_DIR,
+    UPGRADE_REPORT,
+    Options,
+    cannot_judge,
+    check,
+    record,
+    upgrade,
+)
 from .rules import DEFAULT_RULES
 from .store import DEFAULT_DIR
 
@@ -32,6 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="record",
         action="store_true",
         help="re-record the fingerprints of this Triton version (atomic write; prints the diff)",
+    )
+    parser.add_argument(
+        "--upgrade-from",
+        metavar="VERSION",
+        help="upgrade report: diff the kernels this Triton compiles against Triton VERSION's "
+        "recording; writes nothing under the baselines unless --record (exit 1: a pipelining "
+        "fact changed or a rule broke)",
     )
     parser.add_argument(
         "--arch",
@@ -79,8 +99,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--report",
         type=Path,
-        default=DEFAULT_REPORT,
-        help=f"Markdown report (default: {DEFAULT_REPORT})",
+        help=f"Markdown report (default: {DEFAULT_REPORT}; upgrade: {UPGRADE_REPORT})",
+    )
+    parser.add_argument(
+        "--json-dir",
+        type=Path,
+        help=f"the facts compiled now, one <arch>.json each (default: {DEFAULT_JSON_DIR}; "
+        f"upgrade: {UPGRADE_JSON_DIR})",
     )
     parser.add_argument(
         "--quiet", action="store_true", help="print only the verdict line, not the report"
@@ -89,6 +114,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the gate for parsed arguments; print the report; return the exit code."""
+    up = args.upgrade_from is not None
+    opts = Options(
+        baseline_dir=args.baseline_dir,
+        rules_path=args.rules,
+        cache_dir=None if args.no_cache else args.cache_dir,
+        archs=args.arch,
+        variants=args.variant,
+        jobs=args.jobs,
+        report_path=args.report or (UPGRADE_REPORT if up else DEFAULT_REPORT),
+        json_dir=args.json_dir or (UPGRADE_JSON_DIR if up else DEFAULT_JSON_DIR),
+    )
     try:
         from tilegate.cases import PROFILES
 
@@ -96,20 +132,17 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"unknown profile {args.profile!r}; known: {sorted(PROFILES)}")
         if args.jobs < 0:
             raise InputError("--jobs must be >= 0")
-        opts = Options(
-            baseline_dir=args.baseline_dir,
-            rules_path=args.rules,
-            cache_dir=None if args.no_cache else args.cache_dir,
-            archs=args.arch,
-            variants=args.variant,
-            profile=PROFILES[args.profile],
-            jobs=args.jobs,
-            report_path=args.report,
-        )
-        result = record(opts) if args.record else check(opts)
+        opts.profile = PROFILES[args.profile]
+        if up:
+            result = upgrade(opts, args.upgrade_from, record_too=args.record)
+        else:
+            result = record(opts) if args.record else check(opts)
     except InputError as err:
         print(f"tilegate fingerprint: cannot judge: {err}", file=sys.stderr)
-        return EXIT_CANNOT_JUDGE
+        return cannot_judge(opts, str(err)).exit_code
+    except Exception as err:  # a crash cannot judge either (exit 2, never a pass or a fail)
+        traceback.print_exc()
+        return cannot_judge(opts, f"crashed: {type(err).__name__}: {err}").exit_code
     if args.quiet:
         print(result.text.splitlines()[0])
     else:

@@ -33,13 +33,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tilegate import warnlog
 from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_json, atomic_write_text
+from tilegate.warnlog import Warned
 
 from . import extract
 
 DEFAULT_CACHE_DIR = Path(".perf") / "fingerprint-cache"
-CACHE_SCHEMA = "tilegate.fingerprint-cache/1"
+CACHE_SCHEMA = "tilegate.fingerprint-cache/2"
 
 # Triton's short dtype names (TensorArg.dtype) -> torch dtype attribute names.
 _TORCH_DTYPES = {
@@ -84,6 +86,7 @@ class Specialization:
     key: str  # our cache key (hex): Triton's key + extractor source + target
     triton_key: str = ""  # Triton's own compile cache key (its sha256 is CompiledKernel.hash)
     declared: frozenset[str] = frozenset()  # parameters declared tl.constexpr in the kernel
+    warned: tuple[Warned, ...] = ()  # what Triton/torch warned while specializing
 
     def signature_text(self) -> str:
         """A one-line signature, e.g. "*fp16:16, *fp16:16, i32:16, 1, ...", for the report."""
@@ -106,7 +109,20 @@ def triton_version() -> str:
     return str(triton.__version__)
 
 
-def _triton_internals() -> Any:
+@dataclass(frozen=True)
+class _TritonInternals:
+    """The parts of Triton's JIT and compiler this module calls, by name."""
+
+    GPUTarget: Any
+    ASTSource: Any
+    make_backend: Any
+    get_cache_key: Any
+    JITFunction: Any
+    MockTensor: Any
+    create_function_from_signature: Any
+
+
+def _triton_internals() -> _TritonInternals:
     """Triton's JIT internals this module relies on; a clear InputError on a Triton without them."""
     try:
         from triton.backends.compiler import GPUTarget
@@ -118,14 +134,14 @@ def _triton_internals() -> Any:
             f"Triton {triton_version()} lacks the JIT internals the fingerprint uses ({err}); "
             f"adapt tilegate/fingerprint/compile.py to this Triton"
         ) from err
-    return (
-        GPUTarget,
-        ASTSource,
-        make_backend,
-        get_cache_key,
-        JITFunction,
-        MockTensor,
-        create_function_from_signature,
+    return _TritonInternals(
+        GPUTarget=GPUTarget,
+        ASTSource=ASTSource,
+        make_backend=make_backend,
+        get_cache_key=get_cache_key,
+        JITFunction=JITFunction,
+        MockTensor=MockTensor,
+        create_function_from_signature=create_function_from_signature,
     )
 
 
@@ -145,7 +161,7 @@ def _stand_ins(launch: Any) -> list[Any]:
 
     from kernels.launch import DescArg, ScalarArg, TensorArg
 
-    mock_tensor = _triton_internals()[5]
+    mock_tensor = _triton_internals().MockTensor
     out: list[Any] = []
     for arg in launch.args:
         if isinstance(arg, (TensorArg, DescArg)):
@@ -169,38 +185,32 @@ def _stand_ins(launch: Any) -> list[Any]:
 
 def specialize(launch: Any, target: Target) -> Specialization:
     """The signature, constexprs, attributes and options the JIT would compile `launch` with."""
-    (
-        GPUTarget,
-        ASTSource,
-        make_backend,
-        get_cache_key,
-        JITFunction,
-        _mock,
-        create_function_from_signature,
-    ) = _triton_internals()
+    tri = _triton_internals()
     from triton import knobs
     from triton._C.libtriton import get_cache_invalidating_env_vars
 
     fn = launch.fn
-    if not isinstance(fn, JITFunction):
+    if not isinstance(fn, tri.JITFunction):
         raise InputError(
             f"{fn!r} is not a JITFunction (TRITON_INTERPRET=1 at import?): the fingerprint compiles "
             f"for the GPU; run it without TRITON_INTERPRET"
         )
-    gpu_target = GPUTarget("cuda", target.cc, 32)
-    backend = make_backend(gpu_target)
-    binder = create_function_from_signature(fn.signature, fn.params, backend)
+    gpu_target = tri.GPUTarget("cuda", target.cc, 32)
+    backend = tri.make_backend(gpu_target)
+    binder = tri.create_function_from_signature(fn.signature, fn.params, backend)
     kwargs: dict[str, Any] = dict(launch.constexprs)
     kwargs["num_warps"] = launch.num_warps
     kwargs["num_stages"] = launch.num_stages
     # as JITFunction.run does before binding
     kwargs["debug"] = kwargs.get("debug", fn.debug) or knobs.runtime.debug
     kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
-    bound, spec, opts = binder(*_stand_ins(launch), **kwargs)
-    options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, spec, opts)
-    src = ASTSource(fn, signature, constexprs, attrs)
-    env = get_cache_invalidating_env_vars()
-    triton_key = get_cache_key(src, backend, options, env)
+    # Triton 3.9 warns here (its options parser: TRITON_DEFAULT_FP_FUSION unset): record, go on
+    with warnlog.recording() as warned:
+        bound, spec, opts = binder(*_stand_ins(launch), **kwargs)
+        options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, spec, opts)
+        src = tri.ASTSource(fn, signature, constexprs, attrs)
+        env = get_cache_invalidating_env_vars()
+        triton_key = tri.get_cache_key(src, backend, options, env)
     key = hashlib.sha256(f"{triton_key}|{_extractor_hash()}|{target}".encode()).hexdigest()
     declared = frozenset(p.name for p in fn.params if p.is_constexpr)
     return Specialization(
@@ -211,16 +221,19 @@ def specialize(launch: Any, target: Target) -> Specialization:
         key,
         triton_key,
         declared,
+        tuple(warned),
     )
 
 
-def _compile(launch: Any, target: Target, spec: Specialization) -> tuple[str, str, dict[str, Any]]:
-    """Run Triton's compiler; return (TTGIR, ptxas report, metadata facts)."""
+def _compile(
+    launch: Any, target: Target, spec: Specialization
+) -> tuple[str, str, dict[str, Any], list[Warned]]:
+    """Run Triton's compiler; return (TTGIR, ptxas report, metadata facts, its warnings)."""
     import triton
     from triton import knobs
 
-    GPUTarget, ASTSource = _triton_internals()[:2]
-    src = ASTSource(launch.fn, spec.signature, spec.constexprs, spec.attrs)
+    tri = _triton_internals()
+    src = tri.ASTSource(launch.fn, spec.signature, spec.constexprs, spec.attrs)
     log = io.StringIO()
     with (
         tempfile.TemporaryDirectory(prefix="tilegate-triton-") as tmp,
@@ -228,14 +241,17 @@ def _compile(launch: Any, target: Target, spec: Specialization) -> tuple[str, st
         knobs.compilation.scope(),
         knobs.nvidia.scope(),
         contextlib.redirect_stdout(log),
+        warnlog.recording() as warned,
     ):
         knobs.cache.dir = tmp  # keep ~/.triton clean; our own cache is the one that counts
         knobs.compilation.always_compile = True  # so ptxas runs and reports every time
         knobs.nvidia.dump_ptxas_log = True
-        kernel = triton.compile(src, target=GPUTarget("cuda", target.cc, 32), options=spec.options)
+        kernel = triton.compile(
+            src, target=tri.GPUTarget("cuda", target.cc, 32), options=spec.options
+        )
         ttgir = kernel.asm["ttgir"]
         shared = int(kernel.metadata.shared)
-    return ttgir, log.getvalue(), {"shared_bytes": shared}
+    return ttgir, log.getvalue(), {"shared_bytes": shared}, warned
 
 
 FACT_KEYS = (
@@ -288,7 +304,16 @@ def _cache_path(cache_dir: Path, key: str) -> Path:
     return cache_dir / f"{key}.json"
 
 
-def _read_cache(cache_dir: Path | None, key: str) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class KernelResult:
+    """What compiling one kernel gave: its facts and what Triton warned while compiling it."""
+
+    facts: dict[str, Any]
+    compile_warned: tuple[Warned, ...] = ()  # from triton.compile (kept in the cache entry)
+    cached: bool = False
+
+
+def _read_cache(cache_dir: Path | None, key: str) -> KernelResult | None:
     """A cached result, or None (a missing or damaged cache entry is simply recompiled)."""
     if cache_dir is None:
         return None
@@ -299,19 +324,24 @@ def _read_cache(cache_dir: Path | None, key: str) -> dict[str, Any] | None:
         return None
     if not isinstance(data, dict) or data.get("schema") != CACHE_SCHEMA or data.get("key") != key:
         return None
-    facts = data.get("facts")
-    return facts if isinstance(facts, dict) else None
+    facts, warned = data.get("facts"), data.get("warnings")
+    if not isinstance(facts, dict) or not isinstance(warned, list):
+        return None
+    parsed = [Warned.from_json(w) for w in warned]
+    if any(w is None for w in parsed):
+        return None
+    return KernelResult(facts, tuple(w for w in parsed if w is not None), cached=True)
 
 
 def compile_one(
     launch: Any, target: Target, cache_dir: Path | None, spec: Specialization | None = None
-) -> tuple[dict[str, Any], bool]:
-    """Facts of `launch` on `target` and whether they came from the cache."""
+) -> KernelResult:
+    """Facts of `launch` on `target` (from the cache when they are there)."""
     spec = spec or specialize(launch, target)
     cached = _read_cache(cache_dir, spec.key)
     if cached is not None:
-        return cached, True
-    ttgir, log, meta = _compile(launch, target, spec)
+        return cached
+    ttgir, log, meta, warned = _compile(launch, target, spec)
     try:
         facts = facts_for(ttgir, log, meta)
     except ValueError as err:
@@ -323,9 +353,14 @@ def compile_one(
         atomic_write_text(cache_dir / f"{spec.key}.ptxas.log", log)
         atomic_write_json(
             _cache_path(cache_dir, spec.key),
-            {"schema": CACHE_SCHEMA, "key": spec.key, "facts": facts},
+            {
+                "schema": CACHE_SCHEMA,
+                "key": spec.key,
+                "facts": facts,
+                "warnings": [w.to_json() for w in warned],
+            },
         )
-    return facts, False
+    return KernelResult(facts, tuple(warned))
 
 
 # --- compiling many kernels, possibly in worker processes ------------------------------------
@@ -376,8 +411,8 @@ class Job:
         )
 
 
-def _run_job(job: Job, cache_dir: str | None) -> dict[str, Any]:
-    return compile_one(job.launch(), job.target, Path(cache_dir) if cache_dir else None)[0]
+def _run_job(job: Job, cache_dir: str | None) -> KernelResult:
+    return compile_one(job.launch(), job.target, Path(cache_dir) if cache_dir else None)
 
 
 def compile_many(
@@ -385,21 +420,21 @@ def compile_many(
     cache_dir: Path | None,
     jobs: int = 1,
     labels: Sequence[str] | None = None,
-) -> tuple[list[dict[str, Any]], int]:
-    """Facts for every (launch, target, specialization); returns them and the number compiled.
+) -> tuple[list[KernelResult], int]:
+    """Results for every (launch, target, specialization), and the number compiled.
 
     Cache hits are answered here; misses are compiled in this process (jobs = 1, or fewer than
     POOL_MIN_COMPILES of them) or in a pool of `jobs` fresh ("spawn") processes, each
     re-importing the kernel by module and name.
     """
-    results: list[dict[str, Any] | None] = [_read_cache(cache_dir, spec.key) for _, _, spec in work]
+    results: list[KernelResult | None] = [_read_cache(cache_dir, spec.key) for _, _, spec in work]
     misses = [i for i, r in enumerate(results) if r is None]
     # one compile per distinct key, even if two ids share it
     first_of: dict[str, int] = {}
     for i in misses:
         first_of.setdefault(work[i][2].key, i)
     todo = list(first_of.values())
-    done: dict[int, dict[str, Any]] = {}
+    done: dict[int, KernelResult] = {}
 
     def failed(i: int, err: Exception) -> InputError:
         what = labels[i] if labels else f"{work[i][0].fn!r} for {work[i][1].arch}"
@@ -427,12 +462,12 @@ def compile_many(
     else:
         for i in todo:
             try:
-                done[i] = compile_one(work[i][0], work[i][1], cache_dir, work[i][2])[0]
+                done[i] = compile_one(work[i][0], work[i][1], cache_dir, work[i][2])
             except InputError:
                 raise
             except Exception as err:
                 raise failed(i, err) from err
-    by_key = {work[i][2].key: facts for i, facts in done.items()}
+    by_key = {work[i][2].key: result for i, result in done.items()}
     out = [r if r is not None else by_key[work[i][2].key] for i, r in enumerate(results)]
     return out, len(todo)
 

@@ -2,12 +2,14 @@
 
 `check(...)` and `record(...)` return a `GateResult` (exit code + report); they raise
 `InputError` when they cannot judge (no baseline for this Triton version, a corrupt file, a
-kernel that does not compile). Exit codes: 0 holds, 1 a rule is broken or a fingerprint changed,
-2 cannot judge (the caller turns InputError into 2).
+kernel that does not compile), and the caller turns that into `cannot_judge(...)`: exit 2, with
+a CANNOT JUDGE report where the verdict would be and the previous run's outputs removed.
+Exit codes: 0 holds, 1 a rule is broken or a fingerprint changed, 2 cannot judge.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Sequence
@@ -15,26 +17,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
+from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_json, atomic_write_text
+from tilegate.warnlog import Warned
 
 from . import report as report_mod
 from .compile import DEFAULT_CACHE_DIR, Target, compile_many, default_jobs, triton_version
 from .rules import DEFAULT_RULES, RuleReport, RuleSet, Subject, evaluate, load_rules
 from .store import (
     DEFAULT_DIR,
-    RECORD_HINT,
     Change,
     Entry,
-    baseline_path,
+    FingerprintFile,
     diff,
-    load_baseline,
+    diff_ptxas,
+    fingerprint_path,
+    is_pipelining,
+    load_fingerprints,
     other_versions,
-    write_baseline,
+    record_hint,
+    reference_for,
+    write_fingerprints,
 )
 from .suite import KernelCase, Mutator, Skipped, collect
 
 DEFAULT_REPORT = Path(".perf") / "fingerprint.md"
+DEFAULT_JSON_DIR = Path(".perf") / "fingerprint"
+UPGRADE_REPORT = Path(".perf") / "upgrade.md"
+UPGRADE_JSON_DIR = Path(".perf") / "upgrade"
 
 
 @dataclass
@@ -49,7 +59,7 @@ class Options:
     profile: Any = None  # a tilegate.cases.Profile; default: "default"
     jobs: int = 0  # 0: default_jobs()
     report_path: Path | None = DEFAULT_REPORT
-    json_dir: Path | None = Path(".perf") / "fingerprint"
+    json_dir: Path | None = DEFAULT_JSON_DIR
     mutate: Mutator | None = None  # tests: alter a launch before it is compiled
 
 
@@ -65,6 +75,9 @@ class Compiled:
     targets: list[Target]
     ruleset: RuleSet
     profile: Any
+    # per kernel: what Triton/torch warned while specializing and compiling it (recorded, not raised)
+    warned: dict[str, tuple[Warned, ...]] = field(default_factory=dict)
+    ptxas: dict[str, str] = field(default_factory=dict)  # arch -> version of the ptxas used
 
 
 @dataclass
@@ -113,19 +126,21 @@ def compile_suite(opts: Options) -> Compiled:
         raise InputError("no kernel selected: check --variant / --arch")
     work = [(c.launch, c.target, c.spec) for c in cases]
     # a kernel that does not compile cannot be judged: InputError naming it (exit 2)
-    facts, compiled = compile_many(
+    results, compiled = compile_many(
         work, opts.cache_dir, jobs=opts.jobs or default_jobs(), labels=[c.id for c in cases]
     )
     seconds = time.perf_counter() - t0
     return Compiled(
         cases,
         skipped,
-        {c.id: f for c, f in zip(cases, facts, strict=True)},
+        {c.id: r.facts for c, r in zip(cases, results, strict=True)},
         compiled,
         seconds,
         targets,
         ruleset,
         profile,
+        {c.id: c.spec.warned + r.compile_warned for c, r in zip(cases, results, strict=True)},
+        {t.arch: _ptxas_version(t) for t in targets},
     )
 
 
@@ -137,7 +152,7 @@ def entries_of(comp: Compiled, arch: str) -> dict[str, Entry]:
     }
 
 
-def check_rules(comp: Compiled) -> RuleReport:
+def check_rules(comp: Compiled, triton: str) -> RuleReport:
     subjects = [
         Subject(
             c.id,
@@ -151,7 +166,7 @@ def check_rules(comp: Compiled) -> RuleReport:
         )
         for c in comp.cases
     ]
-    return evaluate(comp.ruleset, subjects)
+    return evaluate(comp.ruleset, subjects, triton=triton)
 
 
 def _selected(entries: dict[str, Entry], opts: Options, comp: Compiled) -> dict[str, Entry]:
@@ -162,7 +177,40 @@ def _selected(entries: dict[str, Entry], opts: Options, comp: Compiled) -> dict[
     return {k: e for k, e in entries.items() if e.variant in names}
 
 
+# marks the facts JSON of a run, so that clearing a run's outputs never removes anything else
+RUN_SCHEMA = "tilegate.fingerprint-run/1"
+
+
+def clear_outputs(opts: Options) -> None:
+    """Remove the previous run's report and facts JSON: a run that then fails to judge must not
+    leave an earlier verdict where this one is looked for."""
+    if opts.report_path is not None:
+        Path(opts.report_path).unlink(missing_ok=True)
+    if opts.json_dir is not None:
+        for path in Path(opts.json_dir).glob("*.json"):
+            try:
+                ours = json.loads(path.read_text(encoding="utf-8")).get("schema") == RUN_SCHEMA
+            except (OSError, ValueError, AttributeError):
+                ours = False
+            if ours:
+                path.unlink(missing_ok=True)
+
+
+def cannot_judge(opts: Options, reason: str) -> GateResult:
+    """Exit 2: the previous run's outputs removed and a CANNOT JUDGE report in their place."""
+    clear_outputs(opts)
+    try:
+        version = triton_version()
+    except Exception:  # no Triton at all is one more reason it cannot judge
+        version = "(not importable)"
+    text = report_mod.render_cannot_judge(version, reason)
+    if opts.report_path is not None:
+        atomic_write_text(opts.report_path, text)
+    return GateResult(EXIT_CANNOT_JUDGE, text, RuleReport())
+
+
 def _write_outputs(opts: Options, comp: Compiled, text: str) -> None:
+    clear_outputs(opts)
     if opts.report_path is not None:
         atomic_write_text(opts.report_path, text)
     if opts.json_dir is not None:
@@ -172,6 +220,7 @@ def _write_outputs(opts: Options, comp: Compiled, text: str) -> None:
             atomic_write_json(
                 Path(opts.json_dir) / f"{t.arch}.json",
                 {
+                    "schema": RUN_SCHEMA,
                     "triton": triton_version(),
                     "arch": t.arch,
                     # the compiled TTGIR and ptxas report of each kernel: <cache_dir>/<cache_key>.ttgir / .ptxas.log
@@ -184,37 +233,52 @@ def _write_outputs(opts: Options, comp: Compiled, text: str) -> None:
             )
 
 
-def check(opts: Options) -> GateResult:
-    """Compare the kernels compiled now with the recorded fingerprints of this Triton version."""
-    version = triton_version()
-    ruleset = load_rules(opts.rules_path)
-    archs = list(opts.archs or ruleset.targets)
-    baselines: dict[str, dict[str, Entry]] = {}
+def _recorded(
+    opts: Options, version: str, archs: Sequence[str]
+) -> tuple[dict[str, FingerprintFile], list[str]]:
+    """The recorded files of Triton `version` for `archs`, and the paths of those missing."""
+    found: dict[str, FingerprintFile] = {}
     missing = []
     for arch in archs:
-        path = baseline_path(opts.baseline_dir, version, arch)
-        if not path.is_file():
+        path = fingerprint_path(opts.baseline_dir, version, arch)
+        if path.is_file():
+            found[arch] = load_fingerprints(path, triton=version, arch=arch)
+        else:
             missing.append(str(path))
-            continue
-        baselines[arch] = load_baseline(path, triton=version, arch=arch)
-    if missing:
-        others = sorted(
-            {v for a in archs for v, _ in other_versions(opts.baseline_dir, a, version)}
-        )
-        have = f" (recorded: Triton {', '.join(others)})" if others else ""
-        raise InputError(
-            f"no fingerprint for Triton {version}{have}: {', '.join(missing)} missing; run {RECORD_HINT} "
-            f"to record one, and review its diff"
-        )
-    comp = compile_suite(opts)
-    rules = check_rules(comp)
+    return found, missing
+
+
+def _recorded_versions(opts: Options, archs: Sequence[str], version: str) -> str:
+    others = sorted({v for a in archs for v, _ in other_versions(opts.baseline_dir, a, version)})
+    return f" (recorded: Triton {', '.join(others)})" if others else ""
+
+
+def _diff_against(files: dict[str, FingerprintFile], opts: Options, comp: Compiled) -> list[Change]:
     changes: list[Change] = []
     for t in comp.targets:
+        changes += diff_ptxas(t.arch, files[t.arch].ptxas, comp.ptxas[t.arch])
         changes += diff(
-            _selected(baselines[t.arch], opts, comp),
+            _selected(files[t.arch].entries, opts, comp),
             entries_of(comp, t.arch),
             comp.ruleset.allowances,
         )
+    return changes
+
+
+def check(opts: Options) -> GateResult:
+    """Compare the kernels compiled now with the recorded fingerprints of this Triton version."""
+    version = triton_version()
+    archs = list(opts.archs or load_rules(opts.rules_path).targets)
+    baselines, missing = _recorded(opts, version, archs)
+    if missing:
+        raise InputError(
+            f"no fingerprint for Triton {version}{_recorded_versions(opts, archs, version)}: "
+            f"{', '.join(missing)} missing; run {record_hint(version)} to record one, and "
+            f"review its diff"
+        )
+    comp = compile_suite(opts)
+    rules = check_rules(comp, version)
+    changes = _diff_against(baselines, opts, comp)
     failed = bool(rules.failures) or any(c.fails for c in changes)
     text = report_mod.render(
         mode="check",
@@ -222,62 +286,75 @@ def check(opts: Options) -> GateResult:
         comp=comp,
         rules=rules,
         changes=changes,
-        baseline_note={
-            t.arch: str(baseline_path(opts.baseline_dir, version, t.arch)) for t in comp.targets
-        },
+        baseline_note={t.arch: str(baselines[t.arch].path) for t in comp.targets},
         failed=failed,
     )
     _write_outputs(opts, comp, text)
     return GateResult(EXIT_FAIL if failed else EXIT_OK, text, rules, changes, comp)
 
 
+def _record_target(
+    opts: Options, comp: Compiled, t: Target, version: str
+) -> tuple[list[Change], str, Path]:
+    """Write Triton `version`'s file for target `t`; its diff, what it was diffed against, its path.
+
+    Against the previous file of this version, or, for a first recording, against the newest
+    older Triton version's file (what the upgrade changes), or the nearest newer one's, labelled
+    a downgrade. Entries outside a --variant selection are kept.
+    """
+    path = fingerprint_path(opts.baseline_dir, version, t.arch)
+    new = entries_of(comp, t.arch)
+    old: dict[str, Entry] = {}
+    old_ptxas = comp.ptxas[t.arch]
+    keep: dict[str, Entry] = {}
+    if path.is_file():
+        try:
+            stored = load_fingerprints(path, triton=version, arch=t.arch)
+            old, old_ptxas = stored.entries, stored.ptxas
+            note = str(path)
+        except InputError as err:
+            note = f"{path} (unreadable, replaced: {err})"
+        keep = {
+            k: e for k, e in old.items() if k not in new and k not in _selected(old, opts, comp)
+        }
+    else:
+        ref = reference_for(opts.baseline_dir, t.arch, version)
+        note = "nothing (first recording for this architecture)"
+        if ref is not None:
+            try:
+                stored = load_fingerprints(ref.path, triton=ref.triton, arch=t.arch)
+                old, old_ptxas = stored.entries, stored.ptxas
+                note = f"{ref.path} ({ref.describe(version)})"
+            except InputError as err:
+                note = f"{ref.path} (unreadable: {err})"
+    changes = diff_ptxas(t.arch, old_ptxas, comp.ptxas[t.arch])
+    changes += diff(_selected(old, opts, comp), new, comp.ruleset.allowances)
+    write_fingerprints(
+        path,
+        triton=version,
+        arch=t.arch,
+        target={"capability": list(t.capability), "num_sms": t.num_sms, "gpu": t.gpu},
+        profile=_profile_json(comp.profile),
+        ptxas=comp.ptxas[t.arch],
+        entries={**keep, **new},
+    )
+    return changes, note, path
+
+
 def record(opts: Options) -> GateResult:
     """Re-record this Triton version's fingerprints (atomically), printing the diff it makes.
 
-    Against the previous file of this version, or, for a first recording, against the newest
-    other Triton version's file (what the upgrade changed). Rules are checked on what is
-    recorded: a kernel that breaks one still fails (exit 1) after recording.
+    Rules are checked on what is recorded: a kernel that breaks one still fails (exit 1) after
+    recording.
     """
     version = triton_version()
     comp = compile_suite(opts)
-    rules = check_rules(comp)
+    rules = check_rules(comp, version)
     changes: list[Change] = []
     notes: dict[str, str] = {}
     for t in comp.targets:
-        path = baseline_path(opts.baseline_dir, version, t.arch)
-        new = entries_of(comp, t.arch)
-        old: dict[str, Entry] = {}
-        keep: dict[str, Entry] = {}
-        if path.is_file():
-            try:
-                old = load_baseline(path, triton=version, arch=t.arch)
-                notes[t.arch] = str(path)
-            except InputError as err:
-                notes[t.arch] = f"{path} (unreadable, replaced: {err})"
-            keep = {
-                k: e for k, e in old.items() if k not in new and k not in _selected(old, opts, comp)
-            }
-        else:
-            prev = other_versions(opts.baseline_dir, t.arch, version)
-            if prev:
-                pv, pp = prev[0]
-                try:
-                    old = load_baseline(pp, triton=pv, arch=t.arch)
-                    notes[t.arch] = f"{pp} (Triton {pv}: what the upgrade changes)"
-                except InputError as err:
-                    notes[t.arch] = f"{pp} (unreadable: {err})"
-            else:
-                notes[t.arch] = "nothing (first recording for this architecture)"
-        changes += diff(_selected(old, opts, comp), new, comp.ruleset.allowances)
-        write_baseline(
-            path,
-            triton=version,
-            arch=t.arch,
-            target={"capability": list(t.capability), "num_sms": t.num_sms, "gpu": t.gpu},
-            profile=_profile_json(comp.profile),
-            ptxas=_ptxas_version(t),
-            entries={**keep, **new},
-        )
+        arch_changes, notes[t.arch], _ = _record_target(opts, comp, t, version)
+        changes += arch_changes
     failed = bool(rules.failures)
     text = report_mod.render(
         mode="record",
@@ -287,6 +364,52 @@ def record(opts: Options) -> GateResult:
         changes=changes,
         baseline_note=notes,
         failed=failed,
+    )
+    _write_outputs(opts, comp, text)
+    return GateResult(EXIT_FAIL if failed else EXIT_OK, text, rules, changes, comp)
+
+
+def upgrade(opts: Options, from_version: str, *, record_too: bool = False) -> GateResult:
+    """What moving from Triton `from_version` (its recording) to the Triton installed here changes.
+
+    Compiles the kernels now and diffs them against `from_version`'s recorded fingerprints;
+    writes nothing under the baseline directory unless `record_too` (then this Triton's files
+    are recorded as `record` would). Exit 1 when a pipelining fact changed (anything but the
+    registers, see store.ALLOCATION_FIELDS) or a rule is broken under this Triton; 0 otherwise:
+    register moves are reported, never failed (docs/fingerprint.md says why).
+    """
+    version = triton_version()
+    if from_version == version:
+        raise InputError(
+            f"Triton {version} is the one installed here: an upgrade report compares it with "
+            f"another version's recording; install the new Triton (`nox -s upgrade -- X.Y.Z`)"
+        )
+    archs = list(opts.archs or load_rules(opts.rules_path).targets)
+    old, missing = _recorded(opts, from_version, archs)
+    if missing:
+        raise InputError(
+            f"no recording of Triton {from_version} to compare with"
+            f"{_recorded_versions(opts, archs, from_version)}: {', '.join(missing)} missing; "
+            f"record it with {record_hint(from_version)}"
+        )
+    comp = compile_suite(opts)
+    rules = check_rules(comp, version)
+    changes = _diff_against(old, opts, comp)
+    recorded = (
+        [str(_record_target(opts, comp, t, version)[2]) for t in comp.targets] if record_too else []
+    )
+    failed = bool(rules.failures) or any(is_pipelining(c) for c in changes)
+    text = report_mod.render_upgrade(
+        old=from_version,
+        new=version,
+        comp=comp,
+        rules=rules,
+        changes=changes,
+        compared_with={a: str(f.path) for a, f in old.items()},
+        old_ptxas={a: f.ptxas for a, f in old.items()},
+        recorded=recorded,
+        outputs=f"{opts.json_dir}/<arch>.json" if opts.json_dir else "not kept",
+        allowances=comp.ruleset.allowances,
     )
     _write_outputs(opts, comp, text)
     return GateResult(EXIT_FAIL if failed else EXIT_OK, text, rules, changes, comp)

@@ -9,15 +9,14 @@ exception that no longer matches a violation is reported as stale, so it gets re
 File format (JSON, validated on load; a bad file is an InputError, exit 2)::
 
     {"schema": "tilegate.fingerprint-rules/1",
-     "targets": {"sm_90": {"capability": [9, 0], "num_sms": 132, "gpu": "...",
-                           "smem_limit_bytes": 232448}, ...},
+     "targets": {"sm_90": {"capability": [9, 0], "num_sms": 132, "gpu": "..."}, ...},
      "allowances": {"registers": 8},
      "rules": [{"id": "...", "message": "... {label} {field} {actual} {expected} {detail} ...",
                 "applies_to": {<selector>},
                 "checks": [{"label": "B", "field": "b_multi_buffered", "op": "==", "value": true,
                             "detail": "b_load"}]}],
      "exceptions": [{"name": "...", "rule": "...", "labels": ["B"], "reason": "...",
-                     "applies_to": {<selector>}}]}
+                     "triton": ">=3.6,<3.10", "applies_to": {<selector>}}]}
 
 Selector keys (all optional, all must hold): variants, layouts, dtypes, archs (lists of names,
 shell-style wildcards allowed), xtile (bool: a cross-tile variant), pipelined (bool: the plan
@@ -25,6 +24,11 @@ asks for num_stages >= 2), mma (list: "wgmma", "mma_v2", ...), ws_requested (boo
 asks for warp specialization, i.e. its TTGIR carries `tt.warp_specialize` or a
 `ttg.warp_specialize` op), warp_specialized (bool: Triton did warp-specialize it). The last two
 read the kernel's facts of the same names.
+
+An exception's optional `triton` is a version range (a PEP 440 specifier, e.g. ">=3.6,<3.10"):
+a known violation is known for the Triton versions it was seen with. Under a Triton outside the
+range the exception does not apply (what it would excuse fails, and the report says why), so
+a new Triton's behaviour is looked at before the range is widened.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
 
 from tilegate.errors import InputError
 from tilegate.fileio import read_json
@@ -81,6 +88,16 @@ class Exception_:
     reason: str
     applies_to: Mapping[str, Any]
     labels: tuple[str, ...] = ()  # empty: every check of the rule
+    triton: str | None = None  # the Triton versions it is known for (validated); None: every one
+
+    def covers(self, triton: str) -> bool:
+        """Whether the exception applies under Triton `triton` (its version range holds it)."""
+        if self.triton is None:
+            return True
+        try:
+            return SpecifierSet(self.triton).contains(Version(triton), prereleases=True)
+        except InvalidVersion:
+            return False
 
 
 @dataclass(frozen=True)
@@ -88,7 +105,6 @@ class RuleSet:
     path: Path
     targets: Mapping[str, Target]
     allowances: Mapping[str, int]
-    smem_limits: Mapping[str, int]
     rules: tuple[Rule, ...]
     exceptions: tuple[Exception_, ...]
 
@@ -124,6 +140,8 @@ class RuleReport:
     findings: list[Finding] = field(default_factory=list)
     checks_run: int = 0
     stale_exceptions: list[str] = field(default_factory=list)
+    # exceptions that would excuse a finding but whose Triton range leaves this version out
+    out_of_range: list[str] = field(default_factory=list)
 
     @property
     def failures(self) -> list[Finding]:
@@ -169,6 +187,21 @@ def _str(path: Path, where: str, obj: Mapping[str, Any], key: str) -> str:
     return v
 
 
+def _triton_range(path: Path, where: str, e: Mapping[str, Any]) -> str | None:
+    if "triton" not in e:
+        return None
+    raw = e["triton"]
+    try:
+        if not isinstance(raw, str) or not raw.strip():
+            raise InvalidSpecifier(str(raw))
+        SpecifierSet(raw)
+    except InvalidSpecifier:
+        raise _err(
+            path, where, f"triton must be a version range such as '>=3.6,<3.10', not {raw!r}"
+        ) from None
+    return raw
+
+
 def load_rules(path: str | Path = DEFAULT_RULES) -> RuleSet:
     """Read and validate the rules file."""
     p = Path(path)
@@ -176,7 +209,6 @@ def load_rules(path: str | Path = DEFAULT_RULES) -> RuleSet:
     if not isinstance(data, dict) or data.get("schema") != RULES_SCHEMA:
         raise _err(p, "top level", f"schema must be {RULES_SCHEMA!r}")
     targets: dict[str, Target] = {}
-    limits: dict[str, int] = {}
     for arch, t in (data.get("targets") or {}).items():
         where = f"targets.{arch}"
         if not isinstance(t, dict):
@@ -188,8 +220,6 @@ def load_rules(path: str | Path = DEFAULT_RULES) -> RuleSet:
         if not isinstance(sms, int) or sms < 1:
             raise _err(p, where, "num_sms must be a positive integer")
         targets[arch] = Target(arch, (cap[0], cap[1]), sms, _str(p, where, t, "gpu"))
-        if isinstance(t.get("smem_limit_bytes"), int):
-            limits[arch] = t["smem_limit_bytes"]
     if not targets:
         raise _err(p, "targets", "at least one target architecture is needed")
     allowances = data.get("allowances") or {}
@@ -255,9 +285,10 @@ def load_rules(path: str | Path = DEFAULT_RULES) -> RuleSet:
                 _str(p, where, e, "reason"),
                 _selector(p, where, e.get("applies_to")),
                 tuple(labels),
+                _triton_range(p, where, e),
             )
         )
-    return RuleSet(p, targets, dict(allowances), limits, tuple(rules), tuple(exceptions))
+    return RuleSet(p, targets, dict(allowances), tuple(rules), tuple(exceptions))
 
 
 def selects(sel: Mapping[str, Any], s: Subject) -> bool:
@@ -284,10 +315,12 @@ class _Fmt(dict):  # str.format_map that leaves unknown placeholders visible
         return "{" + key + "}"
 
 
-def evaluate(ruleset: RuleSet, subjects: Sequence[Subject]) -> RuleReport:
-    """Check every rule on every kernel it applies to; attach the matching exceptions."""
+def evaluate(ruleset: RuleSet, subjects: Sequence[Subject], *, triton: str) -> RuleReport:
+    """Check every rule on every kernel it applies to (compiled by Triton `triton`); attach the
+    matching exceptions whose version range holds `triton`."""
     report = RuleReport()
     used: set[tuple[str, str]] = set()
+    outside: set[tuple[str, str]] = set()
     for s in subjects:
         for rule in ruleset.rules:
             if not selects(rule.applies_to, s):
@@ -314,12 +347,23 @@ def evaluate(ruleset: RuleSet, subjects: Sequence[Subject]) -> RuleReport:
                         and (not e.labels or c.label in e.labels)
                         and selects(e.applies_to, s)
                     ):
+                        if not e.covers(triton):
+                            outside.add((e.name, e.rule))
+                            continue
                         finding.exception, finding.reason = e.name, e.reason
                         used.add((e.name, e.rule))
                         break
                 report.findings.append(finding)
-    # stale: an exception that selects some evaluated kernel but excused nothing
     for e in ruleset.exceptions:
-        if (e.name, e.rule) not in used and any(selects(e.applies_to, s) for s in subjects):
+        if (e.name, e.rule) in outside and (e.name, e.rule) not in used:
+            report.out_of_range.append(
+                f"{e.name} ({e.rule}) is known for Triton {e.triton}, not {triton}"
+            )
+        # stale: an exception in range that selects some evaluated kernel but excused nothing
+        elif (
+            (e.name, e.rule) not in used
+            and e.covers(triton)
+            and any(selects(e.applies_to, s) for s in subjects)
+        ):
             report.stale_exceptions.append(f"{e.name} ({e.rule})")
     return report

@@ -3,7 +3,7 @@
 One file per (Triton version, architecture): a Triton upgrade is a new directory, recorded on
 purpose, never a silent pass. Schema (validated on load; a bad file is an InputError, exit 2)::
 
-    {"schema": "tilegate.fingerprint/1", "triton": "3.6.0", "arch": "sm_90",
+    {"schema": "tilegate.fingerprint/1", "triton": "3.6.0", "arch": "sm_90", "ptxas": "12.8.93",
      "target": {"capability": [9, 0], "num_sms": 132, "gpu": "..."},
      "profile": {"name": "default", "m": 16384, "n": 16384, "ks": [...], ...},
      "kernels": {"xtile_persistent-fp16-nn-sm90": {
@@ -13,7 +13,8 @@ purpose, never a silent pass. Schema (validated on load; a bad file is an InputE
 
 Comparison (see docs/fingerprint.md for why): every fact and the launch configuration must be
 equal, except `registers`, which may move by the rules file's allowance. Each difference is
-labelled worse / better / changed and carries a sentence on why it matters.
+labelled worse / better / changed and carries a sentence on why it matters. The ptxas version
+(Triton bundles its own; registers and spills come from it) is compared too, for information.
 """
 
 from __future__ import annotations
@@ -31,7 +32,17 @@ from .compile import FACT_KEYS
 
 SCHEMA = "tilegate.fingerprint/1"
 DEFAULT_DIR = Path("baselines") / "fingerprints"
-RECORD_HINT = "nox -s fingerprint_rebaseline (or: python -m tilegate.fingerprint --record)"
+
+
+def record_hint(triton: str) -> str:
+    """The command that records the fingerprints of Triton `triton` (any version: the session
+    builds a virtualenv with it), and the one for an environment that already has it."""
+    return (
+        f"`nox -s fingerprint_rebaseline -- --triton {triton}` (or, where Triton {triton} is "
+        f"installed: `python -m tilegate.fingerprint --record`)"
+    )
+
+
 _CONFIG_KEYS = ("num_warps", "num_stages", "constexprs", "signature")
 
 
@@ -58,11 +69,23 @@ class Entry:
         }
 
 
-def baseline_path(base_dir: Path, triton: str, arch: str) -> Path:
+@dataclass(frozen=True)
+class FingerprintFile:
+    """One stored fingerprint file: the kernels of one (Triton version, architecture)."""
+
+    path: Path
+    triton: str
+    arch: str
+    ptxas: str  # the version of the ptxas that assembled them, e.g. "12.8.93"
+    entries: dict[str, Entry]
+
+
+def fingerprint_path(base_dir: Path, triton: str, arch: str) -> Path:
     return Path(base_dir) / f"triton-{triton}" / f"{arch}.json"
 
 
-def _version_key(v: str) -> tuple[int, ...]:
+def version_key(v: str) -> tuple[int, ...]:
+    """Numeric order of Triton versions ("3.10.0" after "3.9.0")."""
     return tuple(int(x) for x in re.findall(r"\d+", v))
 
 
@@ -73,18 +96,46 @@ def other_versions(base_dir: Path, arch: str, exclude: str) -> list[tuple[str, P
         v = d.name.removeprefix("triton-")
         if v != exclude and (d / f"{arch}.json").is_file():
             out.append((v, d / f"{arch}.json"))
-    return sorted(out, key=lambda x: _version_key(x[0]), reverse=True)
+    return sorted(out, key=lambda x: version_key(x[0]), reverse=True)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The recording a first recording of a Triton version is compared with."""
+
+    triton: str
+    path: Path
+    upgrade: bool  # True: an older version (the upgrade's "from"); False: a newer one
+
+    def describe(self, version: str) -> str:
+        if self.upgrade:
+            return f"Triton {self.triton} -> {version}: what the upgrade changes"
+        return f"Triton {self.triton} -> {version} is a downgrade: what going back changes"
+
+
+def reference_for(base_dir: Path, arch: str, version: str) -> Reference | None:
+    """The newest recorded version older than `version` (the upgrade's "from"); failing that,
+    the oldest newer one (then the change is a downgrade); None if `arch` has no other."""
+    others = other_versions(base_dir, arch, version)  # newest first
+    older = [(v, p) for v, p in others if version_key(v) < version_key(version)]
+    if older:
+        return Reference(*older[0], upgrade=True)
+    if others:
+        return Reference(*others[-1], upgrade=False)
+    return None
 
 
 def _bad(path: Path, where: str, what: str) -> InputError:
+    version = Path(path).parent.name.removeprefix("triton-")  # the directory names the version
     return InputError(
-        f"fingerprint file {path}: {where}: {what}; restore it from git or re-record it with {RECORD_HINT}"
+        f"fingerprint file {path}: {where}: {what}; restore it from git or re-record it with "
+        f"{record_hint(version)}"
     )
 
 
-def load_baseline(
+def load_fingerprints(
     path: Path, *, triton: str | None = None, arch: str | None = None
-) -> dict[str, Entry]:
+) -> FingerprintFile:
     """Read and validate one fingerprint file."""
     data = read_json(path, "fingerprint file")
     if not isinstance(data, dict):
@@ -99,6 +150,9 @@ def load_baseline(
         )
     if arch is not None and data.get("arch") != arch:
         raise _bad(path, "arch", f"file says {data.get('arch')!r}, expected {arch!r}")
+    for key in ("triton", "arch", "ptxas"):
+        if not isinstance(data.get(key), str):
+            raise _bad(path, key, "must be a string")
     kernels = data.get("kernels")
     if not isinstance(kernels, dict):
         raise _bad(path, "kernels", "must be an object of kernel id -> fingerprint")
@@ -122,10 +176,10 @@ def load_baseline(
         if not (isinstance(ks, list) and all(isinstance(k, int) for k in ks)):
             raise _bad(path, where, "'ks' must be a list of integers")
         out[kid] = Entry(kid, e["variant"], e["dtype"], e["layout"], tuple(ks), config, facts)
-    return out
+    return FingerprintFile(Path(path), data["triton"], data["arch"], data["ptxas"], out)
 
 
-def write_baseline(
+def write_fingerprints(
     path: Path,
     *,
     triton: str,
@@ -263,6 +317,12 @@ FIELD_INFO: dict[str, tuple[str | None, str]] = {
 }
 
 
+# What ptxas allocates, not the pipeline: registers and the stack frame move with every ptxas
+# (so an upgrade report never fails on them; a check still does, beyond the allowance).
+# Every other fact and the launch config is a pipelining fact (docs/fingerprint.md).
+ALLOCATION_FIELDS = frozenset({"registers", "stack_bytes"})
+
+
 @dataclass(frozen=True)
 class Change:
     kernel: str
@@ -275,6 +335,11 @@ class Change:
     @property
     def fails(self) -> bool:
         return self.verdict not in ("within allowance", "info")
+
+
+def is_pipelining(change: Change) -> bool:
+    """A change of the kernel's pipeline (not of its register allocation, not information)."""
+    return change.field not in ALLOCATION_FIELDS and change.verdict != "info"
 
 
 def _direction(fld: str, old: Any, new: Any) -> str:
@@ -300,6 +365,23 @@ def _fmt_dict_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[st
         ", ".join(f"{k}={old.get(k)}" for k in diff),
         ", ".join(f"{k}={new.get(k)}" for k in diff),
     )
+
+
+def diff_ptxas(arch: str, old: str, new: str) -> list[Change]:
+    """The assembler's version, if it changed: information (its effects show in the facts)."""
+    if old == new:
+        return []
+    return [
+        Change(
+            f"(every {arch} kernel)",
+            "ptxas",
+            old,
+            new,
+            "info",
+            "the assembler changed (Triton bundles its own ptxas; Triton 3.9 assembles sm_90 with "
+            "its ptxas-blackwell): registers, spills and stack come from it",
+        )
+    ]
 
 
 def diff(

@@ -12,6 +12,7 @@ case would gain a `@K<first K of the group>` suffix and the report would show th
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -139,6 +140,10 @@ def collect(
                         ks = tuple(k for k, _, _ in members)
                         cid = base if len(groups) == 1 else f"{base}@K{ks[0]}"
                         _, launch, spec = members[-1]
+                        # what Triton warned while specializing any K of the group
+                        spec = dataclasses.replace(
+                            spec, warned=tuple(w for _, _, sp in members for w in sp.warned)
+                        )
                         cases.append(
                             KernelCase(
                                 cid,
