@@ -15,19 +15,24 @@
 #                    10 programs fewer (16384 tiles over 254 instead of 264 programs: 65 instead of
 #                    63 tiles for the busiest program, ~+3 %); the change is reverted afterwards
 #   groupm           pointer sm_90 GROUP_M 8 -> 1 (kernels/configs.py): `nox -s perf` against the
-#                    stored baseline, then `nox -s perf -- --ab HEAD --profile default`; reverted
+#                    stored baseline (quick); reverted
+#   groupmab         the same change, `nox -s perf -- --ab HEAD --profile default`; reverted
 #   abdefault        `nox -s perf -- --ab HEAD --profile default` (A/A, the default profile's time)
 #   rebaseline       `nox -s rebaseline -- --profile default --repeats 3` (writes baselines/)
-# Environment: NOX="python3 -m nox" (how to call nox), EXTRA="..." (extra posargs for every step).
+#   wscheck          `nox -s perf -- --report-only` on the reference, TMA cross-tile and warp-specialized
+#                    variants: do they compile and compute right here?
+# Environment: NOX="python3 -m nox" (how to call nox), EXTRA="..." (extra posargs for every step),
+# DETECT_EXTRA="..." (extra posargs of the detect runs), AA_SEED="a.json b.json" (A/A results of
+# earlier calls that the noise step pools with this call's).
 set -uo pipefail
 out=${1:?usage: tools/gpu-proof.sh OUTDIR STEP...}
 shift
 mkdir -p "$out"
-summary="$out/proof-summary.txt"
+summary=${SUMMARY:-$out/proof-summary.txt}
 touch "$summary"
 export PYTHONUNBUFFERED=1
 nox=${NOX:-python3 -m nox}
-aa_runs=()
+read -r -a aa_runs <<< "${AA_SEED:-}"
 
 step() {  # step NAME NOX-ARGS...: run nox, record exit code, wall time and the gate's summary
   local name=$1; shift
@@ -46,7 +51,11 @@ step() {  # step NAME NOX-ARGS...: run nox, record exit code, wall time and the 
   return 0
 }
 
-revert() { git checkout -q -- kernels/; }
+# The steps that change kernels/ put it back from this copy (not from git: the checkout's index
+# need not hold the tree being measured).
+pristine=$(mktemp -d)
+cp -r kernels "$pristine/"
+revert() { rm -rf kernels && cp -r "$pristine/kernels" kernels; }
 trap revert EXIT
 
 for spec in "$@"; do
@@ -70,7 +79,6 @@ for spec in "$@"; do
       PYTHONPATH=. python3 -m tilegate ab-noise "${aa_runs[@]}" 2>&1 | tail -n 30 | tee -a "$summary"
       cp baselines/*.ab.json "$out/" 2>/dev/null ;;
     detect)
-      sed -i 's/    programs = min(cfg.programs_per_sm \* num_sms, num_tiles)\n    transposed/X/' kernels/tma.py
       python3 - <<'EOF'
 from pathlib import Path
 p = Path("kernels/tma.py"); s = p.read_text()
@@ -79,9 +87,9 @@ assert old in s, "kernels/tma.py changed: update the detect step"
 s = s.replace(old, "    programs = min(cfg.programs_per_sm * num_sms - (10 if flatten else 0), num_tiles)\n    transposed")
 p.write_text(s)
 EOF
-      for i in $(seq 1 "$n"); do step "detect-$i" -s perf -- --ab HEAD --no-plots ${EXTRA:-}; done
+      for i in $(seq 1 "$n"); do step "detect-$i" -s perf -- --ab HEAD --no-plots ${DETECT_EXTRA:-} ${EXTRA:-}; done
       revert ;;
-    groupm)
+    groupm|groupmab)
       python3 - <<'EOF'
 from pathlib import Path
 p = Path("kernels/configs.py"); s = p.read_text()
@@ -89,9 +97,18 @@ old = '("pointer", "sm_90"): Config(128, 256, 64, 8,'
 assert old in s, "kernels/configs.py changed: update the groupm step"
 p.write_text(s.replace(old, '("pointer", "sm_90"): Config(128, 256, 64, 1,'))
 EOF
-      step groupm-stored -s perf -- --profile quick ${EXTRA:-}
-      step groupm-ab -s perf -- --ab HEAD --profile default --no-plots ${EXTRA:-}
+      if [ "$what" = groupm ]; then
+        step groupm-stored -s perf -- --profile quick ${EXTRA:-}
+      else
+        step groupm-ab -s perf -- --ab HEAD --profile default --no-plots ${EXTRA:-}
+      fi
       revert ;;
+    wscheck)
+      step wscheck -s perf -- --report-only --perf-variants torch,tma_xtile_persistent,tma_ws_persistent
+      if ! grep -q "^wscheck *exit 0" "$summary"; then  # keep the other steps measurable
+        EXTRA="--perf-variants torch,tiled,grouped,persistent,swizzle_persistent,xtile_persistent,tma_swizzle_persistent,tma_xtile_persistent ${EXTRA:-}"
+        echo "wscheck failed: the warp-specialized variants are left out of the next steps" | tee -a "$summary"
+      fi ;;
     abdefault) step abdefault -s perf -- --ab HEAD --profile default --no-plots ${EXTRA:-} ;;
     rebaseline)
       step rebaseline -s rebaseline -- --profile default --repeats 3 ${EXTRA:-}
