@@ -191,6 +191,7 @@ def write_history(
     triton_change_at: int | None = None,
     rounds: int | None = 200,
     salt: str = "",
+    stats_data: bool = False,
 ) -> list[Path]:
     """n synthetic runs (commits 0..n-1) written to directory/synthetic-run-NNN.json.
 
@@ -210,9 +211,44 @@ def write_history(
             else None
         )
         data = make_run(
-            i, rng, rows=rows, rounds=rounds, factors=factors, software=software, salt=salt
+            i,
+            rng,
+            rows=rows,
+            rounds=rounds,
+            factors=factors,
+            software=software,
+            salt=salt,
+            stats_data=stats_data,
         )
         path = directory / f"synthetic-run-{i:03d}.json"
         path.write_text(json.dumps(data))
         paths.append(path)
     return paths
+
+
+STEPPED = (
+    "xtile_persistent-fp16-nt-K128",  # the cross-tile case the project is about
+    "tma_xtile_persistent-fp16-nn-K4096",  # the noisiest row of the baseline (IQR 7 %)
+    "tiled-fp16-nn-K512",
+)
+STEP_AT = 37
+
+
+def build_store(directory: Path, *, step: bool, seed: int, salt: str) -> tuple[Path, list[Path]]:
+    """A 60-commit synthetic history in a store (verdicts from the real baseline): with a +3 %
+    step of STEPPED at commit STEP_AT, where Triton also changes to 3.9.0, or an A/A history."""
+    from tilegate.history.cli import main
+
+    paths = write_history(
+        directory / "runs",
+        60,
+        seed=seed,
+        step_at=STEP_AT if step else None,
+        stepped=STEPPED if step else (),
+        triton_change_at=STEP_AT if step else None,
+        salt=salt,
+    )
+    store = directory / "history.duckdb"
+    code = main(["import", str(directory / "runs"), "--store", str(store), "--baselines", str(ROOT / "baselines")])
+    assert code == 0
+    return store, paths

@@ -59,9 +59,14 @@ def _add(paths: Sequence[Path], args: argparse.Namespace) -> int:
         result = store.add(runs, skip_existing=args.skip_existing)
         total_runs, _ = store.count()
     judged = {str(r.path): bool(j) for r, j in runs}
-    for stored in result.added:
+    many = len(result.added) > 10  # a backfill: one line, not one per run
+    for stored in [] if many else result.added:
         how = "with verdicts" if judged.get(stored.source or "") else "no verdicts"
         print(f"added run {stored.run_id}: {stored.identity}, from {stored.source} ({how})")
+    if many:
+        ids = [s.run_id for s in result.added]
+        with_verdicts = sum(judged.get(s.source or "", False) for s in result.added)
+        print(f"added runs {ids[0]}..{ids[-1]} ({with_verdicts} with verdicts)")
     for identity in result.skipped:
         print(f"skipped (already stored): {identity}")
     print(f"{args.store}: {len(result.added)} run(s) added, {total_runs} in the store")
@@ -73,11 +78,11 @@ def _cmd_add(args: argparse.Namespace) -> int:
 
 
 def _is_results(path: Path) -> bool:
-    """Whether a JSON file looks like a tilegate results file (then it must load, or exit 2)."""
-    try:
-        data: Any = read_json(path, "file", allow_nan=True)
-    except InputError:
-        return False
+    """Whether a JSON file is a tilegate results file (then it must load, or exit 2).
+
+    A file that is not valid JSON is an error, not a skip: it may be a results file cut short.
+    """
+    data: Any = read_json(path, "file under the import directory", allow_nan=True)
     mi = data.get("machine_info") if isinstance(data, dict) else None
     return (
         isinstance(data, dict)

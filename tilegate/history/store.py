@@ -6,7 +6,7 @@ Schema version 1 (docs/history.md has the column meanings)::
     runs(run_id PRIMARY KEY, gpu, gpu_name, commit, datetime, measured_at, profile, mode, dirty,
          triton, torch, python, driver, cuda, harness_version, M, N, throttled, source, added_at,
          UNIQUE (gpu, commit, datetime, profile))
-    cases(run_id REFERENCES runs, case_id, position, variant, dtype, layout, K, twin, n_samples,
+    cases(run_id -> runs, case_id, position, variant, dtype, layout, K, twin, n_samples,
           median_s, q1_s, q3_s, ratio_to_torch, ratio_to_twin, code_hash,
           verdict, tolerance, base_median_s, base_ratio_to_torch, PRIMARY KEY (run_id, case_id))
 
@@ -44,6 +44,9 @@ SCHEMA_VERSION = 1
 DEFAULT_STORE = Path(".perf/history.duckdb")
 DEFAULT_LOCK_TIMEOUT_S = 120.0
 
+# cases.run_id refers to runs.run_id. It is not declared as a FOREIGN KEY: DuckDB refuses to
+# delete referenced rows in the transaction that deletes their references, and `prune` must
+# remove both in one transaction. Only `add` and `prune` write, and both keep the two in step.
 _SCHEMA = """
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
 CREATE SEQUENCE run_ids START 1;
@@ -71,7 +74,7 @@ CREATE TABLE runs (
     UNIQUE (gpu, commit, datetime, profile)
 );
 CREATE TABLE cases (
-    run_id INTEGER NOT NULL REFERENCES runs (run_id),
+    run_id INTEGER NOT NULL,
     case_id VARCHAR NOT NULL,
     position INTEGER NOT NULL,
     variant VARCHAR NOT NULL,
