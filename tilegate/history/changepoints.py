@@ -117,30 +117,38 @@ def detect(values: Sequence[float] | np.ndarray, method: Method = DEFAULT_METHOD
     pen = method.penalty * sigma**2 * math.log(n)
     algo = ruptures.KernelCPD(kernel="linear", min_size=method.min_size, jump=1)
     cuts = [int(b) for b in algo.fit(y.reshape(-1, 1)).predict(pen=pen)[:-1]]
-    while cuts:
-        bounds = [0, *cuts, n]
-        tests = [
-            _test(y, bounds[i], bounds[i + 1], bounds[i + 2], method.min_size)
-            for i in range(len(cuts))
-        ]
+
+    def test(i: int) -> tuple[float, float]:
+        lo = cuts[i - 1] if i > 0 else 0
+        hi = cuts[i + 1] if i + 1 < len(cuts) else n
+        return _test(y, lo, cuts[i], hi, method.min_size)
+
+    tests = [test(i) for i in range(len(cuts))]
+    while True:
         weak = [
             (p, -abs(size), i)
             for i, (p, size) in enumerate(tests)
             if p > method.alpha or abs(size) < method.min_effect
         ]
         if not weak:
-            return [
-                Step(
-                    cut,
-                    float(np.exp(np.median(y[bounds[i] : cut]))),
-                    float(np.exp(np.median(y[cut : bounds[i + 2]]))),
-                    size,
-                    p,
-                )
-                for i, (cut, (p, size)) in enumerate(zip(cuts, tests, strict=True))
-            ]
-        del cuts[max(weak)[2]]
-    return []
+            break
+        # drop the weakest; only its two neighbours' segments change, so only they are re-tested
+        worst = max(weak)[2]
+        del cuts[worst], tests[worst]
+        for i in (worst - 1, worst):
+            if 0 <= i < len(cuts):
+                tests[i] = test(i)
+    bounds = [0, *cuts, n]
+    return [
+        Step(
+            cut,
+            float(np.exp(np.median(y[bounds[i] : cut]))),
+            float(np.exp(np.median(y[cut : bounds[i + 2]]))),
+            size,
+            p,
+        )
+        for i, (cut, (p, size)) in enumerate(zip(cuts, tests, strict=True))
+    ]
 
 
 def series(store: Store, gpu: str) -> tuple[list[StoredRun], list[Series]]:
