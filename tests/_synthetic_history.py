@@ -185,9 +185,7 @@ def write_history(
     n: int = 60,
     *,
     seed: int = 0,
-    step_at: int | None = None,
-    step: float = 1.03,
-    stepped: Iterable[str] = (),
+    steps: Iterable[tuple[int, Mapping[str, float]]] = (),
     triton_change_at: int | None = None,
     rounds: int | None = 200,
     salt: str = "",
@@ -195,16 +193,21 @@ def write_history(
 ) -> list[Path]:
     """n synthetic runs (commits 0..n-1) written to directory/synthetic-run-NNN.json.
 
-    From commit `step_at` on, the cases in `stepped` are `step` times slower; from commit
-    `triton_change_at` on, the runs say Triton 3.9.0 (their times unchanged).
+    Each (commit, {case: factor}) in `steps` makes those cases `factor` times slower from that
+    commit on (factors of several steps multiply); from commit `triton_change_at` on, the runs
+    say Triton 3.9.0.
     """
     directory.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     rows = real_rows()
-    stepped = set(stepped)
+    steps = list(steps)
     paths = []
     for i in range(n):
-        factors = {k: step for k in stepped} if step_at is not None and i >= step_at else {}
+        factors: dict[str, float] = {}
+        for at, by_case in steps:
+            if i >= at:
+                for key, f in by_case.items():
+                    factors[key] = factors.get(key, 1.0) * f
         software = (
             dict(SOFTWARE, triton="3.9.0")
             if triton_change_at is not None and i >= triton_change_at
@@ -243,12 +246,20 @@ def build_store(directory: Path, *, step: bool, seed: int, salt: str) -> tuple[P
         directory / "runs",
         60,
         seed=seed,
-        step_at=STEP_AT if step else None,
-        stepped=STEPPED if step else (),
+        steps=[(STEP_AT, dict.fromkeys(STEPPED, 1.03))] if step else (),
         triton_change_at=STEP_AT if step else None,
         salt=salt,
     )
     store = directory / "history.duckdb"
-    code = main(["import", str(directory / "runs"), "--store", str(store), "--baselines", str(ROOT / "baselines")])
+    code = main(
+        [
+            "import",
+            str(directory / "runs"),
+            "--store",
+            str(store),
+            "--baselines",
+            str(ROOT / "baselines"),
+        ]
+    )
     assert code == 0
     return store, paths

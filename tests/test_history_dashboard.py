@@ -80,7 +80,8 @@ def test_the_page_data_holds_the_series_change_points_and_crossovers(
     # the crossover per run is the gate's (tilegate.verdict.Family.crossover)
     for fam in gpu["families"]:
         rt = {
-            K: cases[f"{fam['faster']}-{fam['dtype']}-{fam['layout']}-K{K}"]["rt"] for K in fam["Ks"]
+            K: cases[f"{fam['faster']}-{fam['dtype']}-{fam['layout']}-K{K}"]["rt"]
+            for K in fam["Ks"]
         }
         for i in (0, 30, 59):
             want = Family.crossover({K: rt[K][i] for K in fam["Ks"]})
@@ -136,7 +137,9 @@ def _browser() -> str:
     return found
 
 
-def _chromium(page: Path, fragment: str, tmp: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def _chromium(
+    page: Path, fragment: str, tmp: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
     profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
     return subprocess.run(
         [

@@ -26,8 +26,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import ruptures
-from scipy.stats import mannwhitneyu
 
 from tilegate.errors import InputError
 from tilegate.history.store import Store, StoredRun
@@ -95,6 +93,8 @@ def _sigma(y: np.ndarray, floor: float) -> float:
 
 def _test(y: np.ndarray, lo: int, cut: int, hi: int, min_size: int) -> tuple[float, float]:
     """(p-value adjusted for the scan, relative size) of the change at `cut` between segments [lo, cut) and [cut, hi)."""
+    from scipy.stats import mannwhitneyu
+
     left, right = y[lo:cut], y[cut:hi]
     size = math.expm1(float(np.median(right) - np.median(left)))
     if np.ptp(y[lo:hi]) == 0:
@@ -112,6 +112,10 @@ def detect(values: Sequence[float] | np.ndarray, method: Method = DEFAULT_METHOD
     n = len(x)
     if n < 2 * method.min_size:
         return []
+    # imported here: ruptures and scipy.stats take ~1 s to import, which `history add` (that
+    # looks for no change point) should not pay
+    import ruptures
+
     y = np.log(x)
     sigma = _sigma(y, method.sigma_floor)
     pen = method.penalty * sigma**2 * math.log(n)
