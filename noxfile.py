@@ -287,6 +287,14 @@ def _session_python(session: nox.Session, *args: str) -> int:
     ).returncode
 
 
+@nox.session(default=False)
+def dashboard(session: nox.Session) -> None:
+    """Write the history page .perf/dashboard.html from .perf/history.duckdb (args: `history dashboard`'s)."""
+    _install_group(session, "history")
+    code = _session_python(session, "-m", "tilegate", "history", "dashboard", *session.posargs)
+    _exit(session, code, f"dashboard: exit {code}; page: {PERF / 'dashboard.html'}")
+
+
 @nox.session
 def fingerprint(session: nox.Session) -> None:
     """Compile every Triton variant for sm_90 and sm_120 (no GPU) and gate its pipelining facts."""
