@@ -259,3 +259,14 @@ def test_prune_keeps_the_latest_runs_of_each_gpu(tmp_path: Path) -> None:
         kept = [r.commit for r in s.runs()]
         assert s.count() == (2, 192)
     assert kept == [load_results(p).env.commit for p in paths[-2:]]
+
+
+def test_tilegate_history_is_the_same_command(tmp_path: Path, runs: list[Path]) -> None:
+    from tilegate.cli import main as tilegate_main
+
+    store = tmp_path / "h.duckdb"
+    assert tilegate_main(["history", "add", str(runs[0]), "--store", str(store)]) == EXIT_OK
+    assert (
+        tilegate_main(["history", "add", str(runs[0]), "--store", str(store)]) == EXIT_CANNOT_JUDGE
+    )
+    assert _count(store) == (1, 96)

@@ -5,6 +5,9 @@
         counts 300-1900) into a fresh store and into one holding 60 runs: wall time per command.
     PYTHONPATH=. python tools/history_bench.py page --out .perf/history-bench [--runs 1000]
         a store of N distinct synthetic runs x 96 cases, then `history dashboard`: wall time, size.
+    PYTHONPATH=. python tools/history_bench.py aa --out .perf/history-bench [--seeds 20]
+        false alarms on A/A histories (60 commits x 96 cases, nothing changes) and how many
+        runs after a step of 3 %, 1 % and 0.6 % it takes to be reported.
     PYTHONPATH=. python tools/history_bench.py demo --out .perf/history-demo [--chromium PATH]
         the demo history (a +3 % step with a Triton change, a cross-tile slowdown at large K that
         moves the crossover), its page, and a screenshot of it (docs/img/dashboard.png).
@@ -88,6 +91,49 @@ def bench_page(out: Path, runs: int, repeat: int) -> None:
     )
 
 
+def _points(directory: Path, **kwargs: object) -> list[object]:
+    from tilegate.history.changepoints import change_points
+    from tilegate.history.store import open_store
+
+    shutil.rmtree(directory, ignore_errors=True)
+    write_history(directory / "runs", 60, **kwargs)  # type: ignore[arg-type]
+    _cmd("import", str(directory / "runs"), "--store", str(directory / "h.duckdb"))
+    with open_store(directory / "h.duckdb") as s:
+        return list(change_points(s))
+
+
+def bench_aa(out: Path, seeds: int) -> None:
+    false = [len(_points(out / "aa", seed=100 + k, salt=f"aa{k}")) for k in range(seeds)]
+    print(
+        f"- A/A: {sum(false)} change points in {seeds} histories x 60 runs x 96 cases (per history: {false})"
+    )
+    for size in (1.03, 1.01, 1.006):
+        exact, near, other = [], [], 0
+        for k in range(3):
+            steps = [(30, dict.fromkeys(STEPPED, size))]
+            pts = _points(out / "step", seed=200 + k, salt=f"s{k}", steps=steps)
+            mine = [p for p in pts if p.case_id in STEPPED]  # type: ignore[attr-defined]
+            exact.append(sum(p.index == 30 for p in mine))  # type: ignore[attr-defined]
+            near.append(sum(0 < abs(p.index - 30) <= 2 for p in mine))  # type: ignore[attr-defined]
+            other += len(pts) - len(mine)
+        print(
+            f"- step of {size - 1:+.1%} at commit 30 of 60 in {len(STEPPED)} cases, 3 seeds: at commit 30 "
+            f"{exact}, 1-2 runs off {near} (of {len(STEPPED)}); change points in other cases: {other}"
+        )
+    from tilegate.history.changepoints import detect
+
+    rng = np.random.default_rng(9)
+    for after in (3, 4, 5):
+        hits = 0
+        for _ in range(200):
+            y = 1.2 * np.exp(rng.normal(0, 0.003, 56 + after))
+            y[56:] *= 1.03
+            hits += any(st.index == 56 for st in detect(y))
+        print(
+            f"- +3 % step with {after} runs after it on 56 before (noise 0.3 %): reported in {hits} of 200"
+        )
+
+
 def demo(out: Path, chromium: str | None) -> Path:
     shutil.rmtree(out, ignore_errors=True)
     steps = [
@@ -136,7 +182,8 @@ def demo(out: Path, chromium: str | None) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["add", "page", "demo"])
+    parser.add_argument("what", choices=["add", "page", "aa", "demo"])
+    parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--out", type=Path, default=ROOT / ".perf" / "history-bench")
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
@@ -146,6 +193,8 @@ def main() -> None:
         bench_add(args.out, args.repeat)
     elif args.what == "page":
         bench_page(args.out, args.runs, args.repeat)
+    elif args.what == "aa":
+        bench_aa(args.out, args.seeds)
     else:
         demo(args.out, args.chromium)
 
