@@ -168,6 +168,14 @@ def _session_python(session: nox.Session, *args: str) -> int:
     ).returncode
 
 
+@nox.session(default=False)
+def dashboard(session: nox.Session) -> None:
+    """Write the history page .perf/dashboard.html from .perf/history.duckdb (args: `history dashboard`'s)."""
+    _install_group(session, "history")
+    code = _session_python(session, "-m", "tilegate", "history", "dashboard", *session.posargs)
+    _exit(session, code, f"dashboard: exit {code}; page: {PERF / 'dashboard.html'}")
+
+
 def _tritonenv() -> Any:
     """tilegate/tritonenv.py, imported from the checkout (it needs only packaging, which nox has)."""
     if str(ROOT) not in sys.path:

@@ -21,7 +21,7 @@ class Profile:
     m: int = 16384
     n: int = 16384
     rounds: int = 150  # at least this many timed rounds per group ...
-    min_time_s: float = 3.0  # ... and at least this long (tilegate.timing.TimerConfig)
+    min_time_s: float = 3.0  # ... and at least this long (tilegate.harness.timing.TimerConfig)
     passes: int = 5  # each group's rounds are spread over this many sweeps across all groups
     soak_s: float = 15.0  # untimed run of the run's own kernels before the first sweep
     description: str = ""

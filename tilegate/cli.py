@@ -438,6 +438,9 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_ab_noise, takes_pytest_args=True)
 
     _add_fingerprint(sub, wanted=bool(argv) and "fingerprint" in argv[:1])
+    from tilegate.history import add_subcommand as add_history
+
+    add_history(sub)
     return parser
 
 

@@ -350,7 +350,7 @@ def _judge(
     )
 
 
-def _base_ratio_to_reference(base: BaselineRow, baseline: Baseline, reference: str) -> float | None:
+def base_ratio_to_reference(base: BaselineRow, baseline: Baseline, reference: str) -> float | None:
     """The row's ratio to the reference at rebaseline; for a baseline from before tilegate
     stored it, the ratio of the two rows' medians (not paired: a little noisier)."""
     if base.ratio_to_reference is not None:
@@ -386,7 +386,7 @@ def _blame(v: RowVerdict, runs: Sequence[Run], baseline: Baseline) -> RowVerdict
     if row.code_hash and base.code_hash and same_triton:
         changed = row.code_hash != base.code_hash
     reference = runs[0].reference
-    then = _base_ratio_to_reference(base, baseline, reference) if reference else None
+    then = base_ratio_to_reference(base, baseline, reference) if reference else None
     now = (
         [
             r

@@ -1,0 +1,311 @@
+"""The dashboard: one self-contained static HTML page of the history (no server, no CDN).
+
+The page is `assets/dashboard.html` with the CSS, the JS (hand-written, canvas charts) and the
+data inlined. The data is one JSON object, columnar and rounded so that 1,000 runs x 96 cases
+stay well under 5 MB:
+
+    {"version": 1, "generated": ISO, "store": path, "method": {...},
+     "gpus": [{"slug", "name",
+               "runs": {"id": [...], "commit": [...], "when": [...], "profile": [...],
+                        "triton": [...], "torch": [...], "driver": [...], "cuda": [...],
+                        "dirty": [...], "throttled": [...]},
+               "cases": [{"id", "variant", "dtype", "layout", "K", "twin", "metric",
+                          "v": [value per run or null],   # ratio to reference (4 decimals) or median us
+                          "med", "q1", "q3": [us per run or null],
+                          "rt": [ratio to twin per run or null],   # cross-tile rows only
+                          "verdict": "one letter per run",  # see VERDICT_CODES; "." none, " " not measured
+                          "band": [[from run, base value of v, tolerance], ...],   # run-length coded
+                          "bandMed": [[from run, base median us, tolerance], ...],
+                          "cps": [{"i", "size", "p", "before", "after", "env"}]}],
+               "pairs": [{"faster", "than", "dtype", "layout", "Ks": [...],
+                             "crossover": [K per run, 0: wins at every measured K, null: not measured]}]}]}
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tilegate.fileio import atomic_write_text
+from tilegate.history import changepoints as cpmod
+from tilegate.history.store import Judged, Store, StoredRun
+from tilegate.history.verdicts import baseline_levels, crossover
+
+VERDICT_CODES = {
+    "REGRESSED": "R",
+    "UNSURE": "U",
+    "IMPROVED": "I",
+    "OK": "O",
+    "NEW": "N",
+    "NOT MEASURED": "M",
+}
+
+
+@dataclass(frozen=True)
+class Written:
+    path: Path
+    size_bytes: int
+    gpus: tuple[str, ...]
+    runs: int
+    cases: int
+    change_points: int
+
+
+def _round(x: Any, digits: int) -> float | None:
+    if x is None:
+        return None
+    f = float(x)
+    return round(f, digits) if math.isfinite(f) else None
+
+
+def _sig(x: Any, sig: int = 5) -> float | None:
+    """x rounded to `sig` significant digits (None stays None)."""
+    if x is None:
+        return None
+    f = float(x)
+    if not math.isfinite(f) or f == 0:
+        return None if not math.isfinite(f) else 0.0
+    return round(f, sig - 1 - math.floor(math.log10(abs(f))))
+
+
+def _rle(values: Sequence[tuple[float | None, float | None] | None]) -> list[list[Any]]:
+    """[[from index, base, tolerance], ...] where (base, tolerance) changes; [i, null, null]: none."""
+    out: list[list[Any]] = []
+    last: tuple[float | None, float | None] | None = (math.nan, math.nan)
+    for i, v in enumerate(values):
+        if v is None:
+            continue  # not measured: the band goes on
+        if v != last:
+            out.append([i, v[0], v[1]])
+            last = v
+    return out
+
+
+def _gpu_data(
+    store: Store, gpu: str, method: cpmod.Method, fallback: dict[str, Judged]
+) -> tuple[dict[str, Any], int]:
+    runs, series = cpmod.series(store, gpu)
+    n = len(runs)
+    position = {r.run_id: i for i, r in enumerate(runs)}
+    table = store.case_table(gpu)
+    cps = cpmod.points(runs, series, method)
+    by_case: dict[str, list[cpmod.ChangePoint]] = {}
+    for cp in cps:
+        by_case.setdefault(cp.case_id, []).append(cp)
+    metric_of = {s.case_id: s.metric for s in series}
+    case_ids = table["case_id"]
+    cases = []
+    rt_of: dict[str, list[float | None]] = {}
+    for s, e in store.case_slices(table):
+        key = str(case_ids[s])
+        metric = metric_of.get(key, "median_s")
+        v: list[float | None] = [None] * n
+        med: list[float | None] = [None] * n
+        q1: list[float | None] = [None] * n
+        q3: list[float | None] = [None] * n
+        rt: list[float | None] = [None] * n
+        verdict = [" "] * n
+        band: list[tuple[float | None, float | None] | None] = [None] * n
+        band_med: list[tuple[float | None, float | None] | None] = [None] * n
+        fb = fallback.get(key)
+        for j in range(s, e):
+            i = position[int(table["run_id"][j])]
+            ratio = table["ratio_to_torch"][j]
+            v[i] = (
+                _round(ratio, 4) if metric == "ratio_to_torch" else _sig(table["median_s"][j] * 1e6)
+            )
+            med[i] = _sig(table["median_s"][j] * 1e6)
+            q1[i] = _sig(table["q1_s"][j] * 1e6)
+            q3[i] = _sig(table["q3_s"][j] * 1e6)
+            rt[i] = _round(table["ratio_to_twin"][j], 4)
+            code = table["verdict"][j]
+            verdict[i] = VERDICT_CODES.get(str(code), "?") if code is not None else "."
+            tol = table["tolerance"][j]
+            base_med = table["base_median_s"][j]
+            base_ratio = table["base_ratio_to_torch"][j]
+            if not np.isfinite(tol) and fb is not None:
+                tol, base_med = fb.tolerance, fb.base_median_s
+                base_ratio = fb.base_ratio_to_torch
+            tol_r = _round(tol, 4) if tol is not None else None
+            base_v = (
+                _round(base_ratio, 4)
+                if metric == "ratio_to_torch"
+                else (_sig(base_med * 1e6) if base_med is not None else None)
+            )
+            band[i] = (base_v, tol_r)
+            band_med[i] = (_sig(base_med * 1e6) if base_med is not None else None, tol_r)
+        twin = table["twin"][s]
+        entry: dict[str, Any] = {
+            "id": key,
+            "variant": str(table["variant"][s]),
+            "dtype": str(table["dtype"][s]),
+            "layout": str(table["layout"][s]),
+            "K": int(table["K"][s]),
+            "twin": str(twin) if twin is not None else None,
+            "metric": metric,
+            "order": int(np.min(table["position"][s:e])),  # the suite's run order
+            "v": v,
+            "med": med,
+            "q1": q1,
+            "q3": q3,
+            "verdict": "".join(verdict),
+            "band": _rle(band),
+            "bandMed": _rle(band_med),
+            "cps": [
+                {
+                    "i": cp.index,
+                    "size": _round(cp.size, 5),
+                    "p": float(f"{cp.p_value:.3g}"),
+                    "before": _sig(cp.before * (1e6 if metric == "median_s" else 1)),
+                    "after": _sig(cp.after * (1e6 if metric == "median_s" else 1)),
+                    "env": list(cp.env_change),
+                }
+                for cp in by_case.get(key, [])
+            ],
+        }
+        if entry["twin"]:
+            entry["rt"] = rt
+            rt_of[key] = rt
+        cases.append(entry)
+    cases.sort(key=lambda c: (c["order"], c["id"]))
+    data = {
+        "slug": gpu,
+        "name": runs[-1].gpu_name if runs else gpu,
+        "runs": _runs(runs),
+        "cases": cases,
+        "pairs": _pairs(cases, rt_of, n),
+    }
+    return data, len(cps)
+
+
+def _runs(runs: Sequence[StoredRun]) -> dict[str, list[Any]]:
+    return {
+        "id": [r.run_id for r in runs],
+        "commit": [r.commit for r in runs],
+        "when": [r.datetime for r in runs],
+        "profile": [r.profile for r in runs],
+        "triton": [r.triton for r in runs],
+        "torch": [r.torch for r in runs],
+        "driver": [r.driver for r in runs],
+        "cuda": [r.cuda for r in runs],
+        "dirty": [bool(r.dirty) for r in runs],
+        "throttled": [bool(r.throttled) for r in runs],
+    }
+
+
+def _pairs(
+    cases: Sequence[dict[str, Any]], rt_of: dict[str, list[float | None]], n: int
+) -> list[dict[str, Any]]:
+    """Each (cross-tile variant, twin, dtype, layout): its Ks and the crossover K of every run."""
+    groups: dict[tuple[str, str, str, str], dict[int, list[float | None]]] = {}
+    for c in cases:
+        if c["twin"]:
+            fam = (c["variant"], c["twin"], c["dtype"], c["layout"])
+            groups.setdefault(fam, {})[c["K"]] = rt_of[c["id"]]
+    out = []
+    for (faster, than, dtype, layout), by_k in groups.items():
+        ks = sorted(by_k)
+        cross: list[int | None] = []
+        for i in range(n):
+            ratios = {k: by_k[k][i] for k in ks if by_k[k][i] is not None}
+            if not ratios:
+                cross.append(None)
+                continue
+            k = crossover({kk: float(r) for kk, r in ratios.items() if r is not None})
+            cross.append(0 if k is None else k)
+        out.append(
+            {
+                "faster": faster,
+                "than": than,
+                "dtype": dtype,
+                "layout": layout,
+                "Ks": ks,
+                "crossover": cross,
+            }
+        )
+    return out
+
+
+def build_data(
+    store: Store,
+    method: cpmod.Method = cpmod.DEFAULT_METHOD,
+    baselines: Path | None = None,
+    now: dt.datetime | None = None,
+) -> tuple[dict[str, Any], int]:
+    """The page's data object, and how many change points it holds."""
+    gpus = []
+    total_cps = 0
+    for gpu in store.gpus():
+        path = baselines / f"{gpu}.json" if baselines is not None else None
+        fallback = baseline_levels(path) if path is not None and path.is_file() else {}
+        data, cps = _gpu_data(store, gpu, method, fallback)
+        gpus.append(data)
+        total_cps += cps
+    when = (now or dt.datetime.now(dt.timezone.utc)).isoformat(timespec="seconds")
+    return (
+        {
+            "version": 1,
+            "generated": when,
+            "store": str(store.path),
+            "method": {
+                "alpha": method.alpha,
+                "min_size": method.min_size,
+                "min_effect": method.min_effect,
+            },
+            "gpus": gpus,
+        },
+        total_cps,
+    )
+
+
+def _asset(name: str) -> str:
+    return resources.files("tilegate.history").joinpath("assets", name).read_text("utf-8")
+
+
+def render(data: dict[str, Any]) -> str:
+    """The page as one HTML string: template + inline CSS + inline JS + inline JSON data."""
+    # "<" only occurs inside JSON strings, where \u003c means the same: no "</script>" or
+    # "<!--" can end or confuse the script element that holds the data.
+    payload = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
+    title = "tilegate history: " + (", ".join(g["slug"] for g in data["gpus"]) or "empty")
+    parts = {
+        "TITLE": html.escape(title),
+        "CSS": _asset("dashboard.css"),
+        "JS": _asset("dashboard.js"),
+        "DATA": payload,
+    }
+    # One pass, so that nothing inserted is scanned for markers again.
+    return re.sub(
+        r"<!--(TITLE|CSS|JS|DATA)-->", lambda m: parts[m.group(1)], _asset("dashboard.html")
+    )
+
+
+def write_dashboard(
+    store: Store,
+    out: Path,
+    *,
+    method: cpmod.Method = cpmod.DEFAULT_METHOD,
+    baselines: Path | None = None,
+) -> Written:
+    data, cps = build_data(store, method, baselines)
+    text = render(data)
+    atomic_write_text(out, text)
+    runs, _ = store.count()
+    return Written(
+        out,
+        len(text.encode("utf-8")),
+        tuple(g["slug"] for g in data["gpus"]),
+        runs,
+        len({c["id"] for g in data["gpus"] for c in g["cases"]}),
+        cps,
+    )

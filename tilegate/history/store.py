@@ -1,0 +1,569 @@
+"""The history store: an embedded DuckDB database file of measured runs, appended, never rewritten.
+
+Schema version 1 (docs/history.md has the column meanings)::
+
+    meta(key PRIMARY KEY, value)          -- schema_version, created_by, created_at
+    runs(run_id PRIMARY KEY, gpu, gpu_name, commit, datetime, measured_at, profile, mode, dirty,
+         triton, torch, python, driver, cuda, harness_version, M, N, throttled, source, added_at,
+         UNIQUE (gpu, commit, datetime, profile))
+    cases(run_id -> runs, case_id, position, variant, dtype, layout, K, twin, n_samples,
+          median_s, q1_s, q3_s, ratio_to_torch, ratio_to_twin, code_hash,
+          verdict, tolerance, base_median_s, base_ratio_to_torch, PRIMARY KEY (run_id, case_id))
+
+A run's identity is (GPU slug, commit, datetime, profile): pytest-benchmark's `datetime` is the
+moment the run started, so two runs of one commit on one GPU differ in it, and the same file
+added twice does not. Adding a run that is already stored is refused and names it.
+
+Every open takes an exclusive lock file (`<store>.lock`, released by the OS if the process dies),
+so a second writer waits up to `lock_timeout` seconds and then fails cleanly; every write is one
+transaction, so a failed `add` leaves the store as it was. A file that exists but is not a
+tilegate store (corrupt, truncated, another database) is an InputError naming it: it is never
+recreated, and only a missing file is created, and only by a command that writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import statistics
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+from filelock import FileLock, Timeout
+
+from tilegate import __version__
+from tilegate.errors import InputError
+from tilegate.results import Run
+
+SCHEMA_VERSION = 1
+DEFAULT_STORE = Path(".perf/history.duckdb")
+DEFAULT_LOCK_TIMEOUT_S = 120.0
+
+# cases.run_id refers to runs.run_id. It is not declared as a FOREIGN KEY: DuckDB refuses to
+# delete referenced rows in the transaction that deletes their references, and `prune` must
+# remove both in one transaction. Only `add` and `prune` write, and both keep the two in step.
+_SCHEMA = """
+CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
+CREATE SEQUENCE run_ids START 1;
+CREATE TABLE runs (
+    run_id INTEGER PRIMARY KEY DEFAULT nextval('run_ids'),
+    gpu VARCHAR NOT NULL,
+    gpu_name VARCHAR,
+    commit VARCHAR NOT NULL,
+    datetime VARCHAR NOT NULL,
+    measured_at TIMESTAMP NOT NULL,
+    profile VARCHAR NOT NULL,
+    mode VARCHAR NOT NULL,
+    dirty BOOLEAN,
+    triton VARCHAR,
+    torch VARCHAR,
+    python VARCHAR,
+    driver VARCHAR,
+    cuda VARCHAR,
+    harness_version VARCHAR,
+    M INTEGER,
+    N INTEGER,
+    throttled BOOLEAN,
+    source VARCHAR,
+    added_at TIMESTAMP NOT NULL,
+    UNIQUE (gpu, commit, datetime, profile)
+);
+CREATE TABLE cases (
+    run_id INTEGER NOT NULL,
+    case_id VARCHAR NOT NULL,
+    position INTEGER NOT NULL,
+    variant VARCHAR NOT NULL,
+    dtype VARCHAR NOT NULL,
+    layout VARCHAR NOT NULL,
+    K INTEGER NOT NULL,
+    twin VARCHAR,
+    n_samples INTEGER NOT NULL,
+    median_s DOUBLE NOT NULL,
+    q1_s DOUBLE NOT NULL,
+    q3_s DOUBLE NOT NULL,
+    ratio_to_torch DOUBLE,
+    ratio_to_twin DOUBLE,
+    code_hash VARCHAR,
+    verdict VARCHAR,
+    tolerance DOUBLE,
+    base_median_s DOUBLE,
+    base_ratio_to_torch DOUBLE,
+    PRIMARY KEY (run_id, case_id)
+);
+"""
+
+_RUN_COLUMNS = (
+    "run_id",
+    "gpu",
+    "gpu_name",
+    "commit",
+    "datetime",
+    "measured_at",
+    "profile",
+    "mode",
+    "dirty",
+    "triton",
+    "torch",
+    "python",
+    "driver",
+    "cuda",
+    "harness_version",
+    "M",
+    "N",
+    "throttled",
+    "source",
+    "added_at",
+)
+CASE_COLUMNS = (
+    "run_id",
+    "case_id",
+    "position",
+    "variant",
+    "dtype",
+    "layout",
+    "K",
+    "twin",
+    "n_samples",
+    "median_s",
+    "q1_s",
+    "q3_s",
+    "ratio_to_torch",
+    "ratio_to_twin",
+    "code_hash",
+    "verdict",
+    "tolerance",
+    "base_median_s",
+    "base_ratio_to_torch",
+)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What the gate said about one case of one run (all optional: a run may be stored unjudged)."""
+
+    verdict: str | None = None
+    tolerance: float | None = None  # the baseline row's allowed relative slowdown
+    base_median_s: float | None = None  # the baseline row's median
+    base_ratio_to_torch: float | None = None  # the baseline's median over its reference's
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    run_id: int
+    gpu: str
+    gpu_name: str | None
+    commit: str
+    datetime: str
+    measured_at: dt.datetime
+    profile: str
+    mode: str
+    dirty: bool | None
+    triton: str | None
+    torch: str | None
+    python: str | None
+    driver: str | None
+    cuda: str | None
+    harness_version: str | None
+    M: int | None
+    N: int | None
+    throttled: bool | None
+    source: str | None
+    added_at: dt.datetime
+
+    @property
+    def identity(self) -> str:
+        return describe_identity(self.gpu, self.commit, self.datetime, self.profile)
+
+    def env(self) -> dict[str, str | None]:
+        """The environment facts that void comparisons when they change."""
+        return {
+            "triton": self.triton,
+            "torch": self.torch,
+            "driver": self.driver,
+            "cuda": self.cuda,
+        }
+
+
+def describe_identity(gpu: str, commit: str, datetime: str, profile: str) -> str:
+    return f"{gpu} commit {commit[:12]} at {datetime} ({profile} profile)"
+
+
+def run_identity(run: Run) -> tuple[str, str, str, str]:
+    """(GPU slug, commit, datetime, profile) of a results file; InputError if it lacks one."""
+    env = run.env
+    if not env.commit:
+        raise InputError(
+            f"results file {run.path} has no commit_info.id: a run of unknown code cannot go into the "
+            "history. Run the suite inside a git checkout."
+        )
+    if not env.datetime:
+        raise InputError(
+            f"results file {run.path} has no datetime: its run cannot be told from another run of the "
+            "same commit. Use the file pytest-benchmark wrote."
+        )
+    return (env.gpu.slug, env.commit, env.datetime, env.profile)
+
+
+def _utc(text: str, where: str) -> dt.datetime:
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError as err:
+        raise InputError(f"{where}: datetime {text!r} is not ISO 8601 ({err})") from err
+    if when.tzinfo is not None:
+        when = when.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return when
+
+
+def _quartiles(samples: Sequence[float]) -> tuple[float, float]:
+    q = statistics.quantiles(samples, n=4, method="inclusive") if len(samples) > 1 else None
+    if q is None:
+        return (samples[0], samples[0])
+    return (q[0], q[2])
+
+
+@dataclass(frozen=True)
+class AddResult:
+    added: tuple[StoredRun, ...]
+    skipped: tuple[str, ...]  # identities already stored (only with skip_existing)
+
+
+class Store:
+    """An open history store. Get one with `open_store`; it is valid inside that `with` block."""
+
+    def __init__(self, path: Path, con: duckdb.DuckDBPyConnection, writable: bool) -> None:
+        self.path = path
+        self._con = con
+        self._writable = writable
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return self._con.execute(sql, list(params)).fetchall()
+        except duckdb.Error as err:
+            raise InputError(f"history store {self.path}: query failed ({err})") from err
+
+    def runs(self, gpu: str | None = None) -> list[StoredRun]:
+        """Stored runs in measurement order (measured_at, then run id), optionally of one GPU."""
+        where = "WHERE gpu = ?" if gpu else ""
+        rows = self._query(
+            f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs {where} ORDER BY measured_at, run_id",
+            [gpu] if gpu else [],
+        )
+        return [StoredRun(*r) for r in rows]
+
+    def gpus(self) -> list[str]:
+        return [r[0] for r in self._query("SELECT DISTINCT gpu FROM runs ORDER BY gpu")]
+
+    def case_table(self, gpu: str | None = None) -> dict[str, np.ndarray]:
+        """Every stored case row (of one GPU), as columns (numpy arrays; NULL is None / NaN)."""
+        where = "WHERE r.gpu = ?" if gpu else ""
+        cols = ", ".join(f"c.{c}" for c in CASE_COLUMNS)
+        try:
+            res = self._con.execute(
+                f"SELECT r.gpu, {cols} FROM cases c JOIN runs r USING (run_id) {where} "
+                "ORDER BY r.gpu, c.case_id, r.measured_at, c.run_id",
+                [gpu] if gpu else [],
+            ).fetchnumpy()
+        except duckdb.Error as err:
+            raise InputError(f"history store {self.path}: query failed ({err})") from err
+        out: dict[str, np.ndarray] = {}
+        for name, col in res.items():
+            if isinstance(col, np.ma.MaskedArray):
+                if col.dtype.kind == "f":
+                    col = col.filled(np.nan)
+                else:
+                    col = np.array(
+                        [
+                            None if m else v
+                            for v, m in zip(col.data, np.ma.getmaskarray(col), strict=True)
+                        ],
+                        dtype=object,
+                    )
+            out[name] = np.asarray(col)
+        return out
+
+    @staticmethod
+    def case_slices(table: Mapping[str, np.ndarray]) -> list[tuple[int, int]]:
+        """[start, end) of each case's rows in a `case_table` (ordered by GPU, case, time)."""
+        ids = np.char.add(table["gpu"].astype(str), "\0" + table["case_id"].astype(str))
+        if len(ids) == 0:
+            return []
+        starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+        ends = np.r_[starts[1:], len(ids)]
+        return [(int(a), int(b)) for a, b in zip(starts, ends, strict=True)]
+
+    def count(self) -> tuple[int, int]:
+        (runs,) = self._query("SELECT count(*) FROM runs")[0]
+        (cases,) = self._query("SELECT count(*) FROM cases")[0]
+        return int(runs), int(cases)
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def add(
+        self,
+        runs: Sequence[tuple[Run, Mapping[str, Judged]]],
+        *,
+        skip_existing: bool = False,
+        now: dt.datetime | None = None,
+    ) -> AddResult:
+        """Append runs (each with its per-case judgements) in one transaction.
+
+        A run already stored (same identity) is an InputError naming it, and nothing is added;
+        with `skip_existing` it is skipped and listed instead. Two runs of the same identity in
+        one call are refused too.
+        """
+        if not self._writable:
+            raise AssertionError("store opened read-only")
+        stamp = (now or dt.datetime.now(dt.timezone.utc)).replace(tzinfo=None)
+        identities = [run_identity(run) for run, _ in runs]
+        seen: dict[tuple[str, str, str, str], Path] = {}
+        for (run, _), ident in zip(runs, identities, strict=True):
+            if ident in seen:
+                raise InputError(
+                    f"results files {seen[ident]} and {run.path} are the same run "
+                    f"({describe_identity(*ident)}); add it once"
+                )
+            seen[ident] = run.path
+        existing = self._existing(identities)
+        if existing and not skip_existing:
+            names = [
+                f"{run.path} ({describe_identity(*i)})"
+                for (run, _), i in zip(runs, identities, strict=True)
+                if i in existing
+            ]
+            raise InputError(
+                f"history store {self.path} already holds {len(names)} of these runs: {'; '.join(names)}. "
+                "Nothing was added. A run is identified by GPU, commit, datetime and profile; "
+                "pass --skip-existing to add only the others."
+            )
+        todo = [(r, j, i) for (r, j), i in zip(runs, identities, strict=True) if i not in existing]
+        added: list[StoredRun] = []
+        try:
+            self._con.execute("BEGIN TRANSACTION")
+            for run, judged, ident in todo:
+                added.append(self._insert(run, judged, ident, stamp))
+            self._con.execute("COMMIT")
+        except BaseException as err:
+            self._rollback()
+            if isinstance(err, duckdb.Error):
+                raise InputError(
+                    f"history store {self.path}: adding failed ({err}); nothing was added"
+                ) from err
+            raise
+        self._checkpoint()
+        skipped = tuple(describe_identity(*i) for i in identities if i in existing)
+        return AddResult(tuple(added), skipped)
+
+    def prune(self, keep: int) -> int:
+        """Keep the latest `keep` runs of each GPU (by measured_at); delete the rest. Returns how many went."""
+        if keep < 1:
+            raise InputError(f"prune: keep must be at least 1 (got {keep})")
+        old = "SELECT run_id FROM (SELECT run_id, row_number() OVER (PARTITION BY gpu ORDER BY measured_at DESC, run_id DESC) AS n FROM runs) WHERE n > ?"
+        try:
+            self._con.execute("BEGIN TRANSACTION")
+            (gone,) = self._con.execute(f"SELECT count(*) FROM ({old})", [keep]).fetchone() or (0,)
+            self._con.execute(f"DELETE FROM cases WHERE run_id IN ({old})", [keep])
+            self._con.execute(f"DELETE FROM runs WHERE run_id IN ({old})", [keep])
+            self._con.execute("COMMIT")
+        except duckdb.Error as err:
+            self._rollback()
+            raise InputError(
+                f"history store {self.path}: prune failed ({err}); nothing deleted"
+            ) from err
+        self._checkpoint()
+        return int(gone)
+
+    def _rollback(self) -> None:
+        with contextlib.suppress(duckdb.Error):  # no transaction was open
+            self._con.execute("ROLLBACK")
+
+    def _checkpoint(self) -> None:
+        # Fold the write-ahead log into the file, so that copying the one .duckdb file (a CI
+        # artifact, a branch) copies everything.
+        try:
+            self._con.execute("CHECKPOINT")
+        except duckdb.Error as err:
+            raise InputError(f"history store {self.path}: checkpoint failed ({err})") from err
+
+    def _existing(
+        self, identities: Sequence[tuple[str, str, str, str]]
+    ) -> set[tuple[str, str, str, str]]:
+        if not identities:
+            return set()
+        found = set()
+        for gpu, commit, when, profile in identities:
+            rows = self._query(
+                "SELECT 1 FROM runs WHERE gpu = ? AND commit = ? AND datetime = ? AND profile = ?",
+                [gpu, commit, when, profile],
+            )
+            if rows:
+                found.add((gpu, commit, when, profile))
+        return found
+
+    def _insert(
+        self,
+        run: Run,
+        judged: Mapping[str, Judged],
+        ident: tuple[str, str, str, str],
+        stamp: dt.datetime,
+    ) -> StoredRun:
+        env = run.env
+        gpu, commit, when, profile = ident
+        unknown = sorted(set(judged) - set(run.rows))
+        if unknown:
+            raise InputError(
+                f"verdicts for {run.path} name case(s) the run does not hold: {', '.join(unknown[:8])}"
+            )
+        values = (
+            gpu,
+            env.gpu.name,
+            commit,
+            when,
+            _utc(when, f"results file {run.path}"),
+            profile,
+            env.mode,
+            env.dirty,
+            env.software.get("triton"),
+            env.software.get("torch"),
+            env.software.get("python"),
+            env.gpu.driver,
+            env.gpu.cuda,
+            env.harness_version,
+            env.M,
+            env.N,
+            env.throttled,
+            str(run.path),
+            stamp,
+        )
+        row = self._con.execute(
+            f"INSERT INTO runs ({', '.join(_RUN_COLUMNS[1:])}) VALUES ({', '.join('?' * len(values))}) "
+            f"RETURNING {', '.join(_RUN_COLUMNS)}",
+            list(values),
+        ).fetchone()
+        assert row is not None
+        stored = StoredRun(*row)
+        cols: dict[str, list[Any]] = {c: [] for c in CASE_COLUMNS}
+        for position, (key, r) in enumerate(run.rows.items()):
+            q1, q3 = _quartiles(r.samples_s)
+            j = judged.get(key, Judged())
+            for name, value in (
+                ("run_id", stored.run_id),
+                ("case_id", key),
+                ("position", position),  # the suite's order (registry order of variants)
+                ("variant", r.variant),
+                ("dtype", r.dtype),
+                ("layout", r.layout),
+                ("K", r.K),
+                ("twin", r.twin),
+                ("n_samples", len(r.samples_s)),
+                ("median_s", r.median_s),
+                ("q1_s", q1),
+                ("q3_s", q3),
+                ("ratio_to_torch", r.ratio_to_torch),
+                ("ratio_to_twin", r.ratio_to_twin),
+                ("code_hash", getattr(r, "code_hash", None)),
+                ("verdict", j.verdict),
+                ("tolerance", j.tolerance),
+                ("base_median_s", j.base_median_s),
+                ("base_ratio_to_torch", j.base_ratio_to_torch),
+            ):
+                cols[name].append(value)
+        # DuckDB scans a dict of numpy arrays in one statement; executemany costs ~2 ms a row.
+        frame = {c: np.array(v, dtype=object) for c, v in cols.items()}  # noqa: F841 (read by SQL)
+        self._con.execute(f"INSERT INTO cases ({', '.join(CASE_COLUMNS)}) SELECT * FROM frame")
+        return stored
+
+
+def _check_schema(path: Path, con: duckdb.DuckDBPyConnection) -> None:
+    try:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        version = (
+            con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if "meta" in tables
+            else None
+        )
+    except duckdb.Error as err:
+        raise InputError(
+            f"history store {path} cannot be read ({err}); it is corrupt. It was not changed: "
+            "restore it from its backup (CI: the perf-history branch) or move it away to start a new store."
+        ) from err
+    if not {"meta", "runs", "cases"} <= tables or version is None:
+        raise InputError(
+            f"history store {path} is a DuckDB database but not a tilegate history store (tables: "
+            f"{', '.join(sorted(tables)) or 'none'}). It was not changed; point --store at another file."
+        )
+    if version[0] != str(SCHEMA_VERSION):
+        raise InputError(
+            f"history store {path} has schema_version {version[0]}; this tilegate reads version "
+            f"{SCHEMA_VERSION}. Use the tilegate that wrote it."
+        )
+
+
+@contextmanager
+def open_store(
+    path: str | Path = DEFAULT_STORE,
+    *,
+    write: bool = False,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S,
+) -> Iterator[Store]:
+    """Open the store under its lock; create it (only when `write`) if the file does not exist."""
+    p = Path(path)
+    if not p.exists() and not write:
+        raise InputError(
+            f"history store {p} does not exist. Create it with `tilegate history add RESULTS --store {p}` "
+            "(or `history import DIR`)."
+        )
+    if p.exists() and not p.is_file():
+        raise InputError(f"history store {p} is not a file")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(p) + ".lock")
+    try:
+        lock.acquire(timeout=lock_timeout)
+    except Timeout as err:
+        raise InputError(
+            f"history store {p} is locked by another tilegate process ({p}.lock) and stayed locked for "
+            f"{lock_timeout:g} s; nothing was done. Wait for it to finish (or raise --lock-timeout)."
+        ) from err
+    try:
+        new = not p.exists()
+        try:
+            con = duckdb.connect(str(p), read_only=not write)
+        except duckdb.Error as err:
+            raise InputError(
+                f"history store {p} cannot be opened as a DuckDB database ({str(err).splitlines()[0]}). "
+                "It was not changed: restore it from its backup (CI: the perf-history branch) or move it "
+                "away to start a new store."
+            ) from err
+        try:
+            if new:
+                _create(p, con)
+            _check_schema(p, con)
+            yield Store(p, con, write)
+        finally:
+            con.close()
+    finally:
+        lock.release()
+
+
+def _create(path: Path, con: duckdb.DuckDBPyConnection) -> None:
+    try:
+        con.execute("BEGIN TRANSACTION")
+        con.execute(_SCHEMA)
+        con.executemany(
+            "INSERT INTO meta VALUES (?, ?)",
+            [
+                ("schema_version", str(SCHEMA_VERSION)),
+                ("created_by", f"tilegate {__version__}"),
+                ("created_at", dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")),
+            ],
+        )
+        con.execute("COMMIT")
+        con.execute("CHECKPOINT")
+    except duckdb.Error as err:
+        raise InputError(f"history store {path}: could not create it ({err})") from err
