@@ -253,6 +253,7 @@ class PerfRun:
             "gpu": self.gpu.as_json() if self.gpu else None,
             "software": self.software,
             "state": state,
+            "warnings": self.measurer.warnings_seen(),
         }
 
 

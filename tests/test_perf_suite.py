@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -421,3 +422,67 @@ def test_nvml_reader_decodes_clock_event_reasons(monkeypatch: pytest.MonkeyPatch
     assert (s.sm_clock_mhz, s.power_w, s.temperature_c) == (1755, 699.5, 61)
     assert s.power_capped is True
     assert s.slowdown == ("hw_thermal_slowdown",)
+
+
+class _TritonWarns(_Torch):
+    """A kernel whose compile makes Triton warn (as Triton 3.9 does about TRITON_DEFAULT_FP_FUSION)."""
+
+    def matmul(self, a, b, out=None):  # type: ignore[no-untyped-def]
+        import warnings
+
+        import triton
+
+        knobs = str(Path(triton.__file__).parent / "knobs.py")
+        warnings.warn_explicit("TRITON_DEFAULT_FP_FUSION is unset", UserWarning, knobs, 504)
+        return super().matmul(a, b, out)
+
+
+class _OwnWarns(_Torch):
+    def matmul(self, a, b, out=None):  # type: ignore[no-untyped-def]
+        import warnings
+
+        warnings.warn("our own code warns", UserWarning, stacklevel=1)
+        return super().matmul(a, b, out)
+
+
+def test_a_triton_warning_is_recorded_per_case_and_run_not_raised() -> None:
+    registry: dict[str, object] = {"torch": _Torch(), "tiled": _TritonWarns()}
+    cases = [
+        c for c in build_cases(PROFILES["smoke"], tuple(registry), ks=(24,)) if c.layout == "nt"
+    ]
+    m = GroupMeasurer(
+        registry=registry,
+        timer=HostTimer(TimerConfig(rounds=2)),
+        device="cpu",
+        capability=None,
+        groups={cases[0].group: cases},
+        warmup_first_s=0.0,
+    )
+    res = {c.variant: m.result(c) for c in cases}
+    assert res["tiled"].correct is True and res["tiled"].failure is None
+    (w,) = res["tiled"].extra["warnings"]
+    assert (
+        w["message"] == "TRITON_DEFAULT_FP_FUSION is unset" and w["source"] == "triton/knobs.py:504"
+    )
+    assert "warnings" not in res["torch"].extra
+    seen = m.warnings_seen()
+    assert seen[0]["first_case"] == "tiled-fp16-nt-K24" and seen[0]["count"] >= 1
+
+
+def test_our_own_warning_still_fails_its_case() -> None:
+    """Under pytest's filterwarnings = error our own warning is an error: the case fails with it."""
+    registry: dict[str, object] = {"torch": _OwnWarns()}
+    cases = [
+        c for c in build_cases(PROFILES["smoke"], tuple(registry), ks=(24,)) if c.layout == "nt"
+    ]
+    m = GroupMeasurer(
+        registry=registry,
+        timer=HostTimer(TimerConfig(rounds=1)),
+        device="cpu",
+        capability=None,
+        groups={cases[0].group: cases},
+        warmup_first_s=0.0,
+    )
+    res = m.result(cases[0])
+    assert res.failure is not None and "UserWarning: our own code warns" in res.failure
+    assert not res.samples_s and not m.warnings_seen()

@@ -148,3 +148,32 @@ def test_plots_without_baseline(tmp_path: Path) -> None:
 
     files = make_plots(load_results(FIXTURES / "results-smoke.json"), None, tmp_path)
     assert len(files) == 2
+
+
+def test_a_new_triton_leads_the_report_and_its_warnings_are_listed(tmp_path: Path) -> None:
+    from tests._factories import make_run, write
+
+    data = make_run(
+        seed=90, software={"torch": "2.11.0+cu130", "triton": "3.9.0", "python": "3.12.3"}
+    )
+    data["machine_info"]["tilegate"]["warnings"] = [
+        {
+            "category": "UserWarning",
+            "message": "TRITON_DEFAULT_FP_FUSION is unset",
+            "source": "triton/knobs.py:504",
+            "count": 1,
+            "first_case": "tiled-fp16-nt-K128",
+        }
+    ]
+    run = load_results(write(tmp_path / "t39.json", data))
+    text = render(run, compare(run, baseline()))
+    lines = text.splitlines()
+    banner = next(i for i, line in enumerate(lines) if "environment differs" in line)
+    assert banner < lines.index("## Environment") and banner < 5, (
+        "the first thing after the headline"
+    )
+    assert "Triton 3.6.0 -> 3.9.0" in lines[banner]
+    assert "## Warnings from Triton / torch" in text
+    assert "| UserWarning | TRITON_DEFAULT_FP_FUSION is unset | `triton/knobs.py:504` | 1 |" in text
+    same = load_results(write(tmp_path / "t36.json", make_run(seed=91)))
+    assert "environment differs" not in render(same, compare(same, baseline()))

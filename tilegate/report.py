@@ -536,10 +536,31 @@ def _rows_only(run: Run) -> list[str]:
     return ["## All rows", "", *table(header, "lrrrr", rows), ""]
 
 
-def _banners(run: Run) -> list[str]:
+# What a runner image upgrade changes under the kernels: each is a reason to read this report
+# as an upgrade's before/after, not only as a pull request's.
+_ENVIRONMENT = ("Triton", "torch", "CUDA", "driver", "GPU")
+
+
+def _environment_changes(run: Run, baseline: Baseline | None) -> list[tuple[str, str, str]]:
+    """(what, this run, baseline) for each of _ENVIRONMENT that differs from the baseline's."""
+    if baseline is None:
+        return []
+    return [(k, v, b) for k, v, b in _env_rows(run, baseline) if k in _ENVIRONMENT and b and v != b]
+
+
+def _banners(run: Run, baseline: Baseline | None = None) -> list[str]:
     """What makes the numbers below less than a measurement, before anything else."""
     e = run.env
     out = []
+    changes = _environment_changes(run, baseline)
+    if changes:
+        what = ", ".join(f"{k} {b} -> {v}" for k, v, b in changes)
+        out.append(
+            f"> **The environment differs from the baseline's: {what}.** Every row is measured "
+            "under it: rows that moved together with the reference (cuBLAS) are SHIFTED, not "
+            "blamed; the cross-tile ratios and the expectations show what it did to the kernels "
+            "(`nox -s upgrade` shows what it did to their compiled code)."
+        )
     if e.smoke:
         out.append(
             "> **SMOKE RUN** (CPU interpreter, tiny shapes): the timings below are meaningless; "
@@ -556,7 +577,38 @@ def _banners(run: Run) -> list[str]:
         out.append(
             f"> **TEST-ONLY injections in this run:** {', '.join(e.injected)}. Not a real measurement of the kernels."
         )
+    if e.warnings:
+        n = sum(int(w.get("count") or 1) for w in e.warnings)
+        out.append(
+            f"> {len(e.warnings)} distinct warning(s) from Triton / torch while measuring ({n} in "
+            "all): recorded, not raised; see *Warnings* at the end."
+        )
     return [x for b in out for x in (b, "")]
+
+
+def _warnings(run: Run) -> list[str]:
+    """The Triton / torch warnings of the run: a new Triton is when they appear."""
+    if not run.env.warnings:
+        return []
+    rows = [
+        (
+            w.get("category") or "",
+            w.get("message") or "",
+            f"`{w.get('source')}`" if w.get("source") else "",
+            str(w.get("count") or ""),
+            f"`{w.get('first_case')}`" if w.get("first_case") else "",
+        )
+        for w in run.env.warnings
+    ]
+    return [
+        "## Warnings from Triton / torch",
+        "",
+        "Issued while the kernels were compiled, checked and timed; recorded, never raised (a "
+        "warning does not fail a measurement; a wrong result does).",
+        "",
+        *table(["category", "message", "where", "times", "first case"], "lllrl", rows),
+        "",
+    ]
 
 
 def render(
@@ -571,7 +623,7 @@ def render(
     suspects_path: Path | None = None,
 ) -> str:
     """The whole report as markdown."""
-    out = [_headline(cmp, ab, report_only), "", *_banners(run)]
+    out = [_headline(cmp, ab, report_only), "", *_banners(run, cmp.baseline if cmp else None)]
     if ab is not None:
         out += _ab(ab)
     if cmp is not None:
@@ -606,6 +658,7 @@ def render(
         out += _rows(cmp)
     else:
         out += _rows_only(run)
+    out += _warnings(run)
     if plots:
         out += ["## Plots", ""]
         for p in plots:

@@ -54,6 +54,9 @@ class Environment:
     dirty: bool | None
     datetime: str | None
     ab: Mapping[str, Any] | None = None  # an A/B run: {"ref", "sha", "variants"} of its base
+    # Triton / torch warnings of the run (recorded by the suite, not raised): category, message,
+    # source, count, first_case
+    warnings: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def smoke(self) -> bool:
@@ -226,8 +229,17 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
     ab = tg.get("ab")
     if ab is not None and not (isinstance(ab, dict) and isinstance(ab.get("sha"), str)):
         raise InputError(f"results file {path}: machine_info.tilegate.ab must name the base's sha")
+    warned = tg.get("warnings") or []
+    if not isinstance(warned, list) or not all(
+        isinstance(w, dict) and isinstance(w.get("message"), str) for w in warned
+    ):
+        raise InputError(
+            f"results file {path}: machine_info.tilegate.warnings must be a list of warnings "
+            "({category, message, source, count, first_case})"
+        )
     return Environment(
         ab=MappingProxyType(dict(ab)) if ab else None,
+        warnings=tuple(MappingProxyType(dict(w)) for w in warned),
         harness_version=str(tg.get("harness_version", "unknown")),
         mode=mode,
         profile=str(tg.get("profile", "unknown")),

@@ -18,10 +18,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tilegate import warnlog
 from tilegate.cases import BASE_SUFFIX, Case
 from tilegate.harness.correctness import REL_ERR_TOL, check_call, reference
 from tilegate.harness.identity import Identity, capture, identity
 from tilegate.stats import paired_ratio
+from tilegate.warnlog import Warned
 
 
 @dataclass
@@ -34,6 +36,8 @@ class CaseResult:
     samples_s: list[float] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     identity: Identity | None = None  # the compiled code the correctness call ran
+    # what Triton or torch warned while this case was compiled and checked: recorded, not raised
+    warnings: list[Warned] = field(default_factory=list)
 
     @property
     def failure(self) -> str | None:
@@ -115,7 +119,22 @@ class GroupMeasurer:
         self.on_group = on_group
         self.on_progress = on_progress or (lambda line: None)
         self._results: dict[str, CaseResult] = {}
+        self.warnings: list[Warned] = []  # Triton / torch warnings while timing (not per case)
         self._outs: dict[tuple[str, str, int, int], Any] = {}
+
+    def warnings_seen(self) -> list[dict[str, Any]]:
+        """Every distinct Triton / torch warning of the run: how often, and the first case."""
+        first: dict[Warned, str] = {}
+        seen: list[Warned] = []
+        for res in self._results.values():
+            for w in res.warnings:
+                first.setdefault(w, res.case.test_id)
+            seen += res.warnings
+        seen += self.warnings
+        return [
+            {**w.to_json(), "count": n, "first_case": first.get(w, "while timing")}
+            for w, n in warnlog.unique(seen)
+        ]
 
     def result(self, case: Case) -> CaseResult:
         if not self._results:
@@ -165,11 +184,13 @@ class GroupMeasurer:
             # Both sides of an A/B pair write the same buffer: same memory, same placement.
             out = self._out(case, a.dtype)
             try:
-                with capture() as launches:
+                with warnlog.recording() as warned, capture() as launches:
                     got = check_call(variant.matmul, a, b, ref, out, REL_ERR_TOL[case.dtype])
             except Exception as exc:  # a kernel that raises fails its own case, not the group
                 res.error = f"{type(exc).__name__}: {exc}"
                 continue
+            finally:
+                res.warnings = list(warned)
             res.correct, res.rel_err, res.error = got.correct, got.rel_err, got.error
             res.identity = identity(launches)
             if getattr(variant, "injected", None):  # perf_tests/inject.py: test-only changes
@@ -199,6 +220,11 @@ class GroupMeasurer:
                 + f" ({prep.seconds:.1f} s)"
             )
         config = self.timer.config
+        with warnlog.recording() as warned:
+            self._time(prepared, config)
+        self.warnings += warned
+
+    def _time(self, prepared: list[_Prepared], config: Any) -> None:
         self._soak([p for p in prepared if p.fns])
         for p in range(self.passes):
             self.on_progress(f"timing pass {p + 1}/{self.passes} over {len(prepared)} groups")
@@ -287,6 +313,8 @@ class GroupMeasurer:
             extra.update(res.identity.as_json())
         if res.error:
             extra["error"] = res.error
+        if res.warnings:
+            extra["warnings"] = [w.to_json() for w in res.warnings]
         if res.samples_s:
             med = statistics.median(res.samples_s)
             extra["median_s"] = med
