@@ -97,6 +97,12 @@ def ab_noise(session: nox.Session) -> None:
     _end(session, "ab_noise", _tilegate(session, "ab-noise", "--measure", "5", *session.posargs))
 
 
+@nox.session(venv_backend="none", default=False)
+def upgrade_ab(session: nox.Session) -> None:
+    """A Triton upgrade on this GPU: `-- --new DIR` (the new triton/ there), 3 processes a side."""
+    _end(session, "upgrade_ab", _tilegate(session, "upgrade-ab", *session.posargs))
+
+
 @nox.session
 def smoke(session: nox.Session) -> None:
     """Run the whole pipeline on the CPU interpreter (tiny shapes; timings meaningless)."""

@@ -257,6 +257,44 @@ def _cmd_ab_noise(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- upgrade-ab: the suite under two Tritons, alternating processes ------------------------------------
+
+
+def _cmd_upgrade_ab(args: argparse.Namespace) -> int:
+    from tilegate.perf import run_suite
+    from tilegate.upgrade import fingerprint_diff, judge_upgrade, measure_sides, render
+
+    out_dir = PERF_DIR / "upgrade-ab"
+    try:
+        old, new = measure_sides(
+            Path(args.new),
+            Path(args.old) if args.old else None,
+            args.repeats,
+            args.profile,
+            args.pytest_args,
+            out_dir,
+            suite=run_suite,
+        )
+        cmp = judge_upgrade([load_results(p) for p in old], [load_results(p) for p in new])
+    except InputError as err:
+        _err(f"cannot judge the upgrade: {err}")
+        atomic_write_text(
+            out_dir / "report.md", f"# tilegate upgrade A/B: CANNOT JUDGE (exit 2)\n\n{err}\n"
+        )
+        return EXIT_CANNOT_JUDGE
+    old_triton = cmp.old_runs[0].env.software.get("triton", "")
+    fp = (
+        None
+        if args.no_fingerprint
+        else fingerprint_diff(Path(args.new), old_triton, out_dir / "fingerprint.md")
+    )
+    text = render(cmp, fp)
+    atomic_write_text(out_dir / "report.md", text)
+    print(text, end="")
+    print(f"(report written to {out_dir / 'report.md'})", file=sys.stderr)
+    return cmp.exit_code
+
+
 # --- fingerprint (another module; imported only when asked for) ------------------------------------------
 
 
@@ -437,6 +475,27 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="print the noise, write nothing")
     p.set_defaults(func=_cmd_ab_noise, takes_pytest_args=True)
 
+    p = sub.add_parser(
+        "upgrade-ab",
+        help="a Triton upgrade on this GPU: the suite under the runner's Triton and a new one "
+        "(DIR first on PYTHONPATH), alternating processes, each case on its ratio to cuBLAS",
+        description="Run the perf suite --repeats times under each environment, alternating, and "
+        "judge each case and kernel on its ratio to cuBLAS (torch is the same on both sides); the "
+        "fingerprint's upgrade report beside it. Unknown options go to pytest.",
+    )
+    p.add_argument(
+        "--new", required=True, metavar="DIR", help="a directory holding the new triton/"
+    )
+    p.add_argument(
+        "--old", metavar="DIR", help="the old side's triton/ (default: the runner's own)"
+    )
+    p.add_argument("--repeats", type=int, default=3, help="processes per side (default: 3)")
+    p.add_argument("--profile", default="quick", help="the profile (default: quick)")
+    p.add_argument(
+        "--no-fingerprint", action="store_true", help="skip the compile fingerprint's diff"
+    )
+    p.set_defaults(func=_cmd_upgrade_ab, takes_pytest_args=True)
+
     _add_fingerprint(sub, wanted=bool(argv) and "fingerprint" in argv[:1])
     from tilegate.history import add_subcommand as add_history
 
@@ -452,7 +511,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `perf` and `rebaseline --measure` pass what they do not know on to pytest
         if rest and not (
             getattr(args, "takes_pytest_args", False)
-            and (args.command == "perf" or getattr(args, "measure", None) is not None)
+            and (
+                args.command in ("perf", "upgrade-ab") or getattr(args, "measure", None) is not None
+            )
         ):
             parser.parse_args(args_list)  # the usual "unrecognized arguments" error, exit 2
         args.pytest_args = [a for a in rest if a != "--"]

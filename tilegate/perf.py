@@ -28,13 +28,20 @@ _SUITE_OK = (0, 5)
 VERDICT_TEXT = {0: "everything holds", 1: "REGRESSION or broken expectation", 2: "cannot judge"}
 
 
-def run_suite(out: Path, profile: str, extra: Sequence[str] = ()) -> int:
-    """Run the perf suite into `out` (written only if the suite wrote it); return pytest's code."""
+def run_suite(
+    out: Path, profile: str, extra: Sequence[str] = (), *, pythonpath: Path | None = None
+) -> int:
+    """Run the perf suite into `out` (written only if the suite wrote it); return pytest's code.
+
+    `pythonpath` goes first on PYTHONPATH, before the repository: a newer Triton unpacked there
+    shadows the runner's (tilegate.upgrade).
+    """
     partial = out.with_name(out.name + ".partial")
     partial.unlink(missing_ok=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    first = [str(pythonpath)] if pythonpath else []
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [*first, str(ROOT), env.get("PYTHONPATH")]))
     if profile == SMOKE_PROFILE:
         env["TRITON_INTERPRET"] = "1"
     cmd = [
