@@ -62,6 +62,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--perf-ab-ref", default=None, help="A/B run: the base ref as given")
     group.addoption("--perf-ab-sha", default=None, help="A/B run: the base commit")
     group.addoption(
+        "--perf-shard",
+        default=None,
+        metavar="I/N",
+        help="measure only the groups tilegate.shard.plan gives GPU I of N (tilegate perf --gpus N)",
+    )
+    group.addoption(
         "--inject",
         action="append",
         default=[],
@@ -110,7 +116,7 @@ def _profile_cases(config: pytest.Config) -> list[Case]:
     try:
         head = select_variants(tuple(VARIANTS), wanted)
         base_names = [n for n in base if wanted is None or n in wanted or n in head]
-        return build_cases(
+        cases = build_cases(
             profile,
             head,
             ks=ks,
@@ -119,8 +125,27 @@ def _profile_cases(config: pytest.Config) -> list[Case]:
             only=only,
             base_variants=base_names,
         )
+        if config.getoption("--perf-shard"):
+            cases = _my_shard(cases, config.getoption("--perf-shard"), profile)
+        return cases
     except ValueError as err:
         raise pytest.UsageError(str(err)) from err
+
+
+def _my_shard(cases: list[Case], spec: str, profile: Any) -> list[Case]:
+    """The cases of the groups this GPU measures (whole groups: A/B pairs and all)."""
+    from tilegate.shard import group_cost, parse_shard, plan
+
+    index, count = parse_shard(spec)
+    groups: dict[str, list[Case]] = {}
+    for case in cases:
+        groups.setdefault(case.group, []).append(case)
+    costs = {
+        g: group_cost(cs[0].k, len(cs), profile.rounds, profile.min_time_s)
+        for g, cs in groups.items()
+    }
+    mine = set(plan(costs, count)[index])
+    return [c for c in cases if c.group in mine]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -250,6 +275,11 @@ class PerfRun:
             "min_time_s": self.timer.config.min_time_s,
             "injected": self.injected,
             **({"ab": self.ab} if self.ab else {}),
+            **(
+                {"shard": self.config.getoption("--perf-shard")}
+                if self.config.getoption("--perf-shard")
+                else {}
+            ),
             "gpu": self.gpu.as_json() if self.gpu else None,
             "software": self.software,
             "state": state,

@@ -124,7 +124,19 @@ def _cmd_perf(args: argparse.Namespace) -> int:
         out_dir=Path(args.out_dir),
         plots=not args.no_plots,
         ab=args.ab,
+        gpus=_gpus(args.gpus),
     ).run()
+
+
+def _gpus(text: str) -> int:
+    """`--gpus all` (every GPU torch sees) or a count."""
+    if text == "all":
+        from tilegate.harness.device import gpu_count
+
+        return max(1, gpu_count())
+    if not text.isdigit() or int(text) < 1:
+        raise SystemExit(f"tilegate perf: --gpus takes 'all' or a positive count, not {text!r}")
+    return int(text)
 
 
 # --- rebaseline ---------------------------------------------------------------------------------------
@@ -394,6 +406,12 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         "--out-dir", default=str(PERF_DIR), metavar="DIR", help="where results, report and plots go"
     )
     p.add_argument("--no-plots", action="store_true", help="no plots")
+    p.add_argument(
+        "--gpus",
+        default="1",
+        metavar="all|N",
+        help="spread the groups over the host's GPUs, one process each, results merged (default: 1)",
+    )
     p.set_defaults(func=_cmd_perf, takes_pytest_args=True)
 
     p = sub.add_parser(

@@ -2,6 +2,9 @@
 
 * Stored-baseline mode (a push to main, a new GPU, an environment change): a REGRESSED row
   fails, unless it is the reference; a broken expectation fails.
+* Several GPUs of one host (`tilegate perf --gpus N`): the rows of a GPU whose cuBLAS rows sit
+  away from the other GPUs' are not judged (GPU OFF); if nothing else fails, the run is exit 2,
+  cannot judge, naming that GPU.
 * A/B mode (a pull request against its base): a case SLOWER than its base fails; a broken
   expectation (checked on the head) fails; a stored-baseline REGRESSED row fails only if the
   pull request changed its compiled code (A/B code hashes differ, or cannot be compared): a row
@@ -15,7 +18,7 @@ from dataclasses import dataclass
 
 from tilegate.ab import ABCase, ABComparison
 from tilegate.crosstile import ExpectationResult
-from tilegate.errors import EXIT_FAIL, EXIT_OK
+from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK
 from tilegate.verdict import Comparison, RowVerdict
 
 
@@ -50,4 +53,6 @@ def outcome(cmp: Comparison | None, ab: ABComparison | None) -> Outcome:
     broken = tuple(cmp.broken) if cmp else ()
     slower = tuple(c for c in ab.cases if c.fails) if ab else ()
     code = EXIT_FAIL if regressions or broken or slower else EXIT_OK
+    if code == EXIT_OK and cmp is not None and cmp.off_gpus:
+        code = EXIT_CANNOT_JUDGE  # rows of an off GPU were measured but could not be judged
     return Outcome(code, regressions, drift, broken, slower)

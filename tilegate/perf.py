@@ -9,6 +9,7 @@ handed to the re-measurement through a file of case ids (the suite's --perf-grou
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -28,14 +29,10 @@ _SUITE_OK = (0, 5)
 VERDICT_TEXT = {0: "everything holds", 1: "REGRESSION or broken expectation", 2: "cannot judge"}
 
 
-def run_suite(
-    out: Path, profile: str, extra: Sequence[str] = (), *, pythonpath: Path | None = None
-) -> int:
-    """Run the perf suite into `out` (written only if the suite wrote it); return pytest's code.
-
-    `pythonpath` goes first on PYTHONPATH, before the repository: a newer Triton unpacked there
-    shadows the runner's (tilegate.upgrade).
-    """
+def _suite(
+    out: Path, profile: str, extra: Sequence[str], pythonpath: Path | None, gpu: int | None
+) -> tuple[list[str], dict[str, str], Path]:
+    """The pytest command line, environment and partial-results path of one suite process."""
     partial = out.with_name(out.name + ".partial")
     partial.unlink(missing_ok=True)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -44,6 +41,8 @@ def run_suite(
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [*first, str(ROOT), env.get("PYTHONPATH")]))
     if profile == SMOKE_PROFILE:
         env["TRITON_INTERPRET"] = "1"
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
     cmd = [
         sys.executable,
         "-m",
@@ -59,10 +58,47 @@ def run_suite(
         "--benchmark-group-by=group",
         *extra,
     ]
+    return cmd, env, partial
+
+
+def run_suite(
+    out: Path, profile: str, extra: Sequence[str] = (), *, pythonpath: Path | None = None
+) -> int:
+    """Run the perf suite into `out` (written only if the suite wrote it); return pytest's code.
+
+    `pythonpath` goes first on PYTHONPATH, before the repository: a newer Triton unpacked there
+    shadows the runner's (tilegate.upgrade).
+    """
+    cmd, env, partial = _suite(out, profile, extra, pythonpath, None)
     code = subprocess.run(cmd, cwd=ROOT, env=env, check=False).returncode
     if partial.exists():
         partial.replace(out)
     return code
+
+
+def run_shards(out: Path, profile: str, extra: Sequence[str] = (), *, gpus: int) -> int:
+    """The suite on `gpus` GPUs at once, one process each (CUDA_VISIBLE_DEVICES, --perf-shard),
+    their results merged into `out` (tilegate.shard); the worst pytest exit code."""
+    from tilegate.shard import merge, shard_files
+
+    files = shard_files(out, gpus)
+    started = []
+    for i, part in enumerate(files):
+        part.unlink(missing_ok=True)
+        cmd, env, partial = _suite(part, profile, [*extra, f"--perf-shard={i}/{gpus}"], None, i)
+        log_path = part.with_suffix(".log")
+        with log_path.open("w") as log:
+            started.append(
+                (subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=log), partial, part)
+            )
+    codes = []
+    for proc, partial, part in started:
+        codes.append(proc.wait())
+        if partial.exists():
+            partial.replace(part)
+    if all(f.exists() for f in files):
+        merge(files, out)
+    return max(codes)
 
 
 def gpu_slug() -> str:
@@ -86,6 +122,7 @@ class Perf:
     confirm_runs: int = 1
     pytest_args: Sequence[str] = ()
     ab: str | None = None  # A/B: the base ref whose kernels are measured beside the head's
+    gpus: int = 1  # measure on this many GPUs of the host at once (tilegate.shard)
     out_dir: Path = Path(".perf")
     plots: bool = True
     suite: Suite = run_suite
@@ -134,7 +171,14 @@ class Perf:
             )
         results = self.out_dir / "results.json"
         results.unlink(missing_ok=True)
-        suite_code = self.suite(results, self.profile, args)
+        suite = self.suite
+        if self.gpus > 1:
+            self.log(f"perf: the suite's groups over {self.gpus} GPUs, one process each")
+            suite = functools.partial(run_shards, gpus=self.gpus)
+        try:
+            suite_code = suite(results, self.profile, args)
+        except InputError as err:  # shards that cannot be merged
+            return self._fail(str(err))
         if not results.exists():
             return self._fail(f"the suite wrote no results (pytest exit {suite_code})")
         suspects = self.out_dir / "suspects.txt"
@@ -151,7 +195,7 @@ class Perf:
                 + "\n".join(ids)
             )
             confirm = self.out_dir / f"confirm-{i}.json"
-            self.suite(confirm, self.profile, [*args, f"--perf-groups-of={suspects}"])
+            suite(confirm, self.profile, [*args, f"--perf-groups-of={suspects}"])
             if confirm.exists():
                 confirms.append(confirm)
             judged = self._judge(results, baseline, confirms, suspects)

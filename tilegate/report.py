@@ -27,6 +27,7 @@ _VERDICT_TEXT = {
     Verdict.NEW: "new",
     Verdict.NOT_MEASURED: "not measured",
     Verdict.SHIFTED: "shifted (machine)",
+    Verdict.OFF_GPU: "**GPU OFF**: not judged",
 }
 _AB_TEXT = {
     ABVerdict.SLOWER: "**SLOWER**",
@@ -50,7 +51,7 @@ def _headline(cmp: Comparison | None, ab: ABComparison | None, report_only: bool
     if cmp is None and ab is None:
         return "# tilegate: REPORT ONLY (no baseline, no verdict)"
     result = outcome(cmp, ab)
-    word = "FAIL" if result.code else "PASS"
+    word = {0: "PASS", 1: "FAIL"}.get(result.code, "CANNOT JUDGE")
     if report_only:
         word = f"REPORT ONLY (would {word.lower()})"
     parts = result.parts
@@ -86,6 +87,15 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         [f"`{r.key}` {pct(r.delta)}" for r in result.drift],
         "Their compiled code is the base's (A/B above): drift since the baseline, not this "
         "change. Not a failure here; `nox -s rebaseline` once understood.",
+    )
+    bullet(
+        "GPUs off",
+        [
+            f"GPU {g.index}" + (f" ({g.serial})" if g.serial else "") + f": {g.why}"
+            for g in cmp.off_gpus
+        ],
+        "Their rows are not judged against the other GPUs' (GPU OFF): re-run on a healthy GPU "
+        "or look at this one (clocks, power, temperature in the environment section). Exit 2.",
     )
     bullet(
         "Shifted with the machine",

@@ -57,6 +57,8 @@ class Environment:
     # Triton / torch warnings of the run (recorded by the suite, not raised): category, message,
     # source, count, first_case
     warnings: tuple[Mapping[str, Any], ...] = ()
+    # several GPUs of one host (tilegate.shard): each {"gpu": {..., "index", "serial"}, "state"}
+    gpus: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def smoke(self) -> bool:
@@ -84,6 +86,8 @@ class Row:
     code_hash: str | None = None  # tilegate.harness.identity: the compiled code that ran
     code_hash_kind: str | None = None  # "sass", "ptx", "source", "reference"
     side: str = "head"  # "base": the base commit's version in an A/B run
+    gpu_index: int | None = None  # `tilegate perf --gpus N`: which GPU of the host measured it
+    gpu_serial: str | None = None
     ratio_to_base: float | None = None  # A/B head rows: head / base, paired per round
 
     @property
@@ -237,7 +241,13 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
             f"results file {path}: machine_info.tilegate.warnings must be a list of warnings "
             "({category, message, source, count, first_case})"
         )
+    gpus = tg.get("gpus") or []
+    if not isinstance(gpus, list) or not all(
+        isinstance(g, dict) and isinstance(g.get("gpu"), dict) for g in gpus
+    ):
+        raise InputError(f"results file {path}: machine_info.tilegate.gpus must list the GPUs")
     return Environment(
+        gpus=tuple(MappingProxyType(dict(g)) for g in gpus),
         ab=MappingProxyType(dict(ab)) if ab else None,
         warnings=tuple(MappingProxyType(dict(w)) for w in warned),
         harness_version=str(tg.get("harness_version", "unknown")),
@@ -335,7 +345,14 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
     for k, v in code.items():
         if v is not None and (not isinstance(v, str) or not v):
             raise InputError(f"{where}: extra_info.tilegate.{k} is {v!r}; expected a string")
+    gpu_index = tg.get("gpu_index")
+    if gpu_index is not None and (not isinstance(gpu_index, int) or isinstance(gpu_index, bool)):
+        raise InputError(
+            f"{where}: extra_info.tilegate.gpu_index is {gpu_index!r}; expected an integer"
+        )
     return Row(
+        gpu_index=gpu_index,
+        gpu_serial=str(tg["gpu_serial"]) if tg.get("gpu_serial") is not None else None,
         reference=tg.get("reference") is True,
         side=side,
         ratio_to_base=ratios["ratio_to_base"],

@@ -29,6 +29,7 @@ from tilegate.crosstile import ExpectationResult, Status, check_expectation
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
 from tilegate.markdown import listing
 from tilegate.results import Row, Run
+from tilegate.shard import OffGpu, off_gpus
 from tilegate.tolerances import Policy
 
 
@@ -42,6 +43,8 @@ class Verdict(str, enum.Enum):
     # slower beyond the tolerance, but so was the reference in the same rounds and the row's
     # code did not change: the machine or a neighbour moved, not this row (never fails)
     SHIFTED = "SHIFTED"
+    # measured on a GPU of the host that is off (its cuBLAS rows outside the others'): not judged
+    OFF_GPU = "GPU OFF"
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,9 @@ class Comparison:
     rows: tuple[RowVerdict, ...]
     expectations: tuple[ExpectationResult, ...]
     missing_allowed: tuple[str, ...] = ()  # baseline rows of measured groups absent from the run
+    off_gpus: tuple[
+        OffGpu, ...
+    ] = ()  # GPUs of the host whose rows were not judged (tilegate.shard)
 
     def by(self, *verdicts: Verdict) -> list[RowVerdict]:
         return [r for r in self.rows if r.verdict in verdicts]
@@ -310,6 +316,19 @@ def compare(
             for c in checks
         ]
 
+    off = _off_gpus(run, baseline)
+    if off:
+        bad = {g.index: g for g in off}
+        verdicts = [
+            replace(
+                v,
+                verdict=Verdict.OFF_GPU,
+                note=f"GPU {v.now.gpu_index}: {bad[v.now.gpu_index].why}",
+            )
+            if v.now is not None and v.now.gpu_index in bad
+            else v
+            for v in verdicts
+        ]
     order = {v: i for i, v in enumerate(run.variant_order)}
     verdicts.sort(key=lambda v: (v.dtype, v.layout, v.K, order.get(v.variant, 99), v.variant))
     return Comparison(
@@ -319,7 +338,29 @@ def compare(
         tuple(verdicts),
         tuple(checks),
         tuple(missing),
+        tuple(off),
     )
+
+
+def _off_gpus(run: Run, baseline: Baseline) -> list[OffGpu]:
+    """The host's GPUs whose reference rows (cuBLAS) sit away from the other GPUs' (shard.off_gpus)."""
+    if len(run.env.gpus) < 2:
+        return []
+    shifts: dict[int, list[float]] = {}
+    tolerances = []
+    for row in run.rows.values():
+        base = baseline.rows.get(row.key)
+        if row.reference and base is not None and row.gpu_index is not None:
+            shifts.setdefault(row.gpu_index, []).append(
+                stats.rel_change(row.median_s, base.median_s)
+            )
+            tolerances.append(base.tolerance)
+    if not tolerances:
+        return []
+    serials = {
+        int(g["gpu"].get("index", i)): g["gpu"].get("serial") for i, g in enumerate(run.env.gpus)
+    }
+    return off_gpus(shifts, stats.median(tolerances), serials)
 
 
 def _judge(

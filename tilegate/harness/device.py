@@ -30,6 +30,7 @@ class GpuInfo:
     l2_bytes: int
     driver: str
     cuda: str
+    serial: str | None = None  # the board's serial (NVML), else the device's UUID: which GPU
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -87,7 +88,29 @@ def gpu_info(device_index: int = 0) -> GpuInfo:
         l2_bytes=int(getattr(props, "L2_cache_size", 0) or 0),
         driver=_nvml_driver() or "unknown",
         cuda=str(torch.version.cuda),
+        serial=_serial(device_index, getattr(props, "uuid", None)),
     )
+
+
+def _serial(device_index: int, uuid: Any) -> str | None:
+    """NVML's board serial of the device, else its UUID (both name one physical GPU)."""
+    nv = nvml()
+    if nv is not None:
+        try:
+            handle = nv.nvmlDeviceGetHandleByUUID(f"GPU-{uuid}") if uuid else None
+            handle = handle or nv.nvmlDeviceGetHandleByIndex(device_index)
+            serial = nv.nvmlDeviceGetSerial(handle)
+            return serial.decode() if isinstance(serial, bytes) else str(serial)
+        except Exception:
+            pass
+    return f"GPU-{uuid}" if uuid else None
+
+
+def gpu_count() -> int:
+    """How many CUDA GPUs torch sees (CUDA_VISIBLE_DEVICES applies)."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 NO_GPU_HINT = (

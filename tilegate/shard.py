@@ -1,0 +1,168 @@
+"""Several GPUs of one runner: the suite's groups spread over them, one process a GPU, one results file.
+
+pytest-benchmark switches itself off under pytest-xdist ("Benchmarks are automatically disabled
+because xdist plugin is active", pytest_benchmark/session.py), and a group's rounds must stay in
+one process anyway (its variants, and every A/B pair, are timed interleaved on one GPU). So
+`tilegate perf --gpus N` starts one pytest process per GPU, each with CUDA_VISIBLE_DEVICES set to
+its GPU and `--perf-shard i/N`, which keeps the groups `plan` gives it; then `merge` joins their
+results files into one pytest-benchmark file whose rows carry their GPU's index and serial.
+
+`plan` balances by an estimate of each group's time (the profile's minimum time, or its minimum
+rounds at a per-round cost that grows with K and with the number of kernels in the group),
+largest first onto the least-loaded GPU: the default profile's K = 4096 groups are the long ones.
+
+`off_gpus` is the fleet rule: rows of GPUs of one model share that model's baseline, but a GPU
+whose reference rows (cuBLAS) sit outside the model's spread is named and its rows are not
+judged against the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tilegate.errors import InputError
+from tilegate.fileio import atomic_write_json, read_json
+
+# Per-round seconds of a group ~ kernels x (flush + K x SECONDS_PER_K): at M = N = 16384 on the
+# H200 a K = 4096 call takes ~3.4-6 ms and a K = 128 one ~0.2-0.5 ms (docs/results-h200.md).
+SECONDS_PER_K = 1.2e-6
+FLUSH_S = 0.06e-3
+
+
+def group_cost(k: int, kernels: int, min_rounds: int, min_time_s: float) -> float:
+    """Estimated seconds of one group's timed rounds."""
+    return max(min_time_s, min_rounds * kernels * (FLUSH_S + k * SECONDS_PER_K))
+
+
+def plan(groups: Mapping[str, float], shards: int) -> list[list[str]]:
+    """Groups (name -> estimated seconds) onto `shards` GPUs, largest first onto the least loaded.
+
+    Deterministic (ties by name), every group on exactly one shard, never split.
+    """
+    if shards < 1:
+        raise ValueError(f"shards must be >= 1, got {shards}")
+    out: list[list[str]] = [[] for _ in range(shards)]
+    load = [0.0] * shards
+    for name, cost in sorted(groups.items(), key=lambda kv: (-kv[1], kv[0])):
+        i = min(range(shards), key=lambda s: (load[s], s))
+        out[i].append(name)
+        load[i] += cost
+    return out
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """'1/2' -> (1, 2): this process is shard 1 of 2 (0-based)."""
+    try:
+        index, count = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--perf-shard {text!r}: expected I/N, e.g. 0/2") from None
+    if not 0 <= index < count:
+        raise ValueError(f"--perf-shard {text!r}: need 0 <= I < N")
+    return index, count
+
+
+def merge(parts: Sequence[Path], out: Path) -> None:
+    """Join the shards' results files into one: rows tagged with their GPU, the GPUs listed.
+
+    Refuses (InputError) shards of different GPU models, profiles or shapes, and a case that two
+    shards measured: each group belongs to one GPU.
+    """
+    if not parts:
+        raise InputError("nothing to merge: no shard wrote results")
+    merged: dict[str, Any] | None = None
+    gpus = []
+    seen: dict[str, Path] = {}
+    for index, part in enumerate(parts):
+        data = read_json(part, "shard results file", allow_nan=True)
+        tg = (data.get("machine_info") or {}).get("tilegate") if isinstance(data, dict) else None
+        if not isinstance(tg, dict) or not isinstance(data.get("benchmarks"), list):
+            raise InputError(f"shard results file {part} is not a tilegate results file")
+        gpu = dict(tg.get("gpu") or {})
+        gpu["index"] = index
+        gpus.append({"gpu": gpu, "state": tg.get("state"), "file": part.name})
+        for bench in data["benchmarks"]:
+            extra = bench.get("extra_info", {}).get("tilegate", {})
+            ident = f"{extra.get('key')}{'@base' if extra.get('side') == 'base' else ''}"
+            if ident in seen:
+                raise InputError(
+                    f"case {ident} is in both {seen[ident]} and {part}: a group is one GPU's"
+                )
+            seen[ident] = part
+            extra["gpu_index"] = index
+            extra["gpu_serial"] = gpu.get("serial")
+        if merged is None:
+            merged = data
+            continue
+        first = merged["machine_info"]["tilegate"]
+        for what in ("profile", "M", "N", "mode"):
+            if first.get(what) != tg.get(what):
+                raise InputError(
+                    f"shard {part} has {what} {tg.get(what)!r}, shard 0 {first.get(what)!r}"
+                )
+        if (first.get("gpu") or {}).get("slug") != gpu.get("slug"):
+            raise InputError(
+                f"shard {part} ran on {gpu.get('slug')}, shard 0 on {(first.get('gpu') or {}).get('slug')}: "
+                "one results file holds one GPU model; run the models as separate jobs"
+            )
+        merged["benchmarks"] += data["benchmarks"]
+        first["warnings"] = (first.get("warnings") or []) + (tg.get("warnings") or [])
+    assert merged is not None
+    merged["machine_info"]["tilegate"]["gpus"] = gpus
+    atomic_write_json(out, merged)
+
+
+@dataclass(frozen=True)
+class OffGpu:
+    index: int
+    serial: str | None
+    shift: float  # median change of its reference rows against the baseline
+    others: float  # the median change of the other GPUs' reference rows
+    why: str
+
+
+def off_gpus(
+    shifts: Mapping[int, Sequence[float]], tolerance: float, serials: Mapping[int, str | None]
+) -> list[OffGpu]:
+    """The GPUs whose reference rows moved away from the others' by more than `tolerance`.
+
+    `shifts` maps a GPU index to its reference rows' changes against the baseline (now / then -
+    1). With two GPUs that disagree neither can be told right: both are named.
+    """
+    import statistics
+
+    med = {i: statistics.median(s) for i, s in shifts.items() if s}
+    if len(med) < 2:
+        return []
+    if len(med) == 2:  # no majority: if they disagree, neither can be told right
+        (i, a), (j, b) = sorted(med.items())
+        if abs(a - b) <= tolerance:
+            return []
+        why = "{} against the baseline, the other GPU's {}; with two GPUs, which one is off cannot be told"
+        return [
+            OffGpu(
+                i, serials.get(i), a, b, why.format(f"its cuBLAS rows moved {a:+.1%}", f"{b:+.1%}")
+            ),
+            OffGpu(
+                j, serials.get(j), b, a, why.format(f"its cuBLAS rows moved {b:+.1%}", f"{a:+.1%}")
+            ),
+        ]
+    center = statistics.median(med.values())  # the model's level on this host, robust to one
+    return [
+        OffGpu(
+            i,
+            serials.get(i),
+            m,
+            center,
+            f"its cuBLAS rows moved {m:+.1%} against the baseline, the host's GPUs {center:+.1%}",
+        )
+        for i, m in sorted(med.items())
+        if abs(m - center) > tolerance
+    ]
+
+
+def shard_files(out: Path, shards: int) -> list[Path]:
+    """Where each GPU's process writes: results.gpu0.json, results.gpu1.json, ..."""
+    return [out.with_name(f"{out.stem}.gpu{i}{out.suffix}") for i in range(shards)]
