@@ -426,3 +426,14 @@ def test_under_another_triton_hashes_do_not_blame_only_the_ratio_to_the_referenc
     row = next(r for r in compare(run, hashed_baseline).rows if r.key == k)
     assert row.verdict is Verdict.SHIFTED, row
     assert row.code_changed is None and "another Triton" in row.note
+
+
+def test_the_headline_counts_in_words() -> None:
+    from tilegate.outcome import Outcome
+
+    one, two = object(), object()
+    assert Outcome(1, slower=(one,)).parts == ["1 case slower than its base"]  # type: ignore[arg-type]
+    assert Outcome(1, slower=(one, two), broken=(one,)).parts == [  # type: ignore[arg-type]
+        "2 cases slower than their base",
+        "1 broken expectation",
+    ]

@@ -35,13 +35,13 @@ class Outcome:
         """The headline's list of what failed."""
         out = []
 
-        def count(n: int, what: str) -> None:
+        def count(n: int, one: str, many: str) -> None:
             if n:
-                out.append(f"{n} {what}{'s' * (n != 1)}")
+                out.append(f"{n} {one if n == 1 else many}")
 
-        count(len(self.slower), "case slower than its base")
-        count(len(self.regressions), "regression")
-        count(len(self.broken), "broken expectation")
+        count(len(self.slower), "case slower than its base", "cases slower than their base")
+        count(len(self.regressions), "regression", "regressions")
+        count(len(self.broken), "broken expectation", "broken expectations")
         return out
 
 
