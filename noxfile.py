@@ -37,16 +37,20 @@ def _install_group(session: nox.Session, group: str) -> None:
     session.install(*nox.project.dependency_groups(nox.project.load_toml("pyproject.toml"), group))
 
 
-def _tilegate(session: nox.Session, *args: str, python: str = sys.executable) -> int:
-    """Run `python -m tilegate ARGS` in the repo root; return its exit code (0, 1 or 2)."""
-    session.log(" ".join(["python -m tilegate", *args]))
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    return subprocess.run(
-        [python, "-m", "tilegate", *args], cwd=ROOT, env=env, check=False
-    ).returncode
+def _python(session: nox.Session, *args: str, venv: bool = True) -> int:
+    """Run `python ARGS` in the repo root with the checkout on PYTHONPATH; return its exit code
+    (nox alone knows only 0/1). `venv`: the session's virtualenv python; otherwise the runner's
+    own (the GPU sessions), keeping its PYTHONPATH (`PYTHONPATH=DIR nox -s perf` for a new Triton)."""
+    python = str(Path(session.bin) / "python") if venv else sys.executable
+    inherited = [] if venv else [os.environ.get("PYTHONPATH")]
+    session.log(" ".join(["python", *args]))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), *inherited]))}
+    return subprocess.run([python, *args], cwd=ROOT, env=env, check=False).returncode
+
+
+def _tilegate(session: nox.Session, *args: str, venv: bool = False) -> int:
+    """`python -m tilegate ARGS` (the runner's python unless `venv`); its exit code (0, 1 or 2)."""
+    return _python(session, "-m", "tilegate", *args, venv=venv)
 
 
 def _exit(session: nox.Session, code: int, message: str) -> None:
@@ -109,7 +113,6 @@ def smoke(session: nox.Session) -> None:
     _install_group(session, "test")
     out = PERF / "smoke"
     shutil.rmtree(out, ignore_errors=True)
-    python = str(Path(session.bin) / "python")
     baseline = str(out / "baseline.json")
     ab_out = str(out / "ab")
     steps = [
@@ -119,7 +122,7 @@ def smoke(session: nox.Session) -> None:
         ["perf", "--profile", "smoke", "--ab", "HEAD", "--baseline", baseline, "--out-dir", ab_out],
     ]
     for args in steps:
-        _end(session, f"smoke: tilegate {args[0]}", _tilegate(session, *args, python=python))
+        _end(session, f"smoke: tilegate {args[0]}", _tilegate(session, *args, venv=True))
     runs = sorted(str(p) for p in (PERF / "rebaseline").glob("run-*.json"))
     session.run("pytest-benchmark", "compare", *runs, "--columns=median,rounds")
 
@@ -165,20 +168,11 @@ def lint(session: nox.Session) -> None:
     session.run("bash", "tools/lint-workflows.sh", external=True)
 
 
-def _session_python(session: nox.Session, *args: str) -> int:
-    """Run the session venv's python in the repo root; return its exit code (nox alone knows only 0/1)."""
-    session.log(" ".join(["python", *args]))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [str(Path(session.bin) / "python"), *args], cwd=ROOT, env=env, check=False
-    ).returncode
-
-
 @nox.session(default=False)
 def dashboard(session: nox.Session) -> None:
     """Write the history page .perf/dashboard.html from .perf/history.duckdb (args: `history dashboard`'s)."""
     _install_group(session, "history")
-    code = _session_python(session, "-m", "tilegate", "history", "dashboard", *session.posargs)
+    code = _tilegate(session, "history", "dashboard", *session.posargs, venv=True)
     _exit(session, code, f"dashboard: exit {code}; page: {PERF / 'dashboard.html'}")
 
 
@@ -246,7 +240,7 @@ def fingerprint(session: nox.Session) -> None:
     """Compile every Triton variant for sm_90, sm_100 and sm_120 (no GPU) and gate its facts."""
     args, rest = _triton_args(session)
     version = _kernels_env(session, "kernels", args.triton or "pinned")
-    code = _session_python(session, "-m", "tilegate.fingerprint", *rest)
+    code = _python(session, "-m", "tilegate.fingerprint", *rest)
     verdict = _FINGERPRINT_VERDICT.get(code, "crashed")
     _exit(
         session,
@@ -272,7 +266,7 @@ def fingerprint_rebaseline(session: nox.Session) -> None:
     codes = {}
     for triton in versions:  # oldest first: a first recording diffs against the version before
         version = _kernels_env(session, "kernels", triton)
-        codes[version] = _session_python(session, "-m", "tilegate.fingerprint", "--record", *rest)
+        codes[version] = _python(session, "-m", "tilegate.fingerprint", "--record", *rest)
     code = max(codes.values())
     _exit(
         session,
@@ -320,7 +314,7 @@ def upgrade(session: nox.Session) -> None:
     old = _triton_version(session, args.old)
     new = _kernels_env(session, "kernels", args.version)
     cmd = ["-m", "tilegate.fingerprint", "--upgrade-from", old, *rest]
-    code = _session_python(session, *cmd, *(["--record"] if args.record else []))
+    code = _python(session, *cmd, *(["--record"] if args.record else []))
     verdict = {
         0: "no pipelining fact changed",
         1: "a pipelining fact changed or a rule broke",
