@@ -6,8 +6,8 @@ K = 128, ~3 % at K = 4096), a common per-round factor (GPU state, shared by ever
 round, so same-run ratios are tight), and a per-process drift of each row's median (~0.5 % for
 Triton rows, ~1.5 % for compute-bound rows: cuBLAS and TMA at large K).
 
-Used by the tests for statistics and by tests/fixtures/_generate.py, which recorded the JSON
-fixtures. The JSON is what pytest-benchmark writes: its own `stats` block (computed by
+Used by the tests for statistics and by tests/fixtures/_generate.py, which wrote the synthetic
+JSON fixtures (tests/fixtures/synthetic-*). The JSON is what pytest-benchmark writes: its own `stats` block (computed by
 pytest_benchmark.stats.Stats), `machine_info`, `commit_info`, with tilegate's keys inside.
 """
 
