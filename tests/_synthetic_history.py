@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 from scipy.special import ndtr
-from tilegate.stats import paired_ratio
 
 from tests._factories import H200_GPU, SOFTWARE, VARIANTS, _machine_info
+from tilegate.stats import paired_ratio
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_BASELINE = ROOT / "baselines" / "nvidia-h200.json"
