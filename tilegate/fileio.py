@@ -65,19 +65,31 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"non-finite number {name} is not valid JSON here")
 
 
+def read_text(path: str | os.PathLike[str], what: str) -> str:
+    """Read a UTF-8 text file; a missing, unreadable or non-UTF-8 file is an InputError naming it."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{what} {p} does not exist")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:  # a ValueError, not an OSError: it would escape as a crash
+        raise InputError(
+            f"{what} {p} is not UTF-8 text (byte {err.start}: {err.reason}). tilegate writes "
+            "UTF-8: restore it from git or regenerate it; if an editor or a shell redirect "
+            "re-encoded it (UTF-16 from PowerShell, Latin-1), save it as UTF-8"
+        ) from err
+    except OSError as err:
+        raise InputError(f"{what} {p} cannot be read: {err}") from err
+
+
 def read_json(path: str | os.PathLike[str], what: str, *, allow_nan: bool = False) -> Any:
-    """Read a JSON file; a missing, unreadable or corrupt file is an InputError naming it.
+    """Read a JSON file; a missing, unreadable, non-UTF-8 or corrupt file is an InputError naming it.
 
     `allow_nan` accepts the NaN / Infinity literals Python's json writes (pytest-benchmark does),
     so that the caller can name the row that holds one instead of rejecting the whole file.
     """
     p = Path(path)
-    if not p.is_file():
-        raise InputError(f"{what} {p} does not exist")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"{what} {p} cannot be read: {err}") from err
+    text = read_text(p, what)
     try:
         return json.loads(text) if allow_nan else json.loads(text, parse_constant=_reject_constant)
     except ValueError as err:
