@@ -6,8 +6,10 @@ recorded H200 run (tests/fixtures/recorded-h200-quick.json) and the committed H2
 
 from __future__ import annotations
 
+import functools
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,3 +118,177 @@ def test_fingerprint_files_not_utf8_cannot_judge(
     cannot_judge(capsys, str(rules), "not UTF-8")
     assert report.read_text().startswith("# ")
     assert "CANNOT JUDGE" in report.read_text().splitlines()[0]
+
+
+# --- a crash anywhere is exit 2, one line, the traceback saved, the report replaced -------------------
+
+
+def _boom(*_args: object, **_kwargs: object) -> None:
+    raise RuntimeError("boom: an unexpected bug")
+
+
+CRASHES = {
+    # command: (what to break, arguments after the command, the report it writes)
+    "compare": ("tilegate.gate.render", [str(RECORDED), str(BASELINE), "--no-plots"], "--report"),
+    "report": ("tilegate.gate.render", [str(RECORDED), str(BASELINE)], "--out"),
+    "rebaseline": (
+        "tilegate.rebaseline.rebaseline",
+        [str(RECORDED), "--out", "b.json"],
+        "--diff-out",
+    ),
+    "ab-noise": ("tilegate.ab.build_noise", [str(RECORDED), "--check"], None),
+    "fingerprint": ("tilegate.fingerprint.cli.check", ["--json-dir", "facts"], "--report"),
+    "history": ("tilegate.history.cli._loaded", [], None),
+}
+
+
+@pytest.mark.parametrize("command", sorted(CRASHES))
+def test_a_crash_in_any_command_is_2_with_its_traceback_saved(
+    command: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    target, args, report_flag = CRASHES[command]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(target, _boom)
+    report = tmp_path / "report.md"
+    report.write_text(STALE)
+    argv = [command, *args, *([report_flag, str(report)] if report_flag else [])]
+    if command == "history":
+        argv = ["history", "add", str(RECORDED), "--store", str(tmp_path / "h.duckdb")]
+    assert main(argv) == 2
+    line = cannot_judge(capsys, "RuntimeError: boom: an unexpected bug", "not a verdict")
+    saved = tmp_path / ".perf" / f"crash-{command}.txt"
+    assert str(saved.relative_to(tmp_path)) in line
+    assert "Traceback" in saved.read_text() and "boom" in saved.read_text()
+    if report_flag:
+        assert "CANNOT JUDGE" in report.read_text().splitlines()[0]
+        assert "RuntimeError: boom" in report.read_text()
+    assert not (tmp_path / "b.json").exists()
+
+
+def test_a_crash_in_the_perf_loop_is_2_with_a_cannot_judge_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tilegate.perf import Perf
+
+    out = tmp_path / "perf"
+    out.mkdir()
+    (out / "report.md").write_text(STALE)
+    lines: list[str] = []
+    code = Perf(
+        out_dir=out, plots=False, suite=_boom, detect_gpu=lambda: "nvidia-h200", log=lines.append
+    ).run()  # type: ignore[arg-type]
+    assert code == 2
+    assert len(lines) == 1 and "RuntimeError: boom" in lines[0] and "crash-perf.txt" in lines[0]
+    assert "boom" in (out / "crash-perf.txt").read_text()
+    assert (out / "report.md").read_text().startswith("# tilegate: CANNOT JUDGE")
+
+
+def test_perf_crash_through_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tilegate.perf import Perf
+
+    monkeypatch.setattr(Perf, "_slug", _boom)
+    out = tmp_path / "perf"
+    assert main(["perf", "--profile", "smoke", "--out-dir", str(out), "--no-plots"]) == 2
+    line = cannot_judge(capsys, "RuntimeError: boom", str(out / "crash-perf.txt"))
+    assert line.startswith("perf: cannot judge")
+    assert (out / "report.md").read_text().startswith("# tilegate: CANNOT JUDGE")
+
+
+@pytest.mark.parametrize("command", ["compare", "rebaseline"])
+def test_a_directory_as_an_output_file_is_2(
+    command: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    target = tmp_path / "a-directory"
+    target.mkdir()
+    if command == "compare":
+        argv = ["compare", str(RECORDED), str(BASELINE), "--no-plots", "--report", str(target)]
+    else:
+        argv = ["rebaseline", str(RECORDED), "--out", str(target)]
+    assert main(argv) == 2
+    cannot_judge(capsys, str(target))
+    assert target.is_dir() and not any(target.iterdir())
+
+
+@functools.cache
+def _noxfile() -> Any:
+    """noxfile.py as a module (once: importing it registers its sessions with nox)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tilegate_noxfile", ROOT / "noxfile.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class FakeSession:
+    """What `_end` and `_gate` use of a nox.Session."""
+
+    name = "perf"
+
+    def __init__(self) -> None:
+        self.posargs: list[str] = []
+        self.logged: list[str] = []
+
+    def log(self, message: str) -> None:
+        self.logged.append(message)
+
+    warn = log
+
+
+@pytest.mark.parametrize("code", [-9, 3, 137, 255])
+def test_nox_an_unexpected_exit_code_is_2(code: int) -> None:
+    nox_module = _noxfile()
+    session = FakeSession()
+    with pytest.raises(SystemExit) as exited:
+        nox_module._end(session, "perf", code)
+    assert exited.value.code == 2
+    assert "cannot judge" in session.logged[0]
+
+
+def test_nox_a_crash_in_a_session_is_2_with_its_traceback_saved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nox_module = _noxfile()
+    monkeypatch.setattr(nox_module, "PERF", tmp_path)
+    session = FakeSession()
+    monkeypatch.setattr(nox_module, "_tilegate", _boom)
+    with pytest.raises(SystemExit) as exited:
+        nox_module.perf.func(session)
+    assert exited.value.code == 2
+    assert len(session.logged) == 1 and "RuntimeError: boom" in session.logged[0]
+    assert "boom" in (tmp_path / "crash-nox-perf.txt").read_text()
+
+
+def test_nox_never_says_written_after_a_refused_rebaseline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nox_module = _noxfile()
+    session = FakeSession()
+    with pytest.raises(SystemExit) as exited:
+        nox_module._end(session, "rebaseline", 1, nox_module.REBASELINE_MEANING)
+    assert exited.value.code == 1
+    assert "REFUSED, nothing written" in session.logged[0]
+    # and the command itself: refused, so neither its output nor its diff says "Wrote"
+    from tests._factories import results_file
+
+    out = tmp_path / "nvidia-h200.json"
+    shutil.copy(ROOT / "tests" / "fixtures" / "synthetic-baselines" / "nvidia-h200.json", out)
+    slower = [
+        str(results_file(tmp_path, f"r{s}.json", seed=s, rounds=20, machine_factor=1.2))
+        for s in (1, 2, 3)
+    ]
+    diff = tmp_path / "diff.md"
+    assert main(["rebaseline", *slower, "--out", str(out), "--diff-out", str(diff)]) == 1
+    printed = capsys.readouterr().out
+    assert "REFUSED" in printed and "wrote" not in printed.lower()
+    assert "wrote" not in diff.read_text().lower()

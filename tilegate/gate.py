@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tilegate.ab import ABComparison, compare_ab, load_noise, noise_path
 from tilegate.baseline import baseline_path, how_to_create, load_baseline
+from tilegate.crash import cannot_judge_report
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_text
 from tilegate.outcome import outcome
@@ -35,10 +36,6 @@ class Judgement:
     @property
     def headline(self) -> str:
         return self.text.splitlines()[0].lstrip("# ") if self.text else ""
-
-
-def cannot_judge_report(reason: str) -> str:
-    return f"# tilegate: CANNOT JUDGE (exit 2)\n\n{reason}\n"
 
 
 def _plots(run: Run, cmp: Comparison | None, directory: Path | None) -> tuple[list[Path], str]:
