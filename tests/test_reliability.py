@@ -7,6 +7,7 @@ recorded H200 run (tests/fixtures/recorded-h200-quick.json) and the committed H2
 from __future__ import annotations
 
 import functools
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -292,3 +293,106 @@ def test_nox_never_says_written_after_a_refused_rebaseline(
     printed = capsys.readouterr().out
     assert "REFUSED" in printed and "wrote" not in printed.lower()
     assert "wrote" not in diff.read_text().lower()
+
+
+# --- messages that say what to do ------------------------------------------------------------------
+
+
+def _recorded() -> dict[str, Any]:
+    return json.loads(RECORDED.read_text())
+
+
+def _write(path: Path, data: Any) -> Path:
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("change", "needles"),
+    [
+        (lambda d: d.pop("benchmarks"), ["no 'benchmarks' list", "nox -s perf"]),
+        (lambda d: d.pop("machine_info"), ["no 'machine_info'", "nox -s perf"]),
+        (
+            lambda d: d["benchmarks"].append(d["benchmarks"][3]),
+            ["row persistent-fp16-nt-K128", "appears twice", "its own file"],
+        ),
+    ],
+    ids=["no-benchmarks", "no-machine-info", "duplicated-row"],
+)
+def test_bad_results_say_what_to_do(
+    change: Any, needles: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _recorded()
+    change(data)
+    bad = _write(tmp_path / "results.json", data)
+    assert compare(tmp_path, bad) == 2
+    cannot_judge(capsys, str(bad), *needles)
+    assert_cannot_judge_report(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [(["rows"], "a JSON array"), ({**json.loads(BASELINE.read_text()), "rows": {}}, "no rows")],
+    ids=["array", "no-rows"],
+)
+def test_bad_baselines_say_what_to_do(
+    data: Any, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = _write(tmp_path / "nvidia-h200.json", data)
+    assert compare(tmp_path, RECORDED, bad) == 2
+    cannot_judge(capsys, str(bad), needle, f"git checkout -- {bad}", "nox -s rebaseline")
+
+
+@pytest.mark.parametrize("which", ["results", "baseline", "tolerances", "old baseline"])
+def test_a_directory_given_as_a_file_says_so(
+    which: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    out = tmp_path / "out" / "nvidia-h200.json"
+    if which == "results":
+        assert compare(tmp_path, folder) == 2
+    elif which == "baseline":
+        assert compare(tmp_path, RECORDED, folder) == 2
+    elif which == "tolerances":
+        argv = ["rebaseline", str(RECORDED), "--out", str(out), "--tolerances", str(folder)]
+        assert main(argv) == 2
+    else:
+        assert main(["rebaseline", str(RECORDED), "--out", str(out), "--old", str(folder)]) == 2
+    line = cannot_judge(capsys, str(folder), "is a directory")
+    assert "does not exist" not in line
+    assert not out.exists()
+
+
+def test_a_results_file_that_cannot_be_read_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # chmod cannot deny root, which CI containers often are: the operating system's answer, then
+    locked = tmp_path / "results.json"
+    shutil.copy(RECORDED, locked)
+    real_read_text = Path.read_text
+
+    def read_text(self: Path, *args: Any, **kwargs: Any) -> str:
+        if self == locked:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_read_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    assert compare(tmp_path, locked) == 2
+    cannot_judge(capsys, str(locked), "permission denied", "chmod")
+    assert_cannot_judge_report(tmp_path)
+
+
+def test_an_output_directory_that_cannot_be_written_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tempfile
+
+    def mkstemp(*args: Any, **kwargs: Any) -> tuple[int, str]:
+        raise PermissionError(13, "Permission denied", str(kwargs.get("dir")))
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    out = tmp_path / "ro" / "nvidia-h200.json"
+    assert main(["rebaseline", str(RECORDED), "--out", str(out)]) == 2
+    cannot_judge(capsys, str(out), "Permission denied", "may write")
+    assert not out.exists()

@@ -351,8 +351,15 @@ def load_baseline(path: str | Path) -> Baseline:
     p = Path(path)
     where = f"baseline {p}"
     data = read_json(p, "baseline")
+    remedy = (
+        f"restore it from git (`git checkout -- {p}`) or record a new one with `nox -s rebaseline` "
+        "on that GPU"
+    )
     if not isinstance(data, dict):
-        raise InputError(f"{where} is not a tilegate baseline (not a JSON object)")
+        kind = "a JSON array" if isinstance(data, list) else f"a JSON {type(data).__name__}"
+        raise InputError(
+            f"{where} is not a tilegate baseline ({kind}, not an object of gpu, rows, ...): {remedy}"
+        )
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise InputError(
@@ -366,7 +373,7 @@ def load_baseline(path: str | Path) -> Baseline:
     policy = Policy.from_json(_need(data, "policy", dict, where), f"{where} policy")
     rows_raw = _need(data, "rows", dict, where)
     if not rows_raw:
-        raise InputError(f"{where} has no rows")
+        raise InputError(f"{where} has no rows, so it can judge nothing: {remedy}")
     rows = {key: _parse_row(key, raw, where) for key, raw in rows_raw.items()}
     exps = tuple(
         _parse_expectation(i, e, where)

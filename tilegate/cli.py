@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tilegate import __version__
-from tilegate.baseline import DEFAULT_DIR, Baseline, load_baseline
+from tilegate.baseline import DEFAULT_DIR, Baseline, baseline_path, load_baseline
 from tilegate.crash import guarded, replace_reports
 from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
 from tilegate.fileio import atomic_write_text
@@ -165,12 +165,16 @@ def _cmd_rebaseline(args: argparse.Namespace) -> int:
         if out is None:
             raise InputError("--out BASELINE is required (it is optional only with --measure)")
         runs = [load_results(r) for r in results]
+        if out.is_dir():
+            slug = runs[0].env.gpu.slug if runs else "<gpu-slug>"
+            raise InputError(
+                f"--out {out} is a directory: give the baseline file to write, e.g. "
+                f"{baseline_path(slug, out)}"
+            )
         old_path = Path(args.old) if args.old else out
         old: Baseline | None = None
-        if old_path.is_file():
+        if args.old or old_path.exists():  # load_baseline names what is wrong with it
             old = load_baseline(old_path)
-        elif args.old:
-            raise InputError(f"old baseline {old_path} does not exist")
         tol_path = Path(args.tolerances) if args.tolerances else out.parent / "tolerances.toml"
         tolerances = load_tolerances(tol_path, required=bool(args.tolerances))
         plan = rebaseline(

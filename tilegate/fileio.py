@@ -14,10 +14,25 @@ from tilegate.errors import InputError
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write text to path so that readers see the old file or the new one, never half of it."""
+    """Write text to path so that readers see the old file or the new one, never half of it.
+
+    A target that is a directory, or a directory this user may not write, is an InputError
+    naming it (exit 2): the command was given a wrong path, nothing is written.
+    """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    if target.is_dir():
+        raise InputError(
+            f"cannot write {target}: it is a directory; give the path of a file (e.g. "
+            f"{target / 'report.md'} for a report, {target / 'nvidia-h200.json'} for a baseline)"
+        )
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except (PermissionError, FileExistsError, NotADirectoryError) as err:
+        raise InputError(
+            f"cannot write {target}: {err.strerror or err}. Check that {target.parent} is a "
+            "directory this user may write (`ls -ld`), or give another path"
+        ) from err
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -68,6 +83,8 @@ def _reject_constant(name: str) -> float:
 def read_text(path: str | os.PathLike[str], what: str) -> str:
     """Read a UTF-8 text file; a missing, unreadable or non-UTF-8 file is an InputError naming it."""
     p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{what} {p} is a directory, not a file: give the path of the file itself")
     if not p.is_file():
         raise InputError(f"{what} {p} does not exist")
     try:
@@ -77,6 +94,11 @@ def read_text(path: str | os.PathLike[str], what: str) -> str:
             f"{what} {p} is not UTF-8 text (byte {err.start}: {err.reason}). tilegate writes "
             "UTF-8: restore it from git or regenerate it; if an editor or a shell redirect "
             "re-encoded it (UTF-16 from PowerShell, Latin-1), save it as UTF-8"
+        ) from err
+    except PermissionError as err:
+        raise InputError(
+            f"{what} {p} cannot be read: permission denied. Make it readable for this user "
+            f"(`ls -l {p}`, `chmod a+r`), or run as its owner"
         ) from err
     except OSError as err:
         raise InputError(f"{what} {p} cannot be read: {err}") from err

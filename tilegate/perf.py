@@ -132,7 +132,7 @@ class Perf:
             except InputError as err:
                 return self._fail(str(err))
             self.log(f"perf: A/B against {self.ab}: {args[-3]}")
-        elif not baseline.is_file() and not self.report_only:
+        elif not baseline.exists() and not self.report_only:
             return self._fail(
                 f"no baseline {baseline} for GPU '{slug}'. Record one on this GPU with "
                 "`nox -s rebaseline` (and commit it through review), or run "
@@ -177,7 +177,7 @@ class Perf:
     ) -> Judgement:
         judged = judge(
             results,
-            baseline if baseline.is_file() else None,
+            baseline if baseline.exists() else None,
             confirms,
             baselines_dir=self.baselines_dir,
             report_path=self.report_path,

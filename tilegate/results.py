@@ -20,6 +20,10 @@ from tilegate.errors import InputError
 from tilegate.fileio import is_finite_number, is_finite_positive, read_json
 
 SMOKE_SLUG = "smoke"  # the "GPU" of a smoke run (CPU interpreter): no GPU facts exist
+_PRODUCE = (
+    "Produce results with `nox -s perf` (or `python -m pytest perf_tests --benchmark-json FILE`); "
+    "a file cut short or edited by hand: measure again"
+)
 
 
 @dataclass(frozen=True)
@@ -187,8 +191,7 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
     if not isinstance(tg, dict):
         raise InputError(
             f"results file {path}: machine_info has no 'tilegate' section, so this is not a tilegate perf "
-            "run (a plain pytest-benchmark file?). Produce results with `nox -s perf` "
-            "(or `python -m pytest perf_tests --benchmark-json FILE`)."
+            f"run (a plain pytest-benchmark file?). {_PRODUCE}"
         )
     mode = tg.get("mode")
     if mode not in ("gpu", "smoke"):
@@ -349,10 +352,14 @@ def load_results(path: str | Path) -> Run:
     p = Path(path)
     data = read_json(p, "results file", allow_nan=True)
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
-        raise InputError(f"results file {p} is not pytest-benchmark JSON (no 'benchmarks' list)")
+        raise InputError(
+            f"results file {p} is not pytest-benchmark JSON (no 'benchmarks' list). {_PRODUCE}"
+        )
     mi = data.get("machine_info")
     if not isinstance(mi, dict):
-        raise InputError(f"results file {p} is not pytest-benchmark JSON (no 'machine_info')")
+        raise InputError(
+            f"results file {p} is not pytest-benchmark JSON (no 'machine_info'). {_PRODUCE}"
+        )
     env = _parse_env(p, mi, data.get("commit_info"), data.get("datetime"))
     sides: dict[str, dict[str, Row]] = {"head": {}, "base": {}}
     for i, bench in enumerate(data["benchmarks"]):
@@ -361,7 +368,9 @@ def load_results(path: str | Path) -> Run:
         if row.key in rows:
             which = "" if row.side == "head" else " (base side)"
             raise InputError(
-                f"results file {p}, row {row.key}{which}: appears twice; a results file holds one run"
+                f"results file {p}, row {row.key}{which}: appears twice; a results file holds one "
+                "run. Were two runs merged into it? Give each run its own file (`tilegate compare "
+                "RUN --confirm RERUN`, `tilegate rebaseline RUN1 RUN2 ...`), or measure it again"
             )
         rows[row.key] = row
     rows = sides["head"]

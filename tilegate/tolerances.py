@@ -150,7 +150,7 @@ def load_tolerances(path: str | Path | None, *, required: bool = True) -> Tolera
     if path is None:
         return Tolerances()
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         if required:
             raise InputError(f"tolerances file {p} does not exist")
         return Tolerances()
