@@ -396,3 +396,84 @@ def test_an_output_directory_that_cannot_be_written_says_why(
     assert main(["rebaseline", str(RECORDED), "--out", str(out)]) == 2
     cannot_judge(capsys, str(out), "Permission denied", "may write")
     assert not out.exists()
+
+
+# --- a minimum number of samples per row ----------------------------------------------------------
+
+
+def _first_rounds(n: int, slow: dict[str, float] | None = None) -> dict[str, Any]:
+    """The recorded run cut to its first n rounds per group (ratios derived again, as the suite
+    derives them); `slow` multiplies a row's samples (1.5: 50 % slower)."""
+    from tilegate.stats import paired_ratio
+
+    data = _recorded()
+    samples: dict[tuple[str, str], list[float]] = {}
+    for b in data["benchmarks"]:
+        tg = b["extra_info"]["tilegate"]
+        kept = [x * (slow or {}).get(tg["key"], 1.0) for x in tg["samples_s"][:n]]
+        samples[(b["group"], tg["variant"])] = kept
+        tg["samples_s"] = b["stats"]["data"] = kept
+        tg["median_s"] = b["stats"]["median"] = sorted(kept)[len(kept) // 2]
+    for b in data["benchmarks"]:
+        tg = b["extra_info"]["tilegate"]
+        if tg.get("ratio_to_torch") is not None:
+            tg["ratio_to_torch"] = paired_ratio(tg["samples_s"], samples[(b["group"], "torch")])
+        if tg.get("ratio_to_twin") is not None:
+            tg["ratio_to_twin"] = paired_ratio(tg["samples_s"], samples[(b["group"], tg["twin"])])
+    return data
+
+
+def test_the_minimum_is_where_mann_whitney_can_first_reach_alpha() -> None:
+    from tilegate.stats import min_samples_rank_sum, p_slower
+
+    assert min_samples_rank_sum(0.01, 41) == 2
+    base = [1.0 + i / 100 for i in range(41)]
+    assert p_slower([2.0], base) >= 0.01  # 1/42: one sample can never be significant
+    assert p_slower([2.0, 2.1], base) < 0.01  # exact: 1/903
+    assert p_slower([2.0, 2.0], base) < 0.01  # tied: the normal approximation, 0.0098
+    # smaller summaries need more: m = 10 (two smoke runs of 5 rounds) needs 3
+    assert min_samples_rank_sum(0.01, 10) == 3
+    assert p_slower([2.0, 2.1], base[:10]) >= 0.01 > p_slower([2.0, 2.1, 2.2], base[:10])
+
+
+def test_the_ab_minimum_is_where_wilcoxon_can_first_reach_alpha() -> None:
+    import numpy as np
+    from scipy.stats import wilcoxon
+
+    from tilegate.stats import min_pairs_signed_rank
+
+    assert min_pairs_signed_rank(0.01) == 7
+    logs = np.log(np.linspace(1.2, 1.3, 7))
+    assert wilcoxon(logs[:6], alternative="greater").pvalue >= 0.01  # 1/64
+    assert wilcoxon(logs, alternative="greater").pvalue < 0.01  # 1/128
+
+
+def test_a_one_sample_row_cannot_be_judged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    slow = {"xtile_persistent-fp16-nt-K128": 1.5}
+    one = _write(tmp_path / "one.json", _first_rounds(1, slow))
+    assert compare(tmp_path, one) == 2  # main 823ada1: exit 0, a +50 % row PASSED
+    cannot_judge(capsys, str(one), "too few samples", "xtile_persistent-fp16-nt-K128 (1 of 2)")
+    assert_cannot_judge_report(tmp_path)
+    two = _write(tmp_path / "two.json", _first_rounds(2, slow))
+    (tmp_path / "report.md").unlink()
+    assert compare(tmp_path, two) == 1  # two samples can: REGRESSED
+    assert "xtile_persistent-fp16-nt-K128" in (tmp_path / "report.md").read_text()
+
+
+def test_an_ab_case_with_too_few_rounds_cannot_be_judged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests._factories import key, results_file
+
+    slow = {key("xtile_persistent", K=128): 1.5}
+    # only xtile_persistent's code differs between head and base: only it is judged
+    kw: dict[str, Any] = {"ab": slow, "code": {}, "base_code": {"xtile_persistent": "sha256:base"}}
+    empty = tmp_path / "no-baselines"
+    empty.mkdir()
+    six = results_file(tmp_path, "six.json", seed=1, rounds=6, **kw)
+    assert compare(tmp_path, six, None, "--baselines", str(empty)) == 2  # 823ada1: exit 0
+    cannot_judge(capsys, str(six), key("xtile_persistent", K=128), "6 paired round(s)", "needs 7")
+    seven = results_file(tmp_path, "seven.json", seed=1, rounds=7, **kw)
+    assert compare(tmp_path, seven, None, "--baselines", str(empty)) == 1  # SLOWER

@@ -348,6 +348,16 @@ def judge_case(
     if changed is False:
         note = "same compiled code on both sides: the ratio is noise"
         return replace(measured, verdict=ABVerdict.UNCHANGED, note=note)
+    need = stats.min_pairs_signed_rank(policy.alpha)
+    few = [(run, len(h.samples_s)) for run, h, _ in pairs if len(h.samples_s) < need]
+    if few:
+        run, n = few[0]
+        raise InputError(
+            f"results {run.path}, case {key}: {n} paired round(s); a one-sided Wilcoxon "
+            f"signed-rank test needs {need} to reach p < {policy.alpha:g} at all (docs/gate.md, "
+            "'Minimum samples'), so the case could never be SLOWER: it cannot be judged. "
+            "Measure more rounds (drop --perf-rounds, or raise it)."
+        )
     runs_slower = stats.majority([r - 1 > tolerance for r in run_ratios])
     runs_faster = stats.majority([r - 1 < -tolerance for r in run_ratios])
     if lo - 1 > tolerance and p_slower < policy.alpha and runs_slower:

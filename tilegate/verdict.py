@@ -215,6 +215,28 @@ def _ensure_same_setup(run: Run, conf: Run) -> None:
             )
 
 
+def _ensure_enough_samples(runs: Sequence[Run], baseline: Baseline) -> None:
+    """Refuse rows with too few samples to ever be significantly slower (they could never fail)."""
+    alpha = baseline.policy.alpha
+    for run in runs:
+        few = []
+        for key, row in run.rows.items():
+            base = baseline.rows.get(key)
+            if base is None:
+                continue
+            need = stats.min_samples_rank_sum(alpha, len(base.samples_s))
+            if len(row.samples_s) < need:
+                few.append(f"{key} ({len(row.samples_s)} of {need})")
+        if few:
+            raise InputError(
+                f"results {run.path}: {len(few)} row(s) have too few samples to be judged: "
+                f"{listing(few)}. Against the baseline's summary of its rounds, a one-sided "
+                f"Mann-Whitney test needs that many to reach p < {alpha:g} at all "
+                "(docs/gate.md, 'Minimum samples'), so such a row could never fail. Measure "
+                "more rounds (drop --perf-rounds, or raise it)."
+            )
+
+
 def compare(
     run: Run,
     baseline: Baseline,
@@ -242,6 +264,7 @@ def compare(
                 f"results {run.path}, row {key}: measured at M={r.M}, N={r.N}, but baseline {baseline.path} holds "
                 f"M={b.M}, N={b.N}. Run the baseline's shape, or rebaseline."
             )
+    _ensure_enough_samples([run, *confirmations], baseline)
     measured_groups = run.groups
     missing = sorted(
         k for k, b in baseline.rows.items() if k not in run.rows and b.group in measured_groups
