@@ -477,3 +477,70 @@ def test_an_ab_case_with_too_few_rounds_cannot_be_judged(
     cannot_judge(capsys, str(six), key("xtile_persistent", K=128), "6 paired round(s)", "needs 7")
     seven = results_file(tmp_path, "seven.json", seed=1, rounds=7, **kw)
     assert compare(tmp_path, seven, None, "--baselines", str(empty)) == 1  # SLOWER
+
+
+# --- the GPU is its name, compute capability and SM count, not its label ---------------------------
+
+
+def _relabelled(tmp_path: Path, **gpu: Any) -> Path:
+    """The recorded H200 run with other GPU facts under the same slug (nvidia-h200)."""
+    data = _recorded()
+    data["machine_info"]["tilegate"]["gpu"].update(gpu)
+    return _write(tmp_path / "relabelled.json", data)
+
+
+@pytest.mark.parametrize(
+    ("gpu", "needles"),
+    [
+        ({"name": "NVIDIA H100 80GB HBM3"}, ["name 'NVIDIA H200' vs 'NVIDIA H100 80GB HBM3'"]),
+        ({"capability": [10, 0]}, ["compute capability sm_90 vs sm_100"]),
+        ({"sm_count": 114}, ["SM count 132 vs 114"]),
+    ],
+    ids=["name", "capability", "sm-count"],
+)
+def test_another_gpu_under_the_same_label_cannot_be_judged(
+    gpu: dict[str, Any], needles: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = _relabelled(tmp_path, **gpu)
+    assert compare(tmp_path, other) == 2  # main 823ada1: judged against the H200's baseline
+    line = cannot_judge(capsys, str(BASELINE), str(other), "nvidia-h200", *needles)
+    assert "NVIDIA H200 (sm_90, 132 SMs)" in line
+    assert_cannot_judge_report(tmp_path)
+
+
+def test_a_confirmation_on_another_gpu_cannot_be_judged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = _relabelled(tmp_path, name="NVIDIA H100 80GB HBM3")
+    assert compare(tmp_path, RECORDED, BASELINE, "--confirm", str(other)) == 2
+    cannot_judge(capsys, str(other), "NVIDIA H100 80GB HBM3", "same GPU model")
+
+
+def test_an_ab_noise_file_of_another_gpu_cannot_be_judged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests._factories import H200_GPU, results_file
+
+    baselines = tmp_path / "baselines"
+    baselines.mkdir()
+    noise = baselines / "nvidia-h200.ab.json"
+    shutil.copy(ROOT / "baselines" / "nvidia-h200.ab.json", noise)
+    run = results_file(
+        tmp_path, "ab.json", seed=3, rounds=40, ab={}, gpu={**H200_GPU, "sm_count": 114}
+    )
+    assert compare(tmp_path, run, None, "--baselines", str(baselines), "--report-only") == 2
+    cannot_judge(capsys, str(noise), str(run), "SM count 132 vs 114")
+
+
+def test_rebaseline_refuses_runs_or_an_old_baseline_of_another_gpu(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "nvidia-h200.json"
+    shutil.copy(BASELINE, out)
+    before = out.read_bytes()
+    other = _relabelled(tmp_path, sm_count=114)
+    assert main(["rebaseline", str(RECORDED), str(other), "--out", str(out)]) == 2
+    cannot_judge(capsys, "the runs differ in GPU", "132 SMs", "114 SMs")
+    assert main(["rebaseline", str(other), "--out", str(out)]) == 2
+    cannot_judge(capsys, f"old baseline {out}", "SM count 132 vs 114")
+    assert out.read_bytes() == before

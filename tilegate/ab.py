@@ -38,7 +38,7 @@ from tilegate import __version__, stats
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_json, is_finite_number, read_json
 from tilegate.markdown import listing
-from tilegate.results import Row, Run
+from tilegate.results import Row, Run, describe_gpu, gpu_mismatch
 
 NOISE_SCHEMA = "tilegate.ab-noise/1"
 
@@ -126,6 +126,13 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
     slugs = {r.env.gpu.slug for r in runs}
     if len(slugs) != 1:
         raise InputError(f"the A/A runs are of different GPU models: {sorted(slugs)}")
+    for run in runs[1:]:
+        differs = gpu_mismatch(runs[0].env.gpu, run.env.gpu)
+        if differs:
+            raise InputError(
+                f"the A/A runs {runs[0].path} and {run.path} are of different GPUs "
+                f"({', '.join(differs)}), though both are labelled {run.env.gpu.slug}"
+            )
     per_key: dict[str, list[float]] = {}
     for run in runs:
         if run.env.ab is None or not run.base_rows:
@@ -164,7 +171,12 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
             {"file": r.path.name, "datetime": r.env.datetime, "commit": r.env.commit} for r in runs
         ],
     }
-    gpu = {"name": env.gpu.name, "slug": env.gpu.slug, "sm_count": env.gpu.sm_count}
+    gpu = {
+        "name": env.gpu.name,
+        "slug": env.gpu.slug,
+        "sm_count": env.gpu.sm_count,
+        "capability": list(env.gpu.capability) if env.gpu.capability else None,
+    }
     return Noise(out, MappingProxyType(gpu), MappingProxyType(provenance), policy, rows)
 
 
@@ -386,6 +398,14 @@ def compare_ab(
         raise InputError(
             f"A/B noise file {noise.path} is for {noise.gpu.get('slug')}, the run for "
             f"{run.env.gpu.slug}: record one on this GPU with `nox -s ab_noise`"
+        )
+    differs = gpu_mismatch(noise.gpu, run.env.gpu) if noise is not None else []
+    if noise is not None and differs:
+        raise InputError(
+            f"A/B noise file {noise.path} was recorded on {describe_gpu(noise.gpu)} but results "
+            f"{run.path} on {describe_gpu(run.env.gpu)}, both labelled {run.env.gpu.slug}: "
+            f"{', '.join(differs)}. Another GPU's noise is not this one's: fix the label, or "
+            "record its noise with `nox -s ab_noise`"
         )
     for conf in confirmations:
         if (conf.env.ab or {}).get("sha") != run.env.ab.get("sha"):

@@ -29,7 +29,7 @@ from tilegate.baseline import (
 )
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
 from tilegate.markdown import listing, ms, pct, table
-from tilegate.results import Row, Run
+from tilegate.results import Row, Run, describe_gpu, gpu_mismatch
 from tilegate.tolerances import Policy, Tolerances
 
 
@@ -63,6 +63,8 @@ def _ensure_one_environment(runs: Sequence[Run]) -> None:
                 "it cannot become a baseline"
             )
     _same(runs, "GPU model", lambda r: r.env.gpu.slug)
+    # the slug is a label: the same label on another GPU is another GPU
+    _same(runs, "GPU", lambda r: describe_gpu(r.env.gpu))
     _same(runs, "mode (gpu vs smoke)", lambda r: r.env.mode)
     _same(runs, "driver", lambda r: r.env.gpu.driver)
     _same(runs, "CUDA", lambda r: r.env.gpu.cuda)
@@ -390,6 +392,14 @@ def rebaseline(
             raise InputError(
                 f"old baseline {old.path} is for {old.slug}, the runs for {env.gpu.slug}: a baseline holds one "
                 f"GPU model (write {baseline_path(env.gpu.slug, out.parent)} instead)"
+            )
+        differs = gpu_mismatch(old.gpu, env.gpu) if old is not None else []
+        if old is not None and differs:
+            raise InputError(
+                f"old baseline {old.path} was recorded on {describe_gpu(old.gpu)}, the runs on "
+                f"{describe_gpu(env.gpu)}, both labelled {env.gpu.slug}: {', '.join(differs)}. "
+                "A baseline holds one GPU: fix the label, or write a new baseline for this GPU "
+                "(--out elsewhere, no --old)"
             )
         if old is not None and old.mode != env.mode:
             raise InputError(

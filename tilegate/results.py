@@ -37,6 +37,56 @@ class Gpu:
     memory_gib: float | None = None
 
 
+def describe_gpu(gpu: Gpu | Mapping[str, Any]) -> str:
+    """'NVIDIA H200 (sm_90, 132 SMs)', for a run's Gpu or a GPU recorded in a file."""
+    name: Any
+    cap: tuple[int, ...] | None
+    sms: Any
+    if isinstance(gpu, Gpu):
+        name, cap, sms = gpu.name, gpu.capability, gpu.sm_count
+    else:
+        name, cap, sms = gpu.get("name"), _capability(gpu.get("capability")), gpu.get("sm_count")
+    facts = [_show(cap) if cap else None, f"{sms} SMs" if sms else None]
+    return f"{name} ({', '.join(f for f in facts if f) or 'no details'})"
+
+
+def _capability(value: Any) -> tuple[int, ...] | None:
+    if isinstance(value, (list, tuple)) and all(isinstance(c, int) for c in value):
+        return tuple(value)
+    return None
+
+
+def gpu_mismatch(recorded: Gpu | Mapping[str, Any], gpu: Gpu) -> list[str]:
+    """How a GPU recorded in a file (a baseline's or noise file's `gpu`), or another run's,
+    differs from `gpu`.
+
+    The slug is a label (from the name, or a runner's): the name, the compute capability and
+    the SM count say which GPU it is. Only facts that both sides record are compared.
+    """
+    then: tuple[Any, Any, Any]
+    if isinstance(recorded, Gpu):
+        then = (recorded.name, recorded.capability, recorded.sm_count)
+    else:
+        cap = _capability(recorded.get("capability"))
+        then = (recorded.get("name"), cap, recorded.get("sm_count"))
+    out = []
+    pairs = (
+        ("name", then[0], gpu.name),
+        ("compute capability", then[1], gpu.capability),
+        ("SM count", then[2], gpu.sm_count),
+    )
+    for what, was, now in pairs:
+        if was is not None and now is not None and was != now:
+            out.append(f"{what} {_show(was)} vs {_show(now)}")
+    return out
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "sm_" + "".join(map(str, value))
+    return repr(value) if isinstance(value, str) else str(value)
+
+
 @dataclass(frozen=True)
 class Environment:
     """What a run measured on: `machine_info.tilegate` plus pytest-benchmark's commit info."""

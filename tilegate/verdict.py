@@ -28,7 +28,7 @@ from tilegate.baseline import Baseline, BaselineRow, baseline_path, how_to_creat
 from tilegate.crosstile import ExpectationResult, Status, check_expectation
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
 from tilegate.markdown import listing
-from tilegate.results import Row, Run
+from tilegate.results import Row, Run, describe_gpu, gpu_mismatch
 from tilegate.tolerances import Policy
 
 
@@ -185,6 +185,14 @@ def ensure_comparable(run: Run, baseline: Baseline) -> None:
             f"were measured on {slug} ({run.env.gpu.name}). Times of different GPU models cannot be compared: "
             f"use {right}. " + (how_to_create(slug, right) if not right.exists() else "")
         )
+    differs = gpu_mismatch(baseline.gpu, run.env.gpu)
+    if differs:
+        raise InputError(
+            f"baseline {baseline.path} was recorded on {describe_gpu(baseline.gpu)} but results "
+            f"{run.path} on {describe_gpu(run.env.gpu)}, both labelled {slug}: {', '.join(differs)}. "
+            "These are different GPUs: fix the label (the runner's, or machine_info.tilegate.gpu."
+            "slug), or record a baseline on this GPU with `nox -s rebaseline`."
+        )
     if baseline.mode != run.env.mode:
         raise InputError(
             f"results {run.path} is a {run.env.mode} run but baseline {baseline.path} is a {baseline.mode} baseline"
@@ -202,10 +210,13 @@ def ensure_comparable(run: Run, baseline: Baseline) -> None:
 
 
 def _ensure_same_setup(run: Run, conf: Run) -> None:
-    if conf.env.gpu.slug != run.env.gpu.slug or conf.env.mode != run.env.mode:
+    differs = gpu_mismatch(run.env.gpu, conf.env.gpu)
+    if conf.env.gpu.slug != run.env.gpu.slug or conf.env.mode != run.env.mode or differs:
         raise InputError(
-            f"confirmation run {conf.path} is a {conf.env.mode} run on {conf.env.gpu.slug}, results {run.path} "
-            f"a {run.env.mode} run on {run.env.gpu.slug}: a confirmation must re-measure on the same GPU model"
+            f"confirmation run {conf.path} is a {conf.env.mode} run on {conf.env.gpu.slug} "
+            f"({describe_gpu(conf.env.gpu)}), results {run.path} a {run.env.mode} run on "
+            f"{run.env.gpu.slug} ({describe_gpu(run.env.gpu)}): a confirmation must re-measure on the "
+            "same GPU model"
         )
     for key, row in conf.rows.items():
         first = run.rows.get(key)
