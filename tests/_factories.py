@@ -188,6 +188,8 @@ def make_run(
             tg["ratio_to_base"] = _paired(samples, base)
             btg = dict(tg, samples_s=base, median_s=float(np.median(base)), side="base")
             btg.pop("ratio_to_base")
+            # the base's own ratio to the reference, which is measured once, in the same rounds
+            btg["ratio_to_torch"] = _paired(base, group.get(REFERENCE.name))
             if base_code is not None or code is not None:
                 btg["code_hash"] = (base_code or {}).get(v, tg.get("code_hash", f"sha256:{v}"))
                 btg["code_hash_kind"] = "sass"

@@ -544,3 +544,55 @@ def test_rebaseline_refuses_runs_or_an_old_baseline_of_another_gpu(
     assert main(["rebaseline", str(other), "--out", str(out)]) == 2
     cannot_judge(capsys, f"old baseline {out}", "SM count 132 vs 114")
     assert out.read_bytes() == before
+
+
+# --- same-run ratios come from the paired samples ---------------------------------------------------
+
+
+def _bench(data: dict[str, Any], case: str) -> dict[str, Any]:
+    return next(b for b in data["benchmarks"] if b["param"] == case)
+
+
+def test_a_recorded_ratio_the_samples_contradict_cannot_be_judged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The twin made as fast as cross-tile, its recorded ratio left at what it was: on main
+    823ada1 every expectation passed on the stale 0.737 (exit 0)."""
+    from tilegate.stats import paired_ratio
+
+    data = _recorded()
+    xtile = _bench(data, "xtile_persistent-fp16-nt-K128")["extra_info"]["tilegate"]
+    twin = _bench(data, "swizzle_persistent-fp16-nt-K128")
+    torch = _bench(data, "torch-fp16-nt-K128")["extra_info"]["tilegate"]["samples_s"]
+    same = list(xtile["samples_s"])
+    twin["extra_info"]["tilegate"]["samples_s"] = twin["stats"]["data"] = same
+    twin["extra_info"]["tilegate"]["ratio_to_torch"] = paired_ratio(same, torch)  # fixed, this one
+    stale = xtile["ratio_to_twin"]
+    bad = _write(tmp_path / "stale.json", data)
+    assert compare(tmp_path, bad) == 2
+    cannot_judge(
+        capsys,
+        str(bad),
+        "row xtile_persistent-fp16-nt-K128",
+        f"records ratio_to_twin = {stale:.6g}",
+        "give 1 (",
+    )
+    assert_cannot_judge_report(tmp_path)
+
+
+def test_rows_of_a_group_not_timed_in_the_same_rounds_cannot_be_judged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _recorded()
+    row = _bench(data, "persistent-fp16-nt-K512")
+    row["extra_info"]["tilegate"]["samples_s"] = row["stats"]["data"] = row["stats"]["data"][:-1]
+    row["extra_info"]["tilegate"]["ratio_to_torch"] = None
+    bad = _write(tmp_path / "unequal.json", data)
+    assert compare(tmp_path, bad) == 2
+    cannot_judge(
+        capsys,
+        str(bad),
+        "group fp16-nt-K512",
+        "persistent-fp16-nt-K512 98",
+        "torch-fp16-nt-K512 99",
+    )

@@ -322,7 +322,14 @@ def test_confirmation_from_another_gpu() -> None:
         )
 
 
-def test_ratio_is_the_suites_paired_ratio_or_the_per_round_median(workdir: Path) -> None:
+def test_a_same_run_ratio_is_the_paired_ratio_of_the_samples(workdir: Path) -> None:
+    """Run.ratio is always the per-round median of x_i / y_i, from the samples.
+
+    It used to return the recorded ratio_to_twin first (so results whose samples said cross-tile
+    equals its twin, but whose recorded ratio was left at 0.67, passed every expectation) and
+    the ratio of medians for rows of unequal length (issue 12). Now a recorded ratio that its
+    samples contradict, and a group whose rows were not timed in the same rounds, are bad input.
+    """
     from tests._factories import bench, make_run, set_samples, write
 
     data = make_run(
@@ -333,15 +340,21 @@ def test_ratio_is_the_suites_paired_ratio_or_the_per_round_median(workdir: Path)
         data, key("xtile_persistent"), [0.7e-3, 2.1e-3, 1.05e-3]
     )  # per round: 0.7, 1.05, 0.35
     tg = bench(data, key("xtile_persistent"))["extra_info"]["tilegate"]
-    tg["ratio_to_twin"] = 0.69  # what the suite measured
+    tg["ratio_to_twin"] = 0.7  # what the suite measures from these samples
     run = load_results(write(workdir / "paired.json", data))
-    assert run.ratio("xtile_persistent", "swizzle_persistent", "fp16", "nt", 128) == 0.69
-    tg["ratio_to_twin"] = None
+    ratio = run.ratio("xtile_persistent", "swizzle_persistent", "fp16", "nt", 128)
+    assert ratio == pytest.approx(0.7)  # not the ratio of medians, 1.05 / 2.0
+    tg["ratio_to_twin"] = None  # not recorded: derived all the same
     run = load_results(write(workdir / "paired.json", data))
-    assert run.ratio("xtile_persistent", "swizzle_persistent", "fp16", "nt", 128) == pytest.approx(
-        0.7
-    )
-    # not the ratio of medians (1.05 / 2.0)
+    assert run.rows[key("xtile_persistent")].ratio_to_twin == pytest.approx(0.7)
+    tg["ratio_to_twin"] = 0.69  # recorded, contradicted by the samples
+    with pytest.raises(InputError, match=r"records ratio_to_twin = 0\.69, but its samples"):
+        load_results(write(workdir / "paired.json", data))
+    tg["ratio_to_twin"] = 0.7
+    set_samples(data, key("xtile_persistent"), [0.7e-3, 2.1e-3, 1.05e-3, 1.0e-3])
+    with pytest.raises(InputError, match="different numbers of samples") as err:
+        load_results(write(workdir / "paired.json", data))
+    assert "xtile_persistent-fp16-nt-K128 4" in str(err.value)
 
 
 def test_faster_beyond_tolerance_but_not_significant_is_not_an_improvement() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeGuard
@@ -168,20 +168,14 @@ class Run:
         """variant / than measured in the same rounds of this run; None unless both were measured.
 
         `side="base"`: the same, for the base commit's versions in an A/B run.
-        The suite's recorded ratio_to_twin when it is for `than`; else the paired per-round
-        median (`stats.paired_ratio`); rows of unequal length (not the same rounds) fall back to
-        the ratio of their medians.
+        Always the paired per-round median of the samples (`stats.paired_ratio`), never a number
+        the file merely states: `load_results` has checked that the rows of a group share their
+        rounds and that every recorded ratio agrees with its samples.
         """
         x = self.find(variant, dtype, layout, K, side=side)
         y = self.find(than, dtype, layout, K, side=side)
         if x is None or y is None:
             return None
-        if x.twin == than and x.ratio_to_twin is not None:
-            return x.ratio_to_twin
-        if y.reference and x.ratio_to_torch is not None:
-            return x.ratio_to_torch
-        if len(x.samples_s) != len(y.samples_s):
-            return x.median_s / y.median_s
         return stats.paired_ratio(x.samples_s, y.samples_s)
 
     @property
@@ -397,6 +391,78 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
     )
 
 
+# How far a recorded ratio may be from the one its samples give (relative). The suite writes
+# full precision, so the two agree to the last bit; 0.05 % admits a writer that rounds to 4
+# significant digits, and is a tenth of the smallest tolerance the gate applies (the A/B floor,
+# 0.5 %), so a difference it lets through cannot move a verdict. A ratio "left at 0.67" whose
+# samples say 1.0 is 49 % off.
+RATIO_AGREEMENT = 5e-4
+
+
+def _ensure_paired(path: Path, sides: Mapping[str, Mapping[str, Row]]) -> None:
+    """The rows of a group (both sides of an A/B run) were timed in the same rounds: same count."""
+    groups: dict[tuple[str, str, int], list[tuple[str, int]]] = {}
+    for side, rows in sides.items():
+        for row in rows.values():
+            name = row.key + ("@base" if side == "base" else "")
+            groups.setdefault(row.group, []).append((name, len(row.samples_s)))
+    for (dtype, layout, K), members in groups.items():
+        if len({n for _, n in members}) > 1:
+            counts = ", ".join(f"{name} {n}" for name, n in members)
+            raise InputError(
+                f"results file {path}: the rows of group {dtype}-{layout}-K{K} have different "
+                f"numbers of samples ({counts}), so they were not timed in the same rounds and "
+                "their same-run ratios mean nothing. The suite times a group's rows round by "
+                "round: measure again; a file assembled from several runs cannot be judged."
+            )
+
+
+def _checked_ratios(
+    path: Path, side: str, sides: Mapping[str, Mapping[str, Row]]
+) -> dict[str, Row]:
+    """The side's rows with every same-run ratio derived from the samples; a recorded one that
+    disagrees with them (beyond RATIO_AGREEMENT), or whose other row is absent, is an InputError."""
+    rows = sides[side]
+    # the reference is measured once, on the head side, against which both sides' ratios are
+    references = {r.group: r for r in sides["head"].values() if r.reference}
+    by_variant = {(r.variant, r.group): r for r in rows.values()}
+    out = {}
+    for key, row in rows.items():
+        against = {
+            "ratio_to_torch": None if row.reference else references.get(row.group),
+            "ratio_to_twin": by_variant.get((row.twin, row.group)) if row.twin else None,
+            "ratio_to_base": sides["base"].get(key) if side == "head" else None,
+        }
+        derived: dict[str, float | None] = {}
+        for name, other in against.items():
+            recorded = getattr(row, name)
+            if other is None:
+                if recorded is not None:
+                    raise InputError(
+                        f"results file {path}, row {key}: records {name} = {recorded:g}, but the "
+                        "row it is a ratio to is not in the file, so it cannot be checked: "
+                        "measure again (the suite writes a ratio only beside both rows)"
+                    )
+                derived[name] = None
+                continue
+            now = stats.paired_ratio(row.samples_s, other.samples_s)
+            if recorded is not None and abs(recorded / now - 1) > RATIO_AGREEMENT:
+                raise InputError(
+                    f"results file {path}, row {key}: records {name} = {recorded:.6g}, but its "
+                    f"samples and those of {other.key} give {now:.6g} ({recorded / now - 1:+.2%}). "
+                    "A recorded ratio must be what its per-round samples say: the file was edited "
+                    "or assembled by hand; measure again."
+                )
+            derived[name] = now
+        out[key] = replace(
+            row,
+            ratio_to_torch=derived["ratio_to_torch"],
+            ratio_to_twin=derived["ratio_to_twin"],
+            ratio_to_base=derived["ratio_to_base"],
+        )
+    return out
+
+
 def load_results(path: str | Path) -> Run:
     """Read and validate one results file; raise InputError naming the file and row on any problem."""
     p = Path(path)
@@ -423,6 +489,8 @@ def load_results(path: str | Path) -> Run:
                 "RUN --confirm RERUN`, `tilegate rebaseline RUN1 RUN2 ...`), or measure it again"
             )
         rows[row.key] = row
+    _ensure_paired(p, sides)
+    sides = {side: _checked_ratios(p, side, sides) for side in sides}
     rows = sides["head"]
     if sides["base"] and env.ab is None:
         raise InputError(
