@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -596,3 +597,78 @@ def test_rows_of_a_group_not_timed_in_the_same_rounds_cannot_be_judged(
         "persistent-fp16-nt-K512 98",
         "torch-fp16-nt-K512 99",
     )
+
+
+# --- a writer killed half-way leaves no file that can be committed ----------------------------------
+
+
+def test_a_rebaseline_killed_mid_write_leaves_a_temp_the_next_one_removes(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "nvidia-h200.json"
+    shutil.copy(BASELINE, out)
+    before = out.read_bytes()
+    # SIGKILL between writing the temp file and renaming it over the baseline
+    kill = (
+        "import os, signal, sys; import tilegate.fileio as f; "
+        "os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL); "
+        "f.atomic_write_text(sys.argv[1], 'half a baseline')"
+    )
+    proc = subprocess.run([sys.executable, "-c", kill, str(out)], cwd=ROOT, check=False)
+    assert proc.returncode == -signal.SIGKILL
+    left = list(tmp_path.glob(".nvidia-h200.json.*.tmp"))
+    assert len(left) == 1 and out.read_bytes() == before  # the baseline itself is whole
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--no-index", "-q", f"baselines/{left[0].name}"], cwd=ROOT
+    )
+    assert ignored.returncode == 0, "the temp file is git-ignored"
+    # a live writer's temp file is not touched
+    live = tmp_path / f".nvidia-h200.json.{os.getpid()}.live.tmp"
+    live.write_text("being written")
+    assert main(["rebaseline", str(RECORDED), "--out", str(out), "--accept-slower"]) == 0
+    assert not left[0].exists() and live.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([out.name, live.name])
+
+
+def _workflow_step(path: Path, name: str) -> str:
+    """The `run:` script of the step called `name`, dedented (a YAML literal block)."""
+    lines = path.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == f"- name: {name}")
+    run = next(i for i in range(start, len(lines)) if lines[i].strip() == "run: |")
+    indent = len(lines[run]) - len(lines[run].lstrip()) + 2
+    body = []
+    for line in lines[run + 1 :]:
+        if line.strip() and len(line) - len(line.lstrip()) < indent:
+            break
+        body.append(line[indent:])
+    return "\n".join(body) + "\n"
+
+
+def test_the_rebaseline_workflow_stages_only_the_baseline_files(tmp_path: Path) -> None:
+    import subprocess
+
+    script = _workflow_step(
+        ROOT / ".github" / "workflows" / "rebaseline.yml",
+        "Commit the baseline on a new branch and open a pull request",
+    )
+    staging = script[: script.index("if git diff --cached --quiet")]
+    repo, runner = tmp_path / "checkout", tmp_path / "runner"
+    (repo / "baselines").mkdir(parents=True)
+    (repo / "baselines" / "nvidia-h200.json").write_text("{}\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    src = runner / "rebaseline" / "baselines"
+    src.mkdir(parents=True)
+    (src / "nvidia-h200.json").write_text('{"new": 1}\n')
+    for stray in (".nvidia-h200.json.4242.k3j2h1.tmp", ".nvidia-h200.json", ".notes.json"):
+        (src / stray).write_text("not a baseline\n")
+    env = {**os.environ, "RUNNER_TEMP": str(runner)}
+    subprocess.run(["bash", "-eo", "pipefail", "-c", staging], cwd=repo, env=env, check=True)
+    staged = subprocess.run(
+        [*git, "diff", "--cached", "--name-only"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert staged == ["baselines/nvidia-h200.json"]  # main 823ada1 also staged the hidden files

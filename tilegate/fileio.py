@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 import os
 import stat
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -27,7 +29,10 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         )
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        remove_stale_temps(target)
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent
+        )
     except (PermissionError, FileExistsError, NotADirectoryError) as err:
         raise InputError(
             f"cannot write {target}: {err.strerror or err}. Check that {target.parent} is a "
@@ -44,6 +49,46 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+STALE_AFTER_S = 3600.0  # a temp file without a writer's pid (an older tilegate's) is this old
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def remove_stale_temps(target: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temp files that killed writers of `target` left beside it; return them.
+
+    A writer killed between creating its temp file and renaming it (SIGKILL, OOM, a cancelled CI
+    job) leaves `.<name>.<pid>.<random>.tmp`; the next write of the same file removes those whose
+    process is gone. A live writer's file is left alone, and so is one without a pid unless it
+    is older than STALE_AFTER_S. (They are git-ignored too: `.*.tmp` in .gitignore.)
+    """
+    target = Path(target)
+    removed = []
+    for tmp in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
+        middle = tmp.name[len(target.name) + 2 : -len(".tmp")]
+        pid = middle.split(".", 1)[0]
+        try:
+            stale = (
+                not _alive(int(pid))
+                if pid.isdigit() and "." in middle
+                else time.time() - tmp.stat().st_mtime > STALE_AFTER_S
+            )
+            if stale:
+                tmp.unlink()
+                removed.append(tmp)
+        except OSError:  # gone already, or not ours to remove: not this write's concern
+            continue
+    return removed
 
 
 def format_json(data: Any, *, inline_scalar_lists: bool = False) -> str:
