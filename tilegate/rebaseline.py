@@ -193,13 +193,15 @@ def _run_ratios(
 
 def _merge_expectations(
     runs: Sequence[Run], old: Baseline | None, policy: Policy
-) -> tuple[list[Expectation], list[str], list[str]]:
-    """New expectations (measured K replaced, unmeasured K kept), the diff lines, and refusals."""
+) -> tuple[list[Expectation], list[str], list[str], int]:
+    """New expectations (measured K replaced, unmeasured K kept), the diff lines, refusals, and
+    how many checks loosened (max_ratio grew)."""
     derived = _derive_bounds(runs, policy)
     old_exps = {e.id: e for e in old.expectations} if old is not None else {}
     lines: list[str] = []
     refusals: list[str] = []
     merged = []
+    loosened = 0
     keys = {(e.faster, e.than, e.dtype, e.layout) for e in old_exps.values()} | set(derived)
     for faster, than, dtype, layout in sorted(keys):
         eid = expectation_id(faster, than, dtype, layout)
@@ -234,6 +236,7 @@ def _merge_expectations(
                 and abs(was.max_ratio - fresh.max_ratio) >= 0.0005
             ):
                 tag = "  LOOSENED" if fresh.max_ratio > was.max_ratio else ""
+                loosened += bool(tag)
                 lines.append(
                     f"~ {eid} K={K}: max_ratio {was.max_ratio:.3f} -> {fresh.max_ratio:.3f}{tag} (measured {_ratios(got)})"
                 )
@@ -253,7 +256,7 @@ def _merge_expectations(
                     tuple(sorted(checks.values(), key=lambda c: c.K)),
                 )
             )
-    return merged, lines, refusals
+    return merged, lines, refusals, loosened
 
 
 def _provenance(
@@ -425,7 +428,7 @@ def rebaseline(
         rows[key] = _retolerance(old.rows[key], tolerances)
     rows = dict(sorted(rows.items()))
     warnings += _run_warnings(runs, rows, per_key, policy)
-    expectations, exp_lines, refusals = _merge_expectations(runs, old, policy)
+    expectations, exp_lines, refusals, loosened_checks = _merge_expectations(runs, old, policy)
     new = Baseline(
         path=out,
         gpu=MappingProxyType(gpu),
@@ -466,9 +469,13 @@ def rebaseline(
     lines.append(
         f"{len(new.expectations)} expectation(s), {n_checks} K check(s) in the new baseline."
     )
-    if loosened:
+    if loosened or loosened_checks:
+        what = [f"{loosened} tolerance(s)"] if loosened else []
+        what += [f"{loosened_checks} expectation check(s)"] if loosened_checks else []
         warnings.insert(
-            0, f"{loosened} tolerance(s) LOOSENED: review them in the Rows table before committing"
+            0,
+            f"{' and '.join(what)} LOOSENED: review them in the Rows and Expectations tables "
+            "before committing",
         )
     return Rebaseline(
         baseline=new,
