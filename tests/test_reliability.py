@@ -700,3 +700,52 @@ def test_rebaseline_counts_loosened_expectations_among_its_warnings(
     )
     warnings = text[text.index("## Warnings") :]
     assert "1 expectation check(s) LOOSENED" in warnings  # main 823ada1 counted tolerances only
+
+
+# --- a variant left out on purpose is not a case that stopped running -------------------------------
+
+
+def _only(variants: list[str], *, record: bool = True, drop: str | None = None) -> dict[str, Any]:
+    """The recorded run as `--perf-variants` would have measured it: only those rows, twins'
+    ratios absent where the twin did not run, the selection recorded (unless `record` is False)."""
+    data = _recorded()
+    data["benchmarks"] = [
+        b
+        for b in data["benchmarks"]
+        if b["extra_info"]["tilegate"]["variant"] in variants and b["param"] != drop
+    ]
+    for b in data["benchmarks"]:
+        tg = b["extra_info"]["tilegate"]
+        if tg.get("twin") and tg["twin"] not in variants:
+            tg["ratio_to_twin"] = None  # the suite writes none without the twin's samples
+    if record:
+        data["machine_info"]["tilegate"]["variants"] = variants
+    return data
+
+
+SELECTED = ["torch", "tma_xtile_persistent", "tma_ws_persistent"]  # as run on the H200, 2026-12-01
+
+
+def test_baseline_rows_of_unselected_variants_are_not_measured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _write(tmp_path / "some.json", _only(SELECTED))
+    assert compare(tmp_path, run) == 0  # main 823ada1: exit 2, "missing although ... measured"
+    report = (tmp_path / "report.md").read_text()
+    assert report.startswith("# tilegate: PASS")
+    row = next(line for line in report.splitlines() if line.startswith("| `tiled-fp16-nt-K128`"))
+    assert "not measured" in row and "not selected" in row
+
+
+def test_a_selected_variant_that_stopped_running_is_still_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _write(tmp_path / "some.json", _only(SELECTED, drop="tma_xtile_persistent-fp16-nt-K512"))
+    assert compare(tmp_path, run) == 2
+    line = cannot_judge(capsys, str(run), "lack 1 row(s)", "tma_xtile_persistent-fp16-nt-K512")
+    assert "tiled-fp16-nt-K512" not in line
+    # a file that does not say what was selected: every variant counts as selected, as before
+    (tmp_path / "report.md").unlink()
+    unsaid = _write(tmp_path / "unsaid.json", _only(SELECTED, record=False))
+    assert compare(tmp_path, unsaid) == 2
+    cannot_judge(capsys, str(unsaid), "lack 18 row(s)", "grouped-fp16-nt-K128")

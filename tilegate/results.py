@@ -108,6 +108,9 @@ class Environment:
     dirty: bool | None
     datetime: str | None
     ab: Mapping[str, Any] | None = None  # an A/B run: {"ref", "sha", "variants"} of its base
+    # the variants the run was asked to measure (--perf-variants, else all); None: the file does
+    # not say (written before the suite recorded it), so every variant counts as selected
+    variants: tuple[str, ...] | None = None
 
     @property
     def smoke(self) -> bool:
@@ -273,8 +276,17 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
     ab = tg.get("ab")
     if ab is not None and not (isinstance(ab, dict) and isinstance(ab.get("sha"), str)):
         raise InputError(f"results file {path}: machine_info.tilegate.ab must name the base's sha")
+    variants = tg.get("variants")
+    if variants is not None and not (
+        isinstance(variants, list) and all(isinstance(v, str) and v for v in variants)
+    ):
+        raise InputError(
+            f"results file {path}: machine_info.tilegate.variants is {variants!r}; expected the "
+            "list of variant names the suite was asked to measure"
+        )
     return Environment(
         ab=MappingProxyType(dict(ab)) if ab else None,
+        variants=tuple(variants) if variants is not None else None,
         harness_version=str(tg.get("harness_version", "unknown")),
         mode=mode,
         profile=str(tg.get("profile", "unknown")),

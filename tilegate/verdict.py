@@ -277,8 +277,16 @@ def compare(
             )
     _ensure_enough_samples([run, *confirmations], baseline)
     measured_groups = run.groups
+    selected = run.env.variants
+    # a baseline row whose group ran is missing, unless the run was not asked for its variant
+    # (--perf-variants): that one was left out on purpose; a selected one that is absent stopped
+    # running (crashed, skipped) and would escape the gate
     missing = sorted(
-        k for k, b in baseline.rows.items() if k not in run.rows and b.group in measured_groups
+        k
+        for k, b in baseline.rows.items()
+        if k not in run.rows
+        and b.group in measured_groups
+        and (selected is None or b.variant in selected)
     )
     if missing and not allow_missing:
         raise InputError(
@@ -307,11 +315,12 @@ def compare(
         verdicts.append(_judge(key, row, base, [row.samples_s], policy, is_ref))
     for key, base in baseline.rows.items():
         if key not in run.rows:
-            note = (
-                "skipped or failed before timing (--allow-missing)"
-                if key in missing
-                else "not in this run's profile"
-            )
+            if key in missing:
+                note = "skipped or failed before timing (--allow-missing)"
+            elif base.group in measured_groups:
+                note = "variant not selected for this run (--perf-variants)"
+            else:
+                note = "not in this run's profile"
             verdicts.append(
                 RowVerdict(
                     key, Verdict.NOT_MEASURED, base, None, base.variant in reference, note=note
