@@ -240,6 +240,8 @@ def load_noise(path: Path) -> Noise:
         )
     raw_prov = data.get("provenance")
     provenance: dict[str, Any] = raw_prov if isinstance(raw_prov, dict) else {}
+    if not isinstance(provenance.get("runs") or [], list):
+        raise InputError(f"{where}: provenance.runs must be the list of A/A runs it came from")
     return Noise(path, MappingProxyType(gpu), MappingProxyType(provenance), policy, rows)
 
 

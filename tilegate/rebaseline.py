@@ -391,23 +391,37 @@ def rebaseline(
     if runs:
         _ensure_one_environment(runs)
         env = runs[0].env
+        named = listing([str(r.path) for r in runs], limit=3)
         if old is not None and old.slug != env.gpu.slug:
             raise InputError(
-                f"old baseline {old.path} is for {old.slug}, the runs for {env.gpu.slug}: a baseline holds one "
-                f"GPU model (write {baseline_path(env.gpu.slug, out.parent)} instead)"
+                f"old baseline {old.path} is for {old.slug}, the runs ({named}) for {env.gpu.slug}: a "
+                f"baseline holds one GPU model (write {baseline_path(env.gpu.slug, out.parent)} instead)"
             )
         differs = gpu_mismatch(old.gpu, env.gpu) if old is not None else []
         if old is not None and differs:
             raise InputError(
-                f"old baseline {old.path} was recorded on {describe_gpu(old.gpu)}, the runs on "
-                f"{describe_gpu(env.gpu)}, both labelled {env.gpu.slug}: {', '.join(differs)}. "
-                "A baseline holds one GPU: fix the label, or write a new baseline for this GPU "
-                "(--out elsewhere, no --old)"
+                f"old baseline {old.path} was recorded on {describe_gpu(old.gpu)}, the runs "
+                f"({named}) on {describe_gpu(env.gpu)}, both labelled {env.gpu.slug}: "
+                f"{', '.join(differs)}. A baseline holds one GPU: fix the label, or write a new "
+                "baseline for this GPU (--out elsewhere, no --old)"
             )
         if old is not None and old.mode != env.mode:
             raise InputError(
-                f"old baseline {old.path} is a {old.mode} baseline, the runs are {env.mode} runs"
+                f"old baseline {old.path} is a {old.mode} baseline, the runs ({named}) are "
+                f"{env.mode} runs"
             )
+        # the old baseline's rows that are not measured again are kept: the new ones must be
+        # times of the same kind
+        for setting, now, then in (
+            ("L2 flush", env.l2_flush, old.provenance.get("l2_flush") if old else None),
+            ("timer", env.timer, old.provenance.get("timer") if old else None),
+        ):
+            if old is not None and now is not None and then is not None and now != then:
+                raise InputError(
+                    f"the runs ({named}) were timed with {setting} = {now!r}, old baseline {old.path} "
+                    f"with {then!r}: its kept rows and the new ones would not be comparable. Measure "
+                    "with the baseline's settings, or write a new baseline (--out elsewhere)"
+                )
         if out.name != f"{env.gpu.slug}.json":
             warnings.append(
                 f"the runs are on {env.gpu.slug}, but the output file is {out} (expected {env.gpu.slug}.json)"
@@ -470,11 +484,11 @@ def rebaseline(
         f"{len(new.expectations)} expectation(s), {n_checks} K check(s) in the new baseline."
     )
     if loosened or loosened_checks:
-        what = [f"{loosened} tolerance(s)"] if loosened else []
-        what += [f"{loosened_checks} expectation check(s)"] if loosened_checks else []
+        loose = [f"{loosened} tolerance(s)"] if loosened else []
+        loose += [f"{loosened_checks} expectation check(s)"] if loosened_checks else []
         warnings.insert(
             0,
-            f"{' and '.join(what)} LOOSENED: review them in the Rows and Expectations tables "
+            f"{' and '.join(loose)} LOOSENED: review them in the Rows and Expectations tables "
             "before committing",
         )
     return Rebaseline(

@@ -51,7 +51,12 @@ def describe_gpu(gpu: Gpu | Mapping[str, Any]) -> str:
 
 
 def _capability(value: Any) -> tuple[int, ...] | None:
-    if isinstance(value, (list, tuple)) and all(isinstance(c, int) for c in value):
+    """(major, minor) from a JSON [9, 0]; None for anything else."""
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in value)
+    ):
         return tuple(value)
     return None
 
@@ -253,11 +258,16 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
                 f"results file {path}: machine_info.tilegate.gpu.slug is missing; cannot pick a baseline"
             )
         cap = gpu_raw.get("capability")
+        if cap is not None and _capability(cap) is None:
+            raise InputError(
+                f"results file {path}: machine_info.tilegate.gpu.capability is {cap!r}; expected "
+                "[major, minor], e.g. [9, 0]"
+            )
         gpu = Gpu(
             name=str(gpu_raw.get("name") or slug),
             slug=slug,
             sm_count=_opt_int(gpu_raw, "sm_count"),
-            capability=tuple(int(c) for c in cap) if isinstance(cap, list) else None,
+            capability=_capability(cap),
             driver=_opt_str(gpu_raw, "driver"),
             cuda=_opt_str(gpu_raw, "cuda"),
             memory_gib=gpu_raw.get("memory_gib")
