@@ -15,14 +15,17 @@ gate's code.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import nox
+import nox.sessions
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "venv"
@@ -63,9 +66,10 @@ def _exit(session: nox.Session, code: int, message: str) -> None:
     raise SystemExit(code if code in EXIT_MEANING else 2)
 
 
-def _end(session: nox.Session, what: str, code: int) -> None:
-    """`_exit` with the meaning of the code."""
-    _exit(session, code, f"{what}: exit {code} ({EXIT_MEANING.get(code, 'crashed: cannot judge')})")
+def _end(session: nox.Session, what: str, code: int, meaning: dict[int, str] | None = None) -> None:
+    """`_exit` with the meaning of the code (`meaning` overrides EXIT_MEANING's)."""
+    says = {**EXIT_MEANING, **(meaning or {})}.get(code, "crashed or killed: cannot judge")
+    _exit(session, code, f"{what}: exit {code} ({says})")
 
 
 EXIT_MEANING = {
@@ -75,13 +79,53 @@ EXIT_MEANING = {
 }
 
 
+def _crash_module() -> Any:
+    """tilegate/crash.py from the checkout (plain Python: it runs under nox's own interpreter)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    import tilegate.crash
+
+    return tilegate.crash
+
+
+def _gate(func: Callable[..., None]) -> Callable[..., None]:
+    """A gate session: an exception in the session's own code (a failed install, a bug) is exit 2,
+    "cannot judge", with one line of cause and the traceback under .perf/, never nox's exit 1."""
+
+    @functools.wraps(func)
+    def session_func(session: nox.Session, *args: Any, **kwargs: Any) -> None:
+        try:
+            func(session, *args, **kwargs)
+        except nox.sessions._SessionSkip:  # session.skip(): not a failure
+            raise
+        except Exception as err:
+            crash = _crash_module()
+            saved = crash.save_traceback(f"nox-{session.name}", err, PERF)
+            session.warn(
+                f"{session.name}: cannot judge: {crash.crash_reason(session.name, err, saved)}"
+            )
+            raise SystemExit(2) from err
+
+    return session_func
+
+
 @nox.session(venv_backend="none")
+@_gate
 def perf(session: nox.Session) -> None:
     """Measure on this GPU and gate against its baseline (exit 0 ok, 1 regression, 2 cannot judge)."""
     _end(session, "perf", _tilegate(session, "perf", *session.posargs))
 
 
+# A refused rebaseline wrote nothing: its log line must never say otherwise.
+REBASELINE_MEANING = {
+    0: "done: the baseline is written unless --check; review the diff above, then commit it",
+    1: "REFUSED, nothing written: slower than the old baseline allows (--accept-slower)",
+    2: "cannot judge, nothing written",
+}
+
+
 @nox.session(venv_backend="none", default=False)
+@_gate
 def rebaseline(session: nox.Session) -> None:
     """Measure this GPU 3 times (--repeats N) and rewrite its baseline; review the diff, then commit."""
     args = [
@@ -92,10 +136,11 @@ def rebaseline(session: nox.Session) -> None:
         "--diff-out",
         str(PERF / "rebaseline-diff.md"),
     ]
-    _end(session, "rebaseline", _tilegate(session, *args))
+    _end(session, "rebaseline", _tilegate(session, *args), REBASELINE_MEANING)
 
 
 @nox.session(venv_backend="none", default=False)
+@_gate
 def ab_noise(session: nox.Session) -> None:
     """Measure 5 A/A runs (A/B against HEAD) on this GPU and record the A/B tolerances; commit them."""
     _end(session, "ab_noise", _tilegate(session, "ab-noise", "--measure", "5", *session.posargs))
@@ -108,6 +153,7 @@ def upgrade_ab(session: nox.Session) -> None:
 
 
 @nox.session
+@_gate
 def smoke(session: nox.Session) -> None:
     """Run the whole pipeline on the CPU interpreter (tiny shapes; timings meaningless)."""
     _install_group(session, "test")
@@ -169,6 +215,7 @@ def lint(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+@_gate
 def dashboard(session: nox.Session) -> None:
     """Write the history page .perf/dashboard.html from .perf/history.duckdb (args: `history dashboard`'s)."""
     _install_group(session, "history")
@@ -236,6 +283,7 @@ _FINGERPRINT_VERDICT = {
 
 
 @nox.session
+@_gate
 def fingerprint(session: nox.Session) -> None:
     """Compile every Triton variant for sm_90, sm_100 and sm_120 (no GPU) and gate its facts."""
     args, rest = _triton_args(session)
@@ -250,6 +298,7 @@ def fingerprint(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+@_gate
 def fingerprint_rebaseline(session: nox.Session) -> None:
     """Re-record compile fingerprints: the pinned Triton's, `-- --triton X.Y.Z ...`, or `-- --all`."""
     args, rest = _triton_args(session, many=True)
@@ -297,6 +346,7 @@ def kernels(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+@_gate
 def upgrade(session: nox.Session) -> None:
     """What a Triton upgrade changes in the compiled kernels: `-- 3.9.0 [--record] [--from V]`."""
     parser = argparse.ArgumentParser(prog="nox -s upgrade --")

@@ -274,6 +274,9 @@ class PerfRun:
             "rounds": self.timer.config.rounds,
             "min_time_s": self.timer.config.min_time_s,
             "injected": self.injected,
+            # the variants asked for (--perf-variants, else all): the gate tells a baseline row
+            # left out on purpose from one that stopped running
+            "variants": list(dict.fromkeys(c.variant for c in self.cases if not c.base)),
             **({"ab": self.ab} if self.ab else {}),
             **(
                 {"shard": self.config.getoption("--perf-shard")}

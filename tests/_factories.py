@@ -6,8 +6,8 @@ K = 128, ~3 % at K = 4096), a common per-round factor (GPU state, shared by ever
 round, so same-run ratios are tight), and a per-process drift of each row's median (~0.5 % for
 Triton rows, ~1.5 % for compute-bound rows: cuBLAS and TMA at large K).
 
-Used by the tests for statistics and by tests/fixtures/_generate.py, which recorded the JSON
-fixtures. The JSON is what pytest-benchmark writes: its own `stats` block (computed by
+Used by the tests for statistics and by tests/fixtures/_generate.py, which wrote the synthetic
+JSON fixtures (tests/fixtures/synthetic-*). The JSON is what pytest-benchmark writes: its own `stats` block (computed by
 pytest_benchmark.stats.Stats), `machine_info`, `commit_info`, with tilegate's keys inside.
 """
 
@@ -188,6 +188,8 @@ def make_run(
             tg["ratio_to_base"] = _paired(samples, base)
             btg = dict(tg, samples_s=base, median_s=float(np.median(base)), side="base")
             btg.pop("ratio_to_base")
+            # the base's own ratio to the reference, which is measured once, in the same rounds
+            btg["ratio_to_torch"] = _paired(base, group.get(REFERENCE.name))
             if base_code is not None or code is not None:
                 btg["code_hash"] = (base_code or {}).get(v, tg.get("code_hash", f"sha256:{v}"))
                 btg["code_hash_kind"] = "sass"

@@ -132,6 +132,8 @@ def make_run(
             if r["variant"] == "torch" or ref is None
             else paired_ratio(list(x), list(ref)),
         }
+        if r["variant"] == "torch":
+            tg["reference"] = True  # as the suite marks kernels.REFERENCE's rows
         if r.get("twin"):
             tg["twin"] = r["twin"]
             twin = samples[f"{r['twin']}-{r['dtype']}-{r['layout']}-K{r['K']}"]

@@ -294,6 +294,9 @@ def test_new_and_removed_variants_are_listed_not_judged(tmp_path: Path) -> None:
         if not (b["param"].startswith("tiled-") and b["param"].endswith("@base"))
         and not (b["param"].startswith("grouped-") and not b["param"].endswith("@base"))
     ]
+    for b in data["benchmarks"]:  # the suite records no ratio to a base that did not run
+        if b["param"].startswith("tiled-"):
+            b["extra_info"]["tilegate"].pop("ratio_to_base", None)
     cmp = compare_ab(load_results(write(tmp_path / "nr.json", data)), None)
     assert {c.key for c in cmp.by(ABVerdict.NEW)} == {key("tiled", K=k) for k in (128, 512, 4096)}
     assert {c.key for c in cmp.by(ABVerdict.REMOVED)} == {

@@ -14,7 +14,7 @@ from tests._factories import key, results_file
 from tilegate.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
-BASELINES = FIXTURES / "baselines"
+BASELINES = FIXTURES / "synthetic-baselines"
 
 
 def compare(
@@ -37,7 +37,7 @@ def compare(
 
 
 def test_pass_is_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert compare(tmp_path, "results-h200-quick.json") == 0
+    assert compare(tmp_path, "synthetic-results-h200-quick.json") == 0
     out = capsys.readouterr().out
     assert out.startswith("# tilegate: PASS")
     assert (tmp_path / "report.md").read_text() == out
@@ -45,7 +45,9 @@ def test_pass_is_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_regression_is_1_and_suspects_are_written(tmp_path: Path) -> None:
     suspects = tmp_path / "suspects.txt"
-    assert compare(tmp_path, "results-regressed.json", "--suspects-out", str(suspects)) == 1
+    assert (
+        compare(tmp_path, "synthetic-results-regressed.json", "--suspects-out", str(suspects)) == 1
+    )
     assert suspects.read_text().splitlines() == [
         key("xtile_persistent", K=128),
         key("persistent", K=4096),
@@ -57,9 +59,9 @@ def test_confirmation_flow(tmp_path: Path) -> None:
     suspects = tmp_path / "suspects.txt"
     code = compare(
         tmp_path,
-        "results-regressed.json",
+        "synthetic-results-regressed.json",
         "--confirm",
-        str(FIXTURES / "results-regressed-confirm.json"),
+        str(FIXTURES / "synthetic-results-regressed-confirm.json"),
         "--suspects-out",
         str(suspects),
     )
@@ -67,28 +69,41 @@ def test_confirmation_flow(tmp_path: Path) -> None:
     assert "confirmed by 1 re-measurement" in (tmp_path / "report.md").read_text()
     # a healthy re-measurement acquits the rows it re-measured
     code = compare(
-        tmp_path, "results-regressed.json", "--confirm", str(FIXTURES / "results-h200-quick.json")
+        tmp_path,
+        "synthetic-results-regressed.json",
+        "--confirm",
+        str(FIXTURES / "synthetic-results-h200-quick.json"),
     )
     assert code == 0
 
 
 def test_pass_writes_an_empty_suspects_file(tmp_path: Path) -> None:
     suspects = tmp_path / "suspects.txt"
-    assert compare(tmp_path, "results-h200-quick.json", "--suspects-out", str(suspects)) == 0
+    assert (
+        compare(tmp_path, "synthetic-results-h200-quick.json", "--suspects-out", str(suspects)) == 0
+    )
     assert suspects.read_text() == ""
 
 
 BAD_INPUT = [
-    ("results-corrupt.json", None, "results-corrupt.json"),
-    ("results-nan-timing.json", None, "xtile_persistent-fp16-nt-K128"),
-    ("results-zero-timing.json", None, "swizzle_persistent-fp16-nt-K128"),
-    ("results-failed-row.json", None, "xtile_persistent-fp16-nt-K128"),
-    ("results-missing-row.json", None, "tma_xtile_persistent-fp16-nt-K512"),
-    ("results-not-tilegate.json", None, "results-not-tilegate.json"),
-    ("results-rtx5090.json", BASELINES / "nvidia-h200.json", "nvidia-geforce-rtx-5090"),
-    ("results-h200-quick.json", FIXTURES / "baseline-unknown-schema.json", "schema_version 99"),
-    ("results-h200-quick.json", FIXTURES / "baseline-corrupt.json", "baseline-corrupt.json"),
-    ("results-smoke.json", None, "smoke"),
+    ("synthetic-results-corrupt.json", None, "synthetic-results-corrupt.json"),
+    ("synthetic-results-nan-timing.json", None, "xtile_persistent-fp16-nt-K128"),
+    ("synthetic-results-zero-timing.json", None, "swizzle_persistent-fp16-nt-K128"),
+    ("synthetic-results-failed-row.json", None, "xtile_persistent-fp16-nt-K128"),
+    ("synthetic-results-missing-row.json", None, "tma_xtile_persistent-fp16-nt-K512"),
+    ("synthetic-results-not-tilegate.json", None, "synthetic-results-not-tilegate.json"),
+    ("synthetic-results-rtx5090.json", BASELINES / "nvidia-h200.json", "nvidia-geforce-rtx-5090"),
+    (
+        "synthetic-results-h200-quick.json",
+        FIXTURES / "synthetic-baseline-unknown-schema.json",
+        "schema_version 99",
+    ),
+    (
+        "synthetic-results-h200-quick.json",
+        FIXTURES / "synthetic-baseline-corrupt.json",
+        "synthetic-baseline-corrupt.json",
+    ),
+    ("synthetic-results-smoke.json", None, "smoke"),
 ]
 
 
@@ -115,7 +130,7 @@ def test_missing_baseline_is_2_or_report_only(
 ) -> None:
     args = [
         "compare",
-        str(FIXTURES / "results-h200-quick.json"),
+        str(FIXTURES / "synthetic-results-h200-quick.json"),
         "--baselines",
         str(tmp_path),
         "--no-plots",
@@ -134,14 +149,14 @@ def test_missing_baseline_is_2_or_report_only(
 
 
 def test_allow_missing(tmp_path: Path) -> None:
-    assert compare(tmp_path, "results-missing-row.json", "--allow-missing") == 0
+    assert compare(tmp_path, "synthetic-results-missing-row.json", "--allow-missing") == 0
 
 
 def test_report_never_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(
         [
             "report",
-            str(FIXTURES / "results-regressed.json"),
+            str(FIXTURES / "synthetic-results-regressed.json"),
             str(BASELINES / "nvidia-h200.json"),
             "--out",
             str(tmp_path / "r.md"),
@@ -153,7 +168,7 @@ def test_report_never_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_report_still_refuses_bad_input(tmp_path: Path) -> None:
-    assert main(["report", str(FIXTURES / "results-nan-timing.json")]) == 2
+    assert main(["report", str(FIXTURES / "synthetic-results-nan-timing.json")]) == 2
 
 
 def test_plots_are_written_and_linked(tmp_path: Path) -> None:
@@ -161,7 +176,7 @@ def test_plots_are_written_and_linked(tmp_path: Path) -> None:
     code = main(
         [
             "compare",
-            str(FIXTURES / "results-regressed.json"),
+            str(FIXTURES / "synthetic-results-regressed.json"),
             "--baselines",
             str(BASELINES),
             "--report",
@@ -255,9 +270,9 @@ def test_rebaseline_uses_the_tolerances_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("fixture", "needle"),
     [
-        ("results-failed-row.json", "correctness"),
-        ("results-rtx5090.json", "GPU model"),
-        ("results-nan-timing.json", "NaN"),
+        ("synthetic-results-failed-row.json", "correctness"),
+        ("synthetic-results-rtx5090.json", "GPU model"),
+        ("synthetic-results-nan-timing.json", "NaN"),
     ],
 )
 def test_rebaseline_refuses_bad_runs(
@@ -308,7 +323,7 @@ def test_python_dash_m(tmp_path: Path) -> None:
             "-m",
             "tilegate",
             "compare",
-            str(FIXTURES / "results-regressed.json"),
+            str(FIXTURES / "synthetic-results-regressed.json"),
             "--baselines",
             str(BASELINES),
             "--no-plots",

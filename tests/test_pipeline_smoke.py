@@ -60,6 +60,7 @@ def test_suite_writes_pytest_benchmark_json_with_device_keys(smoke_runs: list[Pa
     data = json.loads(smoke_runs[0].read_text())
     info = data["machine_info"]["tilegate"]
     assert info["mode"] == "smoke" and info["timer"] == "perf-counter"
+    assert info["variants"] == list(VARIANTS)  # no --perf-variants: every variant selected
     keys = {b["extra_info"]["tilegate"]["key"] for b in data["benchmarks"]}
     assert "xtile_persistent-fp16-nt-K24" in keys and "tma_xtile_persistent-fp16-nn-K24" in keys
     assert len(keys) == 2 * len(VARIANTS)  # every variant runs under the interpreter, both layouts
@@ -118,10 +119,9 @@ def test_a_wrong_kernel_fails_its_case_and_the_gate_refuses_it(
     )
     assert proc.returncode == 1
     assert "tiled-fp16-nt-K24: wrong result" in proc.stdout
-    rows = {
-        b["param"]: b["extra_info"]["tilegate"]
-        for b in json.loads(results.read_text())["benchmarks"]
-    }
+    wrong = json.loads(results.read_text())
+    assert wrong["machine_info"]["tilegate"]["variants"] == ["torch", "tiled", "swizzle_persistent"]
+    rows = {b["param"]: b["extra_info"]["tilegate"] for b in wrong["benchmarks"]}
     assert rows["tiled-fp16-nt-K24"]["correct"] is False
     assert rows["swizzle_persistent-fp16-nt-K24"]["correct"] is True
     baseline = tmp_path / "baseline.json"

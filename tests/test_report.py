@@ -16,11 +16,11 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def baseline():  # type: ignore[no-untyped-def]
-    return load_baseline(FIXTURES / "baselines" / "nvidia-h200.json")
+    return load_baseline(FIXTURES / "synthetic-baselines" / "nvidia-h200.json")
 
 
 def regressed_report() -> str:
-    run = load_results(FIXTURES / "results-regressed.json")
+    run = load_results(FIXTURES / "synthetic-results-regressed.json")
     return render(run, compare(run, baseline()))
 
 
@@ -84,7 +84,7 @@ def test_full_table_has_every_row() -> None:
 
 
 def test_a_pass() -> None:
-    run = load_results(FIXTURES / "results-h200-quick.json")
+    run = load_results(FIXTURES / "synthetic-results-h200-quick.json")
     text = render(run, compare(run, baseline()))
     assert text.startswith("# tilegate: PASS\n")
     assert "All 24 rows within tolerance; all 4 expectation checks hold." in text
@@ -105,7 +105,7 @@ def test_injected_run_says_so(tmp_path: Path) -> None:
 
 
 def test_smoke_report_without_baseline() -> None:
-    run = load_results(FIXTURES / "results-smoke.json")
+    run = load_results(FIXTURES / "synthetic-results-smoke.json")
     text = render(run, None, report_only=True, no_baseline_reason="No baseline.")
     assert text.startswith("# tilegate: REPORT ONLY (no baseline, no verdict)")
     assert "**SMOKE RUN**" in text and "meaningless" in text
@@ -114,15 +114,15 @@ def test_smoke_report_without_baseline() -> None:
 
 
 def test_report_only_with_a_baseline_would_fail() -> None:
-    run = load_results(FIXTURES / "results-regressed.json")
+    run = load_results(FIXTURES / "synthetic-results-regressed.json")
     assert render(run, compare(run, baseline()), report_only=True).startswith(
         "# tilegate: REPORT ONLY (would fail)"
     )
 
 
 def test_confirmed_report_shows_every_run() -> None:
-    run = load_results(FIXTURES / "results-regressed.json")
-    conf = load_results(FIXTURES / "results-regressed-confirm.json")
+    run = load_results(FIXTURES / "synthetic-results-regressed.json")
+    conf = load_results(FIXTURES / "synthetic-results-regressed-confirm.json")
     text = render(run, compare(run, baseline(), [conf]))
     assert "confirmed by 1 re-measurement(s)" in text
     assert "| per run |" in text
@@ -133,7 +133,7 @@ def test_plots(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from tilegate.plots import make_plots
 
-    run = load_results(FIXTURES / "results-regressed.json")
+    run = load_results(FIXTURES / "synthetic-results-regressed.json")
     files = make_plots(run, compare(run, baseline()), tmp_path)
     assert [f.name for f in files] == ["times-fp16-nt.png", "crosstile-fp16-nt.png"]
     for f in files:
@@ -146,7 +146,7 @@ def test_plots_without_baseline(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from tilegate.plots import make_plots
 
-    files = make_plots(load_results(FIXTURES / "results-smoke.json"), None, tmp_path)
+    files = make_plots(load_results(FIXTURES / "synthetic-results-smoke.json"), None, tmp_path)
     assert len(files) == 2
 
 

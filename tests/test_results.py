@@ -1,4 +1,4 @@
-"""Reading results files: the recorded fixtures, and every way one can be bad."""
+"""Reading results files: the synthetic and recorded fixtures, and every way one can be bad."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def test_valid_results_fixture() -> None:
-    run = load_results(FIXTURES / "results-h200-quick.json")
+    run = load_results(FIXTURES / "synthetic-results-h200-quick.json")
     assert len(run.rows) == 24
     assert run.env.gpu.slug == "nvidia-h200"
     assert run.env.gpu.sm_count == 132
@@ -47,7 +47,7 @@ def test_valid_results_fixture() -> None:
 
 
 def test_smoke_results_are_valid_input() -> None:
-    run = load_results(FIXTURES / "results-smoke.json")
+    run = load_results(FIXTURES / "synthetic-results-smoke.json")
     assert run.env.smoke
     assert run.env.gpu.slug == SMOKE_SLUG
     assert run.env.timer == "perf-counter"
@@ -57,20 +57,37 @@ def test_smoke_results_are_valid_input() -> None:
 @pytest.mark.parametrize(
     ("fixture", "needles"),
     [
-        ("results-corrupt.json", ["results-corrupt.json", "not valid JSON"]),
+        ("synthetic-results-corrupt.json", ["synthetic-results-corrupt.json", "not valid JSON"]),
         (
-            "results-nan-timing.json",
-            ["results-nan-timing.json", "xtile_persistent-fp16-nt-K128", "NaN timing", "round 4"],
+            "synthetic-results-nan-timing.json",
+            [
+                "synthetic-results-nan-timing.json",
+                "xtile_persistent-fp16-nt-K128",
+                "NaN timing",
+                "round 4",
+            ],
         ),
         (
-            "results-zero-timing.json",
-            ["results-zero-timing.json", "swizzle_persistent-fp16-nt-K128", "zero timing"],
+            "synthetic-results-zero-timing.json",
+            [
+                "synthetic-results-zero-timing.json",
+                "swizzle_persistent-fp16-nt-K128",
+                "zero timing",
+            ],
         ),
         (
-            "results-failed-row.json",
-            ["results-failed-row.json", "xtile_persistent-fp16-nt-K128", "correctness", "0.4172"],
+            "synthetic-results-failed-row.json",
+            [
+                "synthetic-results-failed-row.json",
+                "xtile_persistent-fp16-nt-K128",
+                "correctness",
+                "0.4172",
+            ],
         ),
-        ("results-not-tilegate.json", ["results-not-tilegate.json", "machine_info", "nox -s perf"]),
+        (
+            "synthetic-results-not-tilegate.json",
+            ["synthetic-results-not-tilegate.json", "machine_info", "nox -s perf"],
+        ),
         ("does-not-exist.json", ["does-not-exist.json", "does not exist"]),
     ],
 )
@@ -174,7 +191,7 @@ def test_pytest_benchmark_compare_reads_our_results() -> None:
             "-m",
             "pytest_benchmark",
             "compare",
-            str(FIXTURES / "results-h200-quick.json"),
+            str(FIXTURES / "synthetic-results-h200-quick.json"),
             "--columns=median,rounds",
             "--group-by=group",
         ],
@@ -189,7 +206,7 @@ def test_pytest_benchmark_compare_reads_our_results() -> None:
 
 
 def test_fixtures_are_what_pytest_benchmark_writes() -> None:
-    data = json.loads((FIXTURES / "results-h200-quick.json").read_text())
+    data = json.loads((FIXTURES / "synthetic-results-h200-quick.json").read_text())
     assert set(data) == {"machine_info", "commit_info", "benchmarks", "datetime", "version"}
     first = data["benchmarks"][0]
     assert {

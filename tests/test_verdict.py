@@ -199,7 +199,9 @@ def test_regressed_needs_both_size_and_significance() -> None:
 
 
 def test_expectations_checked_on_same_run_ratios(baseline: Baseline) -> None:
-    cmp = compare(load_results(FIXTURES / "results-regressed.json"), load_baseline_fixture())
+    cmp = compare(
+        load_results(FIXTURES / "synthetic-results-regressed.json"), load_baseline_fixture()
+    )
     by = {(c.expectation.faster, c.K): c for c in cmp.expectations}
     bad = by[("xtile_persistent", 128)]
     assert bad.status is Status.FAIL and bad.ratio is not None and bad.ratio > 1.0
@@ -210,14 +212,14 @@ def test_expectations_checked_on_same_run_ratios(baseline: Baseline) -> None:
 
 def test_confirmation_decides_a_broken_expectation() -> None:
     b = load_baseline_fixture()
-    run = load_results(FIXTURES / "results-regressed.json")
-    conf = load_results(FIXTURES / "results-regressed-confirm.json")
+    run = load_results(FIXTURES / "synthetic-results-regressed.json")
+    conf = load_results(FIXTURES / "synthetic-results-regressed-confirm.json")
     cmp = compare(run, b, [conf])
     check = next(
         c for c in cmp.expectations if (c.expectation.faster, c.K) == ("xtile_persistent", 128)
     )
     assert check.status is Status.FAIL and len(check.run_ratios) == 2
-    healthy = load_results(FIXTURES / "results-h200-quick.json")
+    healthy = load_results(FIXTURES / "synthetic-results-h200-quick.json")
     cleared = compare(run, b, [healthy])
     check = next(
         c for c in cleared.expectations if (c.expectation.faster, c.K) == ("xtile_persistent", 128)
@@ -226,7 +228,7 @@ def test_confirmation_decides_a_broken_expectation() -> None:
 
 
 def test_families_and_crossover() -> None:
-    run = load_results(FIXTURES / "results-regressed.json")
+    run = load_results(FIXTURES / "synthetic-results-regressed.json")
     fams = {f.faster: f for f in crosstile_pairs(run, load_baseline_fixture())}
     ptr = fams["xtile_persistent"]
     assert ptr.than == "swizzle_persistent" and ptr.Ks == (128, 512, 4096)
@@ -241,16 +243,16 @@ def test_families_and_crossover() -> None:
 def load_baseline_fixture() -> Baseline:
     from tilegate.baseline import load_baseline
 
-    return load_baseline(FIXTURES / "baselines" / "nvidia-h200.json")
+    return load_baseline(FIXTURES / "synthetic-baselines" / "nvidia-h200.json")
 
 
 def test_other_gpu_baseline(workdir: Path) -> None:
-    rtx = load_results(FIXTURES / "results-rtx5090.json")
+    rtx = load_results(FIXTURES / "synthetic-results-rtx5090.json")
     with pytest.raises(InputError) as err:
         compare(rtx, load_baseline_fixture())
     msg = str(err.value)
     assert "is for nvidia-h200" in msg and "measured on nvidia-geforce-rtx-5090" in msg
-    assert f"use {FIXTURES / 'baselines' / 'nvidia-geforce-rtx-5090.json'}" in msg
+    assert f"use {FIXTURES / 'synthetic-baselines' / 'nvidia-geforce-rtx-5090.json'}" in msg
     alone = replace(
         load_baseline_fixture(), path=workdir / "nvidia-h200.json"
     )  # no RTX baseline beside it
@@ -260,13 +262,13 @@ def test_other_gpu_baseline(workdir: Path) -> None:
 
 def test_smoke_run_against_gpu_baseline(workdir: Path) -> None:
     b = load_baseline_fixture()
-    smoke = load_results(FIXTURES / "results-smoke.json")
+    smoke = load_results(FIXTURES / "synthetic-results-smoke.json")
     with pytest.raises(InputError, match="smoke"):
         compare(smoke, replace(b, gpu=MappingProxyType({**b.gpu, "slug": "smoke"})))
 
 
 def test_missing_row_of_a_measured_group() -> None:
-    run = load_results(FIXTURES / "results-missing-row.json")
+    run = load_results(FIXTURES / "synthetic-results-missing-row.json")
     with pytest.raises(InputError) as err:
         compare(run, load_baseline_fixture())
     assert "tma_xtile_persistent-fp16-nt-K512" in str(err.value) and "--allow-missing" in str(
@@ -284,7 +286,9 @@ def test_missing_row_of_a_measured_group() -> None:
 
 
 def test_new_rows_and_rows_outside_the_profile() -> None:
-    cmp = compare(load_results(FIXTURES / "results-new-rows.json"), load_baseline_fixture())
+    cmp = compare(
+        load_results(FIXTURES / "synthetic-results-new-rows.json"), load_baseline_fixture()
+    )
     assert {v.key for v in cmp.by(Verdict.NEW)} == {key(v, K=2048) for v in VARIANTS}
     assert verdict_of(cmp, key("tiled", K=512)).verdict is Verdict.NOT_MEASURED
     assert cmp.exit_code == 0
@@ -306,19 +310,26 @@ def test_timer_settings_mismatch(workdir: Path) -> None:
     b = load_baseline_fixture()
     warm = replace(b, provenance=MappingProxyType({**b.provenance, "l2_flush": False}))
     with pytest.raises(InputError, match="L2 flush"):
-        compare(load_results(FIXTURES / "results-h200-quick.json"), warm)
+        compare(load_results(FIXTURES / "synthetic-results-h200-quick.json"), warm)
 
 
 def test_confirmation_from_another_gpu() -> None:
     with pytest.raises(InputError, match="same GPU model"):
         compare(
-            load_results(FIXTURES / "results-regressed.json"),
+            load_results(FIXTURES / "synthetic-results-regressed.json"),
             load_baseline_fixture(),
-            [load_results(FIXTURES / "results-rtx5090.json")],
+            [load_results(FIXTURES / "synthetic-results-rtx5090.json")],
         )
 
 
-def test_ratio_is_the_suites_paired_ratio_or_the_per_round_median(workdir: Path) -> None:
+def test_a_same_run_ratio_is_the_paired_ratio_of_the_samples(workdir: Path) -> None:
+    """Run.ratio is always the per-round median of x_i / y_i, from the samples.
+
+    It used to return the recorded ratio_to_twin first (so results whose samples said cross-tile
+    equals its twin, but whose recorded ratio was left at 0.67, passed every expectation) and
+    the ratio of medians for rows of unequal length (issue 12). Now a recorded ratio that its
+    samples contradict, and a group whose rows were not timed in the same rounds, are bad input.
+    """
     from tests._factories import bench, make_run, set_samples, write
 
     data = make_run(
@@ -329,15 +340,21 @@ def test_ratio_is_the_suites_paired_ratio_or_the_per_round_median(workdir: Path)
         data, key("xtile_persistent"), [0.7e-3, 2.1e-3, 1.05e-3]
     )  # per round: 0.7, 1.05, 0.35
     tg = bench(data, key("xtile_persistent"))["extra_info"]["tilegate"]
-    tg["ratio_to_twin"] = 0.69  # what the suite measured
+    tg["ratio_to_twin"] = 0.7  # what the suite measures from these samples
     run = load_results(write(workdir / "paired.json", data))
-    assert run.ratio("xtile_persistent", "swizzle_persistent", "fp16", "nt", 128) == 0.69
-    tg["ratio_to_twin"] = None
+    ratio = run.ratio("xtile_persistent", "swizzle_persistent", "fp16", "nt", 128)
+    assert ratio == pytest.approx(0.7)  # not the ratio of medians, 1.05 / 2.0
+    tg["ratio_to_twin"] = None  # not recorded: derived all the same
     run = load_results(write(workdir / "paired.json", data))
-    assert run.ratio("xtile_persistent", "swizzle_persistent", "fp16", "nt", 128) == pytest.approx(
-        0.7
-    )
-    # not the ratio of medians (1.05 / 2.0)
+    assert run.rows[key("xtile_persistent")].ratio_to_twin == pytest.approx(0.7)
+    tg["ratio_to_twin"] = 0.69  # recorded, contradicted by the samples
+    with pytest.raises(InputError, match=r"records ratio_to_twin = 0\.69, but its samples"):
+        load_results(write(workdir / "paired.json", data))
+    tg["ratio_to_twin"] = 0.7
+    set_samples(data, key("xtile_persistent"), [0.7e-3, 2.1e-3, 1.05e-3, 1.0e-3])
+    with pytest.raises(InputError, match="different numbers of samples") as err:
+        load_results(write(workdir / "paired.json", data))
+    assert "xtile_persistent-fp16-nt-K128 4" in str(err.value)
 
 
 def test_faster_beyond_tolerance_but_not_significant_is_not_an_improvement() -> None:

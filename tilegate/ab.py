@@ -38,7 +38,7 @@ from tilegate import __version__, stats
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_json, is_finite_number, read_json
 from tilegate.markdown import listing
-from tilegate.results import Row, Run
+from tilegate.results import Row, Run, describe_gpu, gpu_mismatch
 
 NOISE_SCHEMA = "tilegate.ab-noise/1"
 
@@ -126,6 +126,13 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
     slugs = {r.env.gpu.slug for r in runs}
     if len(slugs) != 1:
         raise InputError(f"the A/A runs are of different GPU models: {sorted(slugs)}")
+    for run in runs[1:]:
+        differs = gpu_mismatch(runs[0].env.gpu, run.env.gpu)
+        if differs:
+            raise InputError(
+                f"the A/A runs {runs[0].path} and {run.path} are of different GPUs "
+                f"({', '.join(differs)}), though both are labelled {run.env.gpu.slug}"
+            )
     per_key: dict[str, list[float]] = {}
     for run in runs:
         if run.env.ab is None or not run.base_rows:
@@ -164,7 +171,12 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
             {"file": r.path.name, "datetime": r.env.datetime, "commit": r.env.commit} for r in runs
         ],
     }
-    gpu = {"name": env.gpu.name, "slug": env.gpu.slug, "sm_count": env.gpu.sm_count}
+    gpu = {
+        "name": env.gpu.name,
+        "slug": env.gpu.slug,
+        "sm_count": env.gpu.sm_count,
+        "capability": list(env.gpu.capability) if env.gpu.capability else None,
+    }
     return Noise(out, MappingProxyType(gpu), MappingProxyType(provenance), policy, rows)
 
 
@@ -228,6 +240,8 @@ def load_noise(path: Path) -> Noise:
         )
     raw_prov = data.get("provenance")
     provenance: dict[str, Any] = raw_prov if isinstance(raw_prov, dict) else {}
+    if not isinstance(provenance.get("runs") or [], list):
+        raise InputError(f"{where}: provenance.runs must be the list of A/A runs it came from")
     return Noise(path, MappingProxyType(gpu), MappingProxyType(provenance), policy, rows)
 
 
@@ -348,6 +362,16 @@ def judge_case(
     if changed is False:
         note = "same compiled code on both sides: the ratio is noise"
         return replace(measured, verdict=ABVerdict.UNCHANGED, note=note)
+    need = stats.min_pairs_signed_rank(policy.alpha)
+    few = [(run, len(h.samples_s)) for run, h, _ in pairs if len(h.samples_s) < need]
+    if few:
+        run, n = few[0]
+        raise InputError(
+            f"results {run.path}, case {key}: {n} paired round(s); a one-sided Wilcoxon "
+            f"signed-rank test needs {need} to reach p < {policy.alpha:g} at all (docs/gate.md, "
+            "'Minimum samples'), so the case could never be SLOWER: it cannot be judged. "
+            "Measure more rounds (drop --perf-rounds, or raise it)."
+        )
     runs_slower = stats.majority([r - 1 > tolerance for r in run_ratios])
     runs_faster = stats.majority([r - 1 < -tolerance for r in run_ratios])
     if lo - 1 > tolerance and p_slower < policy.alpha and runs_slower:
@@ -376,6 +400,14 @@ def compare_ab(
         raise InputError(
             f"A/B noise file {noise.path} is for {noise.gpu.get('slug')}, the run for "
             f"{run.env.gpu.slug}: record one on this GPU with `nox -s ab_noise`"
+        )
+    differs = gpu_mismatch(noise.gpu, run.env.gpu) if noise is not None else []
+    if noise is not None and differs:
+        raise InputError(
+            f"A/B noise file {noise.path} was recorded on {describe_gpu(noise.gpu)} but results "
+            f"{run.path} on {describe_gpu(run.env.gpu)}, both labelled {run.env.gpu.slug}: "
+            f"{', '.join(differs)}. Another GPU's noise is not this one's: fix the label, or "
+            "record its noise with `nox -s ab_noise`"
         )
     for conf in confirmations:
         if (conf.env.ab or {}).get("sha") != run.env.ab.get("sha"):

@@ -59,7 +59,7 @@ from typing import Any
 
 from tilegate import __version__
 from tilegate.errors import InputError
-from tilegate.fileio import atomic_write_json, is_finite_number, read_json
+from tilegate.fileio import atomic_write_json, is_finite_number, is_finite_positive, read_json
 from tilegate.results import SMOKE_SLUG
 from tilegate.tolerances import Policy
 
@@ -284,7 +284,7 @@ def _parse_row(key: str, raw: Any, where_file: str) -> BaselineRow:
         tolerance_source=str(raw.get("tolerance_source", "")),
         too_noisy=bool(raw.get("too_noisy", False)),
         samples_s=_positive_list(raw, "samples_s", where),
-        n_samples=int(raw.get("n_samples") or len(raw["samples_s"])),
+        n_samples=_count(raw, "n_samples", where, default=len(raw["samples_s"])),
         measured=MappingProxyType(
             {str(k): (None if v is None else str(v)) for k, v in measured.items()}
         ),
@@ -297,6 +297,15 @@ def _parse_row(key: str, raw: Any, where_file: str) -> BaselineRow:
         ratio_to_reference=_optional_positive(raw, "ratio_to_reference", where),
         code_hash=raw.get("code_hash") if isinstance(raw.get("code_hash"), str) else None,
     )
+
+
+def _count(raw: Mapping[str, Any], key: str, where: str, *, default: int) -> int:
+    v = raw.get(key)
+    if v is None:
+        return default
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise InputError(f"{where}: {key} is {v!r}; expected a positive integer")
+    return v
 
 
 def _optional_positive(raw: Mapping[str, Any], key: str, where: str) -> float | None:
@@ -329,11 +338,17 @@ def _parse_expectation(i: int, raw: Any, where_file: str) -> Expectation:
             raise InputError(
                 f"{where}: every check needs an integer K and a positive max_ratio, got {c!r}"
             )
+        measured = c.get("measured") or []
+        if not isinstance(measured, list) or not all(is_finite_positive(m) for m in measured):
+            raise InputError(
+                f"{where}, check K={c['K']}: measured must be a list of the positive ratios "
+                f"measured at rebaseline, got {measured!r}"
+            )
         checks.append(
             Bound(
                 K=c["K"],
                 max_ratio=float(c["max_ratio"]),
-                measured=tuple(float(m) for m in c.get("measured") or []),
+                measured=tuple(float(m) for m in measured),
             )
         )
     return Expectation(
@@ -346,13 +361,52 @@ def _parse_expectation(i: int, raw: Any, where_file: str) -> Expectation:
     )
 
 
+_PROVENANCE_KINDS: dict[str, type | tuple[type, ...]] = {
+    "software": dict,
+    "profiles": list,
+    "runs": list,
+    "mode": str,
+    "timer": str,
+    "l2_flush": bool,
+    "driver": str,
+    "cuda": str,
+    "harness_version": str,
+    "created": str,
+    "M": int,
+    "N": int,
+    "rounds": int,
+}
+
+
+def _check_provenance(prov: Mapping[str, Any], where: str) -> None:
+    """The provenance fields the gate compares and reports have their kind (or are null)."""
+    for key, kind in _PROVENANCE_KINDS.items():
+        v = prov.get(key)
+        if v is not None and (not isinstance(v, kind) or (isinstance(v, bool) and kind is int)):
+            raise InputError(
+                f"{where}: provenance.{key} is {v!r}; expected {getattr(kind, '__name__', kind)} or "
+                "null. Restore the baseline from git or rebaseline"
+            )
+    if not all(isinstance(p, str) for p in prov.get("profiles") or []):
+        raise InputError(f"{where}: provenance.profiles must be a list of profile names")
+    if not all(isinstance(v, str) or v is None for v in (prov.get("software") or {}).values()):
+        raise InputError(f"{where}: provenance.software must map a package to its version")
+
+
 def load_baseline(path: str | Path) -> Baseline:
     """Read and validate a baseline; every problem is an InputError naming the file (and row)."""
     p = Path(path)
     where = f"baseline {p}"
     data = read_json(p, "baseline")
+    remedy = (
+        f"restore it from git (`git checkout -- {p}`) or record a new one with `nox -s rebaseline` "
+        "on that GPU"
+    )
     if not isinstance(data, dict):
-        raise InputError(f"{where} is not a tilegate baseline (not a JSON object)")
+        kind = "a JSON array" if isinstance(data, list) else f"a JSON {type(data).__name__}"
+        raise InputError(
+            f"{where} is not a tilegate baseline ({kind}, not an object of gpu, rows, ...): {remedy}"
+        )
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise InputError(
@@ -363,10 +417,11 @@ def load_baseline(path: str | Path) -> Baseline:
     if not isinstance(gpu.get("slug"), str) or not gpu["slug"]:
         raise InputError(f"{where}: gpu.slug is missing")
     provenance = _need(data, "provenance", dict, where)
+    _check_provenance(provenance, where)
     policy = Policy.from_json(_need(data, "policy", dict, where), f"{where} policy")
     rows_raw = _need(data, "rows", dict, where)
     if not rows_raw:
-        raise InputError(f"{where} has no rows")
+        raise InputError(f"{where} has no rows, so it can judge nothing: {remedy}")
     rows = {key: _parse_row(key, raw, where) for key, raw in rows_raw.items()}
     exps = tuple(
         _parse_expectation(i, e, where)

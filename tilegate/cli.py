@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tilegate import __version__
-from tilegate.baseline import DEFAULT_DIR, Baseline, load_baseline
+from tilegate.baseline import DEFAULT_DIR, Baseline, baseline_path, load_baseline
+from tilegate.crash import guarded, replace_reports
 from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
 from tilegate.fileio import atomic_write_text
 from tilegate.gate import judge
@@ -176,12 +177,16 @@ def _cmd_rebaseline(args: argparse.Namespace) -> int:
         if out is None:
             raise InputError("--out BASELINE is required (it is optional only with --measure)")
         runs = [load_results(r) for r in results]
+        if out.is_dir():
+            slug = runs[0].env.gpu.slug if runs else "<gpu-slug>"
+            raise InputError(
+                f"--out {out} is a directory: give the baseline file to write, e.g. "
+                f"{baseline_path(slug, out)}"
+            )
         old_path = Path(args.old) if args.old else out
         old: Baseline | None = None
-        if old_path.is_file():
+        if args.old or old_path.exists():  # load_baseline names what is wrong with it
             old = load_baseline(old_path)
-        elif args.old:
-            raise InputError(f"old baseline {old_path} does not exist")
         tol_path = Path(args.tolerances) if args.tolerances else out.parent / "tolerances.toml"
         tolerances = load_tolerances(tol_path, required=bool(args.tolerances))
         plan = rebaseline(
@@ -192,7 +197,8 @@ def _cmd_rebaseline(args: argparse.Namespace) -> int:
             tolerances_path=str(tol_path) if tol_path.is_file() else None,
         )
     except InputError as err:
-        _err(f"cannot rebaseline: {err}")
+        unwritten = replace_reports([Path(args.diff_out)] if args.diff_out else [], str(err))
+        _err("; ".join([f"cannot rebaseline: {err}", *unwritten]))
         return EXIT_CANNOT_JUDGE
     code, text = finish(
         plan,
@@ -521,7 +527,19 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     return parser
 
 
+def _reports(args: argparse.Namespace) -> list[Path]:
+    """The report files the command writes: a crash replaces them with a CANNOT JUDGE report."""
+    if args.command in ("compare", "report"):
+        return [Path(args.report)] if args.report else []
+    if args.command == "perf":
+        return [Path(args.out_dir) / "report.md"]
+    if args.command == "rebaseline":
+        return [Path(args.diff_out)] if args.diff_out else []
+    return []  # fingerprint writes its own (tilegate.fingerprint.cli); the others write none
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; exit 0, 1 or 2. Whatever escapes a command is exit 2 (tilegate.crash)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(args_list)
     try:
@@ -537,7 +555,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.pytest_args = [a for a in rest if a != "--"]
     except SystemExit as exc:  # argparse: --help is 0, a usage error is 2 ("cannot judge")
         return int(exc.code) if isinstance(exc.code, int) else EXIT_CANNOT_JUDGE
-    return int(args.func(args))
+    directory = Path(args.out_dir) if args.command == "perf" else PERF_DIR
+    return guarded(
+        args.command,
+        lambda: int(args.func(args)),
+        reports=_reports(args),
+        directory=directory,
+        say=_err,
+    )
 
 
 if __name__ == "__main__":

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 import os
 import stat
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -14,10 +16,28 @@ from tilegate.errors import InputError
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write text to path so that readers see the old file or the new one, never half of it."""
+    """Write text to path so that readers see the old file or the new one, never half of it.
+
+    A target that is a directory, or a directory this user may not write, is an InputError
+    naming it (exit 2): the command was given a wrong path, nothing is written.
+    """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    if target.is_dir():
+        raise InputError(
+            f"cannot write {target}: it is a directory; give the path of a file (e.g. "
+            f"{target / 'report.md'} for a report, {target / 'nvidia-h200.json'} for a baseline)"
+        )
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(target)
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent
+        )
+    except (PermissionError, FileExistsError, NotADirectoryError) as err:
+        raise InputError(
+            f"cannot write {target}: {err.strerror or err}. Check that {target.parent} is a "
+            "directory this user may write (`ls -ld`), or give another path"
+        ) from err
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -29,6 +49,46 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+STALE_AFTER_S = 3600.0  # a temp file without a writer's pid (an older tilegate's) is this old
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def remove_stale_temps(target: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temp files that killed writers of `target` left beside it; return them.
+
+    A writer killed between creating its temp file and renaming it (SIGKILL, OOM, a cancelled CI
+    job) leaves `.<name>.<pid>.<random>.tmp`; the next write of the same file removes those whose
+    process is gone. A live writer's file is left alone, and so is one without a pid unless it
+    is older than STALE_AFTER_S. (They are git-ignored too: `.*.tmp` in .gitignore.)
+    """
+    target = Path(target)
+    removed = []
+    for tmp in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
+        middle = tmp.name[len(target.name) + 2 : -len(".tmp")]
+        pid = middle.split(".", 1)[0]
+        try:
+            stale = (
+                not _alive(int(pid))
+                if pid.isdigit() and "." in middle
+                else time.time() - tmp.stat().st_mtime > STALE_AFTER_S
+            )
+            if stale:
+                tmp.unlink()
+                removed.append(tmp)
+        except OSError:  # gone already, or not ours to remove: not this write's concern
+            continue
+    return removed
 
 
 def format_json(data: Any, *, inline_scalar_lists: bool = False) -> str:
@@ -65,19 +125,38 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"non-finite number {name} is not valid JSON here")
 
 
+def read_text(path: str | os.PathLike[str], what: str) -> str:
+    """Read a UTF-8 text file; a missing, unreadable or non-UTF-8 file is an InputError naming it."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{what} {p} is a directory, not a file: give the path of the file itself")
+    if not p.is_file():
+        raise InputError(f"{what} {p} does not exist")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:  # a ValueError, not an OSError: it would escape as a crash
+        raise InputError(
+            f"{what} {p} is not UTF-8 text (byte {err.start}: {err.reason}). tilegate writes "
+            "UTF-8: restore it from git or regenerate it; if an editor or a shell redirect "
+            "re-encoded it (UTF-16 from PowerShell, Latin-1), save it as UTF-8"
+        ) from err
+    except PermissionError as err:
+        raise InputError(
+            f"{what} {p} cannot be read: permission denied. Make it readable for this user "
+            f"(`ls -l {p}`, `chmod a+r`), or run as its owner"
+        ) from err
+    except OSError as err:
+        raise InputError(f"{what} {p} cannot be read: {err}") from err
+
+
 def read_json(path: str | os.PathLike[str], what: str, *, allow_nan: bool = False) -> Any:
-    """Read a JSON file; a missing, unreadable or corrupt file is an InputError naming it.
+    """Read a JSON file; a missing, unreadable, non-UTF-8 or corrupt file is an InputError naming it.
 
     `allow_nan` accepts the NaN / Infinity literals Python's json writes (pytest-benchmark does),
     so that the caller can name the row that holds one instead of rejecting the whole file.
     """
     p = Path(path)
-    if not p.is_file():
-        raise InputError(f"{what} {p} does not exist")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"{what} {p} cannot be read: {err}") from err
+    text = read_text(p, what)
     try:
         return json.loads(text) if allow_nan else json.loads(text, parse_constant=_reject_constant)
     except ValueError as err:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tilegate.ab import ABComparison, compare_ab, load_noise, noise_path
 from tilegate.baseline import baseline_path, how_to_create, load_baseline
+from tilegate.crash import cannot_judge_report
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_text
 from tilegate.outcome import outcome
@@ -37,8 +38,14 @@ class Judgement:
         return self.text.splitlines()[0].lstrip("# ") if self.text else ""
 
 
-def cannot_judge_report(reason: str) -> str:
-    return f"# tilegate: CANNOT JUDGE (exit 2)\n\n{reason}\n"
+def _cannot_judge(reason: str, report_path: Path | None) -> Judgement:
+    """Exit 2, and the report (if one is asked for) says CANNOT JUDGE: never a stale report."""
+    if report_path is not None:
+        try:
+            atomic_write_text(report_path, cannot_judge_report(reason))
+        except InputError as err:
+            reason = f"{reason}; {err}"
+    return Judgement(EXIT_CANNOT_JUDGE, "", error=reason)
 
 
 def _plots(run: Run, cmp: Comparison | None, directory: Path | None) -> tuple[list[Path], str]:
@@ -79,9 +86,9 @@ def judge(
         notes: list[str] = []
         if run.env.ab is not None:
             noise = noise_path(slug, baselines_dir)
-            ab = compare_ab(run, load_noise(noise) if noise.is_file() else None, reruns)
+            ab = compare_ab(run, load_noise(noise) if noise.exists() else None, reruns)
         no_baseline = None
-        if not path.is_file() and (report_only or ab is not None):
+        if not path.exists() and (report_only or ab is not None):
             no_baseline = (
                 f"No baseline for {slug} at `{path}`, so no stored-baseline verdict. "
                 f"{how_to_create(slug, path)}"
@@ -89,7 +96,7 @@ def judge(
             if ab is not None:
                 notes.append(f"no stored baseline {path}: judged on the A/B verdict alone")
         else:
-            if not path.is_file():
+            if not path.exists():
                 raise InputError(
                     f"no baseline for {slug}: {path} does not exist. "
                     f"{how_to_create(slug, path)} "
@@ -113,11 +120,12 @@ def judge(
             suspects_path=suspects_path,
         )
     except InputError as err:
-        if report_path is not None:
-            atomic_write_text(report_path, cannot_judge_report(str(err)))
-        return Judgement(EXIT_CANNOT_JUDGE, "", error=str(err))
+        return _cannot_judge(str(err), report_path)
     if report_path is not None:
-        atomic_write_text(report_path, text)
+        try:
+            atomic_write_text(report_path, text)
+        except InputError as err:  # e.g. --report names a directory
+            return Judgement(EXIT_CANNOT_JUDGE, "", error=str(err))
     code = EXIT_OK if report_only else outcome(cmp, ab).code
     if plot_note:
         notes.append(plot_note)

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tilegate.baseline import baseline_path
+from tilegate.crash import cannot_judge_report, crash_reason, save_traceback
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_text
-from tilegate.gate import Judgement, cannot_judge_report, judge
+from tilegate.gate import Judgement, judge
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE_PROFILE = "smoke"  # the CPU interpreter profile: no GPU, timings meaningless
@@ -150,7 +151,19 @@ class Perf:
             return None
 
     def run(self) -> int:
-        """Measure, judge, re-measure suspects up to `confirm_runs` times; return the exit code."""
+        """Measure, judge, re-measure suspects up to `confirm_runs` times; return the exit code.
+
+        Whatever goes wrong on the way is exit 2 with a CANNOT JUDGE report: bad input with its
+        message, anything else with its traceback saved beside the report (tilegate.crash).
+        """
+        try:
+            return self._run()
+        except InputError as err:
+            return self._fail(str(err))
+        except Exception as err:
+            return self._fail(crash_reason("perf", err, save_traceback("perf", err, self.out_dir)))
+
+    def _run(self) -> int:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         slug = self._slug()
         if slug is None:
@@ -163,7 +176,7 @@ class Perf:
             except InputError as err:
                 return self._fail(str(err))
             self.log(f"perf: A/B against {self.ab}: {args[-3]}")
-        elif not baseline.is_file() and not self.report_only:
+        elif not baseline.exists() and not self.report_only:
             return self._fail(
                 f"no baseline {baseline} for GPU '{slug}'. Record one on this GPU with "
                 "`nox -s rebaseline` (and commit it through review), or run "
@@ -215,7 +228,7 @@ class Perf:
     ) -> Judgement:
         judged = judge(
             results,
-            baseline if baseline.is_file() else None,
+            baseline if baseline.exists() else None,
             confirms,
             baselines_dir=self.baselines_dir,
             report_path=self.report_path,

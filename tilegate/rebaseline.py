@@ -29,7 +29,7 @@ from tilegate.baseline import (
 )
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
 from tilegate.markdown import listing, ms, pct, table
-from tilegate.results import Row, Run
+from tilegate.results import Row, Run, describe_gpu, gpu_mismatch
 from tilegate.tolerances import Policy, Tolerances
 
 
@@ -63,6 +63,8 @@ def _ensure_one_environment(runs: Sequence[Run]) -> None:
                 "it cannot become a baseline"
             )
     _same(runs, "GPU model", lambda r: r.env.gpu.slug)
+    # the slug is a label: the same label on another GPU is another GPU
+    _same(runs, "GPU", lambda r: describe_gpu(r.env.gpu))
     _same(runs, "mode (gpu vs smoke)", lambda r: r.env.mode)
     _same(runs, "driver", lambda r: r.env.gpu.driver)
     _same(runs, "CUDA", lambda r: r.env.gpu.cuda)
@@ -191,13 +193,15 @@ def _run_ratios(
 
 def _merge_expectations(
     runs: Sequence[Run], old: Baseline | None, policy: Policy
-) -> tuple[list[Expectation], list[str], list[str]]:
-    """New expectations (measured K replaced, unmeasured K kept), the diff lines, and refusals."""
+) -> tuple[list[Expectation], list[str], list[str], int]:
+    """New expectations (measured K replaced, unmeasured K kept), the diff lines, refusals, and
+    how many checks loosened (max_ratio grew)."""
     derived = _derive_bounds(runs, policy)
     old_exps = {e.id: e for e in old.expectations} if old is not None else {}
     lines: list[str] = []
     refusals: list[str] = []
     merged = []
+    loosened = 0
     keys = {(e.faster, e.than, e.dtype, e.layout) for e in old_exps.values()} | set(derived)
     for faster, than, dtype, layout in sorted(keys):
         eid = expectation_id(faster, than, dtype, layout)
@@ -232,6 +236,7 @@ def _merge_expectations(
                 and abs(was.max_ratio - fresh.max_ratio) >= 0.0005
             ):
                 tag = "  LOOSENED" if fresh.max_ratio > was.max_ratio else ""
+                loosened += bool(tag)
                 lines.append(
                     f"~ {eid} K={K}: max_ratio {was.max_ratio:.3f} -> {fresh.max_ratio:.3f}{tag} (measured {_ratios(got)})"
                 )
@@ -251,7 +256,7 @@ def _merge_expectations(
                     tuple(sorted(checks.values(), key=lambda c: c.K)),
                 )
             )
-    return merged, lines, refusals
+    return merged, lines, refusals, loosened
 
 
 def _provenance(
@@ -386,15 +391,37 @@ def rebaseline(
     if runs:
         _ensure_one_environment(runs)
         env = runs[0].env
+        named = listing([str(r.path) for r in runs], limit=3)
         if old is not None and old.slug != env.gpu.slug:
             raise InputError(
-                f"old baseline {old.path} is for {old.slug}, the runs for {env.gpu.slug}: a baseline holds one "
-                f"GPU model (write {baseline_path(env.gpu.slug, out.parent)} instead)"
+                f"old baseline {old.path} is for {old.slug}, the runs ({named}) for {env.gpu.slug}: a "
+                f"baseline holds one GPU model (write {baseline_path(env.gpu.slug, out.parent)} instead)"
+            )
+        differs = gpu_mismatch(old.gpu, env.gpu) if old is not None else []
+        if old is not None and differs:
+            raise InputError(
+                f"old baseline {old.path} was recorded on {describe_gpu(old.gpu)}, the runs "
+                f"({named}) on {describe_gpu(env.gpu)}, both labelled {env.gpu.slug}: "
+                f"{', '.join(differs)}. A baseline holds one GPU: fix the label, or write a new "
+                "baseline for this GPU (--out elsewhere, no --old)"
             )
         if old is not None and old.mode != env.mode:
             raise InputError(
-                f"old baseline {old.path} is a {old.mode} baseline, the runs are {env.mode} runs"
+                f"old baseline {old.path} is a {old.mode} baseline, the runs ({named}) are "
+                f"{env.mode} runs"
             )
+        # the old baseline's rows that are not measured again are kept: the new ones must be
+        # times of the same kind
+        for setting, now, then in (
+            ("L2 flush", env.l2_flush, old.provenance.get("l2_flush") if old else None),
+            ("timer", env.timer, old.provenance.get("timer") if old else None),
+        ):
+            if old is not None and now is not None and then is not None and now != then:
+                raise InputError(
+                    f"the runs ({named}) were timed with {setting} = {now!r}, old baseline {old.path} "
+                    f"with {then!r}: its kept rows and the new ones would not be comparable. Measure "
+                    "with the baseline's settings, or write a new baseline (--out elsewhere)"
+                )
         if out.name != f"{env.gpu.slug}.json":
             warnings.append(
                 f"the runs are on {env.gpu.slug}, but the output file is {out} (expected {env.gpu.slug}.json)"
@@ -415,7 +442,7 @@ def rebaseline(
         rows[key] = _retolerance(old.rows[key], tolerances)
     rows = dict(sorted(rows.items()))
     warnings += _run_warnings(runs, rows, per_key, policy)
-    expectations, exp_lines, refusals = _merge_expectations(runs, old, policy)
+    expectations, exp_lines, refusals, loosened_checks = _merge_expectations(runs, old, policy)
     new = Baseline(
         path=out,
         gpu=MappingProxyType(gpu),
@@ -456,9 +483,13 @@ def rebaseline(
     lines.append(
         f"{len(new.expectations)} expectation(s), {n_checks} K check(s) in the new baseline."
     )
-    if loosened:
+    if loosened or loosened_checks:
+        loose = [f"{loosened} tolerance(s)"] if loosened else []
+        loose += [f"{loosened_checks} expectation check(s)"] if loosened_checks else []
         warnings.insert(
-            0, f"{loosened} tolerance(s) LOOSENED: review them in the Rows table before committing"
+            0,
+            f"{' and '.join(loose)} LOOSENED: review them in the Rows and Expectations tables "
+            "before committing",
         )
     return Rebaseline(
         baseline=new,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeGuard
@@ -20,6 +20,10 @@ from tilegate.errors import InputError
 from tilegate.fileio import is_finite_number, is_finite_positive, read_json
 
 SMOKE_SLUG = "smoke"  # the "GPU" of a smoke run (CPU interpreter): no GPU facts exist
+_PRODUCE = (
+    "Produce results with `nox -s perf` (or `python -m pytest perf_tests --benchmark-json FILE`); "
+    "a file cut short or edited by hand: measure again"
+)
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,61 @@ class Gpu:
     driver: str | None = None
     cuda: str | None = None
     memory_gib: float | None = None
+
+
+def describe_gpu(gpu: Gpu | Mapping[str, Any]) -> str:
+    """'NVIDIA H200 (sm_90, 132 SMs)', for a run's Gpu or a GPU recorded in a file."""
+    name: Any
+    cap: tuple[int, ...] | None
+    sms: Any
+    if isinstance(gpu, Gpu):
+        name, cap, sms = gpu.name, gpu.capability, gpu.sm_count
+    else:
+        name, cap, sms = gpu.get("name"), _capability(gpu.get("capability")), gpu.get("sm_count")
+    facts = [_show(cap) if cap else None, f"{sms} SMs" if sms else None]
+    return f"{name} ({', '.join(f for f in facts if f) or 'no details'})"
+
+
+def _capability(value: Any) -> tuple[int, ...] | None:
+    """(major, minor) from a JSON [9, 0]; None for anything else."""
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in value)
+    ):
+        return tuple(value)
+    return None
+
+
+def gpu_mismatch(recorded: Gpu | Mapping[str, Any], gpu: Gpu) -> list[str]:
+    """How a GPU recorded in a file (a baseline's or noise file's `gpu`), or another run's,
+    differs from `gpu`.
+
+    The slug is a label (from the name, or a runner's): the name, the compute capability and
+    the SM count say which GPU it is. Only facts that both sides record are compared.
+    """
+    then: tuple[Any, Any, Any]
+    if isinstance(recorded, Gpu):
+        then = (recorded.name, recorded.capability, recorded.sm_count)
+    else:
+        cap = _capability(recorded.get("capability"))
+        then = (recorded.get("name"), cap, recorded.get("sm_count"))
+    out = []
+    pairs = (
+        ("name", then[0], gpu.name),
+        ("compute capability", then[1], gpu.capability),
+        ("SM count", then[2], gpu.sm_count),
+    )
+    for what, was, now in pairs:
+        if was is not None and now is not None and was != now:
+            out.append(f"{what} {_show(was)} vs {_show(now)}")
+    return out
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "sm_" + "".join(map(str, value))
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 @dataclass(frozen=True)
@@ -59,6 +118,9 @@ class Environment:
     warnings: tuple[Mapping[str, Any], ...] = ()
     # several GPUs of one host (tilegate.shard): each {"gpu": {..., "index", "serial"}, "state"}
     gpus: tuple[Mapping[str, Any], ...] = ()
+    # the variants the run was asked to measure (--perf-variants, else all); None: the file does
+    # not say (written before the suite recorded it), so every variant counts as selected
+    variants: tuple[str, ...] | None = None
 
     @property
     def smoke(self) -> bool:
@@ -121,20 +183,14 @@ class Run:
         """variant / than measured in the same rounds of this run; None unless both were measured.
 
         `side="base"`: the same, for the base commit's versions in an A/B run.
-        The suite's recorded ratio_to_twin when it is for `than`; else the paired per-round
-        median (`stats.paired_ratio`); rows of unequal length (not the same rounds) fall back to
-        the ratio of their medians.
+        Always the paired per-round median of the samples (`stats.paired_ratio`), never a number
+        the file merely states: `load_results` has checked that the rows of a group share their
+        rounds and that every recorded ratio agrees with its samples.
         """
         x = self.find(variant, dtype, layout, K, side=side)
         y = self.find(than, dtype, layout, K, side=side)
         if x is None or y is None:
             return None
-        if x.twin == than and x.ratio_to_twin is not None:
-            return x.ratio_to_twin
-        if y.reference and x.ratio_to_torch is not None:
-            return x.ratio_to_torch
-        if len(x.samples_s) != len(y.samples_s):
-            return x.median_s / y.median_s
         return stats.paired_ratio(x.samples_s, y.samples_s)
 
     @property
@@ -194,8 +250,7 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
     if not isinstance(tg, dict):
         raise InputError(
             f"results file {path}: machine_info has no 'tilegate' section, so this is not a tilegate perf "
-            "run (a plain pytest-benchmark file?). Produce results with `nox -s perf` "
-            "(or `python -m pytest perf_tests --benchmark-json FILE`)."
+            f"run (a plain pytest-benchmark file?). {_PRODUCE}"
         )
     mode = tg.get("mode")
     if mode not in ("gpu", "smoke"):
@@ -210,11 +265,16 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
                 f"results file {path}: machine_info.tilegate.gpu.slug is missing; cannot pick a baseline"
             )
         cap = gpu_raw.get("capability")
+        if cap is not None and _capability(cap) is None:
+            raise InputError(
+                f"results file {path}: machine_info.tilegate.gpu.capability is {cap!r}; expected "
+                "[major, minor], e.g. [9, 0]"
+            )
         gpu = Gpu(
             name=str(gpu_raw.get("name") or slug),
             slug=slug,
             sm_count=_opt_int(gpu_raw, "sm_count"),
-            capability=tuple(int(c) for c in cap) if isinstance(cap, list) else None,
+            capability=_capability(cap),
             driver=_opt_str(gpu_raw, "driver"),
             cuda=_opt_str(gpu_raw, "cuda"),
             memory_gib=gpu_raw.get("memory_gib")
@@ -246,10 +306,19 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
         isinstance(g, dict) and isinstance(g.get("gpu"), dict) for g in gpus
     ):
         raise InputError(f"results file {path}: machine_info.tilegate.gpus must list the GPUs")
+    variants = tg.get("variants")
+    if variants is not None and not (
+        isinstance(variants, list) and all(isinstance(v, str) and v for v in variants)
+    ):
+        raise InputError(
+            f"results file {path}: machine_info.tilegate.variants is {variants!r}; expected the "
+            "list of variant names the suite was asked to measure"
+        )
     return Environment(
         gpus=tuple(MappingProxyType(dict(g)) for g in gpus),
         ab=MappingProxyType(dict(ab)) if ab else None,
         warnings=tuple(MappingProxyType(dict(w)) for w in warned),
+        variants=tuple(variants) if variants is not None else None,
         harness_version=str(tg.get("harness_version", "unknown")),
         mode=mode,
         profile=str(tg.get("profile", "unknown")),
@@ -373,15 +442,91 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
     )
 
 
+# How far a recorded ratio may be from the one its samples give (relative). The suite writes
+# full precision, so the two agree to the last bit; 0.05 % admits a writer that rounds to 4
+# significant digits, and is a tenth of the smallest tolerance the gate applies (the A/B floor,
+# 0.5 %), so a difference it lets through cannot move a verdict. A ratio "left at 0.67" whose
+# samples say 1.0 is 49 % off.
+RATIO_AGREEMENT = 5e-4
+
+
+def _ensure_paired(path: Path, sides: Mapping[str, Mapping[str, Row]]) -> None:
+    """The rows of a group (both sides of an A/B run) were timed in the same rounds: same count."""
+    groups: dict[tuple[str, str, int], list[tuple[str, int]]] = {}
+    for side, rows in sides.items():
+        for row in rows.values():
+            name = row.key + ("@base" if side == "base" else "")
+            groups.setdefault(row.group, []).append((name, len(row.samples_s)))
+    for (dtype, layout, K), members in groups.items():
+        if len({n for _, n in members}) > 1:
+            counts = ", ".join(f"{name} {n}" for name, n in members)
+            raise InputError(
+                f"results file {path}: the rows of group {dtype}-{layout}-K{K} have different "
+                f"numbers of samples ({counts}), so they were not timed in the same rounds and "
+                "their same-run ratios mean nothing. The suite times a group's rows round by "
+                "round: measure again; a file assembled from several runs cannot be judged."
+            )
+
+
+def _checked_ratios(
+    path: Path, side: str, sides: Mapping[str, Mapping[str, Row]]
+) -> dict[str, Row]:
+    """The side's rows with every same-run ratio derived from the samples; a recorded one that
+    disagrees with them (beyond RATIO_AGREEMENT), or whose other row is absent, is an InputError."""
+    rows = sides[side]
+    # the reference is measured once, on the head side, against which both sides' ratios are
+    references = {r.group: r for r in sides["head"].values() if r.reference}
+    by_variant = {(r.variant, r.group): r for r in rows.values()}
+    out = {}
+    for key, row in rows.items():
+        against = {
+            "ratio_to_torch": None if row.reference else references.get(row.group),
+            "ratio_to_twin": by_variant.get((row.twin, row.group)) if row.twin else None,
+            "ratio_to_base": sides["base"].get(key) if side == "head" else None,
+        }
+        derived: dict[str, float | None] = {}
+        for name, other in against.items():
+            recorded = getattr(row, name)
+            if other is None:
+                if recorded is not None:
+                    raise InputError(
+                        f"results file {path}, row {key}: records {name} = {recorded:g}, but the "
+                        "row it is a ratio to is not in the file, so it cannot be checked: "
+                        "measure again (the suite writes a ratio only beside both rows)"
+                    )
+                derived[name] = None
+                continue
+            now = stats.paired_ratio(row.samples_s, other.samples_s)
+            if recorded is not None and abs(recorded / now - 1) > RATIO_AGREEMENT:
+                raise InputError(
+                    f"results file {path}, row {key}: records {name} = {recorded:.6g}, but its "
+                    f"samples and those of {other.key} give {now:.6g} ({recorded / now - 1:+.2%}). "
+                    "A recorded ratio must be what its per-round samples say: the file was edited "
+                    "or assembled by hand; measure again."
+                )
+            derived[name] = now
+        out[key] = replace(
+            row,
+            ratio_to_torch=derived["ratio_to_torch"],
+            ratio_to_twin=derived["ratio_to_twin"],
+            ratio_to_base=derived["ratio_to_base"],
+        )
+    return out
+
+
 def load_results(path: str | Path) -> Run:
     """Read and validate one results file; raise InputError naming the file and row on any problem."""
     p = Path(path)
     data = read_json(p, "results file", allow_nan=True)
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
-        raise InputError(f"results file {p} is not pytest-benchmark JSON (no 'benchmarks' list)")
+        raise InputError(
+            f"results file {p} is not pytest-benchmark JSON (no 'benchmarks' list). {_PRODUCE}"
+        )
     mi = data.get("machine_info")
     if not isinstance(mi, dict):
-        raise InputError(f"results file {p} is not pytest-benchmark JSON (no 'machine_info')")
+        raise InputError(
+            f"results file {p} is not pytest-benchmark JSON (no 'machine_info'). {_PRODUCE}"
+        )
     env = _parse_env(p, mi, data.get("commit_info"), data.get("datetime"))
     sides: dict[str, dict[str, Row]] = {"head": {}, "base": {}}
     for i, bench in enumerate(data["benchmarks"]):
@@ -390,9 +535,13 @@ def load_results(path: str | Path) -> Run:
         if row.key in rows:
             which = "" if row.side == "head" else " (base side)"
             raise InputError(
-                f"results file {p}, row {row.key}{which}: appears twice; a results file holds one run"
+                f"results file {p}, row {row.key}{which}: appears twice; a results file holds one "
+                "run. Were two runs merged into it? Give each run its own file (`tilegate compare "
+                "RUN --confirm RERUN`, `tilegate rebaseline RUN1 RUN2 ...`), or measure it again"
             )
         rows[row.key] = row
+    _ensure_paired(p, sides)
+    sides = {side: _checked_ratios(p, side, sides) for side in sides}
     rows = sides["head"]
     if sides["base"] and env.ab is None:
         raise InputError(

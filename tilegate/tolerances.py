@@ -16,7 +16,7 @@ from typing import Any
 
 from tilegate import stats
 from tilegate.errors import InputError
-from tilegate.fileio import is_finite_number
+from tilegate.fileio import is_finite_number, read_text
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ def load_tolerances(path: str | Path | None, *, required: bool = True) -> Tolera
     if path is None:
         return Tolerances()
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         if required:
             raise InputError(f"tolerances file {p} does not exist")
         return Tolerances()
@@ -161,10 +161,13 @@ def load_tolerances(path: str | Path | None, *, required: bool = True) -> Tolera
             import tomli as tomllib  # type: ignore[no-redef]
         except ModuleNotFoundError as err:
             raise InputError(f"reading {p} needs Python >= 3.11 or the `tomli` package") from err
+    text = read_text(p, "tolerances file")
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as err:
-        raise InputError(f"tolerances file {p} is not valid TOML: {err}") from err
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise InputError(
+            f"tolerances file {p} is not valid TOML: {err}; restore it from git or fix it"
+        ) from err
     unknown = sorted(set(data) - {"policy", "override"})
     if unknown:
         raise InputError(

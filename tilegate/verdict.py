@@ -28,7 +28,7 @@ from tilegate.baseline import Baseline, BaselineRow, baseline_path, how_to_creat
 from tilegate.crosstile import ExpectationResult, Status, check_expectation
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
 from tilegate.markdown import listing
-from tilegate.results import Row, Run
+from tilegate.results import Row, Run, describe_gpu, gpu_mismatch
 from tilegate.shard import OffGpu, off_gpus
 from tilegate.tolerances import Policy
 
@@ -191,6 +191,14 @@ def ensure_comparable(run: Run, baseline: Baseline) -> None:
             f"were measured on {slug} ({run.env.gpu.name}). Times of different GPU models cannot be compared: "
             f"use {right}. " + (how_to_create(slug, right) if not right.exists() else "")
         )
+    differs = gpu_mismatch(baseline.gpu, run.env.gpu)
+    if differs:
+        raise InputError(
+            f"baseline {baseline.path} was recorded on {describe_gpu(baseline.gpu)} but results "
+            f"{run.path} on {describe_gpu(run.env.gpu)}, both labelled {slug}: {', '.join(differs)}. "
+            "These are different GPUs: fix the label (the runner's, or machine_info.tilegate.gpu."
+            "slug), or record a baseline on this GPU with `nox -s rebaseline`."
+        )
     if baseline.mode != run.env.mode:
         raise InputError(
             f"results {run.path} is a {run.env.mode} run but baseline {baseline.path} is a {baseline.mode} baseline"
@@ -208,16 +216,41 @@ def ensure_comparable(run: Run, baseline: Baseline) -> None:
 
 
 def _ensure_same_setup(run: Run, conf: Run) -> None:
-    if conf.env.gpu.slug != run.env.gpu.slug or conf.env.mode != run.env.mode:
+    differs = gpu_mismatch(run.env.gpu, conf.env.gpu)
+    if conf.env.gpu.slug != run.env.gpu.slug or conf.env.mode != run.env.mode or differs:
         raise InputError(
-            f"confirmation run {conf.path} is a {conf.env.mode} run on {conf.env.gpu.slug}, results {run.path} "
-            f"a {run.env.mode} run on {run.env.gpu.slug}: a confirmation must re-measure on the same GPU model"
+            f"confirmation run {conf.path} is a {conf.env.mode} run on {conf.env.gpu.slug} "
+            f"({describe_gpu(conf.env.gpu)}), results {run.path} a {run.env.mode} run on "
+            f"{run.env.gpu.slug} ({describe_gpu(run.env.gpu)}): a confirmation must re-measure on the "
+            "same GPU model"
         )
     for key, row in conf.rows.items():
         first = run.rows.get(key)
         if first is not None and (first.M, first.N) != (row.M, row.N):
             raise InputError(
                 f"confirmation run {conf.path}, row {key}: M, N differ from results {run.path}"
+            )
+
+
+def _ensure_enough_samples(runs: Sequence[Run], baseline: Baseline) -> None:
+    """Refuse rows with too few samples to ever be significantly slower (they could never fail)."""
+    alpha = baseline.policy.alpha
+    for run in runs:
+        few = []
+        for key, row in run.rows.items():
+            base = baseline.rows.get(key)
+            if base is None:
+                continue
+            need = stats.min_samples_rank_sum(alpha, len(base.samples_s))
+            if len(row.samples_s) < need:
+                few.append(f"{key} ({len(row.samples_s)} of {need})")
+        if few:
+            raise InputError(
+                f"results {run.path}: {len(few)} row(s) have too few samples to be judged: "
+                f"{listing(few)}. Against the baseline's summary of its rounds, a one-sided "
+                f"Mann-Whitney test needs that many to reach p < {alpha:g} at all "
+                "(docs/gate.md, 'Minimum samples'), so such a row could never fail. Measure "
+                "more rounds (drop --perf-rounds, or raise it)."
             )
 
 
@@ -248,9 +281,18 @@ def compare(
                 f"results {run.path}, row {key}: measured at M={r.M}, N={r.N}, but baseline {baseline.path} holds "
                 f"M={b.M}, N={b.N}. Run the baseline's shape, or rebaseline."
             )
+    _ensure_enough_samples([run, *confirmations], baseline)
     measured_groups = run.groups
+    selected = run.env.variants
+    # a baseline row whose group ran is missing, unless the run was not asked for its variant
+    # (--perf-variants): that one was left out on purpose; a selected one that is absent stopped
+    # running (crashed, skipped) and would escape the gate
     missing = sorted(
-        k for k, b in baseline.rows.items() if k not in run.rows and b.group in measured_groups
+        k
+        for k, b in baseline.rows.items()
+        if k not in run.rows
+        and b.group in measured_groups
+        and (selected is None or b.variant in selected)
     )
     if missing and not allow_missing:
         raise InputError(
@@ -279,11 +321,12 @@ def compare(
         verdicts.append(_judge(key, row, base, [row.samples_s], policy, is_ref))
     for key, base in baseline.rows.items():
         if key not in run.rows:
-            note = (
-                "skipped or failed before timing (--allow-missing)"
-                if key in missing
-                else "not in this run's profile"
-            )
+            if key in missing:
+                note = "skipped or failed before timing (--allow-missing)"
+            elif base.group in measured_groups:
+                note = "variant not selected for this run (--perf-variants)"
+            else:
+                note = "not in this run's profile"
             verdicts.append(
                 RowVerdict(
                     key, Verdict.NOT_MEASURED, base, None, base.variant in reference, note=note

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+from tilegate.crash import crash_reason, guarded, save_traceback
 from tilegate.errors import InputError
 
 from .compile import DEFAULT_CACHE_DIR
@@ -141,8 +141,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"tilegate fingerprint: cannot judge: {err}", file=sys.stderr)
         return cannot_judge(opts, str(err)).exit_code
     except Exception as err:  # a crash cannot judge either (exit 2, never a pass or a fail)
-        traceback.print_exc()
-        return cannot_judge(opts, f"crashed: {type(err).__name__}: {err}").exit_code
+        reason = crash_reason("fingerprint", err, save_traceback("fingerprint", err))
+        print(f"tilegate fingerprint: cannot judge: {reason}", file=sys.stderr)
+        return cannot_judge(opts, reason).exit_code
     if args.quiet:
         print(result.text.splitlines()[0])
     else:
@@ -158,4 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "memory, registers, spills).",
     )
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    # `run` turns a crash into a CANNOT JUDGE report; this catches one while writing that
+    return guarded(
+        "fingerprint",
+        lambda: run(args),
+        say=lambda line: print(f"tilegate fingerprint: {line}", file=sys.stderr),
+    )

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tilegate.crash import guarded
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.fileio import read_json
 from tilegate.history import changepoints as cpmod
@@ -339,4 +340,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help is 0, a usage error is 2 ("cannot judge")
         return int(exc.code) if isinstance(exc.code, int) else EXIT_CANNOT_JUDGE
-    return int(args.func(args))
+    return guarded("history", lambda: int(args.func(args)), say=_err)
