@@ -356,19 +356,35 @@ def test_ignored_warp_specialization_fails_the_rule(
     assert "ws_requested" not in lost  # still asked for: the attribute stays
 
 
-def test_num_stages_on_the_tile_loop_keeps_warp_specialization_in_triton_3_6(
+def test_num_stages_on_the_tile_loop_keeps_warp_specialization_in_triton_3_6_only(
     recorded_ws: dict[str, Path],
 ) -> None:
     """`num_stages=1` on the tile loop: Triton 3.6.0 still warp-specializes (the same TTGIR,
     facts and shared memory); only the launch config differs, which the diff reports. Triton
-    3.9.0 drops the warp specialization here (checked ahead of time), and then the rule fails
-    as in the test above: the kernel therefore leaves num_stages off its tile loop."""
+    3.9.0 drops the warp specialization there (and spills), and the rule fails as in the test
+    above: the kernel therefore leaves num_stages off its tile loop. (The kernels session runs this under
+    the pinned and the newest Triton; another version must show one of the two.)"""
+    import triton
+    from packaging.version import Version
+
     result = gate.check(_ws_opts(recorded_ws, mutate=_ws_mutation("num_stages=1 on the tile loop")))
-    assert not result.rules.failures
+    assert result.exit_code == 1  # a changed config, or a lost specialization: either fails
+    failures = {(f.rule, f.kernel) for f in result.rules.failures}
+    version = Version(triton.__version__).release[:2]
+    dropped = ("warp-specialized", WS_KERNEL) in failures  # 3.9.0: and it spills
+    if version == (3, 6):
+        assert not dropped and not failures
+    elif version == (3, 9):
+        assert dropped
+    if dropped:
+        assert "did not warp-specialize" in result.text
+        lost = {c.field: c for c in result.changes if c.kernel == WS_KERNEL}
+        assert (lost["warp_specialized"].old, lost["warp_specialized"].new) == (True, False)
+        return
+    assert not failures
     assert [(c.kernel, c.field, c.new) for c in result.changes] == [
         (WS_KERNEL, "constexprs", "TILE_STAGES=1")
     ]
-    assert result.exit_code == 1  # a changed config is a changed fingerprint, to re-record
     assert result.compiled is not None and result.compiled.facts[WS_KERNEL]["warp_specialized"]
 
 
