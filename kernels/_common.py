@@ -308,6 +308,34 @@ def check_tma_sizes(variant: str, N: int, K: int, dt: str) -> None:
             )
 
 
+def host_descriptors(
+    names: tuple[str, str, str],
+    dt: str,
+    M: int,
+    N: int,
+    K: int,
+    blocks: tuple[int, int, int],
+    *,
+    transposed: bool,
+    c_block: tuple[int, int],
+) -> tuple[DescArg, DescArg, DescArg]:
+    """Host TMA descriptors over contiguous A (M x K), B (K x N; with `transposed`, B.T N x K)
+    and C (M x N), bound to the kernel parameters `names`, with (BLOCK_M, BLOCK_N, BLOCK_K)
+    boxes and C's box `c_block`."""
+    bm, bn, bk = blocks
+    a, b, c = names
+    b_desc = (
+        DescArg(b, "b", dt, (N, K), (K, 1), (bn, bk), transposed=True)
+        if transposed
+        else DescArg(b, "b", dt, (K, N), (N, 1), (bk, bn))
+    )
+    return (
+        DescArg(a, "a", dt, (M, K), (K, 1), (bm, bk)),
+        b_desc,
+        DescArg(c, "c", dt, (M, N), (N, 1), c_block),
+    )
+
+
 def _tma_base(variant: str, operand: str, t: torch.Tensor, transposed: bool) -> torch.Tensor:
     """`t` (or t.T) as a TMA descriptor sees it, after checking what TMA requires."""
     base = t.T if transposed else t

@@ -16,11 +16,12 @@ from ._common import (
     cdiv,
     check_problem,
     check_tma_sizes,
+    host_descriptors,
     jit,
     tile_coords,
 )
 from .configs import Config, config_for
-from .launch import DescArg, KernelLaunch, ScalarArg
+from .launch import KernelLaunch, ScalarArg
 
 
 @jit
@@ -101,18 +102,22 @@ def plan(
     num_tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
     programs = min(cfg.programs_per_sm * num_sms, num_tiles)
     transposed = layout == "nt"
-    if transposed:
-        b_arg = DescArg("b_desc", "b", dt, (N, K), (K, 1), (bn, bk), transposed=True)
-    else:
-        b_arg = DescArg("b_desc", "b", dt, (K, N), (N, 1), (bk, bn))
     c_block = (bm, bn // 2) if cfg.epilogue_subtile else (bm, bn)
+    descriptors = host_descriptors(
+        ("a_desc", "b_desc", "c_desc"),
+        dt,
+        M,
+        N,
+        K,
+        (bm, bn, bk),
+        transposed=transposed,
+        c_block=c_block,
+    )
     return KernelLaunch(
         fn=tma_persistent_matmul_kernel,
         grid=(programs,),
         args=(
-            DescArg("a_desc", "a", dt, (M, K), (K, 1), (bm, bk)),
-            b_arg,
-            DescArg("c_desc", "c", dt, (M, N), (N, 1), c_block),
+            *descriptors,
             ScalarArg("M", M),
             ScalarArg("N", N),
             ScalarArg("K", K),

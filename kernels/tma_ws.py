@@ -33,6 +33,7 @@ import triton
 import triton.language as tl
 
 from ._common import TMA_MIN_CAPABILITY, cdiv, check_problem, check_tma_sizes, jit, tile_coords
+from ._common import host_descriptors as _host_descriptors
 from .configs import Config, config_for
 from .launch import DescArg, KernelLaunch, ScalarArg, TensorArg
 
@@ -143,15 +144,8 @@ def plan(
     b_strides = (1, K) if transposed else (N, 1)
     operands: tuple[TensorArg | DescArg, ...]
     if host_descriptors:
-        b_desc = (
-            DescArg("b", "b", dt, (N, K), (K, 1), (bn, bk), transposed=True)
-            if transposed
-            else DescArg("b", "b", dt, (K, N), (N, 1), (bk, bn))
-        )
-        operands = (
-            DescArg("a", "a", dt, (M, K), (K, 1), (bm, bk)),
-            b_desc,
-            DescArg("c", "c", dt, (M, N), (N, 1), (bm, bn)),
+        operands = _host_descriptors(
+            ("a", "b", "c"), dt, M, N, K, (bm, bn, bk), transposed=transposed, c_block=(bm, bn)
         )
     else:
         operands = (
