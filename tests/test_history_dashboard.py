@@ -15,27 +15,12 @@ import duckdb
 import numpy as np
 import pytest
 
+from tests._browser import BROWSERS, CHROMIUM_FLAGS
 from tests._synthetic_history import ROOT, STEP_AT, STEPPED
 from tilegate.crosstile import CrossTilePair
 from tilegate.history.cli import main
 from tilegate.history.dashboard import write_dashboard
 from tilegate.history.store import open_store
-
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-# Debian's chromium headless, offline, as root (docs/history.md "The browser test")
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-    "--enable-logging=stderr",
-    "--v=0",
-)
 
 
 def _data(page: str) -> dict:  # type: ignore[type-arg]

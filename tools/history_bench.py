@@ -33,6 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests._browser import CHROMIUM_FLAGS  # noqa: E402
 from tests._synthetic_history import STEP_AT, STEPPED, make_run, write_history  # noqa: E402
 
 
@@ -158,15 +159,7 @@ def demo(out: Path, chromium: str | None) -> Path:
         subprocess.run(
             [
                 chromium,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--hide-scrollbars",
+                *CHROMIUM_FLAGS,
                 f"--user-data-dir={out / 'chromium-profile'}",
                 "--window-size=1400,1900",
                 "--virtual-time-budget=10000",
