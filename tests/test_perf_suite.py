@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from kernels import VARIANTS
-from tilegate.cases import PROFILES, build_cases, case_id, select_variants
+from tilegate.cases import PROFILES, Case, build_cases, case_id, select_variants
 from tilegate.harness.device import slugify
 from tilegate.harness.gpu_state import Nvml, StateLog, StateSample, StateSampler, window_stats
 from tilegate.harness.measure import GroupMeasurer
@@ -161,13 +161,16 @@ class _Unsupported(_Torch):
         return "needs TMA"
 
 
-def _measure(registry: dict[str, object], passes: int = 1, **kwargs: object) -> dict[str, object]:
+def _measurer(
+    registry: dict[str, object], passes: int = 1, rounds: int = 3, **kwargs: object
+) -> tuple[GroupMeasurer, list[Case]]:
+    """A CPU measurer of the registry's fp16 nt K = 24 group, and that group's cases."""
     cases = [
         c for c in build_cases(PROFILES["smoke"], tuple(registry), ks=(24,)) if c.layout == "nt"
     ]
     m = GroupMeasurer(
         registry=registry,
-        timer=kwargs.pop("timer", HostTimer(TimerConfig(rounds=3))),
+        timer=kwargs.pop("timer", HostTimer(TimerConfig(rounds=rounds))),
         device="cpu",
         capability=None,
         groups={cases[0].group: cases},
@@ -175,6 +178,11 @@ def _measure(registry: dict[str, object], passes: int = 1, **kwargs: object) -> 
         warmup_first_s=0.0,
         **kwargs,  # type: ignore[arg-type]
     )
+    return m, cases
+
+
+def _measure(registry: dict[str, object], passes: int = 1, **kwargs: object) -> dict[str, object]:
+    m, cases = _measurer(registry, passes, **kwargs)
     return {c.variant: m.result(c) for c in cases}
 
 
@@ -447,17 +455,7 @@ class _OwnWarns(_Torch):
 
 def test_a_triton_warning_is_recorded_per_case_and_run_not_raised() -> None:
     registry: dict[str, object] = {"torch": _Torch(), "tiled": _TritonWarns()}
-    cases = [
-        c for c in build_cases(PROFILES["smoke"], tuple(registry), ks=(24,)) if c.layout == "nt"
-    ]
-    m = GroupMeasurer(
-        registry=registry,
-        timer=HostTimer(TimerConfig(rounds=2)),
-        device="cpu",
-        capability=None,
-        groups={cases[0].group: cases},
-        warmup_first_s=0.0,
-    )
+    m, cases = _measurer(registry, rounds=2)
     res = {c.variant: m.result(c) for c in cases}
     assert res["tiled"].correct is True and res["tiled"].failure is None
     (w,) = res["tiled"].extra["warnings"]
@@ -471,18 +469,7 @@ def test_a_triton_warning_is_recorded_per_case_and_run_not_raised() -> None:
 
 def test_our_own_warning_still_fails_its_case() -> None:
     """Under pytest's filterwarnings = error our own warning is an error: the case fails with it."""
-    registry: dict[str, object] = {"torch": _OwnWarns()}
-    cases = [
-        c for c in build_cases(PROFILES["smoke"], tuple(registry), ks=(24,)) if c.layout == "nt"
-    ]
-    m = GroupMeasurer(
-        registry=registry,
-        timer=HostTimer(TimerConfig(rounds=1)),
-        device="cpu",
-        capability=None,
-        groups={cases[0].group: cases},
-        warmup_first_s=0.0,
-    )
+    m, cases = _measurer({"torch": _OwnWarns()}, rounds=1)
     res = m.result(cases[0])
     assert res.failure is not None and "UserWarning: our own code warns" in res.failure
     assert not res.samples_s and not m.warnings_seen()
