@@ -145,8 +145,13 @@ def test_a_wrong_kernel_fails_its_case_and_the_gate_refuses_it(
     assert "row tiled-fp16-" in proc.stderr and "correctness" in proc.stderr
 
 
+def _nox_perf(*args: str) -> subprocess.CompletedProcess[str]:
+    """`nox -s perf --no-install -- ARGS` on the interpreter."""
+    return _run("-m", "nox", "-s", "perf", "--no-install", *(("--", *args) if args else ()))
+
+
 def test_nox_perf_without_a_gpu_cannot_judge(tmp_path: Path) -> None:
-    proc = _run("-m", "nox", "-s", "perf", "--no-install")
+    proc = _nox_perf()
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "no CUDA GPU" in proc.stderr and "cannot judge" in proc.stderr
 
@@ -154,13 +159,7 @@ def test_nox_perf_without_a_gpu_cannot_judge(tmp_path: Path) -> None:
 def test_nox_perf_ab_smoke_runs_both_kernels_packages(tmp_path: Path) -> None:
     """An A/B run through nox on the interpreter: the last commit's kernels/ beside the tree's."""
     out = tmp_path / "perf"
-    proc = _run(
-        "-m",
-        "nox",
-        "-s",
-        "perf",
-        "--no-install",
-        "--",
+    proc = _nox_perf(
         "--profile",
         "smoke",
         "--ab",
@@ -191,13 +190,7 @@ def test_nox_perf_ab_smoke_runs_both_kernels_packages(tmp_path: Path) -> None:
 
 
 def test_nox_perf_ab_against_a_missing_ref_cannot_judge(tmp_path: Path) -> None:
-    proc = _run(
-        "-m",
-        "nox",
-        "-s",
-        "perf",
-        "--no-install",
-        "--",
+    proc = _nox_perf(
         "--profile",
         "smoke",
         "--ab",
