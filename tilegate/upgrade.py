@@ -125,7 +125,7 @@ def judge_upgrade(old_runs: Sequence[Run], new_runs: Sequence[Run]) -> UpgradeCo
             continue  # measured on one side only: listed by the report as not compared
         effect = stats.median(new) / stats.median(old) - 1
         noise = max((max(x) - min(x)) / stats.median(x) for x in (old, new))
-        tol = min(max(MULTIPLE * noise, FLOOR), CEILING)
+        tol = stats.derive_tolerance(noise, multiple=MULTIPLE, floor=FLOOR, ceiling=CEILING).value
         t = _sp.ttest_ind(np.log(new), np.log(old), equal_var=False)
         p = 1.0 if math.isnan(t.pvalue) else float(t.pvalue)
         if abs(effect) > tol and p < ALPHA:
