@@ -5,7 +5,7 @@ GPU sessions (`perf`, `rebaseline`, `ab_noise`) run on the interpreter that runs
 torch on every run is not acceptable. CPU sessions get their own virtualenv from the `test`
 dependency group (torch's CPU build, Triton 3.6.0) or, for `kernels`, `fingerprint` and
 `upgrade`, the `kernels` group with the Triton they are asked for. Each session is a few lines:
-the orchestration is `python -m tilegate ...` (tilegate/perf.py, tilegate/fingerprint/).
+the orchestration is `python -m tilegate ...` (tilegate/run/perf.py, tilegate/fingerprint/).
 
 Exit codes of `perf` (and of `tilegate`): 0 all holds, 1 regression or broken expectation,
 2 cannot judge. nox itself only knows 0 and 1, so these sessions end the process with the
@@ -80,12 +80,12 @@ EXIT_MEANING = {
 
 
 def _crash_module() -> Any:
-    """tilegate/crash.py from the checkout (plain Python: it runs under nox's own interpreter)."""
+    """tilegate/run/crash.py from the checkout (plain Python: it runs under nox's own interpreter)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    import tilegate.crash
+    import tilegate.run.crash
 
-    return tilegate.crash
+    return tilegate.run.crash
 
 
 def _gate(func: Callable[..., None]) -> Callable[..., None]:
@@ -224,12 +224,12 @@ def dashboard(session: nox.Session) -> None:
 
 
 def _tritonenv() -> Any:
-    """tilegate/tritonenv.py, imported from the checkout (it needs only packaging, which nox has)."""
+    """tilegate/run/tritonenv.py, imported from the checkout (it needs only packaging, which nox has)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    import tilegate.tritonenv
+    import tilegate.run.tritonenv
 
-    return tilegate.tritonenv
+    return tilegate.run.tritonenv
 
 
 def _group(name: str) -> list[str]:

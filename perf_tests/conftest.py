@@ -65,7 +65,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--perf-shard",
         default=None,
         metavar="I/N",
-        help="measure only the groups tilegate.shard.plan gives GPU I of N (tilegate perf --gpus N)",
+        help="measure only the groups tilegate.run.shard.plan gives GPU I of N (tilegate perf --gpus N)",
     )
     group.addoption(
         "--inject",
@@ -134,7 +134,7 @@ def _profile_cases(config: pytest.Config) -> list[Case]:
 
 def _my_shard(cases: list[Case], spec: str, profile: Any) -> list[Case]:
     """The cases of the groups this GPU measures (whole groups: A/B pairs and all)."""
-    from tilegate.shard import group_cost, parse_shard, plan
+    from tilegate.run.shard import group_cost, parse_shard, plan
 
     index, count = parse_shard(spec)
     groups: dict[str, list[Case]] = {}

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from kernels import REFERENCE
-from tilegate.stats import paired_ratio
+from tilegate.judge.stats import paired_ratio
 
 QUICK_KS = (128, 512, 4096)
 TWINS = {"xtile_persistent": "swizzle_persistent", "tma_xtile_persistent": "tma_swizzle_persistent"}
@@ -233,7 +233,7 @@ def make_run(
 
 
 def _paired(x: list[float], ref: list[float] | None) -> float | None:
-    """The same paired ratio the perf suite writes (tilegate.stats.paired_ratio)."""
+    """The same paired ratio the perf suite writes (tilegate.judge.stats.paired_ratio)."""
     return paired_ratio(x, ref) if ref else None
 
 
@@ -382,15 +382,15 @@ def results_file(directory: Path, name: str, **kwargs: Any) -> Path:
 
 
 def load_run(directory: Path, name: str, **kwargs: Any) -> Any:
-    from tilegate.results import load_results
+    from tilegate.judge.results import load_results
 
     return load_results(results_file(directory, name, **kwargs))
 
 
 def build_baseline(directory: Path, seeds: tuple[int, ...] = (101, 102, 103), **kwargs: Any) -> Any:
-    """A baseline built by `tilegate.baseline.rebaseline` from len(seeds) synthetic runs (built-in policy)."""
-    from tilegate.rebaseline import rebaseline
-    from tilegate.tolerances import Tolerances
+    """A baseline built by `tilegate.judge.baseline.rebaseline` from len(seeds) synthetic runs (built-in policy)."""
+    from tilegate.judge.policy import Tolerances
+    from tilegate.judge.rebaseline import rebaseline
 
     runs = [load_run(directory, f"rebaseline-{s}.json", seed=s, **kwargs) for s in seeds]
     return rebaseline(

@@ -14,14 +14,14 @@ import pytest
 import torch
 
 from tests._factories import build_baseline, key, load_run, make_run, write
-from tilegate.ab import ABPolicy, ABVerdict, build_noise, compare_ab, load_noise, save_noise
 from tilegate.errors import InputError
 from tilegate.harness.base import load, materialise, package_name
 from tilegate.harness.identity import capture, identity
 from tilegate.harness.timing import round_order
-from tilegate.outcome import outcome
-from tilegate.results import load_results
-from tilegate.verdict import Verdict, compare
+from tilegate.judge.ab import ABPolicy, ABVerdict, build_noise, compare_ab, load_noise, save_noise
+from tilegate.judge.outcome import outcome
+from tilegate.judge.results import load_results
+from tilegate.judge.verdict import Verdict, compare
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -432,7 +432,7 @@ def test_under_another_triton_hashes_do_not_blame_only_the_ratio_to_the_referenc
 
 
 def test_the_headline_counts_in_words() -> None:
-    from tilegate.outcome import Outcome
+    from tilegate.judge.outcome import Outcome
 
     one, two = object(), object()
     assert Outcome(1, slower=(one,)).parts == ["1 case slower than its base"]  # type: ignore[arg-type]

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from tests._factories import H200_NT_MS, key, load_run
-from tilegate.baseline import SCHEMA_VERSION, Bound, Expectation, load_baseline, save_baseline
 from tilegate.errors import InputError
-from tilegate.rebaseline import rebaseline
-from tilegate.results import load_results
-from tilegate.tolerances import Policy, Tolerances, load_tolerances
+from tilegate.judge.baseline import SCHEMA_VERSION, Bound, Expectation, load_baseline, save_baseline
+from tilegate.judge.policy import Policy, Tolerances, load_tolerances
+from tilegate.judge.rebaseline import rebaseline
+from tilegate.judge.results import load_results
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO_TOLERANCES = Path(__file__).parents[1] / "baselines" / "tolerances.toml"

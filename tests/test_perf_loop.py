@@ -1,4 +1,4 @@
-"""The perf loop (tilegate/perf.py) with a stand-in suite: what is measured again, and the exit code.
+"""The perf loop (tilegate/run/perf.py) with a stand-in suite: what is measured again, and the exit code.
 
 The stand-in writes recorded-style synthetic results (tests/_factories.py) instead of running
 pytest on a GPU, so the loop's decisions are tested here: suspects measured again before they
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests._factories import build_baseline, key, make_run, write
-from tilegate.baseline import save_baseline
-from tilegate.perf import Perf, measure_runs
+from tilegate.judge.baseline import save_baseline
+from tilegate.run.perf import Perf, measure_runs
 
 
 class FakeSuite:
@@ -146,7 +146,7 @@ def test_an_ab_suspect_is_measured_again_in_ab_mode(
 ) -> None:
     """The re-measurement of an A/B suspect is an A/B run against the same base."""
     fake = ["--perf-ab-base=/x", "--perf-ab-ref=HEAD^1", f"--perf-ab-sha={'b' * 40}"]
-    monkeypatch.setattr("tilegate.perf.ab_args", lambda ref, out: list(fake))
+    monkeypatch.setattr("tilegate.run.perf.ab_args", lambda ref, out: list(fake))
     slow = {key("tma_xtile_persistent", K=512): 1.05}
     code = {"tma_xtile_persistent": "sha256:new"}
     old = {"tma_xtile_persistent": "sha256:old"}

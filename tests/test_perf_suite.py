@@ -16,7 +16,7 @@ from tilegate.harness.device import slugify
 from tilegate.harness.gpu_state import Nvml, StateLog, StateSample, StateSampler, window_stats
 from tilegate.harness.measure import GroupMeasurer
 from tilegate.harness.timing import HostTimer, TimerConfig, round_order
-from tilegate.stats import paired_ratio
+from tilegate.judge.stats import paired_ratio
 
 ORDER = tuple(VARIANTS)  # the registry's order is the run order
 

@@ -133,14 +133,18 @@ def _boom(*_args: object, **_kwargs: object) -> None:
 
 CRASHES = {
     # command: (what to break, arguments after the command, the report it writes)
-    "compare": ("tilegate.gate.render", [str(RECORDED), str(BASELINE), "--no-plots"], "--report"),
-    "report": ("tilegate.gate.render", [str(RECORDED), str(BASELINE)], "--out"),
+    "compare": (
+        "tilegate.judge.gate.render",
+        [str(RECORDED), str(BASELINE), "--no-plots"],
+        "--report",
+    ),
+    "report": ("tilegate.judge.gate.render", [str(RECORDED), str(BASELINE)], "--out"),
     "rebaseline": (
-        "tilegate.rebaseline.rebaseline",
+        "tilegate.judge.rebaseline.rebaseline",
         [str(RECORDED), "--out", "b.json"],
         "--diff-out",
     ),
-    "ab-noise": ("tilegate.ab.build_noise", [str(RECORDED), "--check"], None),
+    "ab-noise": ("tilegate.judge.ab.build_noise", [str(RECORDED), "--check"], None),
     "fingerprint": ("tilegate.fingerprint.cli.check", ["--json-dir", "facts"], "--report"),
     "history": ("tilegate.history.cli._loaded", [], None),
 }
@@ -175,7 +179,7 @@ def test_a_crash_in_any_command_is_2_with_its_traceback_saved(
 def test_a_crash_in_the_perf_loop_is_2_with_a_cannot_judge_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tilegate.perf import Perf
+    from tilegate.run.perf import Perf
 
     out = tmp_path / "perf"
     out.mkdir()
@@ -193,7 +197,7 @@ def test_a_crash_in_the_perf_loop_is_2_with_a_cannot_judge_report(
 def test_perf_crash_through_the_command_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tilegate.perf import Perf
+    from tilegate.run.perf import Perf
 
     monkeypatch.setattr(Perf, "_slug", _boom)
     out = tmp_path / "perf"
@@ -407,7 +411,7 @@ def test_an_output_directory_that_cannot_be_written_says_why(
 def _first_rounds(n: int, slow: dict[str, float] | None = None) -> dict[str, Any]:
     """The recorded run cut to its first n rounds per group (ratios derived again, as the suite
     derives them); `slow` multiplies a row's samples (1.5: 50 % slower)."""
-    from tilegate.stats import paired_ratio
+    from tilegate.judge.stats import paired_ratio
 
     data = _recorded()
     samples: dict[tuple[str, str], list[float]] = {}
@@ -427,7 +431,7 @@ def _first_rounds(n: int, slow: dict[str, float] | None = None) -> dict[str, Any
 
 
 def test_the_minimum_is_where_mann_whitney_can_first_reach_alpha() -> None:
-    from tilegate.stats import min_samples_rank_sum, p_slower
+    from tilegate.judge.stats import min_samples_rank_sum, p_slower
 
     assert min_samples_rank_sum(0.01, 41) == 2
     base = [1.0 + i / 100 for i in range(41)]
@@ -443,7 +447,7 @@ def test_the_ab_minimum_is_where_wilcoxon_can_first_reach_alpha() -> None:
     import numpy as np
     from scipy.stats import wilcoxon
 
-    from tilegate.stats import min_pairs_signed_rank
+    from tilegate.judge.stats import min_pairs_signed_rank
 
     assert min_pairs_signed_rank(0.01) == 7
     logs = np.log(np.linspace(1.2, 1.3, 7))
@@ -561,7 +565,7 @@ def test_a_recorded_ratio_the_samples_contradict_cannot_be_judged(
 ) -> None:
     """The twin made as fast as cross-tile, its recorded ratio left at what it was: on main
     823ada1 every expectation passed on the stale 0.737 (exit 0)."""
-    from tilegate.stats import paired_ratio
+    from tilegate.judge.stats import paired_ratio
 
     data = _recorded()
     xtile = _bench(data, "xtile_persistent-fp16-nt-K128")["extra_info"]["tilegate"]

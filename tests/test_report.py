@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from tests._factories import load_run
-from tilegate.baseline import load_baseline
-from tilegate.report import render
-from tilegate.results import load_results
-from tilegate.verdict import compare
+from tilegate.judge.baseline import load_baseline
+from tilegate.judge.results import load_results
+from tilegate.judge.verdict import compare
+from tilegate.report.render import render
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -131,7 +131,7 @@ def test_confirmed_report_shows_every_run() -> None:
 
 def test_plots(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from tilegate.plots import make_plots
+    from tilegate.report.plots import make_plots
 
     run = load_results(FIXTURES / "synthetic-results-regressed.json")
     files = make_plots(run, compare(run, baseline()), tmp_path)
@@ -144,7 +144,7 @@ def test_plots(tmp_path: Path) -> None:
 
 def test_plots_without_baseline(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from tilegate.plots import make_plots
+    from tilegate.report.plots import make_plots
 
     files = make_plots(load_results(FIXTURES / "synthetic-results-smoke.json"), None, tmp_path)
     assert len(files) == 2

@@ -11,7 +11,7 @@ import pytest
 
 from tests._factories import bench, key, make_run, set_samples, write
 from tilegate.errors import InputError
-from tilegate.results import SMOKE_SLUG, load_results
+from tilegate.judge.results import SMOKE_SLUG, load_results
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -1,4 +1,4 @@
-"""Several GPUs of one runner (tilegate/shard.py): the plan, the merge, the off-GPU rule, and the
+"""Several GPUs of one runner (tilegate/run/shard.py): the plan, the merge, the off-GPU rule, and the
 whole sharded run on the CPU interpreter (two processes standing in for two GPUs)."""
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from kernels import VARIANTS
 from tests._factories import H200_GPU, build_baseline, key, make_run, write
 from tilegate.cases import PROFILES, build_cases
 from tilegate.errors import InputError
-from tilegate.outcome import outcome
-from tilegate.results import load_results
-from tilegate.shard import group_cost, merge, off_gpus, parse_shard, plan
-from tilegate.verdict import Verdict, compare
+from tilegate.judge.outcome import outcome
+from tilegate.judge.results import load_results
+from tilegate.judge.verdict import Verdict, compare
+from tilegate.run.shard import group_cost, merge, off_gpus, parse_shard, plan
 
 
 def test_the_plan_never_splits_a_group_and_balances_the_long_ones() -> None:
@@ -150,7 +150,7 @@ def test_the_rows_of_an_off_gpu_are_not_judged_and_the_run_cannot_judge(tmp_path
 def test_a_sharded_smoke_run_merges_two_processes_into_one_results_file(tmp_path: Path) -> None:
     """The real thing on the CPU: `tilegate perf --gpus 2` on the interpreter (no CUDA here, so
     CUDA_VISIBLE_DEVICES changes nothing), two pytest processes at once, one results file."""
-    from tilegate.perf import Perf
+    from tilegate.run.perf import Perf
 
     lines: list[str] = []
     perf = Perf(

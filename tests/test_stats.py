@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests._factories import make_samples
-from tilegate import stats
+from tilegate.judge import stats
 
 # K = 128 on the H200: a tight core and a slow tail, IQR ~15-20 % inside one run
 NOISY = {"core": 0.006, "tail_frac": 0.3, "tail_mean": 0.35}

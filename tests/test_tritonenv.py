@@ -8,8 +8,8 @@ import pytest
 import tomllib
 from dependency_groups import resolve as resolve_groups
 
-from tilegate import tritonenv
-from tilegate.tritonenv import EnvError, requirements, resolve
+from tilegate.run import tritonenv
+from tilegate.run.tritonenv import EnvError, requirements, resolve
 
 KERNELS = ["torch==2.13.0", "triton==3.6.0", "numpy==2.3.5", "packaging==26.4"]
 NEWEST = ["triton==3.9.0", "numpy==2.4.6"]

@@ -1,4 +1,4 @@
-"""The GPU upgrade A/B of environments (tilegate/upgrade.py) on synthetic runs of two Tritons."""
+"""The GPU upgrade A/B of environments (tilegate/run/upgrade.py) on synthetic runs of two Tritons."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from tests._factories import key, load_run, make_run, write
 from tilegate.errors import InputError
-from tilegate.upgrade import Change, judge_upgrade, measure_sides, render
+from tilegate.run.upgrade import Change, judge_upgrade, measure_sides, render
 
 OLD = {"torch": "2.11.0+cu130", "triton": "3.6.0", "python": "3.12.3"}
 NEW = {**OLD, "triton": "3.9.0"}

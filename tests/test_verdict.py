@@ -9,12 +9,12 @@ from types import MappingProxyType
 import pytest
 
 from tests._factories import VARIANTS, build_baseline, key, load_run
-from tilegate.baseline import Baseline, BaselineRow
-from tilegate.crosstile import CrossTilePair, Status, crosstile_pairs
 from tilegate.errors import InputError
-from tilegate.results import load_results
-from tilegate.tolerances import Policy
-from tilegate.verdict import Verdict, compare, judge_row
+from tilegate.judge.baseline import Baseline, BaselineRow
+from tilegate.judge.crosstile import CrossTilePair, Status, crosstile_pairs
+from tilegate.judge.policy import Policy
+from tilegate.judge.results import load_results
+from tilegate.judge.verdict import Verdict, compare, judge_row
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEEDS = range(10)
@@ -241,7 +241,7 @@ def test_families_and_crossover() -> None:
 
 
 def load_baseline_fixture() -> Baseline:
-    from tilegate.baseline import load_baseline
+    from tilegate.judge.baseline import load_baseline
 
     return load_baseline(FIXTURES / "synthetic-baselines" / "nvidia-h200.json")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tilegate import warnlog
+from tilegate.harness import warnlog
 
 
 def _triton_file() -> str:

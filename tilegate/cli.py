@@ -3,7 +3,7 @@
 Exit codes (docs/architecture.md): 0 everything holds, 1 a regression or a broken expectation
 (or a rebaseline refused because the runs are slower), 2 cannot judge (bad or missing input).
 `compare`, `report` and `rebaseline RESULTS...` need no GPU: they work on JSON files; `perf` and
-`rebaseline --measure N` run the suite on this machine's GPU (tilegate.perf).
+`rebaseline --measure N` run the suite on this machine's GPU (tilegate.run.perf).
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tilegate import __version__
-from tilegate.baseline import DEFAULT_DIR, Baseline, baseline_path, load_baseline
-from tilegate.crash import guarded, replace_reports
 from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
 from tilegate.fileio import atomic_write_text
-from tilegate.gate import judge
-from tilegate.results import load_results
-from tilegate.tolerances import load_tolerances
+from tilegate.judge.baseline import DEFAULT_DIR, Baseline, baseline_path, load_baseline
+from tilegate.judge.gate import judge
+from tilegate.judge.policy import load_tolerances
+from tilegate.judge.results import load_results
+from tilegate.run.crash import guarded, replace_reports
 
 PERF_DIR = Path(".perf")
 
@@ -113,7 +113,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_perf(args: argparse.Namespace) -> int:
-    from tilegate.perf import Perf
+    from tilegate.run.perf import Perf
 
     return Perf(
         profile=args.profile,
@@ -145,7 +145,7 @@ def _gpus(text: str) -> int:
 
 def _measured(args: argparse.Namespace) -> tuple[list[str], Path | None, int | None]:
     """`--measure N`: run the suite N times first; (results files, default --out, exit code)."""
-    from tilegate.perf import SMOKE_PROFILE, gpu_slug, measure_runs
+    from tilegate.run.perf import SMOKE_PROFILE, gpu_slug, measure_runs
 
     if args.results:
         raise InputError("give either results files or --measure N, not both")
@@ -165,7 +165,7 @@ def _measured(args: argparse.Namespace) -> tuple[list[str], Path | None, int | N
 
 
 def _cmd_rebaseline(args: argparse.Namespace) -> int:
-    from tilegate.rebaseline import finish, rebaseline
+    from tilegate.judge.rebaseline import finish, rebaseline
 
     try:
         results, out = list(args.results), Path(args.out) if args.out else None
@@ -217,13 +217,13 @@ def _cmd_rebaseline(args: argparse.Namespace) -> int:
 
 
 def _cmd_ab_noise(args: argparse.Namespace) -> int:
-    from tilegate.ab import build_noise, noise_path, save_noise
-    from tilegate.markdown import table
+    from tilegate.judge.ab import build_noise, noise_path, save_noise
+    from tilegate.report.markdown import table
 
     try:
         results = list(args.results)
         if args.measure is not None:
-            from tilegate.perf import SMOKE_PROFILE, ab_args, gpu_slug, measure_runs
+            from tilegate.run.perf import SMOKE_PROFILE, ab_args, gpu_slug, measure_runs
 
             if results:
                 raise InputError("give either A/A results files or --measure N, not both")
@@ -279,8 +279,8 @@ def _cmd_ab_noise(args: argparse.Namespace) -> int:
 
 
 def _cmd_upgrade_ab(args: argparse.Namespace) -> int:
-    from tilegate.perf import run_suite
-    from tilegate.upgrade import fingerprint_diff, judge_upgrade, measure_sides, render
+    from tilegate.run.perf import run_suite
+    from tilegate.run.upgrade import fingerprint_diff, judge_upgrade, measure_sides, render
 
     out_dir = PERF_DIR / "upgrade-ab"
     try:
@@ -539,7 +539,7 @@ def _reports(args: argparse.Namespace) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; exit 0, 1 or 2. Whatever escapes a command is exit 2 (tilegate.crash)."""
+    """Run one command; exit 0, 1 or 2. Whatever escapes a command is exit 2 (tilegate.run.crash)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(args_list)
     try:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tilegate.ab import compare_ab, load_noise
-from tilegate.results import load_results
+from tilegate.judge.ab import compare_ab, load_noise
+from tilegate.judge.results import load_results
 
 
 def main(argv: list[str] | None = None) -> int:

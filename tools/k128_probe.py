@@ -30,7 +30,7 @@ from kernels._common import launch_kernel
 from tilegate.harness.correctness import REL_ERR_TOL, check_call, reference
 from tilegate.harness.device import gpu_info
 from tilegate.harness.timing import CudaTimer, TimerConfig
-from tilegate.stats import paired_ratio
+from tilegate.judge.stats import paired_ratio
 
 M = N = 16384
 K = int(sys.argv[2]) if len(sys.argv) > 2 else 128

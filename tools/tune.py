@@ -37,7 +37,7 @@ from kernels._common import run_matmul
 from tilegate.harness.correctness import REL_ERR_TOL, check_call, reference
 from tilegate.harness.device import gpu_info
 from tilegate.harness.timing import CudaTimer, TimerConfig
-from tilegate.stats import paired_ratio
+from tilegate.judge.stats import paired_ratio
 
 _CFG = re.compile(r"^(\d+)x(\d+)x(\d+)w(\d+)s(\d+)p(\d+)(sub)?(?:g(\d+))?$")
 

@@ -12,8 +12,8 @@ Modules, in the order data flows:
 * `store`: fingerprint files per (Triton version, architecture) and their diff.
 * `gate`, `report`, `cli`: check / record / upgrade report, the Markdown report, the command line.
 
-Beside it: `tilegate.warnlog` (Triton's warnings while compiling, recorded, not raised) and
-`tilegate.tritonenv` (the packages of a venv with any Triton, for the nox sessions).
+Beside it: `tilegate.harness.warnlog` (Triton's warnings while compiling, recorded, not raised) and
+`tilegate.run.tritonenv` (the packages of a venv with any Triton, for the nox sessions).
 
 See docs/fingerprint.md.
 """

@@ -18,8 +18,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tilegate.crash import crash_reason, guarded, save_traceback
 from tilegate.errors import InputError
+from tilegate.run.crash import crash_reason, guarded, save_traceback
 
 from .compile import DEFAULT_CACHE_DIR
 from .gate import (

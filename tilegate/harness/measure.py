@@ -18,12 +18,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tilegate import warnlog
 from tilegate.cases import BASE_SUFFIX, Case
+from tilegate.harness import warnlog
 from tilegate.harness.correctness import REL_ERR_TOL, check_call, reference
 from tilegate.harness.identity import Identity, capture, identity
-from tilegate.stats import paired_ratio
-from tilegate.warnlog import Warned
+from tilegate.harness.warnlog import Warned
+from tilegate.judge.stats import paired_ratio
 
 
 @dataclass

@@ -17,8 +17,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from tilegate import __version__, stats
-from tilegate.baseline import (
+from tilegate import __version__
+from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
+from tilegate.judge import stats
+from tilegate.judge.baseline import (
     Baseline,
     BaselineRow,
     Bound,
@@ -27,10 +29,9 @@ from tilegate.baseline import (
     expectation_id,
     save_baseline,
 )
-from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
-from tilegate.markdown import listing, ms, pct, table
-from tilegate.results import Row, Run, describe_gpu, gpu_mismatch
-from tilegate.tolerances import Policy, Tolerances
+from tilegate.judge.policy import Policy, Tolerances
+from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch
+from tilegate.report.markdown import listing, ms, pct, table
 
 
 @dataclass(frozen=True)

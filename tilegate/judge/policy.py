@@ -14,9 +14,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from tilegate import stats
 from tilegate.errors import InputError
 from tilegate.fileio import is_finite_number, read_text
+from tilegate.judge import stats
 
 
 @dataclass(frozen=True)

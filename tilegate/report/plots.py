@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.cases import matmul_flops
-from tilegate.crosstile import CrossTilePair, Status, crosstile_pairs
-from tilegate.results import Run
-from tilegate.verdict import Comparison, Verdict
+from tilegate.judge.crosstile import CrossTilePair, Status, crosstile_pairs
+from tilegate.judge.results import Run
+from tilegate.judge.verdict import Comparison, Verdict
 
 _VERDICT_COLOUR = {
     Verdict.REGRESSED: "#d62728",

@@ -32,10 +32,10 @@ from pathlib import Path
 import numpy as np
 from scipy import stats as _sp
 
-from tilegate import stats
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
-from tilegate.markdown import pct, table
-from tilegate.results import Run
+from tilegate.judge import stats
+from tilegate.judge.results import Run
+from tilegate.report.markdown import pct, table
 
 FLOOR, CEILING, MULTIPLE, ALPHA = 0.01, 0.05, 3.0, 0.05
 
@@ -244,7 +244,7 @@ def measure_sides(
 
 def fingerprint_diff(new_path: Path, old_triton: str, out: Path) -> str | None:
     """The fingerprint's upgrade report under the new Triton against `old_triton`'s recording."""
-    from tilegate.perf import ROOT
+    from tilegate.run.perf import ROOT
 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(

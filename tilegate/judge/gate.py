@@ -11,15 +11,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tilegate.ab import ABComparison, compare_ab, load_noise, noise_path
-from tilegate.baseline import baseline_path, how_to_create, load_baseline
-from tilegate.crash import cannot_judge_report
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_text
-from tilegate.outcome import outcome
-from tilegate.report import render
-from tilegate.results import Run, load_results
-from tilegate.verdict import Comparison, compare
+from tilegate.judge.ab import ABComparison, compare_ab, load_noise, noise_path
+from tilegate.judge.baseline import baseline_path, how_to_create, load_baseline
+from tilegate.judge.outcome import outcome
+from tilegate.judge.results import Run, load_results
+from tilegate.judge.verdict import Comparison, compare
+from tilegate.report.render import render
+from tilegate.run.crash import cannot_judge_report
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def _plots(run: Run, cmp: Comparison | None, directory: Path | None) -> tuple[li
     if directory is None:
         return [], ""
     try:
-        from tilegate import plots
+        from tilegate.report import plots
     except ImportError as err:  # matplotlib is optional
         return [], f"no plots: {err} (install the `plots` dependency group)"
     return plots.make_plots(run, cmp, directory), ""

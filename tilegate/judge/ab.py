@@ -34,11 +34,12 @@ from typing import Any
 import numpy as np
 from scipy import stats as _sp
 
-from tilegate import __version__, stats
+from tilegate import __version__
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_json, is_finite_number, read_json
-from tilegate.markdown import listing
-from tilegate.results import Row, Run, describe_gpu, gpu_mismatch
+from tilegate.judge import stats
+from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch
+from tilegate.report.markdown import listing
 
 NOISE_SCHEMA = "tilegate.ab-noise/1"
 

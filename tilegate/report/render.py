@@ -11,13 +11,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tilegate.ab import ABComparison, ABVerdict
-from tilegate.baseline import Baseline
-from tilegate.crosstile import CrossTilePair, ExpectationResult, Status, crosstile_pairs
-from tilegate.markdown import listing, ms, p_value, pct, table
-from tilegate.outcome import Outcome, outcome
-from tilegate.results import Run
-from tilegate.verdict import Comparison, Verdict
+from tilegate.judge.ab import ABComparison, ABVerdict
+from tilegate.judge.baseline import Baseline
+from tilegate.judge.crosstile import CrossTilePair, ExpectationResult, Status, crosstile_pairs
+from tilegate.judge.outcome import Outcome, outcome
+from tilegate.judge.results import Run
+from tilegate.judge.verdict import Comparison, Verdict
+from tilegate.report.markdown import listing, ms, p_value, pct, table
 
 _VERDICT_TEXT = {
     Verdict.REGRESSED: "**REGRESSED**",

@@ -1,4 +1,4 @@
-"""Verdicts: each row against its baseline, the expectations (tilegate.crosstile), the exit code.
+"""Verdicts: each row against its baseline, the expectations (tilegate.judge.crosstile), the exit code.
 
 The decision rule (docs/gate.md explains the numbers):
 
@@ -23,14 +23,14 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from tilegate import stats
-from tilegate.baseline import Baseline, BaselineRow, baseline_path, how_to_create
-from tilegate.crosstile import ExpectationResult, Status, check_expectation
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
-from tilegate.markdown import listing
-from tilegate.results import Row, Run, describe_gpu, gpu_mismatch
-from tilegate.shard import OffGpu, off_gpus
-from tilegate.tolerances import Policy
+from tilegate.judge import stats
+from tilegate.judge.baseline import Baseline, BaselineRow, baseline_path, how_to_create
+from tilegate.judge.crosstile import ExpectationResult, Status, check_expectation
+from tilegate.judge.policy import Policy
+from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch
+from tilegate.report.markdown import listing
+from tilegate.run.shard import OffGpu, off_gpus
 
 
 class Verdict(str, enum.Enum):
@@ -106,7 +106,7 @@ class Comparison:
     missing_allowed: tuple[str, ...] = ()  # baseline rows of measured groups absent from the run
     off_gpus: tuple[
         OffGpu, ...
-    ] = ()  # GPUs of the host whose rows were not judged (tilegate.shard)
+    ] = ()  # GPUs of the host whose rows were not judged (tilegate.run.shard)
 
     def by(self, *verdicts: Verdict) -> list[RowVerdict]:
         return [r for r in self.rows if r.verdict in verdicts]

@@ -17,13 +17,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tilegate.baseline import baseline_path
-from tilegate.crash import cannot_judge_report, crash_reason, save_traceback
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_text
-from tilegate.gate import Judgement, judge
+from tilegate.judge.baseline import baseline_path
+from tilegate.judge.gate import Judgement, judge
+from tilegate.run.crash import cannot_judge_report, crash_reason, save_traceback
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SMOKE_PROFILE = "smoke"  # the CPU interpreter profile: no GPU, timings meaningless
 # pytest's exit codes that still leave results worth judging: all passed, nothing collected
 _SUITE_OK = (0, 5)
@@ -68,7 +68,7 @@ def run_suite(
     """Run the perf suite into `out` (written only if the suite wrote it); return pytest's code.
 
     `pythonpath` goes first on PYTHONPATH, before the repository: a newer Triton unpacked there
-    shadows the runner's (tilegate.upgrade).
+    shadows the runner's (tilegate.run.upgrade).
     """
     cmd, env, partial = _suite(out, profile, extra, pythonpath, None)
     code = subprocess.run(cmd, cwd=ROOT, env=env, check=False).returncode
@@ -79,8 +79,8 @@ def run_suite(
 
 def run_shards(out: Path, profile: str, extra: Sequence[str] = (), *, gpus: int) -> int:
     """The suite on `gpus` GPUs at once, one process each (CUDA_VISIBLE_DEVICES, --perf-shard),
-    their results merged into `out` (tilegate.shard); the worst pytest exit code."""
-    from tilegate.shard import merge, shard_files
+    their results merged into `out` (tilegate.run.shard); the worst pytest exit code."""
+    from tilegate.run.shard import merge, shard_files
 
     files = shard_files(out, gpus)
     started = []
@@ -123,7 +123,7 @@ class Perf:
     confirm_runs: int = 1
     pytest_args: Sequence[str] = ()
     ab: str | None = None  # A/B: the base ref whose kernels are measured beside the head's
-    gpus: int = 1  # measure on this many GPUs of the host at once (tilegate.shard)
+    gpus: int = 1  # measure on this many GPUs of the host at once (tilegate.run.shard)
     out_dir: Path = Path(".perf")
     plots: bool = True
     suite: Suite = run_suite
@@ -154,7 +154,7 @@ class Perf:
         """Measure, judge, re-measure suspects up to `confirm_runs` times; return the exit code.
 
         Whatever goes wrong on the way is exit 2 with a CANNOT JUDGE report: bad input with its
-        message, anything else with its traceback saved beside the report (tilegate.crash).
+        message, anything else with its traceback saved beside the report (tilegate.run.crash).
         """
         try:
             return self._run()

@@ -15,9 +15,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeGuard
 
-from tilegate import stats
 from tilegate.errors import InputError
 from tilegate.fileio import is_finite_number, is_finite_positive, read_json
+from tilegate.judge import stats
 
 SMOKE_SLUG = "smoke"  # the "GPU" of a smoke run (CPU interpreter): no GPU facts exist
 _PRODUCE = (
@@ -116,7 +116,7 @@ class Environment:
     # Triton / torch warnings of the run (recorded by the suite, not raised): category, message,
     # source, count, first_case
     warnings: tuple[Mapping[str, Any], ...] = ()
-    # several GPUs of one host (tilegate.shard): each {"gpu": {..., "index", "serial"}, "state"}
+    # several GPUs of one host (tilegate.run.shard): each {"gpu": {..., "index", "serial"}, "state"}
     gpus: tuple[Mapping[str, Any], ...] = ()
     # the variants the run was asked to measure (--perf-variants, else all); None: the file does
     # not say (written before the suite recorded it), so every variant counts as selected
@@ -292,7 +292,9 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
     ci = _obj(commit_info)
     ab = tg.get("ab")
     if ab is not None and not (isinstance(ab, dict) and isinstance(ab.get("sha"), str)):
-        raise InputError(f"results file {path}: machine_info.tilegate.ab must name the base's sha")
+        raise InputError(
+            f"results file {path}: machine_info.tilegate.judge.ab must name the base's sha"
+        )
     warned = tg.get("warnings") or []
     if not isinstance(warned, list) or not all(
         isinstance(w, dict) and isinstance(w.get("message"), str) for w in warned
@@ -545,7 +547,7 @@ def load_results(path: str | Path) -> Run:
     rows = sides["head"]
     if sides["base"] and env.ab is None:
         raise InputError(
-            f"results file {p} has base rows but machine_info.tilegate.ab does not say which base"
+            f"results file {p} has base rows but machine_info.tilegate.judge.ab does not say which base"
         )
     if not rows:
         raise InputError(

@@ -14,9 +14,9 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tilegate import stats
-from tilegate.baseline import Baseline, Expectation
-from tilegate.results import Run
+from tilegate.judge import stats
+from tilegate.judge.baseline import Baseline, Expectation
+from tilegate.judge.results import Run
 
 
 class Status(str, enum.Enum):

@@ -44,8 +44,8 @@ rebaseline reads as a reviewable diff. Schema version 1::
       ]
     }
 
-This module is the model and its JSON; `tilegate.rebaseline` builds one from runs,
-`tilegate.tolerances` holds the policy that derives each row's tolerance.
+This module is the model and its JSON; `tilegate.judge.rebaseline` builds one from runs,
+`tilegate.judge.policy` holds the policy that derives each row's tolerance.
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ from typing import Any
 from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_json, is_finite_number, is_finite_positive, read_json
-from tilegate.results import SMOKE_SLUG
-from tilegate.tolerances import Policy
+from tilegate.judge.policy import Policy
+from tilegate.judge.results import SMOKE_SLUG
 
 SCHEMA_VERSION = 1
 DEFAULT_DIR = Path("baselines")

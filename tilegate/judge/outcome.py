@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilegate.ab import ABCase, ABComparison
-from tilegate.crosstile import ExpectationResult
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK
-from tilegate.verdict import Comparison, RowVerdict
+from tilegate.judge.ab import ABCase, ABComparison
+from tilegate.judge.crosstile import ExpectationResult
+from tilegate.judge.verdict import Comparison, RowVerdict
 
 
 @dataclass(frozen=True)

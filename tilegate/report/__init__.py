@@ -1,0 +1,1 @@
+"""What a reader sees: report.md, plots, markdown helpers."""

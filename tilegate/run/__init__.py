@@ -1,0 +1,1 @@
+"""Running: the perf loop, shards over GPUs, upgrade runs, crash handling, Triton environments."""
