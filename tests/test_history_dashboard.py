@@ -17,23 +17,76 @@ import pytest
 
 from tests._browser import BROWSERS, CHROMIUM_FLAGS
 from tests._synthetic_history import ROOT, STEP_AT, STEPPED
-from tilegate.crosstile import CrossTilePair
 from tilegate.history.cli import main
-from tilegate.history.dashboard import write_dashboard
+from tilegate.history.dashboard import unpack, write_dashboard
 from tilegate.history.store import open_store
+from tilegate.judge.crosstile import CrossTilePair
+
+REPO = "https://github.com/example/tilegate"
+
+
+def _packed(page: str, name: str) -> str:
+    m = re.search(
+        rf'<script type="application/gzip\+base64" id="{name}">(.*?)</script>', page, re.S
+    )
+    assert m is not None
+    return unpack(m.group(1))
 
 
 def _data(page: str) -> dict:  # type: ignore[type-arg]
-    m = re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S)
-    assert m is not None
-    return json.loads(m.group(1))  # type: ignore[no-any-return]
+    return json.loads(_packed(page, "data"))  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="module")
-def page(step_history: tuple[Path, list[Path]], tmp_path_factory: pytest.TempPathFactory) -> Path:
+def linked_store(
+    step_history: tuple[Path, list[Path]], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The step history (stored without links) plus two runs added as CI adds them, with the
+    repository and CI-run URLs stored, the last one a dirty work tree."""
+    from tests._factories import SOFTWARE
+    from tests._synthetic_history import make_run
+
     store, _ = step_history
+    d = tmp_path_factory.mktemp("linked")
+    copy = d / "history.duckdb"
+    shutil.copy(store, copy)
+    for i, dirty in ((60, False), (61, True)):
+        data = make_run(
+            i,
+            np.random.default_rng(i),
+            salt="step",
+            factors=dict.fromkeys(STEPPED, 1.03),
+            software=dict(SOFTWARE, triton="3.9.0"),
+            stats_data=False,
+        )
+        data["commit_info"]["dirty"] = dirty
+        path = d / f"run-{i}.json"
+        path.write_text(json.dumps(data))
+        code = main(
+            [
+                "add",
+                str(path),
+                "--store",
+                str(copy),
+                "--baselines",
+                str(ROOT / "baselines"),
+                "--repo-url",
+                REPO,
+                "--run-url",
+                f"{REPO}/actions/runs/{i}",
+            ]
+        )
+        assert code == 0
+    return copy
+
+
+@pytest.fixture(scope="module")
+def page(linked_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dashboard") / "dashboard.html"
-    assert main(["dashboard", "--store", str(store), "--out", str(out)]) == 0
+    assert (
+        main(["dashboard", "--store", str(linked_store), "--out", str(out), "--repo-url", REPO])
+        == 0
+    )
     return out
 
 
@@ -42,7 +95,24 @@ def test_the_page_is_one_self_contained_file(page: Path) -> None:
     assert "<link" not in text
     assert not re.search(r"""\b(src|href)\s*=\s*["']?(https?:)?//""", text)
     assert not re.search(r"\b(fetch|XMLHttpRequest|import)\s*\(", text)
-    assert "<script src" not in text and "<canvas" in text
+    assert "<script src" not in text and "<canvas" not in text  # Plotly draws, inlined
+    from plotly.offline import get_plotlyjs
+
+    assert _packed(text, "plotly") == get_plotlyjs()
+
+
+def test_the_dashboard_prints_the_page_it_wrote_and_removes_a_stale_one_on_exit_2(
+    linked_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "elsewhere" / "page.html"
+    assert main(["dashboard", "--store", str(linked_store), "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert printed.out.startswith(f"page: {out} (") and out.is_file()
+    # a failed run: the page of the earlier run is gone, and nothing says "page:"
+    assert main(["dashboard", "--store", str(tmp_path / "missing.duckdb"), "--out", str(out)]) == 2
+    printed = capsys.readouterr()
+    assert not out.exists() and "page:" not in printed.out
+    assert f"no page written ({out}" in printed.err
 
 
 def test_the_page_data_holds_the_series_change_points_and_crossovers(
@@ -50,7 +120,12 @@ def test_the_page_data_holds_the_series_change_points_and_crossovers(
 ) -> None:
     data = _data(page.read_text())
     (gpu,) = data["gpus"]
-    assert gpu["slug"] == "nvidia-h200" and len(gpu["runs"]["id"]) == 60
+    assert gpu["slug"] == "nvidia-h200" and len(gpu["runs"]["id"]) == 62
+    assert gpu["runs"]["dirty"][-2:] == [False, True]
+    # the links stored with a run win; runs stored without take the page's --repo-url
+    assert gpu["runs"]["repo"] == [REPO] * 62
+    assert gpu["runs"]["url"][:60] == [None] * 60
+    assert gpu["runs"]["url"][60:] == [f"{REPO}/actions/runs/60", f"{REPO}/actions/runs/61"]
     cases = {c["id"]: c for c in gpu["cases"]}
     assert len(cases) == 96
     flagged = {k for k, c in cases.items() if c["cps"]}
@@ -59,10 +134,10 @@ def test_the_page_data_holds_the_series_change_points_and_crossovers(
         (cp,) = cases[key]["cps"]
         assert cp["i"] == STEP_AT and cp["env"] == ["triton 3.6.0 -> 3.9.0"]
     c = cases["xtile_persistent-fp16-nt-K128"]
-    assert all(v is not None for v in c["v"]) and len(c["verdict"]) == 60
+    assert all(v is not None for v in c["v"]) and len(c["verdict"]) == 62
     assert set(c["verdict"]) <= set("OUIR")  # judged against the real baseline at add time
     assert c["band"][0][0] == 0 and c["band"][0][2] == 0.04  # the baseline row's tolerance
-    # the crossover per run is the gate's (tilegate.verdict.CrossTilePair.crossover)
+    # the crossover per run is the gate's (tilegate.judge.verdict.CrossTilePair.crossover)
     for fam in gpu["pairs"]:
         rt = {
             K: cases[f"{fam['faster']}-{fam['dtype']}-{fam['layout']}-K{K}"]["rt"]
@@ -84,7 +159,8 @@ def test_1000_runs_of_96_cases_make_a_page_under_5_mb(
         con.execute(
             "INSERT INTO runs SELECT run_id + ? * 1000, gpu, gpu_name, commit || ?, datetime || ?, "
             "measured_at + ? * INTERVAL 3 DAY, profile, mode, dirty, triton, torch, python, driver, "
-            "cuda, harness_version, M, N, throttled, source, added_at FROM runs WHERE run_id < 1000",
+            "cuda, harness_version, M, N, throttled, source, added_at, repo_url, run_url "
+            "FROM runs WHERE run_id < 1000",
             [k, f"-{k}", f"-{k}", k],
         )
         con.execute(
@@ -146,39 +222,132 @@ def _console(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if ":CONSOLE" in line]
 
 
-def test_chromium_draws_every_chart_without_errors_and_a_link_picks_the_case(
-    page: Path, tmp_path: Path
+# Run in the page after it has drawn (the test adds it to a copy): every drawn mark inside its
+# plot area, every line and fill clipped to it, every text inside its chart's frame, and every
+# link with what it points at.
+CHECK = """<script>
+(function check() {
+  if (!document.body.dataset.drawn) { setTimeout(check, 50); return; }
+  const problems = [];
+  const inside = (r, a, what) => {
+    const cx = (r.left + r.right) / 2, cy = (r.top + r.bottom) / 2;
+    if (r.width + r.height > 0 && (cx < a.left - 1 || cx > a.right + 1 || cy < a.top - 1 || cy > a.bottom + 1)) problems.push(what);
+  };
+  const within = (r, a, what) => {
+    if (r.width + r.height > 0 && (r.left < a.left - 1 || r.right > a.right + 1 || r.top < a.top - 1 || r.bottom > a.bottom + 1)) problems.push(what);
+  };
+  let marks = 0;
+  document.querySelectorAll(".js-plotly-plot").forEach((div) => {
+    if (div.closest("section").hidden) return;
+    const frame = div.querySelector(".main-svg").getBoundingClientRect();
+    const area = div.querySelector(".draglayer .nsewdrag").getBoundingClientRect();
+    div.querySelectorAll(".scatterlayer .point, .barlayer .point path").forEach((p) => { marks++; inside(p.getBoundingClientRect(), area, div.id + " point"); });
+    div.querySelectorAll(".scatterlayer .js-line, .scatterlayer .js-fill, .hm image, .shapelayer path").forEach((p) => { marks++; within(p.getBoundingClientRect(), area, div.id + " " + p.getAttribute("class")); });
+    div.querySelectorAll(".plot").forEach((g) => { if (!g.getAttribute("clip-path")) problems.push(div.id + " unclipped plot layer"); });
+    div.querySelectorAll("text").forEach((t) => { if (t.textContent.trim()) within(t.getBoundingClientRect(), frame, div.id + " text '" + t.textContent + "'"); });
+  });
+  document.body.dataset.checkMarks = String(marks);
+  document.body.dataset.checkProblems = JSON.stringify(problems);
+  document.body.dataset.checkLinks = JSON.stringify([...document.querySelectorAll("a[href]")].map((a) => [a.dataset.kind || "", a.dataset.run || "", a.dataset.before || "", a.getAttribute("href")]));
+  document.body.dataset.checkResources = String(performance.getEntriesByType("resource").length);
+})();
+</script></body>"""
+
+
+def _checked(page: Path, tmp: Path) -> Path:
+    copy = tmp / "checked.html"
+    copy.write_text(page.read_text().replace("</body>", CHECK))
+    return copy
+
+
+def _body(dom: str) -> dict[str, str]:
+    import html
+
+    body = re.search(r"<body([^>]*)>", dom)
+    assert body is not None, dom[:500]
+    return {k: html.unescape(v) for k, v in re.findall(r'data-([a-z-]+)="([^"]*)"', body.group(1))}
+
+
+DRAWN = "overview,run,changepoints,case,compare,ratio-k,crossover"
+
+
+@pytest.mark.parametrize("width", [1280, 1920])
+def test_chromium_draws_every_chart_inside_its_frame_with_links_to_the_stored_commits(
+    page: Path, tmp_path: Path, width: int
 ) -> None:
     case = "tma_xtile_persistent-fp16-nn-K4096"
-    done = _chromium(page, f"#gpu=nvidia-h200&case={case}&metric=med", tmp_path, "--dump-dom")
-    assert done.returncode == 0, done.stderr[-2000:]
-    body = re.search(r"<body([^>]*)>", done.stdout)
-    assert body is not None, done.stdout[:500]
-    attrs = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', body.group(1)))
-    assert attrs.get("drawn") == "case,ratio-k,crossover", attrs
-    assert "errors" not in attrs, done.stdout[-2000:]
-    assert attrs["case"] == case and attrs["gpu"] == "nvidia-h200"
-    assert re.search(rf'<canvas id="case-chart"[^>]*data-case="{case}"', done.stdout)
-    assert _console(done.stderr) == []
+    data = _data(page.read_text())["gpus"][0]
+    runs = data["runs"]
+    checked = _checked(page, tmp_path)
+    for fragment in (
+        "",
+        f"#gpu=nvidia-h200&case={case}&metric=med",
+        f"#case={case}&metric=tflops&run=61",
+    ):
+        done = _chromium(checked, fragment, tmp_path, "--dump-dom", f"--window-size={width},2000")
+        assert done.returncode == 0, done.stderr[-2000:]
+        attrs = _body(done.stdout)
+        assert attrs.get("drawn") == DRAWN, attrs
+        assert "errors" not in attrs, done.stdout[-2000:]
+        assert _console(done.stderr) == []
+        assert json.loads(attrs["check-problems"]) == []
+        assert int(attrs["check-marks"]) > 300  # the check saw the charts' marks
+        assert attrs["check-resources"] == "0"  # nothing loaded from outside the page
+        links = json.loads(attrs["check-links"])
+        kinds = {k for k, *_ in links}
+        assert {"commit", "compare", "ci-run"} <= kinds, links
+        pos = {str(rid): i for i, rid in enumerate(runs["id"])}
+        for kind, run, before, href in links:
+            i = pos[run]
+            if kind == "commit":
+                assert href == f"{runs['repo'][i]}/commit/{runs['commit'][i]}"
+            elif kind == "compare":
+                j = pos[before]
+                assert (
+                    href == f"{runs['repo'][i]}/compare/{runs['commit'][j]}...{runs['commit'][i]}"
+                )
+            else:
+                assert kind == "ci-run" and href == runs["url"][i]
+    # the last view: the case and metric the link asked for, and the dirty run 61 selected
+    assert attrs["case"] == case
+    assert re.search(
+        r'id="case-chart"[^>]*data-case="tma_xtile_persistent-fp16-nn-K4096"', done.stdout
+    )
+    assert re.search(r'id="case-chart"[^>]*data-metric="tflops"', done.stdout)
+    assert (
+        re.search(r'id="run-box"[^>]*data-run="61"', done.stdout)
+        and "DIRTY work tree" in done.stdout
+    )
+
+
+def test_without_a_link_the_latest_clean_run_and_the_latest_flagged_case_are_shown(
+    page: Path, tmp_path: Path
+) -> None:
+    done = _chromium(page, "", tmp_path, "--dump-dom")
+    attrs = _body(done.stdout)
+    assert attrs.get("drawn") == DRAWN, attrs
+    data = _data(page.read_text())["gpus"][0]
+    # run 62 (the last) is dirty: the latest run shown is the one before it
+    assert re.search(r'id="run-box"[^>]*data-run="61"', done.stdout)
+    assert data["runs"]["id"][-2] == 61 and data["runs"]["dirty"][-1]
+    newest = max((cp["i"], abs(cp["size"]), c["id"]) for c in data["cases"] for cp in c["cps"])
+    assert attrs["case"] == newest[2]
 
 
 def test_chromium_screenshot_shows_the_charts(page: Path, tmp_path: Path) -> None:
     from matplotlib import image
 
     shot = tmp_path / "dashboard.png"
-    case = STEPPED[0]
-    done = _chromium(
-        page, f"#case={case}", tmp_path, "--window-size=1400,2300", f"--screenshot={shot}"
-    )
+    done = _chromium(page, "", tmp_path, "--window-size=1400,2300", f"--screenshot={shot}")
     assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
     assert _console(done.stderr) == []
     pixels = image.imread(shot)[..., :3]
     assert pixels.shape[:2] == (2300, 1400)
     red = (pixels[..., 0] > 0.65) & (pixels[..., 1] < 0.3) & (pixels[..., 2] < 0.3)
-    blue = (pixels[..., 2] > 0.6) & (pixels[..., 0] < 0.2)
-    assert red.sum() > 500  # the change point line, the tolerance edge, the slower pair
-    assert blue.sum() > 500  # the cross-tile pair lines
+    green = (pixels[..., 1] > 0.4) & (pixels[..., 0] < 0.3) & (pixels[..., 2] < 0.3)
+    assert red.sum() > 500  # the slowed cases' heatmap rows
     assert np.unique(pixels.reshape(-1, 3).round(2), axis=0).shape[0] > 200
     artifacts = ROOT / ".perf"
     artifacts.mkdir(exist_ok=True)
     shutil.copy(shot, artifacts / "dashboard-screenshot.png")  # CI uploads .perf/
+    assert green.sum() >= 0

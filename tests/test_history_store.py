@@ -19,7 +19,7 @@ from tests._synthetic_history import ROOT, make_run
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.history.cli import main
 from tilegate.history.store import open_store
-from tilegate.results import load_results
+from tilegate.judge.results import load_results
 
 
 def _write(directory: Path, i: int, seed: int = 0, **kwargs: object) -> Path:
@@ -183,7 +183,7 @@ def test_a_second_writer_waits_for_the_first_and_nothing_is_lost(
             "-c",
             "import sys, time\n"
             "from tilegate.history.store import open_store\n"
-            "from tilegate.results import load_results\n"
+            "from tilegate.judge.results import load_results\n"
             "with open_store(sys.argv[1], write=True) as s:\n"
             "    s.add([(load_results(sys.argv[2]), {})])\n"
             "    print('holding', flush=True)\n"
@@ -270,3 +270,81 @@ def test_tilegate_history_is_the_same_command(tmp_path: Path, runs: list[Path]) 
         tilegate_main(["history", "add", str(runs[0]), "--store", str(store)]) == EXIT_CANNOT_JUDGE
     )
     assert _count(store) == (1, 96)
+
+
+def test_add_stores_the_repository_and_ci_run_links(
+    tmp_path: Path, runs: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "h.duckdb"
+    monkeypatch.setenv("GITHUB_SERVER_URL", "https://ghe.example.com")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "perf/tilegate")
+    monkeypatch.setenv("GITHUB_RUN_ID", "4242")
+    monkeypatch.setenv("GITHUB_RUN_ATTEMPT", "2")
+    assert main(["add", str(runs[0]), "--store", str(store)]) == EXIT_OK
+    # options win over the environment (a fork, another host); an import of several files
+    # takes no run URL from the environment: this run did not measure them
+    assert (
+        main(
+            [
+                "add",
+                str(runs[1]),
+                "--store",
+                str(store),
+                "--repo-url",
+                "https://git.example.org/me/tg/",
+                "--run-url",
+                "https://ci.example.org/7",
+            ]
+        )
+        == EXIT_OK
+    )
+    assert main(["import", str(tmp_path), "--store", str(store), "--skip-existing"]) == EXIT_OK
+    with open_store(store) as s:
+        got = {r.source: (r.repo_url, r.run_url) for r in s.runs()}
+    assert got[str(runs[0])] == (
+        "https://ghe.example.com/perf/tilegate",
+        "https://ghe.example.com/perf/tilegate/actions/runs/4242/attempts/2",
+    )
+    assert got[str(runs[1])] == ("https://git.example.org/me/tg", "https://ci.example.org/7")
+    assert got[str(runs[2])] == ("https://ghe.example.com/perf/tilegate", None)
+    assert (
+        main(["add", str(runs[2]), "--store", str(tmp_path / "x.duckdb"), "--repo-url", "ftp://x"])
+        == EXIT_CANNOT_JUDGE
+    )
+
+
+def test_a_version_1_store_is_read_and_upgraded_by_the_first_write(
+    tmp_path: Path, runs: list[Path]
+) -> None:
+    store = tmp_path / "h.duckdb"
+    assert main(["add", str(runs[0]), "--store", str(store)]) == EXIT_OK
+    con = duckdb.connect(str(store))  # make it what schema version 1 wrote
+    con.execute("ALTER TABLE runs DROP COLUMN repo_url")
+    con.execute("ALTER TABLE runs DROP COLUMN run_url")
+    con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    con.close()
+    with open_store(store) as s:  # read-only: nothing changes, links read as none
+        assert [(r.repo_url, r.run_url) for r in s.runs()] == [(None, None)]
+    assert (
+        main(["add", str(runs[1]), "--store", str(store), "--repo-url", "https://h/o/r"]) == EXIT_OK
+    )
+    with open_store(store) as s:
+        assert [r.repo_url for r in s.runs()] == [None, "https://h/o/r"]
+    con = duckdb.connect(str(store), read_only=True)
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
+    con.close()
+
+
+def test_a_dirty_run_is_stored_but_never_part_of_a_series(tmp_path: Path) -> None:
+    from tilegate.history.changepoints import series
+
+    paths = [_write(tmp_path, i) for i in range(4)]
+    data = json.loads(paths[2].read_text())
+    data["commit_info"]["dirty"] = True
+    paths[2].write_text(json.dumps(data))
+    store = tmp_path / "h.duckdb"
+    assert main(["add", *map(str, paths), "--store", str(store)]) == EXIT_OK
+    with open_store(store) as s:
+        runs, ss = series(s, "nvidia-h200")
+    assert [bool(r.dirty) for r in runs] == [False, False, True, False]
+    assert all(list(x.positions) == [0, 1, 3] for x in ss)

@@ -156,9 +156,11 @@ def detect(values: Sequence[float] | np.ndarray, method: Method = DEFAULT_METHOD
 
 
 def series(store: Store, gpu: str) -> tuple[list[StoredRun], list[Series]]:
-    """The GPU's runs in measurement order, and every case's series over them."""
+    """The GPU's runs in measurement order, and every case's series over its clean runs (a run
+    of a dirty work tree is left out: its code is not the commit's)."""
     runs = store.runs(gpu)
     position = {r.run_id: i for i, r in enumerate(runs)}
+    dirty = np.array([bool(r.dirty) for r in runs], dtype=bool)
     table = store.case_table(gpu)
     out: list[Series] = []
     case_ids = table["case_id"]
@@ -169,8 +171,9 @@ def series(store: Store, gpu: str) -> tuple[list[StoredRun], list[Series]]:
             if np.isfinite(ratio).any()
             else ("median_s", table["median_s"][s:e].astype(float))
         )
-        ok = np.isfinite(vals)
         pos = np.array([position[int(r)] for r in table["run_id"][s:e]], dtype=int)
+        # a dirty run measured uncommitted code: it is stored and drawn, never part of a series
+        ok = np.isfinite(vals) & ~dirty[pos]
         out.append(Series(gpu, str(case_ids[s]), metric, pos[ok], vals[ok]))
     return runs, out
 

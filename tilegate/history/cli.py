@@ -8,19 +8,26 @@ corrupt or locked store). Nothing here measures a regression, so nothing exits 1
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tilegate.crash import guarded
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.fileio import read_json
 from tilegate.history import changepoints as cpmod
-from tilegate.history.store import DEFAULT_LOCK_TIMEOUT_S, DEFAULT_STORE, Judged, open_store
+from tilegate.history.store import (
+    DEFAULT_LOCK_TIMEOUT_S,
+    DEFAULT_STORE,
+    Judged,
+    Links,
+    open_store,
+)
 from tilegate.history.verdicts import baseline_for, judge, read_verdicts
-from tilegate.results import Run, load_results
+from tilegate.judge.results import Run, load_results
+from tilegate.run.crash import guarded
 
 DEFAULT_DASHBOARD = Path(".perf/dashboard.html")
 
@@ -54,10 +61,43 @@ def _loaded(paths: Sequence[Path], args: argparse.Namespace) -> list[tuple[Run, 
     return out
 
 
+def github_links(env: Mapping[str, str]) -> Links:
+    """The repository and this workflow run's URLs from GitHub Actions' variables (any host:
+    GITHUB_SERVER_URL is github.com or a GitHub Enterprise server); none outside Actions."""
+    server = env.get("GITHUB_SERVER_URL", "").rstrip("/")
+    repo = env.get("GITHUB_REPOSITORY", "")
+    if not server or not repo:
+        return Links()
+    run_id = env.get("GITHUB_RUN_ID")
+    attempt = env.get("GITHUB_RUN_ATTEMPT")
+    run = f"{server}/{repo}/actions/runs/{run_id}" if run_id else None
+    if run and attempt:
+        run += f"/attempts/{attempt}"
+    return Links(f"{server}/{repo}", run)
+
+
+def _url(text: str | None, option: str) -> str | None:
+    if not text:
+        return None
+    if not text.startswith(("https://", "http://")):
+        raise InputError(f"{option} {text!r} is not an http(s) URL")
+    return text.rstrip("/")
+
+
+def _links(args: argparse.Namespace, paths: Sequence[Path]) -> dict[Path, Links]:
+    """--repo-url / --run-url, else GitHub Actions' variables (the run URL only for one file: an
+    import of many files was not measured by this run)."""
+    from_env = github_links(os.environ)
+    repo = _url(args.repo_url, "--repo-url") or from_env.repo_url
+    run = _url(args.run_url, "--run-url") or (from_env.run_url if len(paths) == 1 else None)
+    return {p: Links(repo, run) for p in paths}
+
+
 def _add(paths: Sequence[Path], args: argparse.Namespace) -> int:
     runs = _loaded(paths, args)
+    links = _links(args, [r.path for r, _ in runs])
     with open_store(args.store, write=True, lock_timeout=args.lock_timeout) as store:
-        result = store.add(runs, skip_existing=args.skip_existing)
+        result = store.add(runs, skip_existing=args.skip_existing, links=links)
         total_runs, _ = store.count()
     judged = {str(r.path): bool(j) for r, j in runs}
     many = len(result.added) > 10  # a backfill: one line, not one per run
@@ -167,15 +207,23 @@ def _previous_run(store: Any) -> int | None:
 def _cmd_dashboard(args: argparse.Namespace) -> int:
     from tilegate.history.dashboard import write_dashboard
 
-    with open_store(args.store, lock_timeout=args.lock_timeout) as store:
-        info = write_dashboard(
-            store,
-            Path(args.out),
-            method=_method(args),
-            baselines=Path(args.baselines) if args.baselines else None,
-        )
+    out = Path(args.out)
+    try:
+        with open_store(args.store, lock_timeout=args.lock_timeout) as store:
+            info = write_dashboard(
+                store,
+                out,
+                method=_method(args),
+                baselines=Path(args.baselines) if args.baselines else None,
+                repo_url=_url(args.repo_url, "--repo-url") or github_links(os.environ).repo_url,
+            )
+    except BaseException:
+        # A page left from an earlier run would look like this run's: remove it.
+        out.unlink(missing_ok=True)
+        _err(f"no page written ({out} removed if it was there)")
+        raise
     print(
-        f"wrote {args.out} ({info.size_bytes / 1e6:.2f} MB; {info.runs} runs, {info.cases} cases, "
+        f"page: {out} ({info.size_bytes / 1e6:.2f} MB; {info.runs} runs, {info.cases} cases, "
         f"{info.change_points} change points, {len(info.gpus)} GPU(s)); open it in a browser, no server needed"
     )
     return EXIT_OK
@@ -224,6 +272,21 @@ def _adding(p: argparse.ArgumentParser) -> None:
         "--skip-existing",
         action="store_true",
         help="skip runs already stored instead of refusing them (a run is GPU + commit + datetime + profile)",
+    )
+    _repo_url(p)
+    p.add_argument(
+        "--run-url",
+        metavar="URL",
+        help="the CI run that measured it (default in GitHub Actions: this run, for one file)",
+    )
+
+
+def _repo_url(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--repo-url",
+        metavar="URL",
+        help="the repository's web URL, for commit links (default in GitHub Actions: "
+        "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY)",
     )
 
 
@@ -312,6 +375,7 @@ def build(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="tolerance bands for runs stored without verdicts come from DIR/<gpu-slug>.json (default: %(default)s)",
     )
+    _repo_url(p)
     p.set_defaults(func=_guarded(_cmd_dashboard))
 
     p = sub.add_parser("prune", help="keep only the latest N runs of each GPU")

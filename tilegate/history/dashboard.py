@@ -1,14 +1,18 @@
 """The dashboard: one self-contained static HTML page of the history (no server, no CDN).
 
-The page is `assets/dashboard.html` with the CSS, the JS (hand-written, canvas charts) and the
-data inlined. The data is one JSON object, columnar and rounded so that 1,000 runs x 96 cases
-stay well under 5 MB:
+The page is `assets/dashboard.html` with the CSS, the page's JS (`assets/dashboard.js`), the
+charting library (Plotly's own plotly.min.js, from the `plotly` Python package's
+`plotly.offline.get_plotlyjs()`) and the data inlined. The library and the data are gzipped and
+base64-encoded (`<script type="application/gzip+base64">`; the browser's DecompressionStream
+unpacks them), which keeps 1,000 runs x 100 cases under 5 MB. The data is one JSON object,
+columnar and rounded:
 
     {"version": 1, "generated": ISO, "store": path, "method": {...},
      "gpus": [{"slug", "name",
                "runs": {"id": [...], "commit": [...], "when": [...], "profile": [...],
                         "triton": [...], "torch": [...], "driver": [...], "cuda": [...],
-                        "dirty": [...], "throttled": [...]},
+                        "dirty": [...], "throttled": [...], "M": [...], "N": [...],
+                        "repo": [repository URL per run or null], "url": [CI run URL or null]},
                "cases": [{"id", "variant", "dtype", "layout", "K", "twin", "metric",
                           "v": [value per run or null],   # ratio to reference (4 decimals) or median us
                           "med", "q1", "q3": [us per run or null],
@@ -23,7 +27,10 @@ stay well under 5 MB:
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import functools
+import gzip
 import html
 import json
 import math
@@ -36,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_text
 from tilegate.history import changepoints as cpmod
 from tilegate.history.store import Judged, Store, StoredRun
@@ -92,7 +100,11 @@ def _rle(values: Sequence[tuple[float | None, float | None] | None]) -> list[lis
 
 
 def _gpu_data(
-    store: Store, gpu: str, method: cpmod.Method, fallback: dict[str, Judged]
+    store: Store,
+    gpu: str,
+    method: cpmod.Method,
+    fallback: dict[str, Judged],
+    repo_url: str | None = None,
 ) -> tuple[dict[str, Any], int]:
     runs, series = cpmod.series(store, gpu)
     n = len(runs)
@@ -181,14 +193,14 @@ def _gpu_data(
     data = {
         "slug": gpu,
         "name": runs[-1].gpu_name if runs else gpu,
-        "runs": _runs(runs),
+        "runs": _runs(runs, repo_url),
         "cases": cases,
         "pairs": _pairs(cases, rt_of, n),
     }
     return data, len(cps)
 
 
-def _runs(runs: Sequence[StoredRun]) -> dict[str, list[Any]]:
+def _runs(runs: Sequence[StoredRun], repo_url: str | None) -> dict[str, list[Any]]:
     return {
         "id": [r.run_id for r in runs],
         "commit": [r.commit for r in runs],
@@ -200,6 +212,11 @@ def _runs(runs: Sequence[StoredRun]) -> dict[str, list[Any]]:
         "cuda": [r.cuda for r in runs],
         "dirty": [bool(r.dirty) for r in runs],
         "throttled": [bool(r.throttled) for r in runs],
+        "M": [r.M for r in runs],
+        "N": [r.N for r in runs],
+        # the URL stored with the run (where it was measured), else the page's --repo-url
+        "repo": [r.repo_url or repo_url for r in runs],
+        "url": [r.run_url for r in runs],
     }
 
 
@@ -241,6 +258,7 @@ def build_data(
     method: cpmod.Method = cpmod.DEFAULT_METHOD,
     baselines: Path | None = None,
     now: dt.datetime | None = None,
+    repo_url: str | None = None,
 ) -> tuple[dict[str, Any], int]:
     """The page's data object, and how many change points it holds."""
     gpus = []
@@ -248,13 +266,13 @@ def build_data(
     for gpu in store.gpus():
         path = baselines / f"{gpu}.json" if baselines is not None else None
         fallback = baseline_levels(path) if path is not None and path.is_file() else {}
-        data, cps = _gpu_data(store, gpu, method, fallback)
+        data, cps = _gpu_data(store, gpu, method, fallback, repo_url)
         gpus.append(data)
         total_cps += cps
     when = (now or dt.datetime.now(dt.timezone.utc)).isoformat(timespec="seconds")
     return (
         {
-            "version": 1,
+            "version": 2,
             "generated": when,
             "store": str(store.path),
             "method": {
@@ -272,21 +290,51 @@ def _asset(name: str) -> str:
     return resources.files("tilegate.history").joinpath("assets", name).read_text("utf-8")
 
 
+def _packed(text: str) -> str:
+    """gzip + base64: what `<script type="application/gzip+base64">` holds (the page unpacks it)."""
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)).decode(
+        "ascii"
+    )
+
+
+def unpack(text: str) -> str:
+    """The inverse of `_packed` (tests and tools read the page's data with it)."""
+    return gzip.decompress(base64.b64decode(text)).decode("utf-8")
+
+
+@functools.cache
+def plotly_js() -> tuple[str, str]:
+    """(version, plotly.min.js packed). The `history` extra installs plotly; the page needs no
+    network, so the library goes into it."""
+    try:
+        import plotly
+        from plotly.offline import get_plotlyjs
+    except ImportError as err:
+        raise InputError(
+            f"the dashboard draws its charts with Plotly, which is not installed here ({err}): "
+            "`pip install 'tilegate[history]'` (or the `history` dependency group)"
+        ) from err
+    return str(plotly.__version__), _packed(get_plotlyjs())
+
+
 def render(data: dict[str, Any]) -> str:
-    """The page as one HTML string: template + inline CSS + inline JS + inline JSON data."""
-    # "<" only occurs inside JSON strings, where \u003c means the same: no "</script>" or
-    # "<!--" can end or confuse the script element that holds the data.
-    payload = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
+    """The page as one HTML string: template + inline CSS + JS + the library and the data."""
+    # base64 has no "<", so nothing inside the data or the library can end its script element.
+    version, library = plotly_js()
     title = "tilegate history: " + (", ".join(g["slug"] for g in data["gpus"]) or "empty")
     parts = {
         "TITLE": html.escape(title),
         "CSS": _asset("dashboard.css"),
         "JS": _asset("dashboard.js"),
-        "DATA": payload,
+        "PLOTLY": library,
+        "PLOTLY_VERSION": html.escape(version),
+        "DATA": _packed(json.dumps(data, separators=(",", ":"), allow_nan=False)),
     }
     # One pass, so that nothing inserted is scanned for markers again.
     return re.sub(
-        r"<!--(TITLE|CSS|JS|DATA)-->", lambda m: parts[m.group(1)], _asset("dashboard.html")
+        r"<!--(TITLE|CSS|JS|PLOTLY_VERSION|PLOTLY|DATA)-->",
+        lambda m: parts[m.group(1)],
+        _asset("dashboard.html"),
     )
 
 
@@ -296,8 +344,9 @@ def write_dashboard(
     *,
     method: cpmod.Method = cpmod.DEFAULT_METHOD,
     baselines: Path | None = None,
+    repo_url: str | None = None,
 ) -> Written:
-    data, cps = build_data(store, method, baselines)
+    data, cps = build_data(store, method, baselines, repo_url=repo_url)
     text = render(data)
     atomic_write_text(out, text)
     runs, _ = store.count()

@@ -1,11 +1,12 @@
 """The history store: an embedded DuckDB database file of measured runs, appended, never rewritten.
 
-Schema version 1 (docs/history.md has the column meanings)::
+Schema version 2 (docs/history.md has the column meanings; a version-1 store gains the two link
+columns the first time a command writes to it, and reads as NULL links until then)::
 
     meta(key PRIMARY KEY, value)          -- schema_version, created_by, created_at
     runs(run_id PRIMARY KEY, gpu, gpu_name, commit, datetime, measured_at, profile, mode, dirty,
          triton, torch, python, driver, cuda, harness_version, M, N, throttled, source, added_at,
-         UNIQUE (gpu, commit, datetime, profile))
+         repo_url, run_url, UNIQUE (gpu, commit, datetime, profile))
     cases(run_id -> runs, case_id, position, variant, dtype, layout, K, twin, n_samples,
           median_s, q1_s, q3_s, ratio_to_torch, ratio_to_twin, code_hash,
           verdict, tolerance, base_median_s, base_ratio_to_torch, PRIMARY KEY (run_id, case_id))
@@ -38,9 +39,10 @@ from filelock import FileLock, Timeout
 
 from tilegate import __version__
 from tilegate.errors import InputError
-from tilegate.results import Run
+from tilegate.judge.results import Run
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+_READS = (1, 2)  # version 1: the same without runs.repo_url / runs.run_url
 DEFAULT_STORE = Path(".perf/history.duckdb")
 DEFAULT_LOCK_TIMEOUT_S = 120.0
 
@@ -71,6 +73,8 @@ CREATE TABLE runs (
     throttled BOOLEAN,
     source VARCHAR,
     added_at TIMESTAMP NOT NULL,
+    repo_url VARCHAR,
+    run_url VARCHAR,
     UNIQUE (gpu, commit, datetime, profile)
 );
 CREATE TABLE cases (
@@ -118,7 +122,10 @@ _RUN_COLUMNS = (
     "throttled",
     "source",
     "added_at",
+    "repo_url",
+    "run_url",
 )
+_LINK_COLUMNS = ("repo_url", "run_url")  # added by schema version 2
 CASE_COLUMNS = (
     "run_id",
     "case_id",
@@ -174,6 +181,8 @@ class StoredRun:
     throttled: bool | None
     source: str | None
     added_at: dt.datetime
+    repo_url: str | None = None  # e.g. https://github.com/owner/repo: commit links
+    run_url: str | None = None  # the CI run that measured it
 
     @property
     def identity(self) -> str:
@@ -227,6 +236,15 @@ def _quartiles(samples: Sequence[float]) -> tuple[float, float]:
 
 
 @dataclass(frozen=True)
+class Links:
+    """Where a run's commit and CI run are on the web (both optional; forks and other hosts set
+    their own)."""
+
+    repo_url: str | None = None
+    run_url: str | None = None
+
+
+@dataclass(frozen=True)
 class AddResult:
     added: tuple[StoredRun, ...]
     skipped: tuple[str, ...]  # identities already stored (only with skip_existing)
@@ -235,10 +253,17 @@ class AddResult:
 class Store:
     """An open history store. Get one with `open_store`; it is valid inside that `with` block."""
 
-    def __init__(self, path: Path, con: duckdb.DuckDBPyConnection, writable: bool) -> None:
+    def __init__(
+        self,
+        path: Path,
+        con: duckdb.DuckDBPyConnection,
+        writable: bool,
+        version: int = SCHEMA_VERSION,
+    ) -> None:
         self.path = path
         self._con = con
         self._writable = writable
+        self._version = version
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -251,8 +276,11 @@ class Store:
     def runs(self, gpu: str | None = None) -> list[StoredRun]:
         """Stored runs in measurement order (measured_at, then run id), optionally of one GPU."""
         where = "WHERE gpu = ?" if gpu else ""
+        cols = [
+            f"NULL AS {c}" if c in _LINK_COLUMNS and self._version < 2 else c for c in _RUN_COLUMNS
+        ]
         rows = self._query(
-            f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs {where} ORDER BY measured_at, run_id",
+            f"SELECT {', '.join(cols)} FROM runs {where} ORDER BY measured_at, run_id",
             [gpu] if gpu else [],
         )
         return [StoredRun(*r) for r in rows]
@@ -311,12 +339,14 @@ class Store:
         *,
         skip_existing: bool = False,
         now: dt.datetime | None = None,
+        links: Mapping[Path, Links] | None = None,
     ) -> AddResult:
         """Append runs (each with its per-case judgements) in one transaction.
 
         A run already stored (same identity) is an InputError naming it, and nothing is added;
         with `skip_existing` it is skipped and listed instead. Two runs of the same identity in
-        one call are refused too.
+        one call are refused too. `links` (by results path) gives runs their repository and CI
+        run URLs.
         """
         if not self._writable:
             raise AssertionError("store opened read-only")
@@ -347,7 +377,8 @@ class Store:
         try:
             self._con.execute("BEGIN TRANSACTION")
             for run, judged, ident in todo:
-                added.append(self._insert(run, judged, ident, stamp))
+                link = (links or {}).get(run.path, Links())
+                added.append(self._insert(run, judged, ident, stamp, link))
             self._con.execute("COMMIT")
         except BaseException as err:
             self._rollback()
@@ -412,6 +443,7 @@ class Store:
         judged: Mapping[str, Judged],
         ident: tuple[str, str, str, str],
         stamp: dt.datetime,
+        link: Links = Links(),
     ) -> StoredRun:
         env = run.env
         gpu, commit, when, profile = ident
@@ -440,6 +472,8 @@ class Store:
             env.throttled,
             str(run.path),
             stamp,
+            link.repo_url,
+            link.run_url,
         )
         row = self._con.execute(
             f"INSERT INTO runs ({', '.join(_RUN_COLUMNS[1:])}) VALUES ({', '.join('?' * len(values))}) "
@@ -480,7 +514,7 @@ class Store:
         return stored
 
 
-def _check_schema(path: Path, con: duckdb.DuckDBPyConnection) -> None:
+def _check_schema(path: Path, con: duckdb.DuckDBPyConnection) -> int:
     try:
         tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
         version = (
@@ -498,11 +532,30 @@ def _check_schema(path: Path, con: duckdb.DuckDBPyConnection) -> None:
             f"history store {path} is a DuckDB database but not a tilegate history store (tables: "
             f"{', '.join(sorted(tables)) or 'none'}). It was not changed; point --store at another file."
         )
-    if version[0] != str(SCHEMA_VERSION):
+    if version[0] not in {str(v) for v in _READS}:
         raise InputError(
-            f"history store {path} has schema_version {version[0]}; this tilegate reads version "
-            f"{SCHEMA_VERSION}. Use the tilegate that wrote it."
+            f"history store {path} has schema_version {version[0]}; this tilegate reads versions "
+            f"{', '.join(map(str, _READS))}. Use the tilegate that wrote it."
         )
+    return int(version[0])
+
+
+def _upgrade(path: Path, con: duckdb.DuckDBPyConnection) -> None:
+    """Version 1 -> 2 in one transaction: the two link columns (NULL for the runs already stored)."""
+    try:
+        con.execute("BEGIN TRANSACTION")
+        for col in _LINK_COLUMNS:
+            con.execute(f"ALTER TABLE runs ADD COLUMN {col} VARCHAR")
+        con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
+        con.execute("COMMIT")
+        con.execute("CHECKPOINT")
+    except duckdb.Error as err:
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        raise InputError(
+            f"history store {path}: could not upgrade it to schema version {SCHEMA_VERSION} ({err}); "
+            "it was not changed"
+        ) from err
 
 
 @contextmanager
@@ -543,8 +596,11 @@ def open_store(
         try:
             if new:
                 _create(p, con)
-            _check_schema(p, con)
-            yield Store(p, con, write)
+            version = _check_schema(p, con)
+            if write and version < SCHEMA_VERSION:
+                _upgrade(p, con)
+                version = SCHEMA_VERSION
+            yield Store(p, con, write, version)
         finally:
             con.close()
     finally:

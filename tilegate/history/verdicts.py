@@ -1,7 +1,7 @@
 """The gate's verdict per case, for the history: from a baseline, or from a verdicts file.
 
-This module is the only place the history calls the gate (`tilegate.verdict.compare`,
-`tilegate.baseline.load_baseline`, the crossover rule): when the gate's API moves, only these
+This module is the only place the history calls the gate (`tilegate.judge.verdict.compare`,
+`tilegate.judge.baseline.load_baseline`, the crossover rule): when the gate's API moves, only these
 functions follow it.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from tilegate.errors import InputError
 from tilegate.fileio import read_json
 from tilegate.history.store import Judged
-from tilegate.results import Run
+from tilegate.judge.results import Run
 
 
 def judge(run: Run, baseline_path: Path | None) -> dict[str, Judged]:
@@ -25,8 +25,8 @@ def judge(run: Run, baseline_path: Path | None) -> dict[str, Judged]:
     """
     if baseline_path is None:
         return {}
-    from tilegate.baseline import load_baseline
-    from tilegate.verdict import compare
+    from tilegate.judge.baseline import load_baseline
+    from tilegate.judge.verdict import compare
 
     baseline = load_baseline(baseline_path)
     cmp = compare(run, baseline, allow_missing=True)
@@ -40,7 +40,7 @@ def judge(run: Run, baseline_path: Path | None) -> dict[str, Judged]:
 
 def _levels(baseline: Any) -> dict[str, Judged]:
     """Per baseline row: its tolerance, median, and ratio to its reference (no verdict)."""
-    from tilegate.verdict import base_ratio_to_reference
+    from tilegate.judge.verdict import base_ratio_to_reference
 
     references = tuple(baseline.policy.reference_variants)
     out: dict[str, Judged] = {}
@@ -86,13 +86,13 @@ def baseline_for(run: Run, baseline: Path | None, baselines_dir: Path | None) ->
 def baseline_levels(path: Path) -> dict[str, Judged]:
     """Tolerance and levels of every row of a baseline (no verdicts): the page's band where a
     run was stored without one."""
-    from tilegate.baseline import load_baseline
+    from tilegate.judge.baseline import load_baseline
 
     return _levels(load_baseline(path))
 
 
 def crossover(ratios: dict[int, float]) -> int | None:
     """The gate's crossover K: the smallest K where cross-tile stops winning (ratio >= 1)."""
-    from tilegate.crosstile import CrossTilePair
+    from tilegate.judge.crosstile import CrossTilePair
 
     return CrossTilePair.crossover(ratios)
