@@ -54,7 +54,9 @@ def install() -> bool:
         if op not in arith or lhs.dtype.scalar != tl.bfloat16 or rhs.dtype.scalar != tl.bfloat16:
             return binary_op(self, lhs, rhs, op)
         lo, hi = tl.bfloat16, tl.float32
-        f32 = [interpreter._convert_float(x.data, lo, hi, None).view(np.float32) for x in (lhs, rhs)]
+        f32 = [
+            interpreter._convert_float(x.data, lo, hi, None).view(np.float32) for x in (lhs, rhs)
+        ]
         out = interpreter._convert_float(op(*f32).astype(np.float32), hi, lo, None)
         return interpreter.TensorHandle(out.view(np.uint16), lo)
 

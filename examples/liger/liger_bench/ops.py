@@ -229,7 +229,7 @@ def rel_error(out: Output, ref: Output) -> float:
     if len(outs) != len(refs):
         return float("inf")
     errs = []
-    for o, r in zip(outs, refs):
+    for o, r in zip(outs, refs, strict=True):
         if o is None or tuple(o.shape) != tuple(r.shape):
             return float("inf")
         o, r = o.detach(), r.detach()  # Liger returns some grads as views of its leaves
@@ -298,7 +298,14 @@ PROFILES: dict[str, list[dict[str, Any]]] = {
         for h in (8192, 14336)
     ]
     + [
-        {"op": "flce", "pass": "fwd_bwd", "dtype": "bf16", "tokens": t, "hidden": 4096, "vocab": 128256}
+        {
+            "op": "flce",
+            "pass": "fwd_bwd",
+            "dtype": "bf16",
+            "tokens": t,
+            "hidden": 4096,
+            "vocab": 128256,
+        }
         for t in (4096, 8192)
     ],
 }

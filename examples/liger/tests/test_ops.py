@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-
 from liger_bench import ops
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"

@@ -33,11 +33,16 @@ class AliasFinder(importlib.abc.MetaPathFinder):
         if fullname != self.alias and not fullname.startswith(self.alias + "."):
             return None
         rel = Path(*fullname.split(".")[1:])
-        for file, pkg in ((self.root / rel / "__init__.py", True), (self.root / f"{rel}.py", False)):
+        for file, pkg in (
+            (self.root / rel / "__init__.py", True),
+            (self.root / f"{rel}.py", False),
+        ):
             if file.is_file():
                 loader = _Rewriting(fullname, str(file), self.alias)
                 spec = importlib.util.spec_from_file_location(
-                    fullname, file, loader=loader,
+                    fullname,
+                    file,
+                    loader=loader,
                     submodule_search_locations=[str(file.parent)] if pkg else None,
                 )
                 return spec
@@ -77,17 +82,22 @@ def main(other: str) -> None:
         from liger_bench import interpreter
 
         interpreter.install()
-    import liger_kernel.transformers.functional  # noqa: F401
     from importlib.metadata import version
+
+    import liger_kernel.transformers.functional  # noqa: F401
 
     load_alias(Path(other))
     a, b = sys.modules[NAME], sys.modules["liger_kernel_b"]
     print(f"a: {a.__file__} ({version(NAME)})\nb: {b.__file__}")
     # A module of one copy loaded from the other's files would be a silent mix.
     mixed = [
-        n for n, m in sys.modules.items()
+        n
+        for n, m in sys.modules.items()
         if n.split(".")[0] in (NAME, "liger_kernel_b")
-        and (str(Path(other)) in str(getattr(m, "__file__", None) or list(getattr(m, "__path__", []))))
+        and (
+            str(Path(other))
+            in str(getattr(m, "__file__", None) or list(getattr(m, "__path__", [])))
+        )
         != n.startswith("liger_kernel_b")
     ]
     count = sum(n.split(".")[0] == "liger_kernel_b" for n in sys.modules)
@@ -101,17 +111,18 @@ def main(other: str) -> None:
             if interpret:
                 print(f"{mod}.{name}: distinct objects {not same_obj}, module {fb.fn.__module__}")
             else:
-                print(f"{mod}.{name}: {fb.__module__}, key equal {fa.cache_key == fb.cache_key}, "
-                      f"source equal {fa.src == fb.src}")
+                print(
+                    f"{mod}.{name}: {fb.__module__}, key equal {fa.cache_key == fb.cache_key}, "
+                    f"source equal {fa.src == fb.src}"
+                )
     if interpret:
         _run_both()
 
 
 def _run_both() -> None:
     """Each op x pass through both copies on the same inputs, both against the reference."""
-    from triton.runtime.interpreter import InterpretedFunction
-
     from liger_bench import ops
+    from triton.runtime.interpreter import InterpretedFunction
 
     launched: list[str] = []
     run = InterpretedFunction.run
