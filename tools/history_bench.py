@@ -4,13 +4,16 @@
         `history add` of one default-profile results file (96 cases, the real per-run round
         counts 300-1900) into a fresh store and into one holding 60 runs: wall time per command.
     PYTHONPATH=. python tools/history_bench.py page --out .perf/history-bench [--runs 1000]
-        a store of N distinct synthetic runs x 96 cases, then `history dashboard`: wall time, size.
+        a store of N distinct synthetic runs x 96 cases, then `history dashboard`: wall time, size;
+        then headless Chromium until every chart is drawn (wall time of the browser process, and
+        of the same browser on an empty page: the difference is the page's load and draw).
     PYTHONPATH=. python tools/history_bench.py aa --out .perf/history-bench [--seeds 20]
         false alarms on A/A histories (60 commits x 96 cases, nothing changes) and how many
         runs after a step of 3 %, 1 % and 0.6 % it takes to be reported.
     PYTHONPATH=. python tools/history_bench.py demo --out .perf/history-demo [--chromium PATH]
         the demo history (a +3 % step with a Triton change, a cross-tile slowdown at large K that
-        moves the crossover), its page, and a screenshot of it (docs/img/dashboard.png).
+        moves the crossover), its page, and screenshots of the overview and of one case at 1280
+        and 1920 px (docs/img/dashboard-{overview,case}-{1280,1920}.png).
 
 Every run is SYNTHETIC, resampled from the real H200 baseline (tests/_synthetic_history.py).
 Times are wall-clock of the whole command (`python -m tilegate.history ...`: interpreter start,
@@ -74,7 +77,7 @@ def bench_add(out: Path, repeat: int) -> None:
     )
 
 
-def bench_page(out: Path, runs: int, repeat: int) -> None:
+def bench_page(out: Path, runs: int, repeat: int, chromium: str | None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     d = out / f"history-{runs}"
     if not (d / "history.duckdb").exists():
@@ -90,6 +93,42 @@ def bench_page(out: Path, runs: int, repeat: int) -> None:
     print(
         f"- page for {runs} runs x 96 cases: median {statistics.median(times):.2f} s of {repeat}, {page.stat().st_size / 1e6:.2f} MB"
     )
+    if chromium:
+        empty = out / "empty.html"
+        empty.write_text("<!doctype html><body data-drawn=x></body>")
+        base = [_browse(chromium, empty, out)[0] for _ in range(repeat)]
+        shown = [_browse(chromium, page, out) for _ in range(repeat)]
+        bodies = [dom[dom.find("<body") : dom.find(">", dom.find("<body"))] for _, dom in shown]
+        assert all('data-drawn="overview' in b and "data-errors" not in b for b in bodies), bodies
+        wall = statistics.median(t for t, _ in shown)
+        print(
+            f"- headless Chromium until every chart is drawn: median {wall:.2f} s of {repeat} "
+            f"(the same browser on an empty page: {statistics.median(base):.2f} s; difference "
+            f"{wall - statistics.median(base):.2f} s)"
+        )
+
+
+def _browse(chromium: str, page: Path, out: Path, *extra: str) -> tuple[float, str]:
+    """Wall time of a headless Chromium that dumps the page once its scripts are idle."""
+    profile = out / "chromium-profile"
+    shutil.rmtree(profile, ignore_errors=True)
+    t = time.perf_counter()
+    done = subprocess.run(
+        [
+            chromium,
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={profile}",
+            "--virtual-time-budget=30000",
+            "--window-size=1280,1000",
+            *extra,
+            "--dump-dom",
+            page.resolve().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return time.perf_counter() - t, done.stdout
 
 
 def _points(directory: Path, **kwargs: object) -> list[object]:
@@ -155,21 +194,24 @@ def demo(out: Path, chromium: str | None) -> Path:
     _cmd("dashboard", "--store", str(store), "--out", str(page))
     print(f"- demo page: {page}")
     if chromium:
-        shot = out / "dashboard.png"
-        subprocess.run(
-            [
-                chromium,
-                *CHROMIUM_FLAGS,
-                f"--user-data-dir={out / 'chromium-profile'}",
-                "--window-size=1400,1900",
-                "--virtual-time-budget=10000",
-                f"--screenshot={shot}",
-                page.resolve().as_uri() + f"#case={STEPPED[0]}",
-            ],
-            check=True,
-            capture_output=True,
-        )
-        print(f"- screenshot: {shot}")
+        views = {"overview": "", "case": f"#case={STEPPED[0]}&only=run,case,xtile"}
+        for name, fragment in views.items():
+            for width in (1280, 1920):
+                shot = out / f"dashboard-{name}-{width}.png"
+                subprocess.run(
+                    [
+                        chromium,
+                        *CHROMIUM_FLAGS,
+                        f"--user-data-dir={out / 'chromium-profile'}",
+                        f"--window-size={width},{1300 if name == 'case' else 1600}",
+                        "--virtual-time-budget=10000",
+                        f"--screenshot={shot}",
+                        page.resolve().as_uri() + fragment,
+                    ],
+                    check=True,
+                    capture_output=True,
+                )
+                print(f"- screenshot: {shot}")
     return page
 
 
@@ -185,7 +227,7 @@ def main() -> None:
     if args.what == "add":
         bench_add(args.out, args.repeat)
     elif args.what == "page":
-        bench_page(args.out, args.runs, args.repeat)
+        bench_page(args.out, args.runs, args.repeat, args.chromium)
     elif args.what == "aa":
         bench_aa(args.out, args.seeds)
     else:
