@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -98,3 +99,80 @@ def load(path: Path, package: str) -> ModuleType:
     if not hasattr(module, "VARIANTS"):
         raise InputError(f"the A/B base's kernels ({path}) have no VARIANTS registry")
     return module
+
+
+# --- variant identity across the change ------------------------------------------------------
+
+
+def _switches(variant: Any) -> tuple[Any, ...] | None:
+    """(plan function, switches but the name, family, twin) of a Triton variant; None otherwise."""
+    plan = getattr(variant, "plan", None)
+    func, keywords = getattr(plan, "func", None), getattr(plan, "keywords", None)
+    if func is None or keywords is None:
+        return None
+    switches = tuple(sorted((k, repr(v)) for k, v in keywords.items() if k != "variant"))
+    where = (getattr(func, "__module__", "").rsplit(".", 1)[-1], func.__qualname__)
+    return (where, switches, getattr(variant, "family", None))
+
+
+def _twin(variant: Any) -> str | None:
+    return getattr(variant, "twin_of", None) or getattr(variant, "xtile_twin_of", None)
+
+
+def renames(base: Mapping[str, Any], head: Mapping[str, Any]) -> dict[str, str]:
+    """{head name: base name} for every variant the head renamed.
+
+    A rename is what the registry says (`Variant.renamed_from`), or a base-only and a head-only
+    variant of the same family, plan, switches and twin (one of each: no guessing between two).
+    A base variant absent from the head and not renamed is removed (the gate fails it while the
+    baseline still holds its rows or expectations: tilegate.judge.verdict).
+    """
+    out: dict[str, str] = {}
+    for name, variant in head.items():
+        if name in base:
+            continue
+        for old in getattr(variant, "renamed_from", ()) or ():
+            if old in base and old not in head and old not in out.values():
+                out[name] = old
+                break
+    base_only = [n for n in base if n not in head and n not in out.values()]
+    head_only = [n for n in head if n not in base and n not in out]
+    for name in head_only:
+        key = _switches(head[name])
+        if key is None:
+            continue
+        twin = _twin(head[name])
+        same = [
+            n
+            for n in base_only
+            if _switches(base[n]) == key
+            and {v: k for k, v in out.items()}.get(_twin(base[n]), _twin(base[n]))
+            == twin
+        ]
+        if len(same) == 1 and not any(_switches(head[o]) == key for o in head_only if o != name):
+            out[name] = same[0]
+            base_only.remove(same[0])
+    return out
+
+
+def paired_base(base: Mapping[str, Any], head: Mapping[str, Any]) -> dict[str, Any]:
+    """The base's variants keyed by the head's names: a renamed variant under its new name."""
+    moved = renames(base, head)
+    paired = {n: v for n, v in base.items() if n not in moved.values()}
+    paired.update({new: base[old] for new, old in moved.items()})
+    return paired
+
+
+def registry_facts(
+    head: Mapping[str, Any], base: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """What the results file records about the head's registry: every name (a baseline row of
+    a variant not in it was removed, not left out), and the renames {new: [old, ...]}."""
+    renamed: dict[str, list[str]] = {}
+    for name, variant in head.items():
+        for old in getattr(variant, "renamed_from", ()) or ():
+            renamed.setdefault(name, []).append(old)
+    for new, old in renames(base or {}, head).items():
+        if old not in renamed.setdefault(new, []):
+            renamed[new].append(old)
+    return {"registry": list(head), "renamed": renamed}

@@ -18,21 +18,63 @@ lines are dropped), so a base commit materialised elsewhere, or a comment that s
 down the file, is still "the same code". A variant that launches no Triton kernel (the torch
 reference) is identified by torch's version: the same on both sides of an A/B run.
 
+The case's identity is wider than its Triton kernels (`SCHEME`, "case1"): everything the timed
+call runs enters it, conservatively, so that host-side work cannot hide behind an unchanged
+kernel (a `c.zero_()` in the wrapper was "the same compiled code" before):
+
+* every torch op the call dispatches (a `TorchDispatchMode`: op name, shapes, dtypes, strides);
+* on a GPU, every kernel the call launches as the CUDA profiler sees it (torch.profiler / Kineto:
+  name and grid of memsets, copies, cuBLAS and Triton kernels alike);
+* the host code: a hash of the source of every module of the kernels package the call's
+  kernels come from, comments and docstrings dropped (an AST dump): a comment moves nothing.
+
+Compiled Triton code is hashed from its TTIR (locations dropped) and the compile options, not
+from its SASS: on sm_90 Triton 3.6's warp-specialization pass assigns the mbarriers of
+`tma_ws_persistent` in an order that changes from one process to the next (TTIR identical,
+TTGIR and SASS with two barrier offsets swapped), so a fresh Triton cache (TRITON_CACHE_DIR in
+nox) gave a hash the warm default cache did not. The TTIR is what the compiler is given; with
+the same Triton, options and target (both sides of an A/B run: one process) it decides the rest.
+
 Relies on Triton's JIT internals (`JITFunction.run` returning the `CompiledKernel`); tested on
 the CPU under the interpreter (tests/test_identity.py) and on the GPU by every A/B run.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import hashlib
+import json
+import os
 import re
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-KINDS = ("sass", "ptx", "source", "reference")
+PROFILE_ENV = "TILEGATE_IDENTITY_PROFILER"  # "0": no CUDA profiler in the identity (GPU only)
+
+KINDS = ("ttir", "sass", "ptx", "source", "reference")
+SCHEME = "case1"  # the prefix of a whole-case hash: hashes of other schemes are not compared
 _PTX_DEBUG = re.compile(r"^\s*(\.loc|\.file|//).*$|^\s*\.section\s+\.debug.*$", re.M)
+_LOC_DEF = re.compile(r"^#loc.*$", re.M)
+# compile inputs and launch facts of a CompiledKernel's metadata (never paths or its own hash)
+_META = (
+    "num_warps",
+    "num_ctas",
+    "num_stages",
+    "shared",
+    "cluster_dims",
+    "maxnreg",
+    "launch_cooperative_grid",
+    "launch_pdl",
+    "global_scratch_size",
+    "profile_scratch_size",
+    "tmem_size",
+    "enable_fp_fusion",
+    "arch",
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +90,9 @@ class Launch:
 @dataclass
 class Captured:
     launches: list[Launch] = field(default_factory=list)
+    ops: list[str] = field(default_factory=list)  # torch ops dispatched, with their operands
+    kernels: list[str] = field(default_factory=list)  # GPU activity (profiler): name, grid
+    packages: list[str] = field(default_factory=list)  # packages whose kernels were launched
 
 
 @dataclass(frozen=True)
@@ -63,7 +108,8 @@ class Identity:
 
     def marked(self, what: str) -> Identity:
         """This identity with a test-only injection folded in: injected code is changed code."""
-        return Identity("sha256:" + _sha(self.hash, what), f"{self.kind}+injected", self.launches)
+        digest = _sha(self.hash, what)
+        return Identity(f"{SCHEME}:sha256:{digest}", f"{self.kind}+injected", self.launches)
 
 
 def _sha(*parts: Any) -> str:
@@ -80,19 +126,51 @@ def _grid(grid: Any, bound_args: Any = None) -> tuple[int, ...]:
     return tuple(int(g) for g in grid)
 
 
-def _compiled_launch(kernel: Any, grid: Any) -> Launch:
-    """A GPU launch: SASS (or PTX without debug lines) plus what the binary does not hold."""
-    md = kernel.metadata
-    meta = tuple(
-        (k, getattr(md, k))
-        for k in ("num_warps", "num_ctas", "shared", "cluster_dims", "maxnreg")
-        if hasattr(md, k)
+def strip_locations(ir: str) -> str:
+    """MLIR text without its locations (file paths, line numbers): `loc(...)` and `#loc` lines."""
+    ir = _LOC_DEF.sub("", ir)
+    out, i = [], 0
+    while True:
+        j = ir.find(" loc(", i)
+        if j < 0:
+            out.append(ir[i:])
+            return "".join(out)
+        out.append(ir[i:j])
+        depth, k = 0, j + 4
+        while k < len(ir):
+            depth += {"(": 1, ")": -1}.get(ir[k], 0)
+            k += 1
+            if depth == 0:
+                break
+        i = k
+
+
+def _meta(md: Any) -> tuple[tuple[str, Any], ...]:
+    get = md.get if isinstance(md, dict) else lambda k, d=None: getattr(md, k, d)
+    # lists and tuples alike: metadata read back from the cache's JSON holds lists
+    return tuple(
+        (k, repr(tuple(v) if isinstance(v, list) else v))
+        for k in _META
+        if (v := get(k, None)) is not None
     )
+
+
+def compiled_code(kernel: Any) -> tuple[str, str]:
+    """(sha, kind) of a CompiledKernel: its TTIR without locations, else SASS, else PTX."""
     try:
-        code, kind = kernel.asm["sass"], "sass"
-    except Exception:  # no cuobjdump: the PTX is what ptxas assembled, deterministically
-        code, kind = _PTX_DEBUG.sub("", str(kernel.asm["ptx"])), "ptx"
-    return Launch(_sha(kind, code), kind, _grid(grid), meta)
+        code, kind = strip_locations(str(kernel.asm["ttir"])), "ttir"
+    except Exception:
+        try:
+            code, kind = kernel.asm["sass"], "sass"
+        except Exception:  # no cuobjdump: the PTX is what ptxas assembled, deterministically
+            code, kind = _PTX_DEBUG.sub("", str(kernel.asm["ptx"])), "ptx"
+    return _sha(kind, code), kind
+
+
+def _compiled_launch(kernel: Any, grid: Any) -> Launch:
+    """A GPU launch: its TTIR (see the module's docstring) plus grid and launch metadata."""
+    code, kind = compiled_code(kernel)
+    return Launch(code, kind, _grid(grid), _meta(kernel.metadata))
 
 
 def _interpreted_launch(fn: Any, grid: Any, kwargs: dict[str, Any]) -> Launch:
@@ -113,9 +191,16 @@ def capture() -> Iterator[Captured]:
     seen = Captured()
     originals: list[tuple[Any, Callable[..., Any]]] = []
 
+    def package_of(fn: Any) -> None:
+        module = getattr(getattr(fn, "fn", fn), "__module__", None) or ""
+        top = module.split(".", 1)[0]
+        if top and top not in seen.packages:
+            seen.packages.append(top)
+
     def compiled_run(orig: Callable[..., Any]) -> Callable[..., Any]:
         def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
             kernel = orig(self, *args, grid=grid, warmup=warmup, **kwargs)
+            package_of(self)
             if kernel is not None and not warmup:
                 if hasattr(kernel, "result"):  # an async compile
                     kernel = kernel.result()
@@ -127,6 +212,7 @@ def capture() -> Iterator[Captured]:
     def interpreted_run(orig: Callable[..., Any]) -> Callable[..., Any]:
         def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
             if not warmup:
+                package_of(self)
                 seen.launches.append(_interpreted_launch(self, grid, kwargs))
             return orig(self, *args, grid=grid, warmup=warmup, **kwargs)
 
@@ -140,19 +226,157 @@ def capture() -> Iterator[Captured]:
         originals.append((cls, cls.run))
         cls.run = wrap(cls.run)
     try:
-        yield seen
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(_dispatched(seen.ops))
+            profiled = stack.enter_context(_gpu_activity(seen.kernels))
+            yield seen
+        profiled()
     finally:
         for cls, orig in originals:
             cls.run = orig
 
 
-def identity(captured: Captured) -> Identity:
-    """The identity of a captured call; the torch reference (no Triton launch) by torch's version."""
-    if not captured.launches:
+def _operand(x: Any) -> Any:
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return ("T", tuple(x.shape), str(x.dtype), tuple(x.stride()), x.device.type)
+    if isinstance(x, (torch.dtype, torch.device, torch.layout, torch.memory_format)):
+        return str(x)
+    if isinstance(x, (int, float, bool, str, type(None))):
+        return x
+    return type(x).__name__
+
+
+@contextlib.contextmanager
+def _dispatched(ops: list[str]) -> Iterator[None]:
+    """Every torch op dispatched inside the block: name and operands (shapes, dtypes, strides)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            flat, _ = tree_flatten((args, kwargs or {}))
+            ops.append(repr((str(func), tuple(_operand(x) for x in flat))))
+            return func(*args, **(kwargs or {}))
+
+    with Record():
+        yield
+
+
+def _profiling_gpu() -> bool:
+    if os.environ.get("TRITON_INTERPRET") == "1" or os.environ.get(PROFILE_ENV) == "0":
+        return False
+    try:
         import torch
 
-        return Identity("sha256:" + _sha("reference", torch.__version__), "reference", 0)
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+@contextlib.contextmanager
+def _gpu_activity(kernels: list[str]) -> Iterator[Callable[[], None]]:
+    """The GPU's own record of the block (CUDA profiler): each kernel, memset and copy with its
+    grid, in launch order. Yields the function that reads it once the block has ended."""
+    if not _profiling_gpu():
+        yield lambda: None
+        return
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    prof = profile(activities=[ProfilerActivity.CUDA])
+    prof.__enter__()
+    stopped = False
+
+    def read() -> None:
+        nonlocal stopped
+        if not stopped:
+            torch.cuda.synchronize()
+            prof.__exit__(None, None, None)
+            stopped = True
+        events = sorted(
+            (e for e in prof.profiler.kineto_results.events() if _on_gpu(e)),
+            key=lambda e: e.start_ns(),
+        )
+        for e in events:
+            kernels.append(repr((e.name(), _launch_shape(e))))
+
+    try:
+        yield read
+    finally:
+        if not stopped:
+            prof.__exit__(None, None, None)
+
+
+def _on_gpu(event: Any) -> bool:
+    return "CUDA" in str(event.device_type()) or "cuda" in str(event.device_type()).lower()
+
+
+def _launch_shape(event: Any) -> Any:
+    """grid and block from the event's Kineto metadata, where this torch exposes them."""
+    try:
+        meta = json.loads("{" + event.metadata_json() + "}")
+    except Exception:
+        return None
+    return tuple(tuple(meta.get(k) or ()) for k in ("grid", "block"))
+
+
+_SOURCE_CACHE: dict[tuple[Any, ...], str] = {}
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def package_source_hash(package: str) -> str | None:
+    """The host code of a package: every module's AST (no comments, docstrings, line numbers)."""
+    module = sys.modules.get(package)
+    paths = list(getattr(module, "__path__", None) or [])
+    if not paths:
+        return None
+    root = Path(paths[0])
+    files = sorted(root.rglob("*.py"))
+    key = (package, *((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files))
+    if key not in _SOURCE_CACHE:
+        parts = []
+        for f in files:
+            try:
+                tree = _strip_docstrings(ast.parse(f.read_text(encoding="utf-8")))
+                parts.append((str(f.relative_to(root)), ast.dump(tree)))
+            except (OSError, SyntaxError, UnicodeDecodeError) as err:
+                parts.append((str(f.relative_to(root)), f"unreadable: {err}"))
+        _SOURCE_CACHE[key] = _sha(*parts)
+    return _SOURCE_CACHE[key]
+
+
+def identity(captured: Captured) -> Identity:
+    """The identity of a captured call (module docstring): its Triton launches, torch ops, GPU
+    activity and host code; the torch reference (no Triton launch) by torch's version too."""
+    import torch
+
+    packages = captured.packages or (["kernels"] if "kernels" in sys.modules else [])
+    host = tuple((p, package_source_hash(p)) for p in packages)
+    whole = (tuple(captured.ops), tuple(captured.kernels), host)
+    if not captured.launches:
+        digest = _sha("reference", torch.__version__, whole)
+        return Identity(f"{SCHEME}:sha256:{digest}", "reference", 0)
     kinds = {launch.kind for launch in captured.launches}
     kind = kinds.pop() if len(kinds) == 1 else "+".join(sorted(kinds))
-    digest = _sha(*((la.code, la.grid, la.meta) for la in captured.launches))
-    return Identity("sha256:" + digest, kind, len(captured.launches))
+    digest = _sha(*((la.code, la.grid, la.meta) for la in captured.launches), whole)
+    return Identity(f"{SCHEME}:sha256:{digest}", kind, len(captured.launches))
+
+
+def same_scheme(a: str, b: str) -> bool:
+    """Whether two code hashes were taken the same way (a hash of another scheme: not comparable)."""
+    return a.rsplit("sha256:", 1)[0] == b.rsplit("sha256:", 1)[0]

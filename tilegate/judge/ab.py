@@ -14,7 +14,11 @@ buffer), so the per-round ratio head/base cancels them; a stored baseline cannot
   tolerance in a majority of the runs; FASTER likewise below -tolerance; SAME: the whole
   interval inside +-tolerance; AMBIGUOUS otherwise: the data cannot decide, measure more
   (`tilegate perf` re-measures SLOWER and AMBIGUOUS cases before they can fail);
-* a variant only the head has is NEW (not judged), one only the base has is REMOVED (listed).
+* a variant only the head has is NEW (not judged), one only the base has is REMOVED: it fails
+  (its cases and the expectations they carry would escape the gate) unless acknowledged; a
+  renamed variant (`renamed_from=`, tilegate.harness.base.renames) is paired with its old self;
+* UNCHANGED CODE whose ratio moved more than A/A noise can (> 5 x tolerance and > 3 %) is
+  SAME CODE, TIME MOVED: exit 2, something outside the identity changed.
 
 The noise file: per case, the A/A paired ratio of each of several runs with REF = HEAD (both
 sides the same code), its spread max |r_j - 1| and tolerance = clamp(multiple x spread, floor,
@@ -35,7 +39,7 @@ import numpy as np
 from scipy import stats as _sp
 
 from tilegate import __version__
-from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
+from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_json, is_finite_number, read_json
 from tilegate.judge import stats
 from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch
@@ -257,6 +261,14 @@ class ABVerdict(str, enum.Enum):
     UNCHANGED = "UNCHANGED CODE"
     NEW = "NEW"
     REMOVED = "REMOVED"
+    # the same identity on both sides, but a ratio A/A noise cannot give: cannot judge (exit 2)
+    INCONSISTENT = "SAME CODE, TIME MOVED"
+
+
+# the consistency rule: an UNCHANGED CODE case whose paired ratio moved by more than this many
+# of its tolerances and more than MOVED_MIN is not noise: something outside the identity changed
+MOVED_TOLERANCES = 5.0
+MOVED_MIN = 0.03
 
 
 @dataclass(frozen=True)
@@ -274,10 +286,14 @@ class ABCase:
     tolerance_source: str = ""
     code_changed: bool | None = None  # None: a side has no code hash (cannot tell)
     note: str = ""
+    acknowledged: bool = False  # REMOVED: a maintainer accepted it (--accept-baseline-change)
 
     @property
     def fails(self) -> bool:
-        return self.verdict is ABVerdict.SLOWER
+        """SLOWER, or a variant the head removed (not renamed) without acknowledgement."""
+        return self.verdict is ABVerdict.SLOWER or (
+            self.verdict is ABVerdict.REMOVED and not self.acknowledged
+        )
 
     @property
     def variant(self) -> str:
@@ -308,6 +324,8 @@ class ABComparison:
 
     @property
     def exit_code(self) -> int:
+        if self.by(ABVerdict.INCONSISTENT):
+            return EXIT_CANNOT_JUDGE
         return EXIT_FAIL if any(c.fails for c in self.cases) else EXIT_OK
 
     def suspects(self) -> list[str]:
@@ -361,7 +379,15 @@ def judge_case(
         code_changed=changed,
     )
     if changed is False:
-        note = "same compiled code on both sides: the ratio is noise"
+        moved = ratio - 1
+        if abs(moved) > max(MOVED_TOLERANCES * tolerance, MOVED_MIN):
+            note = (
+                f"the code is the same but the time moved by {moved:+.1%}: something outside "
+                "the identity changed (not noise: more than "
+                f"{MOVED_TOLERANCES:g} x the {tolerance:.1%} tolerance and {MOVED_MIN:.0%})"
+            )
+            return replace(measured, verdict=ABVerdict.INCONSISTENT, note=note)
+        note = "same code on both sides (the whole case's identity): the ratio is noise"
         return replace(measured, verdict=ABVerdict.UNCHANGED, note=note)
     need = stats.min_pairs_signed_rank(policy.alpha)
     few = [(run, len(h.samples_s)) for run, h, _ in pairs if len(h.samples_s) < need]
@@ -393,6 +419,8 @@ def compare_ab(
     noise: Noise | None,
     confirmations: Sequence[Run] = (),
     policy: ABPolicy | None = None,
+    *,
+    accept_removed: bool = False,
 ) -> ABComparison:
     """Judge every case of an A/B run; confirmation runs re-measure some of its groups."""
     if run.env.ab is None:
@@ -428,7 +456,14 @@ def compare_ab(
             )
             continue
         if head is None:
-            cases.append(ABCase(key, ABVerdict.REMOVED, None, base, note="only in the base"))
+            note = (
+                f"variant {base.variant} is in the base, not in the head (removed, not renamed: "
+                "a rename says `renamed_from=`)"
+                + (": acknowledged" if accept_removed else ": fails until acknowledged")
+            )
+            cases.append(
+                ABCase(key, ABVerdict.REMOVED, None, base, note=note, acknowledged=accept_removed)
+            )
             continue
         tol, source = (
             noise.tolerance(key)
@@ -440,7 +475,12 @@ def compare_ab(
             pair = _pairs(conf, key)
             if pair is not None:
                 pairs.append((conf, *pair))
-        cases.append(judge_case(key, pairs, tol, source, policy))
+        judged = judge_case(key, pairs, tol, source, policy)
+        olds = getattr(run.env, "renamed", {}).get(head.variant)
+        if olds:
+            renamed = f"renamed from {' / '.join(olds)}: judged against the base's {olds[0]}"
+            judged = replace(judged, note="; ".join(filter(None, [renamed, judged.note])))
+        cases.append(judged)
     return ABComparison(run, tuple(confirmations), tuple(cases), noise, policy)
 
 

@@ -15,7 +15,9 @@ from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_text
 from tilegate.judge.ab import ABComparison, compare_ab, load_noise, noise_path
 from tilegate.judge.baseline import baseline_path, how_to_create, load_baseline
+from tilegate.judge.integrity import Integrity, check_baseline, check_noise
 from tilegate.judge.outcome import outcome
+from tilegate.judge.policy import load_tolerances
 from tilegate.judge.results import Run, load_results
 from tilegate.judge.verdict import Comparison, compare
 from tilegate.report.render import render
@@ -48,6 +50,20 @@ def _cannot_judge(reason: str, report_path: Path | None) -> Judgement:
     return Judgement(EXIT_CANNOT_JUDGE, "", error=reason)
 
 
+def _lead(text: str, banner: str, failing: int) -> str:
+    """The report with `banner` right under its headline (the first line), and the headline
+    failing when `failing` baseline changes are not acknowledged."""
+    if not banner:
+        return text
+    first, _, rest = text.partition("\n")
+    if failing:
+        what = f"{failing} unacknowledged baseline change" + ("s" if failing > 1 else "")
+        word, _, parts = first.removeprefix("# tilegate: ").partition(": ")
+        word = "FAIL" if word == "PASS" else word
+        first = f"# tilegate: {word}: {what}" + (f", {parts}" if parts else "")
+    return f"{first}\n\n{banner}{rest.lstrip(chr(10))}"
+
+
 def _plots(run: Run, cmp: Comparison | None, directory: Path | None) -> tuple[list[Path], str]:
     if directory is None:
         return [], ""
@@ -69,6 +85,8 @@ def judge(
     report_only: bool = False,
     allow_missing: bool = False,
     suspects_path: Path | None = None,
+    accept_baseline_change: bool = False,
+    integrity: Integrity | None = None,
 ) -> Judgement:
     """Judge `results` against `baseline` (default: the results' GPU's file in `baselines_dir`).
 
@@ -77,16 +95,32 @@ def judge(
     to measure again (`Comparison.suspects`) to `suspects_path`, one a line.
     """
     try:
+        if baseline is not None and not baseline.is_file():
+            raise InputError(
+                f"baseline {baseline} does not exist"
+                + (" (it is a directory: pass it as --baselines)" if baseline.is_dir() else "")
+                + ". Give an existing baseline file, or none for the GPU's own in --baselines."
+            )
+        if baseline is None and not baselines_dir.is_dir():
+            raise InputError(
+                f"--baselines {baselines_dir} does not exist (or is not a directory): no stored "
+                "baseline, A/B noise file or tolerances could be read from it. Point it at the "
+                "repository's baselines/ (the default)."
+            )
         run = load_results(results)
         slug = run.env.gpu.slug
         path = baseline or baseline_path(slug, baselines_dir)
+        tols = path.parent / "tolerances.toml"
         reruns = [load_results(c) for c in confirmations]
         cmp: Comparison | None = None
         ab: ABComparison | None = None
         notes: list[str] = []
         if run.env.ab is not None:
-            noise = noise_path(slug, baselines_dir)
-            ab = compare_ab(run, load_noise(noise) if noise.exists() else None, reruns)
+            noise_file = noise_path(slug, baselines_dir)
+            noise = load_noise(noise_file) if noise_file.exists() else None
+            if noise is not None:
+                check_noise(noise)
+            ab = compare_ab(run, noise, reruns, accept_removed=accept_baseline_change)
         no_baseline = None
         if not path.exists() and (report_only or ab is not None):
             no_baseline = (
@@ -102,7 +136,9 @@ def judge(
                     f"{how_to_create(slug, path)} "
                     "To see the report without a verdict, pass --report-only."
                 )
-            cmp = compare(run, load_baseline(path), reruns, allow_missing=allow_missing)
+            stored = load_baseline(path)
+            check_baseline(stored, load_tolerances(tols) if tols.exists() else None)
+            cmp = compare(run, stored, reruns, allow_missing=allow_missing)
         if suspects_path is not None:
             keys = list(
                 dict.fromkeys([*(ab.suspects() if ab else []), *(cmp.suspects() if cmp else [])])
@@ -119,6 +155,8 @@ def judge(
             relative_to=report_path.parent if report_path else None,
             suspects_path=suspects_path,
         )
+        if integrity is not None:
+            text = _lead(text, integrity.banner(), 0 if report_only else len(integrity.failing))
     except InputError as err:
         return _cannot_judge(str(err), report_path)
     if report_path is not None:
@@ -126,7 +164,8 @@ def judge(
             atomic_write_text(report_path, text)
         except InputError as err:  # e.g. --report names a directory
             return Judgement(EXIT_CANNOT_JUDGE, "", error=str(err))
-    code = EXIT_OK if report_only else outcome(cmp, ab).code
+    failing = integrity.failing if integrity is not None else ()
+    code = EXIT_OK if report_only else outcome(cmp, ab, failing).code
     if plot_note:
         notes.append(plot_note)
     return Judgement(code, text, cmp, ab, notes=tuple(notes))

@@ -10,6 +10,10 @@
   pull request changed its compiled code (A/B code hashes differ, or cannot be compared): a row
   whose code is the base's cannot have been slowed by this pull request, so its slowdown against
   the stored baseline is drift since the baseline, reported, not this pull request's fault.
+* Every mode: a variant the head removed (not renamed) fails while the baseline holds its rows
+  or expectations (A/B: while not acknowledged); an unacknowledged loosening of baselines/ by the
+  pull request fails (tilegate.judge.integrity); the same identity on both sides with a ratio
+  A/A noise cannot give is exit 2 (the identity missed something).
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK
-from tilegate.judge.ab import ABCase, ABComparison
+from tilegate.judge.ab import ABCase, ABComparison, ABVerdict
 from tilegate.judge.crosstile import ExpectationResult
-from tilegate.judge.verdict import Comparison, RowVerdict
+from tilegate.judge.verdict import Comparison, RowVerdict, Verdict
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,10 @@ class Outcome:
     drift: tuple[RowVerdict, ...] = ()  # REGRESSED rows whose code the pull request did not change
     broken: tuple[ExpectationResult, ...] = ()
     slower: tuple[ABCase, ...] = ()  # A/B cases slower than their base
+    removed: tuple[ABCase, ...] = ()  # A/B cases of a variant the head removed (not renamed)
+    gone: tuple[RowVerdict, ...] = ()  # baseline rows of a variant no longer in the registry
+    inconsistent: tuple[ABCase, ...] = ()  # same identity, a ratio noise cannot give (exit 2)
+    integrity: tuple[str, ...] = ()  # unacknowledged loosening of baselines/ (judge.integrity)
 
     @property
     def parts(self) -> list[str]:
@@ -39,13 +47,47 @@ class Outcome:
             if n:
                 out.append(f"{n} {one if n == 1 else many}")
 
+        count(
+            len(self.integrity), "unacknowledged baseline change", "unacknowledged baseline changes"
+        )
         count(len(self.slower), "case slower than its base", "cases slower than their base")
+        count(len(self.removed), "case of a removed variant", "cases of removed variants")
+        count(
+            len(self.gone), "baseline row of a removed variant", "baseline rows of removed variants"
+        )
         count(len(self.regressions), "regression", "regressions")
         count(len(self.broken), "broken expectation", "broken expectations")
+        count(
+            len(self.inconsistent),
+            "case with the same code whose time moved",
+            "cases with the same code whose time moved",
+        )
         return out
 
 
-def outcome(cmp: Comparison | None, ab: ABComparison | None) -> Outcome:
+def outcome(
+    cmp: Comparison | None, ab: ABComparison | None, integrity: tuple[str, ...] = ()
+) -> Outcome:
+    """The exit code: 2 when the identity proved untrustworthy (SAME CODE, TIME MOVED) or a GPU
+    was off and nothing else failed; 1 for a measured regression, a broken expectation, a removed
+    variant or an unacknowledged baseline loosening; else 0."""
+    base = _outcome(cmp, ab)
+    gone = tuple(r for r in base.regressions if r.verdict is Verdict.GONE)
+    regressions = tuple(r for r in base.regressions if r.verdict is not Verdict.GONE)
+    removed = tuple(c for c in base.slower if c.verdict is ABVerdict.REMOVED)
+    slower = tuple(c for c in base.slower if c.verdict is not ABVerdict.REMOVED)
+    inconsistent = tuple(ab.by(ABVerdict.INCONSISTENT)) if ab else ()
+    code = base.code
+    if integrity and code == EXIT_OK:
+        code = EXIT_FAIL
+    if inconsistent:
+        code = EXIT_CANNOT_JUDGE
+    return Outcome(
+        code, regressions, base.drift, base.broken, slower, removed, gone, inconsistent, integrity
+    )
+
+
+def _outcome(cmp: Comparison | None, ab: ABComparison | None) -> Outcome:
     unchanged = {c.key for c in ab.cases if c.code_changed is False} if ab else set()
     failing = [r for r in cmp.rows if r.fails] if cmp else []
     regressions = tuple(r for r in failing if r.key not in unchanged)

@@ -121,6 +121,9 @@ class Environment:
     # the variants the run was asked to measure (--perf-variants, else all); None: the file does
     # not say (written before the suite recorded it), so every variant counts as selected
     variants: tuple[str, ...] | None = None
+    # every variant of the head's registry (None: not recorded) and its renames {new: (old, ...)}
+    registry: tuple[str, ...] | None = None
+    renamed: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def smoke(self) -> bool:
@@ -224,6 +227,10 @@ def _opt_str(d: Mapping[str, Any], key: str) -> str | None:
     return None if v is None else str(v)
 
 
+def _names(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+
+
 def _opt_int(d: Mapping[str, Any], key: str) -> int | None:
     v = d.get(key)
     return v if isinstance(v, int) and not isinstance(v, bool) else None
@@ -316,7 +323,17 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
             f"results file {path}: machine_info.tilegate.variants is {variants!r}; expected the "
             "list of variant names the suite was asked to measure"
         )
+    registry, renamed = tg.get("registry"), tg.get("renamed") or {}
+    if (registry is not None and not _names(registry)) or not (
+        isinstance(renamed, dict) and all(_names(v) for v in renamed.values())
+    ):
+        raise InputError(
+            f"results file {path}: machine_info.tilegate.registry must list variant names and "
+            "machine_info.tilegate.renamed map a variant to the names it had before"
+        )
     return Environment(
+        registry=tuple(registry) if registry is not None else None,
+        renamed=MappingProxyType({str(k): tuple(v) for k, v in renamed.items()}),
         gpus=tuple(MappingProxyType(dict(g)) for g in gpus),
         ab=MappingProxyType(dict(ab)) if ab else None,
         warnings=tuple(MappingProxyType(dict(w)) for w in warned),

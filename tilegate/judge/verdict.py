@@ -22,10 +22,18 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
+from tilegate.harness.identity import same_scheme
 from tilegate.judge import stats
-from tilegate.judge.baseline import Baseline, BaselineRow, baseline_path, how_to_create
+from tilegate.judge.baseline import (
+    Baseline,
+    BaselineRow,
+    baseline_path,
+    expectation_id,
+    how_to_create,
+)
 from tilegate.judge.crosstile import ExpectationResult, Status, check_expectation
 from tilegate.judge.policy import Policy
 from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch
@@ -45,6 +53,9 @@ class Verdict(str, enum.Enum):
     SHIFTED = "SHIFTED"
     # measured on a GPU of the host that is off (its cuBLAS rows outside the others'): not judged
     OFF_GPU = "GPU OFF"
+    # in the baseline, but its variant is no longer in the registry (removed, not renamed):
+    # fails, with the expectations it takes with it, until the baseline drops it (reviewed)
+    GONE = "VARIANT REMOVED"
 
 
 @dataclass(frozen=True)
@@ -93,7 +104,9 @@ class RowVerdict:
 
     @property
     def fails(self) -> bool:
-        return self.verdict is Verdict.REGRESSED and not self.reference
+        return (
+            self.verdict is Verdict.REGRESSED and not self.reference
+        ) or self.verdict is Verdict.GONE
 
 
 @dataclass(frozen=True)
@@ -263,6 +276,8 @@ def compare(
 ) -> Comparison:
     """Judge every row and expectation; InputError when the baseline cannot judge this run."""
     ensure_comparable(run, baseline)
+    baseline = renamed_baseline(baseline, run)
+    gone = removed_variants(baseline, run)
     for conf in confirmations:
         _ensure_same_setup(run, conf)
     policy = baseline.policy
@@ -293,6 +308,7 @@ def compare(
         if k not in run.rows
         and b.group in measured_groups
         and (selected is None or b.variant in selected)
+        and b.variant not in gone
     )
     if missing and not allow_missing:
         raise InputError(
@@ -321,6 +337,20 @@ def compare(
         verdicts.append(_judge(key, row, base, [row.samples_s], policy, is_ref))
     for key, base in baseline.rows.items():
         if key not in run.rows:
+            if base.variant in gone:
+                verdicts.append(
+                    RowVerdict(
+                        key,
+                        Verdict.GONE,
+                        base,
+                        None,
+                        base.variant in reference,
+                        note=f"variant {base.variant} is no longer in the registry: removed by "
+                        "this change (a rename says `renamed_from=`); the baseline still holds "
+                        "its rows",
+                    )
+                )
+                continue
             if key in missing:
                 note = "skipped or failed before timing (--allow-missing)"
             elif base.group in measured_groups:
@@ -341,6 +371,7 @@ def compare(
         for c in e.bounds
     ]
 
+    checks = [_gone_check(c, gone) for c in checks]
     verdicts = [_blame(v, [run], baseline) for v in verdicts]
     if confirmations:
         suspects = set(Comparison(run, baseline, (), tuple(verdicts), tuple(checks)).suspects())
@@ -358,6 +389,7 @@ def compare(
             else c
             for c in checks
         ]
+        checks = [_gone_check(c, gone) for c in checks]
 
     off = _off_gpus(run, baseline)
     if off:
@@ -382,6 +414,65 @@ def compare(
         tuple(checks),
         tuple(missing),
         tuple(off),
+    )
+
+
+def renamed_baseline(baseline: Baseline, run: Run) -> Baseline:
+    """The baseline under the head's names: a renamed variant's rows and expectations (the
+    results' `renamed`, from the registry's `renamed_from`) judge it under its new name."""
+    stored = {b.variant for b in baseline.rows.values()}
+    stored |= {v for e in baseline.expectations for v in (e.faster, e.than)}
+    moves = {
+        old: new
+        for new, olds in getattr(run.env, "renamed", {}).items()
+        for old in olds
+        if old in stored and new not in stored
+    }
+    if not moves:
+        return baseline
+
+    def name(v: str | None) -> str | None:
+        return moves.get(v, v) if v is not None else None
+
+    rows = {}
+    for key, row in baseline.rows.items():
+        new = moves.get(row.variant)
+        if new is not None:
+            key = new + key[len(row.variant) :]
+            row = replace(row, key=key, variant=new, twin=name(row.twin))
+        elif row.twin in moves:
+            row = replace(row, twin=name(row.twin))
+        rows[key] = row
+    expectations = tuple(
+        replace(
+            e,
+            id=expectation_id(str(name(e.faster)), str(name(e.than)), e.dtype, e.layout),
+            faster=str(name(e.faster)),
+            than=str(name(e.than)),
+        )
+        for e in baseline.expectations
+    )
+    return replace(baseline, rows=MappingProxyType(rows), expectations=expectations)
+
+
+def removed_variants(baseline: Baseline, run: Run) -> set[str]:
+    """Variants the baseline holds rows or expectations of that the head's registry lacks."""
+    if getattr(run.env, "registry", None) is None:
+        return set()  # a results file from before the suite recorded its registry
+    stored = {b.variant for b in baseline.rows.values()}
+    stored |= {v for e in baseline.expectations for v in (e.faster, e.than)}
+    return stored - set(run.env.registry)  # type: ignore[arg-type]
+
+
+def _gone_check(c: ExpectationResult, gone: set[str]) -> ExpectationResult:
+    lost = [v for v in (c.expectation.faster, c.expectation.than) if v in gone]
+    if not lost:
+        return c
+    return replace(
+        c,
+        status=Status.FAIL,
+        note=f"variant {' and '.join(lost)} no longer in the registry: the expectation went "
+        "with it (removed, not renamed)",
     )
 
 
@@ -467,7 +558,12 @@ def _blame(v: RowVerdict, runs: Sequence[Run], baseline: Baseline) -> RowVerdict
     same_triton = runs[0].env.software.get("triton") == (
         baseline.provenance.get("software") or {}
     ).get("triton")
-    if row.code_hash and base.code_hash and same_triton:
+    if (
+        row.code_hash
+        and base.code_hash
+        and same_triton
+        and same_scheme(row.code_hash, base.code_hash)
+    ):
         changed = row.code_hash != base.code_hash
     reference = runs[0].reference
     then = base_ratio_to_reference(base, baseline, reference) if reference else None

@@ -28,6 +28,7 @@ _VERDICT_TEXT = {
     Verdict.NOT_MEASURED: "not measured",
     Verdict.SHIFTED: "shifted (machine)",
     Verdict.OFF_GPU: "**GPU OFF**: not judged",
+    Verdict.GONE: "**VARIANT REMOVED**",
 }
 _AB_TEXT = {
     ABVerdict.SLOWER: "**SLOWER**",
@@ -37,6 +38,7 @@ _AB_TEXT = {
     ABVerdict.UNCHANGED: "unchanged code",
     ABVerdict.NEW: "new",
     ABVerdict.REMOVED: "removed",
+    ABVerdict.INCONSISTENT: "**SAME CODE, TIME MOVED**",
 }
 
 
@@ -81,6 +83,12 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         "Slower than the tolerance and significant"
         + (" in the confirmation runs too" if cmp.confirmations else "")
         + ", and not a shift the reference shared (docs/gate.md).",
+    )
+    bullet(
+        "Baseline rows of a variant that no longer exists",
+        [f"`{r.key}`" for r in result.gone],
+        "Removed from the registry, not renamed (`renamed_from=`): they and their expectations "
+        "would escape the gate. Fails until the baseline drops them, reviewed (docs/gate.md).",
     )
     bullet(
         "Slower than the baseline, code unchanged by this pull request",
@@ -195,7 +203,22 @@ def _ab_summary(ab: ABComparison) -> list[str]:
         + ". A case whose code is the base's cannot be blamed."
     )
     _bullet(out, "New in the head (not judged)", [f"`{c.key}`" for c in ab.by(ABVerdict.NEW)])
-    _bullet(out, "Removed from the head", [f"`{c.key}`" for c in ab.by(ABVerdict.REMOVED)])
+    _bullet(
+        out,
+        "The code is the same but the time moved",
+        [f"`{c.key}` {pct((c.ratio or 1) - 1)}" for c in ab.by(ABVerdict.INCONSISTENT)],
+        "Identical identity on both sides, a paired ratio A/A noise cannot give (> 5 x its "
+        "tolerance and > 3 %): something outside the identity changed. Cannot judge (exit 2).",
+    )
+    removed = ab.by(ABVerdict.REMOVED)
+    _bullet(
+        out,
+        "Removed from the head"
+        + ("" if all(c.acknowledged for c in removed) else ", fails until acknowledged"),
+        [f"`{c.key}`" for c in removed],
+        "A variant of the base the head lacks (not renamed: `renamed_from=`) takes its cases "
+        "and expectations with it.",
+    )
     if ab.noise is not None:
         runs = len(ab.noise.provenance.get("runs") or [])
         out.append(f"- Tolerances from the A/A noise in `{ab.noise.path}` ({runs} runs).")

@@ -1,0 +1,346 @@
+"""Who may change the judge: a pull request's edits to baselines/, judged against the base's.
+
+In a pull request the gate reads baselines/ (stored baselines, tolerances.toml, the A/B noise
+files, the compile fingerprints) from the base commit, and this module diffs the pull request's
+own baselines/ against it (`diff_dirs`). Every change that lets slower code pass is a
+*loosening*: a tolerance raised, a policy bound widened, a stored median made slower, a row,
+an expectation or one of its checks removed, a max_ratio raised, a noise row widened or
+dropped, a fingerprint file re-recorded, added or removed, any other file changed or removed.
+Loosenings are listed at the top of the report and fail the run (exit 1, a broken expectation
+of the gate itself) unless a maintainer acknowledged them (`--accept-baseline-change`, passed
+by perf.yml when the label `perf-baseline-change` is on the pull request; docs/ci.md). Changes
+that only tighten (a tolerance lowered, a new baseline for a new GPU) are listed, never fail.
+
+`check_consistent` is the other half, in every mode: a file whose values contradict its own
+policy (a row's tolerance outside [floor, ceiling] with no override of tolerances.toml to
+explain it, a max_ratio above ratio_cap, a noise row wider than its policy's ceiling) cannot
+be judged with: InputError (exit 2) naming the file and the row.
+
+`tilegate baseline-diff --base-ref REF` is the command line (perf.yml and ci.yml use it).
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import tarfile
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
+from tilegate.judge.ab import ABPolicy, Noise, load_noise
+from tilegate.judge.baseline import Baseline, load_baseline
+from tilegate.judge.policy import Policy, Tolerances, load_tolerances
+
+DIR = "baselines"
+ACK_FLAG = "--accept-baseline-change"
+ACK_LABEL = "perf-baseline-change"
+_EPS = 1e-4  # files round tolerances to 4 digits
+
+# which way each policy value loosens the gate: +1 when a larger value lets more through
+_POLICY_LOOSER = {
+    "multiple": +1,
+    "floor": +1,
+    "ceiling": +1,
+    "alpha": -1,  # a smaller alpha makes "significantly slower" harder to reach
+    "unsure_band": 0,  # never fails either way: listed
+    "quantiles": 0,
+    "win_below": 0,
+    "ratio_slack": +1,
+    "ratio_cap": +1,
+    "confidence": +1,  # A/B: a wider interval is harder to put wholly above the tolerance
+}
+
+
+@dataclass(frozen=True)
+class Change:
+    """One difference of the pull request's baselines/ from the base's."""
+
+    file: str  # path relative to the baselines directory
+    what: str
+    loosens: bool
+
+    def line(self) -> str:
+        mark = "LOOSENS" if self.loosens else "tightens or neutral"
+        return f"`{DIR}/{self.file}`: {self.what} ({mark})"
+
+
+# --- consistency of one file with its own policy ---------------------------------------------
+
+
+def _override_explains(tols: Tolerances, row: object, tolerance: float) -> bool:
+    ov = tols.override_for(row.variant, row.dtype, row.layout, row.K)  # type: ignore[attr-defined]
+    if ov is None:
+        return False
+    if ov.tolerance is not None:
+        return abs(ov.tolerance - tolerance) <= _EPS
+    lo = ov.floor if ov.floor is not None else tols.policy.floor
+    hi = ov.ceiling if ov.ceiling is not None else tols.policy.ceiling
+    return lo - _EPS <= tolerance <= max(hi, lo) + _EPS
+
+
+def check_baseline(baseline: Baseline, tolerances: Tolerances | None = None) -> None:
+    """InputError naming the row when the baseline contradicts its own policy."""
+    p = baseline.policy
+    tols = tolerances or Tolerances()
+    for key, row in baseline.rows.items():
+        inside = p.floor - _EPS <= row.tolerance <= p.ceiling + _EPS
+        if not inside and not _override_explains(tols, row, row.tolerance):
+            raise InputError(
+                f"baseline {baseline.path}, row {key}: tolerance {row.tolerance:g} is outside its "
+                f"policy's [floor {p.floor:g}, ceiling {p.ceiling:g}] and no override of "
+                f"{tols.source} explains it: the file contradicts itself (hand-edited?). "
+                "Restore it from git or re-derive it with `tilegate rebaseline`."
+            )
+    for e in baseline.expectations:
+        for b in e.bounds:
+            if b.max_ratio > p.ratio_cap + _EPS:
+                raise InputError(
+                    f"baseline {baseline.path}, expectation {e.id} at K={b.K}: max_ratio "
+                    f"{b.max_ratio:g} is above its policy's ratio_cap {p.ratio_cap:g} (an "
+                    "expectation means 'wins'): the file contradicts itself. Restore it from git "
+                    "or re-derive it with `tilegate rebaseline`."
+                )
+
+
+def check_noise(noise: Noise) -> None:
+    """InputError naming the row when a noise row is outside its policy's [floor, ceiling]."""
+    p = noise.policy
+    for key, row in noise.rows.items():
+        if not p.floor - _EPS <= row.tolerance <= p.ceiling + _EPS:
+            raise InputError(
+                f"A/B noise file {noise.path}, row {key}: tolerance {row.tolerance:g} is outside "
+                f"its policy's [floor {p.floor:g}, ceiling {p.ceiling:g}]: the file contradicts "
+                "itself (hand-edited?). Restore it from git or re-record it with `nox -s ab_noise`."
+            )
+
+
+def check_consistent(directory: Path) -> None:
+    """Every baseline and noise file of a baselines directory against its own policy."""
+    tols_path = directory / "tolerances.toml"
+    tols = load_tolerances(tols_path) if tols_path.exists() else None
+    for path in sorted(directory.glob("*.json")):
+        if path.name.endswith(".ab.json"):
+            check_noise(load_noise(path))
+        else:
+            check_baseline(load_baseline(path), tols)
+
+
+# --- the diff ----------------------------------------------------------------------------------
+
+
+def _policy_changes(file: str, old: object, new: object, keys: Sequence[str]) -> list[Change]:
+    out = []
+    for k in keys:
+        a, b = getattr(old, k), getattr(new, k)
+        if a == b:
+            continue
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            sign = _POLICY_LOOSER.get(k, 1)
+            loosens = (b - a) * sign > 0 if sign else False
+        else:  # e.g. reference_variants: a row that never fails the gate is a loosening
+            loosens = bool(set(b) - set(a)) if isinstance(b, tuple) else True
+        out.append(Change(file, f"policy {k} {a!r} -> {b!r}", loosens))
+    return out
+
+
+def _diff_baseline(file: str, old: Baseline, new: Baseline) -> list[Change]:
+    out = _policy_changes(file, old.policy, new.policy, [f.name for f in fields(Policy)])
+    for key, o in old.rows.items():
+        n = new.rows.get(key)
+        if n is None:
+            out.append(Change(file, f"row {key} removed (no longer judged)", True))
+            continue
+        if n.tolerance > o.tolerance + _EPS:
+            out.append(
+                Change(file, f"row {key}: tolerance {o.tolerance:g} -> {n.tolerance:g}", True)
+            )
+        elif n.tolerance < o.tolerance - _EPS:
+            out.append(
+                Change(file, f"row {key}: tolerance {o.tolerance:g} -> {n.tolerance:g}", False)
+            )
+        if n.median_s > o.median_s * (1 + _EPS):
+            out.append(
+                Change(
+                    file,
+                    f"row {key}: stored median {o.median_s:.6g} s -> {n.median_s:.6g} s "
+                    f"({n.median_s / o.median_s - 1:+.1%}: slower code passes)",
+                    True,
+                )
+            )
+    for key in sorted(set(new.rows) - set(old.rows)):
+        out.append(Change(file, f"row {key} added", False))
+    new_e = {e.id: e for e in new.expectations}
+    for e in old.expectations:
+        n_e = new_e.get(e.id)
+        if n_e is None:
+            out.append(Change(file, f"expectation {e.id} removed", True))
+            continue
+        bounds = {b.K: b for b in n_e.bounds}
+        for b in e.bounds:
+            nb = bounds.get(b.K)
+            if nb is None:
+                out.append(Change(file, f"expectation {e.id} at K={b.K} removed", True))
+            elif nb.max_ratio > b.max_ratio + _EPS:
+                out.append(
+                    Change(
+                        file,
+                        f"expectation {e.id} at K={b.K}: max_ratio {b.max_ratio:g} -> "
+                        f"{nb.max_ratio:g} (relaxed)",
+                        True,
+                    )
+                )
+    return out
+
+
+def _diff_noise(file: str, old: Noise, new: Noise) -> list[Change]:
+    out = _policy_changes(file, old.policy, new.policy, [f.name for f in fields(ABPolicy)])
+    for key, o in old.rows.items():
+        n = new.rows.get(key)
+        if n is None:
+            out.append(Change(file, f"noise row {key} removed (the ceiling applies)", True))
+        elif n.tolerance > o.tolerance + _EPS:
+            out.append(
+                Change(file, f"noise row {key}: tolerance {o.tolerance:g} -> {n.tolerance:g}", True)
+            )
+    return out
+
+
+def _diff_tolerances(file: str, old: Tolerances, new: Tolerances) -> list[Change]:
+    out = _policy_changes(file, old.policy, new.policy, [f.name for f in fields(Policy)])
+    if old.overrides != new.overrides:
+        gone = [o for o in old.overrides if o not in new.overrides]
+        added = [o for o in new.overrides if o not in old.overrides]
+        for o in added:
+            out.append(Change(file, f"{o.describe()} added or changed", True))
+        for o in gone:
+            out.append(Change(file, f"{o.describe()} removed", False))
+    return out
+
+
+def _files(directory: Path) -> dict[str, Path]:
+    if not directory.is_dir():
+        return {}
+    return {
+        str(p.relative_to(directory)): p
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def diff_dirs(base_dir: Path, head_dir: Path) -> list[Change]:
+    """The pull request's baselines/ (head_dir) against the base's (base_dir)."""
+    old, new = _files(base_dir), _files(head_dir)
+    out: list[Change] = []
+    for rel in sorted(set(old) | set(new)):
+        a, b = old.get(rel), new.get(rel)
+        if a is not None and b is not None and a.read_bytes() == b.read_bytes():
+            continue
+        finger = rel.startswith("fingerprints/")
+        if b is None:
+            out.append(Change(rel, "removed", True))
+        elif a is None:
+            out.append(
+                Change(
+                    rel, "added" + (" (fingerprint facts re-recorded)" if finger else ""), finger
+                )
+            )
+        elif finger:
+            out.append(Change(rel, "fingerprint facts re-recorded", True))
+        elif rel.endswith(".ab.json") and "/" not in rel:
+            out += _diff_noise(rel, load_noise(a), load_noise(b))
+        elif rel.endswith(".json") and "/" not in rel:
+            out += _diff_baseline(rel, load_baseline(a), load_baseline(b))
+        elif rel == "tolerances.toml":
+            out += _diff_tolerances(rel, load_tolerances(a), load_tolerances(b))
+        else:
+            out.append(Change(rel, "changed", True))
+    return out
+
+
+# --- the base's baselines/ -------------------------------------------------------------------
+
+
+def materialise_baselines(ref: str, repo: Path, dest_root: Path) -> Path:
+    """REF's baselines/ extracted under dest_root/<sha>/ (empty when REF has none)."""
+    from tilegate.harness.base import FETCH_HINT
+
+    found = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+        capture_output=True,
+        check=False,
+    )
+    if found.returncode != 0:
+        raise InputError(
+            f"base {ref!r} is not a commit of {repo} (missing, or not fetched). {FETCH_HINT}"
+        )
+    sha = found.stdout.decode().strip()
+    dest = dest_root / sha
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(repo), "archive", "--format=tar", sha, f"{DIR}/"],
+        capture_output=True,
+        check=False,
+    )
+    if archive.returncode == 0:
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(dest, filter="data")
+    (dest / DIR).mkdir(exist_ok=True)
+    return dest / DIR
+
+
+@dataclass(frozen=True)
+class Integrity:
+    """The verdict on a pull request's baselines/: which directory judges, what changed."""
+
+    judge_dir: Path  # the base's, or the head's when the change is acknowledged
+    changes: tuple[Change, ...]
+    acknowledged: bool
+    ref: str
+
+    @property
+    def loosened(self) -> list[Change]:
+        return [c for c in self.changes if c.loosens]
+
+    @property
+    def failing(self) -> tuple[str, ...]:
+        """The lines that fail the run: loosenings nobody acknowledged."""
+        return () if self.acknowledged else tuple(c.line() for c in self.loosened)
+
+    def banner(self) -> str:
+        """The markdown the report leads with ('' when baselines/ is the base's)."""
+        if not self.changes:
+            return ""
+        head = f"## This pull request changes baselines/ (against {self.ref})\n\n" + (
+            f"Acknowledged by a maintainer (`{ACK_LABEL}`): the pull request's baselines/ "
+            "judge this run.\n\n"
+            if self.acknowledged
+            else (
+                f"Judged with the base's baselines/. {len(self.loosened)} change(s) loosen "
+                f"the gate and fail it until a maintainer adds the label `{ACK_LABEL}` "
+                "(docs/ci.md, 'What the gate trusts').\n\n"
+                if self.loosened
+                else "Judged with the base's baselines/; nothing loosens the gate.\n\n"
+            )
+        )
+        return head + "".join(f"- {c.line()}\n" for c in self.changes) + "\n"
+
+    @property
+    def code(self) -> int:
+        return EXIT_FAIL if self.failing else EXIT_OK
+
+
+def check_pull_request(
+    ref: str, head_dir: Path, repo: Path, work: Path, *, acknowledged: bool = False
+) -> Integrity:
+    """Diff head_dir against REF's baselines/; both must be consistent with their own policy."""
+    base_dir = materialise_baselines(ref, repo, work)
+    check_consistent(base_dir)
+    if head_dir.is_dir():
+        check_consistent(head_dir)
+    changes = tuple(diff_dirs(base_dir, head_dir))
+    judge_dir = head_dir if acknowledged and head_dir.is_dir() else base_dir
+    return Integrity(judge_dir, changes, acknowledged, ref)
