@@ -1,0 +1,163 @@
+"""Identity-aware budgeting (tilegate.harness.budget): sentinels, the stopping rule, its alpha, caps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tilegate.harness import budget as bd
+from tilegate.harness.budget import GroupBudget, Tolerances
+
+PASSES, PER_PASS = 5, 30  # a profile of 150 rounds per group in 5 sweeps
+
+
+def _group(unchanged: set[str], tol: float = 0.01, enabled: bool = True) -> GroupBudget:
+    slots = ["torch", "a", "a@base", "b", "b@base", "c", "c@base"]
+    return GroupBudget(
+        slots,
+        pairs={"a": "a@base", "b": "b@base", "c": "c@base"},
+        unchanged=unchanged,
+        keys={"a": "a-K1", "b": "b-K1", "c": "c-K1"},
+        reference="torch",
+        passes=PASSES,
+        tolerances=Tolerances({"a-K1": tol, "b-K1": tol, "c-K1": tol}),
+        enabled=enabled,
+    )
+
+
+def _run(g: GroupBudget, ratio: dict[str, float], noise: float, seed: int = 0) -> dict[str, int]:
+    """Drive the group sweep by sweep with head_i = ratio x base_i x (1 + noise); slots timed."""
+    rng = np.random.default_rng(seed)
+    sweeps = 0
+    while True:
+        names = g.active()
+        if not names:
+            return {n: bd.covered(s.ranges) for n, s in g.slots.items()} | {"sweeps": sweeps}
+        base = 1.0 + 0.01 * rng.standard_normal(PER_PASS)
+        timed = {}
+        for n in names:
+            head = n.split("@")[0]
+            r = ratio.get(head, 1.0) if "@" not in n else 1.0
+            timed[n] = list(base * r * (1 + noise * rng.standard_normal(PER_PASS)))
+        g.record(timed, PER_PASS)
+        sweeps += 1
+
+
+def test_unchanged_pairs_get_only_sentinel_base_rounds_and_heads_the_profile() -> None:
+    g = _group({"a", "b", "c"})
+    got = _run(g, {}, noise=0.002)
+    assert got["torch"] == got["a"] == got["b"] == got["c"] == PASSES * PER_PASS
+    # one sweep of the base side settles the consistency rule (the interval inside +-5 %)
+    assert got["a@base"] == got["b@base"] == got["c@base"] == PER_PASS
+    assert g.info("a@base")["stopped"] == "sentinel" and g.info("a@base")["role"] == "sentinel-base"
+    assert g.timed_in("a@base") == [[0, PER_PASS]]
+
+
+def test_a_noisy_sentinel_keeps_being_timed_up_to_the_profile() -> None:
+    g = _group({"a", "b", "c"})
+    got = _run(g, {}, noise=0.2)  # 20 % per-round jitter: 30 rounds cannot bound the rule's 5 %
+    assert got["a@base"] > PER_PASS
+    assert got["a@base"] <= PASSES * PER_PASS
+    assert g.info("a@base")["stopped"] in ("sentinel", "profile")
+
+
+def test_sentinel_needs_the_minimum_paired_rounds() -> None:
+    assert not bd.sentinel_settled([1.0] * 6, 0.03, 0.99, 7)
+    assert bd.sentinel_settled([1.0] * 7, 0.03, 0.99, 7)
+    assert bd.sentinel_settled([1.2] * 7, 0.03, 0.99, 7)  # settled: the rule fires on it
+
+
+def test_a_decided_changed_pair_stops_early() -> None:
+    g = _group({"b", "c"})
+    got = _run(g, {"a": 1.10}, noise=0.002)  # 10 % slower, clear after the first sweep
+    assert got["a@base"] == PER_PASS
+    assert got["a"] == PASSES * PER_PASS  # the head keeps its stored-check rounds
+    info = g.info("a@base")
+    assert info["stopped"] == "decided" and info["decision"] == "SLOWER" and info["looks"] == 1
+    assert _run(_group({"b", "c"}), {"a": 1.0}, noise=0.0005)["a@base"] == PER_PASS  # SAME
+
+
+def test_an_undecided_pair_is_extended_up_to_the_cap() -> None:
+    g = _group({"b", "c"}, tol=0.01)
+    # exactly at the tolerance: the interval straddles +1 % however long it is timed
+    got = _run(g, {"a": 1.01}, noise=0.01)
+    cap = bd.CAP_FACTOR * PASSES * PER_PASS
+    assert got["a@base"] == got["a"] == cap
+    assert got["torch"] == cap  # the reference is timed while any case of its group is
+    assert got["b"] == PASSES * PER_PASS  # decided / unchanged heads are not extended
+    info = g.info("a@base")
+    assert info["stopped"] == "cap" and info["extended"] == cap - PASSES * PER_PASS
+    assert info["looks"] == bd.max_looks(PASSES)
+    assert got["sweeps"] == bd.max_looks(PASSES)
+
+
+def test_budget_off_times_every_slot_every_profile_round() -> None:
+    g = _group({"a", "b", "c"}, enabled=False)
+    got = _run(g, {"a": 1.10}, noise=0.002)
+    assert all(got[n] == PASSES * PER_PASS for n in g.slots)
+    assert g.info("a@base")["full"] is True and bd.summarize([g.info("a@base")])["enabled"] is False
+
+
+def test_interim_alpha_is_bonferroni_over_the_most_looks() -> None:
+    assert bd.max_looks(5) == 15
+    assert bd.interim_confidence(0.01, 15) == pytest.approx(1 - 0.01 / 15)
+    assert _group(set()).confidence == pytest.approx(1 - 0.01 / 15)
+    with pytest.raises(ValueError):
+        bd.interim_confidence(0.01, 0)
+
+
+def _false_slower_rate(confidence: float, trials: int = 400, seed: int = 1) -> float:
+    """Sequential looks at a pair whose true ratio sits exactly at +tolerance: how often it is
+    stopped as SLOWER at some look (the multiple-looks false alarm)."""
+    rng = np.random.default_rng(seed)
+    tol, looks, per = 0.01, 15, 30
+    hits = 0
+    for _ in range(trials):
+        r: list[float] = []
+        for _ in range(looks):
+            r += list(1 + tol + 0.01 * rng.standard_normal(per))
+            got = bd.decide(r, tol, tol, confidence, 7)
+            if got is not None:
+                hits += got == "SLOWER"
+                break
+    return hits / trials
+
+
+def test_the_interim_alpha_keeps_the_false_alarm_rate_of_many_looks_down() -> None:
+    corrected = _false_slower_rate(bd.interim_confidence(0.01, 15))
+    naive = _false_slower_rate(0.99)  # every look at the verdict's own confidence
+    assert corrected <= 0.01
+    assert naive > 3 * max(corrected, 0.005)
+
+
+def test_decisions_against_an_unknown_tolerance_hold_for_any_tolerance() -> None:
+    t = Tolerances()
+    assert t.for_case("x") == (t.floor, t.ceiling)
+    assert t.moved("x") == pytest.approx(max(5 * t.ceiling, 0.03))
+    assert Tolerances({"x": 0.004}).moved("x") == pytest.approx(0.03)
+    assert bd.decide([1.02] * 30, 0.005, 0.03, 0.999, 7) is None  # +2 %: neither
+
+
+def test_aligned_pairs_rows_over_common_rounds() -> None:
+    x, y = [1.0, 2.0, 3.0, 4.0], [10.0, 20.0]
+    assert bd.aligned(x, ((0, 4),), y, ((1, 2), (3, 4))) == ([2.0, 4.0], [10.0, 20.0])
+    assert bd.aligned(x, None, x, None) == (x, x)
+    assert bd.add_range(((0, 3),), 3, 5) == ((0, 5),)
+    with pytest.raises(ValueError):
+        bd.check_ranges([[0, 3]], 4)
+    assert bd.check_ranges([[0, 2], [5, 7]], 4) == ((0, 2), (5, 7))
+
+
+def test_tolerances_round_trip_and_summary_line(tmp_path) -> None:
+    t = Tolerances({"a-K1": 0.007})
+    bd.save_tolerances(t, tmp_path / "t.json")
+    assert bd.load_tolerances(tmp_path / "t.json") == t
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(bd.InputError):
+        bd.load_tolerances(tmp_path / "bad.json")
+    g = _group({"b", "c"})
+    _run(g, {"a": 1.10}, noise=0.002)
+    total = bd.summarize([g.info(n) for n in g.slots])
+    line = bd.summary_line(total)
+    assert total["changed_cases"] == 1 and total["stopped_early"] == 1
+    assert "1 changed case(s) 30 rounds" in line and "2 unchanged case(s) head-only + 30 sentinel" in line

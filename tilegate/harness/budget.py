@@ -1,0 +1,461 @@
+"""Identity-aware budgeting of an A/B run's rounds: time where the code changed, stop when decided.
+
+Identity is known after each case's correctness call, before any timing (tilegate.harness.identity),
+so the measurer can plan per group which slots each sweep times:
+
+* every head row and the reference are timed for the profile's rounds, as without budgeting: the
+  stored-baseline check and the expectations get exactly what they get today;
+* the base side of a case whose code is the base's (UNCHANGED CODE) is a SENTINEL: timed in the
+  first sweep (at least SENTINEL_MIN rounds), then looked at: once the 99 % interval of its paired
+  ratio, at the interim looks' stricter confidence, lies inside +-max(5 x tolerance, 3 %) (the
+  consistency rule of tilegate.judge.ab, SAME CODE TIME MOVED) it stops; otherwise it keeps
+  being timed, at most up to the profile's rounds (today's full pairing);
+* a changed pair is looked at after every sweep: when its interval clears the tolerance
+  decisively (entirely above +tol, entirely below -tol, entirely inside +-tol) its base stops;
+  an undecided pair gets extension sweeps beyond the profile's (head, base and the group's
+  reference) up to CAP_FACTOR x the profile's rounds;
+* multiple looks: every look before the verdict uses confidence 1 - alpha / max_looks
+  (Bonferroni over the most looks a pair can get); the verdict itself (tilegate.judge.ab,
+  after the run) uses the policy's alpha. A false SLOWER at the boundary is then at most
+  alpha / 2 from all interim looks together plus alpha / 2 from the verdict: alpha.
+
+Samples of a row are kept in round order; `timed_in` says which of the group's rounds (numbered
+in time order over all sweeps) they are, as half-open ranges; two rows are paired over the
+rounds both were timed in (`aligned`). Pure logic, no timing: tests/test_budget.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tilegate.errors import InputError
+from tilegate.judge import stats
+
+# the consistency rule's threshold (tilegate.judge.ab: MOVED_TOLERANCES, MOVED_MIN), restated
+# here only as defaults: tilegate.judge.ab is imported lazily where it exists
+MOVED_TOLERANCES = 5.0
+MOVED_MIN = 0.03
+CAP_FACTOR = 3  # a changed pair is timed for at most this many times the profile's rounds
+
+Ranges = tuple[tuple[int, int], ...]
+
+
+def _moved() -> tuple[float, float]:
+    try:
+        from tilegate.judge import ab
+
+        return float(getattr(ab, "MOVED_TOLERANCES", MOVED_TOLERANCES)), float(
+            getattr(ab, "MOVED_MIN", MOVED_MIN)
+        )
+    except ImportError:  # pragma: no cover
+        return MOVED_TOLERANCES, MOVED_MIN
+
+
+# --- the rounds a row was timed in --------------------------------------------------------------
+
+
+def add_range(ranges: Ranges, start: int, stop: int) -> Ranges:
+    """`ranges` with [start, stop) appended (merged into the last range when adjacent)."""
+    if stop <= start:
+        return ranges
+    if ranges and ranges[-1][1] > start:
+        raise ValueError(f"rounds must be added in order: {ranges[-1]} then [{start}, {stop})")
+    if ranges and ranges[-1][1] == start:
+        return (*ranges[:-1], (ranges[-1][0], stop))
+    return (*ranges, (start, stop))
+
+
+def covered(ranges: Ranges) -> int:
+    return sum(b - a for a, b in ranges)
+
+
+def check_ranges(ranges: Any, samples: int) -> Ranges:
+    """`ranges` read from a file, validated against the row's sample count; ValueError why not."""
+    if not isinstance(ranges, list) or not all(
+        isinstance(r, list)
+        and len(r) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in r)
+        for r in ranges
+    ):
+        raise ValueError(f"timed_in is {ranges!r}; expected [[start, stop], ...] round ranges")
+    out: Ranges = ()
+    last = 0
+    for a, b in ranges:
+        if a < last or b <= a:
+            raise ValueError(f"timed_in {ranges!r}: ranges must be ordered, disjoint, non-empty")
+        out, last = (*out, (a, b)), b
+    if covered(out) != samples:
+        raise ValueError(
+            f"timed_in {ranges!r} covers {covered(out)} rounds but the row has {samples} samples"
+        )
+    return out
+
+
+def aligned(
+    x: Sequence[float], x_in: Ranges | None, y: Sequence[float], y_in: Ranges | None
+) -> tuple[list[float], list[float]]:
+    """The samples of x and y in the rounds both were timed in (None: every round, 0..len)."""
+    x_in = x_in if x_in is not None else ((0, len(x)),)
+    y_in = y_in if y_in is not None else ((0, len(y)),)
+    if x_in == y_in:
+        return list(x), list(y)
+
+    def index(ranges: Ranges) -> dict[int, int]:
+        out, i = {}, 0
+        for a, b in ranges:
+            for r in range(a, b):
+                out[r] = i
+                i += 1
+        return out
+
+    xi, yi = index(x_in), index(y_in)
+    common = sorted(set(xi) & set(yi))
+    return [x[xi[r]] for r in common], [y[yi[r]] for r in common]
+
+
+# --- the decision after a sweep ----------------------------------------------------------------
+
+
+def max_looks(passes: int, cap_factor: int = CAP_FACTOR) -> int:
+    """The most looks a pair can get: one per sweep, the profile's and the extension's."""
+    return max(1, passes * cap_factor)
+
+
+def interim_confidence(alpha: float, looks: int) -> float:
+    """Bonferroni over `looks` looks: each interim interval at confidence 1 - alpha / looks."""
+    if not 0 < alpha < 1 or looks < 1:
+        raise ValueError(f"need 0 < alpha < 1 and looks >= 1, got {alpha}, {looks}")
+    return 1.0 - alpha / looks
+
+
+def decide(
+    ratios: Sequence[float],
+    tol_same: float,
+    tol_differ: float,
+    confidence: float,
+    min_pairs: int,
+) -> str | None:
+    """SLOWER / FASTER / SAME when the interval of the median of `ratios` (head / base per round,
+    tilegate.judge.stats.median_ci: the A/B verdict's interval) clears the tolerance decisively;
+    None while it straddles it, or with fewer than `min_pairs` rounds."""
+    if len(ratios) < min_pairs:
+        return None
+    lo, hi = stats.median_ci(sorted(ratios), confidence)
+    if lo - 1 > tol_differ:
+        return "SLOWER"
+    if hi - 1 < -tol_differ:
+        return "FASTER"
+    if lo - 1 >= -tol_same and hi - 1 <= tol_same:
+        return "SAME"
+    return None
+
+
+def sentinel_settled(ratios: Sequence[float], moved: float, confidence: float, min_pairs: int) -> bool:
+    """The sentinel's rounds suffice: its interval lies inside +-moved, so the consistency rule
+    (|median - 1| > moved) cannot fire on more data of the same kind; or entirely outside, so it
+    fires however many more rounds come."""
+    if len(ratios) < min_pairs:
+        return False
+    lo, hi = stats.median_ci(sorted(ratios), confidence)
+    inside = lo - 1 >= -moved and hi - 1 <= moved
+    outside = lo - 1 > moved or hi - 1 < -moved
+    return inside or outside
+
+
+# --- tolerances handed from the perf loop to the suite -----------------------------------------
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """Per-case A/B tolerances (the A/B noise file's); a case not in it gets [floor, ceiling]:
+    SAME must hold against the floor, SLOWER / FASTER against the ceiling (a decision valid
+    for whatever tolerance the verdict applies)."""
+
+    per_case: Mapping[str, float] = field(default_factory=dict)
+    floor: float = 0.005
+    ceiling: float = 0.03
+    alpha: float = 0.01
+    confidence: float = 0.99
+
+    def for_case(self, key: str) -> tuple[float, float]:
+        """(tolerance for SAME, tolerance for SLOWER / FASTER)."""
+        tol = self.per_case.get(key)
+        return (tol, tol) if tol is not None else (self.floor, self.ceiling)
+
+    def moved(self, key: str) -> float:
+        """The consistency rule's threshold for an UNCHANGED CODE case: max(5 x tol, 3 %)."""
+        k, least = _moved()
+        tol = self.per_case.get(key, self.ceiling)
+        return max(k * tol, least)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "schema": "tilegate.ab-tolerances/1",
+            "policy": {
+                "floor": self.floor,
+                "ceiling": self.ceiling,
+                "alpha": self.alpha,
+                "confidence": self.confidence,
+            },
+            "tolerances": dict(sorted(self.per_case.items())),
+        }
+
+
+def tolerances_from_noise(noise: Any, policy: Any = None) -> Tolerances:
+    """The suite's tolerances from a loaded A/B noise file (tilegate.judge.ab.Noise) or none."""
+    pol = policy or (noise.policy if noise is not None else None)
+    kw: dict[str, Any] = {}
+    if pol is not None:
+        kw = {
+            "floor": pol.floor,
+            "ceiling": pol.ceiling,
+            "alpha": pol.alpha,
+            "confidence": pol.confidence,
+        }
+    per = {k: row.tolerance for k, row in noise.rows.items()} if noise is not None else {}
+    return Tolerances(per, **kw)
+
+
+def save_tolerances(tol: Tolerances, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(tol.as_json(), indent=1) + "\n")
+
+
+def load_tolerances(path: Path | None) -> Tolerances:
+    if path is None:
+        return Tolerances()
+    where = f"A/B tolerances file {path}"
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:
+        raise InputError(f"{where} cannot be read: {err}") from err
+    if not isinstance(data, dict) or data.get("schema") != "tilegate.ab-tolerances/1":
+        raise InputError(f"{where} is not a tilegate A/B tolerances file")
+    pol = data.get("policy") or {}
+    tols = data.get("tolerances") or {}
+    ok = isinstance(tols, dict) and all(
+        isinstance(v, (int, float)) and 0 < v < 1 for v in tols.values()
+    )
+    if not ok or not isinstance(pol, dict):
+        raise InputError(f"{where}: tolerances must be case id -> a number in (0, 1)")
+    return Tolerances({str(k): float(v) for k, v in tols.items()}, **{k: float(v) for k, v in pol.items()})
+
+
+# --- the plan of one group ---------------------------------------------------------------------
+
+
+@dataclass
+class _Slot:
+    name: str
+    role: str  # "head", "reference", "changed-base", "sentinel-base", "single"
+    ranges: Ranges = ()
+    active: bool = True
+    stopped: str = "profile"  # "decided", "cap", "profile", "sentinel"
+    looks: int = 0
+    decision: str | None = None
+    extended: int = 0  # rounds beyond the profile's
+
+
+class GroupBudget:
+    """Which slots of one group each sweep times, and why each stopped.
+
+    `slots` are the group's timed slots in run order; `pairs` head slot -> base slot;
+    `unchanged` the head slots whose compiled code is the base's; `keys` head slot -> case id
+    (for its tolerance). With `enabled` False every slot is timed every profile sweep (A/A
+    calibration, `--perf-ab-full`).
+    """
+
+    def __init__(
+        self,
+        slots: Sequence[str],
+        *,
+        pairs: Mapping[str, str],
+        unchanged: set[str] | frozenset[str],
+        keys: Mapping[str, str],
+        reference: str | None,
+        passes: int,
+        tolerances: Tolerances = Tolerances(),
+        enabled: bool = True,
+        cap_factor: int = CAP_FACTOR,
+    ) -> None:
+        self.enabled = enabled
+        self.passes = passes
+        self.cap_factor = cap_factor
+        self.tolerances = tolerances
+        self.pairs = dict(pairs)
+        self.keys = dict(keys)
+        self.reference = reference
+        self.min_pairs = stats.min_pairs_signed_rank(tolerances.alpha)
+        self.looks_max = max_looks(passes, cap_factor)
+        self.confidence = interim_confidence(tolerances.alpha, self.looks_max)
+        bases = {b: h for h, b in self.pairs.items()}
+        self.slots: dict[str, _Slot] = {}
+        for name in slots:
+            if name == reference:
+                role = "reference"
+            elif name in bases:
+                role = "sentinel-base" if bases[name] in unchanged else "changed-base"
+            elif name in self.pairs:
+                role = "head"
+            else:
+                role = "single"
+            self.slots[name] = _Slot(name, role)
+        self.round = 0  # the group's rounds so far
+        self.sweep = 0
+        self.profile_rounds = 0  # set by the first sweep: passes x rounds per pass
+        self.samples: dict[str, list[float]] = {n: [] for n in self.slots}
+
+    # what to time ----------------------------------------------------------------------------
+
+    def active(self) -> list[str]:
+        """The slots to time in the next sweep, in run order ([] when the group is done)."""
+        if not self.enabled:
+            return list(self.slots) if self.sweep < self.passes else []
+        if self.sweep < self.passes:
+            return [n for n, s in self.slots.items() if s.active]
+        # extension: undecided changed pairs under the cap, their heads, and the reference
+        ext = [
+            h
+            for h, b in self.pairs.items()
+            if self.slots[b].role == "changed-base"
+            and self.slots[b].active
+            and covered(self.slots[b].ranges) < self.cap_factor * self.profile_rounds
+        ]
+        if not ext:
+            return []
+        keep = set(ext) | {self.pairs[h] for h in ext}
+        if self.reference in self.slots:
+            keep.add(self.reference)
+        return [n for n in self.slots if n in keep]
+
+    # what was timed --------------------------------------------------------------------------
+
+    def record(self, timed: Mapping[str, Sequence[float]], rounds: int) -> None:
+        """One sweep's samples (`rounds` rounds of the slots `active()` named); then the look."""
+        if self.sweep == 0:
+            self.profile_rounds = rounds * self.passes
+        extension = self.sweep >= self.passes
+        for name, got in timed.items():
+            if len(got) != rounds:
+                raise ValueError(f"{name}: {len(got)} samples for {rounds} rounds")
+            slot = self.slots[name]
+            slot.ranges = add_range(slot.ranges, self.round, self.round + rounds)
+            self.samples[name].extend(got)
+            if extension:
+                slot.extended += rounds
+        self.round += rounds
+        self.sweep += 1
+        if self.enabled:
+            self._look(timed)
+        if self.sweep >= self.passes:  # the profile's rounds are done: heads stop here
+            for name, slot in self.slots.items():
+                if slot.role in ("head", "reference", "single") and not self._extending(name):
+                    slot.active = False
+
+    def _extending(self, name: str) -> bool:
+        base = self.pairs.get(name)
+        return base is not None and self.slots[base].active and self.slots[base].role == "changed-base"
+
+    def ratios(self, head: str) -> list[float]:
+        base = self.pairs[head]
+        h, b = aligned(
+            self.samples[head], self.slots[head].ranges, self.samples[base], self.slots[base].ranges
+        )
+        return [x / y for x, y in zip(h, b) if y > 0]
+
+    def _look(self, timed: Mapping[str, Sequence[float]]) -> None:
+        last_profile = self.sweep == self.passes
+        for head, base in self.pairs.items():
+            slot = self.slots[base]
+            if base not in timed or not slot.active:
+                continue
+            key = self.keys.get(head, head)
+            r = self.ratios(head)
+            slot.looks += 1
+            self.slots[head].looks = slot.looks
+            if slot.role == "sentinel-base":
+                if sentinel_settled(r, self.tolerances.moved(key), self.confidence, self.min_pairs):
+                    slot.active, slot.stopped = False, "sentinel"
+                elif self.sweep >= self.passes:
+                    slot.active, slot.stopped = False, "profile"
+                continue
+            tol_same, tol_differ = self.tolerances.for_case(key)
+            got = decide(r, tol_same, tol_differ, self.confidence, self.min_pairs)
+            if got is not None:
+                slot.decision = got
+                slot.active = False
+                slot.stopped = "profile" if last_profile else "decided"
+            elif covered(slot.ranges) >= self.cap_factor * self.profile_rounds:
+                slot.active, slot.stopped = False, "cap"
+        for head, base in self.pairs.items():  # the head follows its base through extension
+            if self.sweep >= self.passes:
+                s = self.slots[base]
+                self.slots[head].stopped = s.stopped if s.role == "changed-base" else "profile"
+
+    # what the results say --------------------------------------------------------------------
+
+    def info(self, name: str) -> dict[str, Any]:
+        """extra_info.tilegate.budget of one slot."""
+        s = self.slots[name]
+        out: dict[str, Any] = {
+            "role": s.role,
+            "rounds": covered(s.ranges),
+            "stopped": s.stopped,
+            "looks": s.looks,
+        }
+        if s.extended:
+            out["extended"] = s.extended
+        if s.decision:
+            out["decision"] = s.decision
+        if not self.enabled:
+            out["full"] = True
+        return out
+
+    def timed_in(self, name: str) -> list[list[int]]:
+        return [[a, b] for a, b in self.slots[name].ranges]
+
+
+def summarize(infos: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """machine_info.tilegate.budget: the run's totals from every slot's budget info."""
+    changed = [i for i in infos if i.get("role") == "changed-base"]
+    sentinel = [i for i in infos if i.get("role") == "sentinel-base"]
+    rounds = sorted(int(i["rounds"]) for i in changed)
+    return {
+        "enabled": not any(i.get("full") for i in infos),
+        "changed_cases": len(changed),
+        "changed_rounds": sum(rounds),
+        "changed_median_rounds": (rounds[len(rounds) // 2] if rounds else 0),
+        "stopped_early": sum(i.get("stopped") == "decided" for i in changed),
+        "extended": sum(bool(i.get("extended")) for i in changed),
+        "capped": sum(i.get("stopped") == "cap" for i in changed),
+        "max_rounds": max(rounds, default=0),
+        "unchanged_cases": len(sentinel),
+        "sentinel_rounds": sorted({int(i["rounds"]) for i in sentinel}),
+        "sentinel_full": sum(i.get("stopped") == "profile" for i in sentinel),
+    }
+
+
+def summary_line(total: Mapping[str, Any]) -> str:
+    """"rounds: 14 changed cases 2,310 rounds (median 150, 3 stopped early, 2 extended to 450),
+    82 unchanged cases head-only + 7 sentinel base rounds"."""
+    if not total.get("enabled", True):
+        return "rounds: budget off (--perf-ab-full): both sides of every case timed every round"
+    sr = total.get("sentinel_rounds") or []
+    sent = (
+        f"{sr[0]:,}" if len(sr) == 1 else f"{sr[0]:,}-{sr[-1]:,}" if sr else "0"
+    )
+    full = total.get("sentinel_full", 0)
+    return (
+        f"rounds: {total['changed_cases']} changed case(s) {total['changed_rounds']:,} rounds "
+        f"(median {total['changed_median_rounds']:,}, {total['stopped_early']} stopped early, "
+        f"{total['extended']} extended"
+        + (f" to {total['max_rounds']:,}" if total["extended"] else "")
+        + (f", {total['capped']} at the cap undecided" if total.get("capped") else "")
+        + f"), {total['unchanged_cases']} unchanged case(s) head-only + {sent} sentinel base rounds"
+        + (f" ({full} timed in full: their sentinel did not settle)" if full else "")
+    )
+
