@@ -11,15 +11,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import (
-    cdiv,
-    check_problem,
-    jit,
-    pointer_args,
-    pointer_tile_acc,
-    pointer_tile_store,
-    tile_coords,
-)
+from ._device import cdiv, jit, pointer_tile_acc, pointer_tile_store, tile_coords
+from ._host import check_problem, pointer_args
 from .configs import Config, config_for
 from .launch import KernelLaunch
 

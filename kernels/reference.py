@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ._common import check_operands
+from ._host import check_operands
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -13,3 +13,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None)
     if out is None:
         return torch.matmul(a, b)
     return torch.matmul(a, b, out=out)
+
+
+def exact(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b in higher precision: float64 on the CPU, float32 on a GPU."""
+    hi = torch.float64 if a.device.type == "cpu" else torch.float32
+    return torch.matmul(a.to(hi), b.to(hi))

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 
 import torch
 
-from . import VARIANTS, Variant
-from ._common import check_operands, device_facts, layout_of
+from ._host import check_operands, device_facts, layout_of
+from .registry import VARIANTS, Variant
 
 _FALLBACK_BLOCK_K = 64  # the "K block" of a variant without a plan (torch)
 

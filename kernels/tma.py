@@ -11,15 +11,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import (
-    TMA_MIN_CAPABILITY,
-    cdiv,
-    check_problem,
-    check_tma_sizes,
-    host_descriptors,
-    jit,
-    tile_coords,
-)
+from ._device import cdiv, jit, tile_coords
+from ._host import TMA_MIN_CAPABILITY, check_problem, check_tma_sizes, host_descriptors
 from .configs import Config, config_for
 from .launch import KernelLaunch, ScalarArg
 

@@ -12,7 +12,7 @@ What Triton 3.6 needs for that to take effect, checked on TTGIR compiled ahead o
 * descriptors made in the kernel (`tl.make_tensor_descriptor`): with host descriptors
   (`kernels/tma.py`) the Hopper pass fails ("PassManager::run failed", upstream issue 11587).
   They need global scratch memory, which Triton asks its allocator for at every launch
-  (`kernels._common.ensure_scratch_allocator`, `KernelLaunch.scratch`);
+  (`kernels._host.ensure_scratch_allocator`, `KernelLaunch.scratch`);
 * on sm_90: the tile loop not flattened, 4 warps (8 leave only a `tt.warp_specialize`
   attribute and no partitions), no epilogue subtiling (the pass fails);
 * on sm_100 and sm_120: the tile loop flattened (otherwise the pass `NVWSInsertAref` fails;
@@ -32,8 +32,9 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import TMA_MIN_CAPABILITY, cdiv, check_problem, check_tma_sizes, jit, tile_coords
-from ._common import host_descriptors as _host_descriptors
+from ._device import cdiv, jit, tile_coords
+from ._host import TMA_MIN_CAPABILITY, check_problem, check_tma_sizes
+from ._host import host_descriptors as _host_descriptors
 from .configs import Config, config_for
 from .launch import DescArg, KernelLaunch, ScalarArg, TensorArg
 

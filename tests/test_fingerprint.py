@@ -458,7 +458,9 @@ def test_diff_labels_and_allowance() -> None:
 
 
 def _report(mode: str, changes: list[Change]) -> str:
-    from tilegate.cases import PROFILES
+    from tilegate.fingerprint.suite import profiles
+
+    PROFILES = profiles()
     from tilegate.fingerprint.gate import Compiled
 
     rs = load_rules(DEFAULT_RULES)

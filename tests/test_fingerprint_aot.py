@@ -277,7 +277,9 @@ def recorded_ws(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _ws_opts(paths: dict[str, Path], **over: Any) -> gate.Options:
-    from tilegate.cases import PROFILES
+    from tilegate.fingerprint.suite import profiles
+
+    PROFILES = profiles()
 
     return dataclasses.replace(_opts(paths, variants=[WS], profile=PROFILES["quick"]), **over)
 

@@ -43,7 +43,7 @@ def test_summary_names_the_rows_and_the_fix() -> None:
     assert "`xtile_persistent-fp16-nt-K128` +4" in text  # +40 % against the baseline
     assert "`persistent-fp16-nt-K4096` +" in text
     assert "**Improved** (1): `grouped-fp16-nt-K512`" in text and "nox -s rebaseline" in text
-    assert "cross-tile stopped winning" in text
+    assert "xtile_persistent stopped winning" in text
 
 
 def test_environment_flags_the_new_triton() -> None:
@@ -67,7 +67,7 @@ def test_cross_tile_table_like_the_write_up() -> None:
     assert cells[3].startswith("+")  # cross-tile now slower than its twin
     assert cells[4].startswith("-2")  # it won by ~27 % at rebaseline
     assert (
-        "Crossover (smallest K where cross-tile stops winning): **K=128 (loses from the smallest K)**; baseline: none up to K=4096"
+        "Crossover (smallest K where xtile_persistent stops winning): **K=128 (loses from the smallest K)**; baseline: none up to K=4096"
         in text
     )
 

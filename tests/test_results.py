@@ -39,11 +39,11 @@ def test_valid_results_fixture() -> None:
     assert len(row.samples_s) == 20
     assert row.median_s == pytest.approx(0.31e-3, rel=0.03)
     assert (
-        run.find("swizzle_persistent", "fp16", "nt", 128)
+        run.find("swizzle_persistent", "fp16-nt-K128")
         is run.rows["swizzle_persistent-fp16-nt-K128"]
     )
-    assert run.find("swizzle_persistent", "fp16", "nn", 128) is None
-    assert ("fp16", "nt", 4096) in run.groups
+    assert run.find("swizzle_persistent", "fp16-nn-K128") is None
+    assert ("fp16-nt-K4096") in run.groups
 
 
 def test_smoke_results_are_valid_input() -> None:

@@ -149,11 +149,8 @@ def _row(samples: tuple[float, ...], tol: float = 0.04) -> BaselineRow:
     return BaselineRow(
         key="x-fp16-nt-K128",
         variant="x",
-        dtype="fp16",
-        layout="nt",
-        M=1,
-        N=1,
-        K=128,
+        params=MappingProxyType({"dtype": "fp16", "layout": "nt", "M": 1, "N": 1, "K": 128}),
+        group="fp16-nt-K128",
         median_s=sorted(samples)[len(samples) // 2],
         run_medians_s=(1.0,),
         drift=0.0,
@@ -342,7 +339,7 @@ def test_a_same_run_ratio_is_the_paired_ratio_of_the_samples(workdir: Path) -> N
     tg = bench(data, key("xtile_persistent"))["extra_info"]["tilegate"]
     tg["ratio_to_twin"] = 0.7  # what the suite measures from these samples
     run = load_results(write(workdir / "paired.json", data))
-    ratio = run.ratio("xtile_persistent", "swizzle_persistent", "fp16", "nt", 128)
+    ratio = run.ratio("xtile_persistent", "swizzle_persistent", "fp16-nt-K128")
     assert ratio == pytest.approx(0.7)  # not the ratio of medians, 1.05 / 2.0
     tg["ratio_to_twin"] = None  # not recorded: derived all the same
     run = load_results(write(workdir / "paired.json", data))

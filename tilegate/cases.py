@@ -1,97 +1,42 @@
-"""Benchmark cases and profiles: which (variant, dtype, layout, K) the perf suite measures.
+"""Benchmark cases: which (variant, grid point) a run measures, from a declared profile.
 
-Shapes are data, in one place. The case id (``xtile_persistent-fp16-nt-K128``) is the key that
-joins a result to its baseline row: renaming one is a rebaseline, on purpose.
+A case's parameters are its grid point (one value per axis of the profile) plus the profile's
+fixed values. The case id (``xtile_persistent-fp16-nt-K128``: the variant and the axis labels)
+is the key that joins a result to its baseline row: renaming one is a rebaseline, on purpose.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from tilegate.declare import Profile
+
+BASE_SUFFIX = "@base"
 
 
 @dataclass(frozen=True)
-class Profile:
-    """A named set of cases: the cross product of its dtypes, layouts and K values."""
-
-    name: str
-    dtypes: tuple[str, ...]
-    layouts: tuple[str, ...]
-    ks: tuple[int, ...]
-    m: int = 16384
-    n: int = 16384
-    rounds: int = 150  # at least this many timed rounds per group ...
-    min_time_s: float = 3.0  # ... and at least this long (tilegate.harness.timing.TimerConfig)
-    passes: int = 5  # each group's rounds are spread over this many sweeps across all groups
-    soak_s: float = 15.0  # untimed run of the run's own kernels before the first sweep
-    description: str = ""
-
-
-PROFILES: dict[str, Profile] = {
-    "quick": Profile(
-        "quick",
-        ("fp16",),
-        ("nt",),
-        (128, 512, 4096),
-        min_time_s=2.5,
-        passes=3,
-        soak_s=3.0,
-        description="pull-request check: the write-up's small, middle and large K",
-    ),
-    "default": Profile(
-        "default",
-        ("fp16",),
-        ("nt", "nn"),
-        (128, 256, 512, 1024, 2048, 4096),
-        rounds=300,  # the K = 4096 groups, the noisiest (power-capped), get ~8 s instead of 5
-        min_time_s=5.0,
-        passes=10,
-        description="both B layouts, every K of the write-up and the calibration",
-    ),
-    "full": Profile(
-        "full",
-        ("fp16", "bf16"),
-        ("nt", "nn"),
-        (64, 128, 256, 512, 1024, 2048, 4096, 8192),
-        description="adds bf16 and the extreme K values",
-    ),
-    # CPU pipeline proof under TRITON_INTERPRET=1: tiny shapes, timings meaningless.
-    "smoke": Profile(
-        "smoke",
-        ("fp16",),
-        ("nt", "nn"),
-        (24, 40),
-        m=40,
-        n=48,
-        rounds=3,
-        min_time_s=0.0,
-        soak_s=0.0,
-        description="CPU interpreter, tiny shapes: proves the pipeline, measures nothing",
-    ),
-}
-
-
-@dataclass(frozen=True, order=True)
 class Case:
-    """One benchmark: a variant at one dtype, B layout and K (M and N come from the profile)."""
+    """One benchmark: a variant at one grid point (`labels` in axis order, `params` all values)."""
 
-    dtype: str
-    layout: str
-    k: int
-    variant_rank: int
     variant: str
-    m: int
-    n: int
+    labels: tuple[str, ...]
+    params: Mapping[str, Any] = field(compare=False)
+    order: tuple[Any, ...] = ()  # the grid point's position: how cases sort
+    variant_rank: int = 0
     base: bool = False  # A/B runs: the base commit's version of the variant, timed beside it
 
     @property
     def id(self) -> str:
         """The case id, the same on both sides of an A/B run: the join key of every result."""
-        return case_id(self.variant, self.dtype, self.layout, self.k)
+        return "-".join((self.variant, *self.labels))
 
     @property
     def slot(self) -> str:
-        """Which kernel this case runs: the variant, or its base version (`<variant>@base`)."""
+        """Which implementation this case runs: the variant, or its base version (`<variant>@base`)."""
         return f"{self.variant}{BASE_SUFFIX}" if self.base else self.variant
 
     @property
@@ -102,27 +47,11 @@ class Case:
     @property
     def group(self) -> str:
         """Cases of one group share inputs and are timed interleaved, round by round."""
-        return f"{self.dtype}-{self.layout}-K{self.k}"
-
-    @property
-    def flops(self) -> float:
-        return matmul_flops(self.m, self.n, self.k)
-
-
-BASE_SUFFIX = "@base"
-
-
-def matmul_flops(M: int, N: int, K: int) -> float:
-    """Floating-point operations of one M x N x K matmul (a multiply and an add per term)."""
-    return 2.0 * M * N * K
-
-
-def case_id(variant: str, dtype: str, layout: str, k: int) -> str:
-    return f"{variant}-{dtype}-{layout}-K{k}"
+        return "-".join(self.labels)
 
 
 def select_variants(order: Sequence[str], wanted: Sequence[str] | None = None) -> tuple[str, ...]:
-    """The variants to measure, in run order (`order`: the registry's); all of them by default."""
+    """The variants to measure, in run order (`order`: the declaration's); all of them by default."""
     if wanted is None:
         return tuple(order)
     unknown = [v for v in wanted if v not in order]
@@ -131,35 +60,67 @@ def select_variants(order: Sequence[str], wanted: Sequence[str] | None = None) -
     return tuple(v for v in order if v in wanted)
 
 
+def parse_value(text: str, like: Any) -> Any:
+    """`text` as the type of `like` (an axis's declared value): int, float or str."""
+    if isinstance(like, bool) or not isinstance(like, (int, float)):
+        return text
+    try:
+        return type(like)(text)
+    except ValueError as err:
+        raise ValueError(f"{text!r} is not a {type(like).__name__}") from err
+
+
 def build_cases(
     profile: Profile,
     variants: Sequence[str],
     *,
-    ks: tuple[int, ...] | None = None,
-    m: int | None = None,
-    n: int | None = None,
+    axes: Mapping[str, Sequence[Any]] | None = None,
+    fixed: Mapping[str, Any] | None = None,
     only: frozenset[str] | None = None,
     base_variants: Sequence[str] = (),
 ) -> list[Case]:
-    """All cases of a profile, grouped (dtype, layout, K) and in `variants` order inside a group.
+    """All cases of a profile, by grid point, in `variants` order inside a group.
 
+    `axes` replaces some axes' values, `fixed` some fixed values (--perf-axis, --perf-set).
     `variants` is in run order (`select_variants`). `base_variants` (an A/B run) adds, right
     after each variant, its base version where the base has it; a variant only the base has
     ("removed" in the head) comes last. `only` keeps the groups that contain at least one of the
     given case ids (a re-measurement of suspect rows re-times their whole group so that
     same-run ratios stay paired).
     """
+    axes = dict(axes or {})
+    unknown = sorted(set(axes) - {a.name for a in profile.axes})
+    if unknown:
+        raise ValueError(
+            f"unknown axis {unknown} for profile {profile.name!r}; its axes: "
+            f"{[a.name for a in profile.axes]}"
+        )
+    consts = {**profile.fixed, **(fixed or {})}
+    unknown = sorted(set(fixed or {}) - set(profile.fixed))
+    if unknown:
+        raise ValueError(
+            f"unknown fixed parameter {unknown} for profile {profile.name!r}; its fixed "
+            f"parameters: {sorted(profile.fixed)}"
+        )
+    grid = [(a, tuple(axes.get(a.name, a.values))) for a in profile.axes]
+    if any(not values for _, values in grid):
+        raise ValueError(f"profile {profile.name!r}: the grid has no cases")
     order = list(variants) + [v for v in base_variants if v not in variants]
     sides = [(v, False) for v in variants] + [(v, True) for v in base_variants]
-    for k in ks or profile.ks:
-        if k < 1:
-            raise ValueError(f"K must be >= 1, got {k}")
+    points = []
+    for values in itertools.product(*(vs for _, vs in grid)):
+        params = MappingProxyType(
+            {**{a.name: v for (a, _), v in zip(grid, values, strict=False)}, **consts}
+        )
+        labels = tuple(a.show(v) for (a, _), v in zip(grid, values, strict=False))
+        points.append((values, labels, params))
     cases = sorted(
-        Case(dtype, layout, k, order.index(v), v, m or profile.m, n or profile.n, base)
-        for dtype in profile.dtypes
-        for layout in profile.layouts
-        for k in (ks or profile.ks)
-        for v, base in sides
+        (
+            Case(v, labels, params, values, order.index(v), base)
+            for values, labels, params in points
+            for v, base in sides
+        ),
+        key=lambda c: (c.order, c.variant_rank, c.base),
     )
     if only is not None:
         groups = {c.group for c in cases if c.id in only}

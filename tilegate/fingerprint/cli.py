@@ -126,7 +126,9 @@ def run(args: argparse.Namespace) -> int:
         json_dir=args.json_dir or (UPGRADE_JSON_DIR if up else DEFAULT_JSON_DIR),
     )
     try:
-        from tilegate.cases import PROFILES
+        from tilegate.fingerprint.suite import profiles
+
+        PROFILES = profiles()
 
         if args.profile not in PROFILES:
             raise InputError(f"unknown profile {args.profile!r}; known: {sorted(PROFILES)}")

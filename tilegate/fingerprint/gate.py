@@ -117,7 +117,9 @@ def compile_suite(opts: Options) -> Compiled:
             f"unknown architecture(s) {unknown}; {ruleset.path} defines {sorted(ruleset.targets)}"
         )
     targets = [ruleset.targets[a] for a in archs]
-    from tilegate.cases import PROFILES
+    from tilegate.fingerprint.suite import profiles
+
+    PROFILES = profiles()
 
     profile = opts.profile or PROFILES["default"]
     t0 = time.perf_counter()

@@ -83,14 +83,8 @@ def collect(
     mutate: Mutator | None = None,
 ) -> tuple[list[KernelCase], list[Skipped]]:
     """Plan and specialize every kernel of `profile` (default: the perf suite's "default")."""
-    try:
-        import kernels
-    except ImportError as err:
-        raise InputError(f"cannot import the kernel registry (kernels/): {err}") from err
-    from tilegate.cases import PROFILES
-
-    profile = profile or PROFILES["default"]
-    registry = kernels.VARIANTS
+    profile = profile or profiles()["default"]
+    registry = benchmark().variant_map
     unknown = [p for p in variants or () if not any(fnmatch.fnmatchcase(n, p) for n in registry)]
     if unknown:
         raise InputError(f"no variant matches {unknown}; known: {sorted(registry)}")
@@ -128,7 +122,7 @@ def collect(
                             layout,
                             target,
                             (k,),
-                            variant.xtile_twin_of is not None,
+                            variant.twin_of is not None,
                             launch,
                             _NO_SPEC,
                         )
@@ -152,7 +146,7 @@ def collect(
                                 layout,
                                 target,
                                 ks,
-                                variant.xtile_twin_of is not None,
+                                variant.twin_of is not None,
                                 launch,
                                 spec,
                             )
@@ -161,3 +155,43 @@ def collect(
 
 
 _NO_SPEC = Specialization({}, {}, {}, {}, "")
+
+
+# --- the configured benchmark ([tool.tilegate]), as the fingerprint sees it -------------------
+
+
+def benchmark() -> Any:
+    """The benchmark [tool.tilegate] names (its variants' `plan` is what is compiled)."""
+    from tilegate.config import find
+
+    return find().load_benchmark()
+
+
+@dataclass(frozen=True)
+class GridView:
+    """A profile of a matmul-shaped benchmark (axes dtype, layout, K; fixed M, N): what the
+    fingerprint's plans take."""
+
+    name: str
+    dtypes: tuple[str, ...]
+    layouts: tuple[str, ...]
+    ks: tuple[int, ...]
+    m: int
+    n: int
+
+
+def profiles() -> dict[str, GridView]:
+    """The configured benchmark's profiles that the fingerprint can plan (InputError if none)."""
+    out = {}
+    for p in benchmark().profiles:
+        axes = {a.name: tuple(a.values) for a in p.axes}
+        if {"dtype", "layout", "K"} <= set(axes) and {"M", "N"} <= set(p.fixed):
+            out[p.name] = GridView(
+                p.name, axes["dtype"], axes["layout"], axes["K"], p.fixed["M"], p.fixed["N"]
+            )
+    if not out:
+        raise InputError(
+            "the fingerprint plans matmul-shaped profiles (axes dtype, layout, K; fixed M, N); "
+            "the configured benchmark has none"
+        )
+    return out

@@ -1,15 +1,15 @@
 """Measure the groups of a run: same inputs per group, correctness first, then interleaved timing.
 
-A group is every variant at one (dtype, layout, K). Its inputs are drawn once (random normal,
-fixed seed per group); each variant's output buffer is poisoned with NaN and checked against a
-higher-precision reference before any of its timings count. Only variants that passed are timed,
+A group is every variant at one grid point of the declared benchmark (tilegate.declare). Its
+inputs are drawn once (the declaration's `inputs`, a fixed seed per group); each variant's call
+(its factory's, `Variant.make`) is checked against the declared higher-precision reference
+output before any of its timings count. Only variants that passed are timed,
 all together, round by round, so the ratios between them are paired; each group's rounds are
 spread over several sweeps of the whole run (see GroupMeasurer).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import statistics
 import time
@@ -20,7 +20,8 @@ from typing import Any
 
 from tilegate.cases import BASE_SUFFIX, Case
 from tilegate.harness import warnlog
-from tilegate.harness.correctness import REL_ERR_TOL, check_call, reference
+from tilegate.harness.budget import GroupBudget, Tolerances, aligned
+from tilegate.harness.correctness import check_call
 from tilegate.harness.identity import Identity, capture, identity
 from tilegate.harness.warnlog import Warned
 from tilegate.judge.stats import paired_ratio
@@ -38,6 +39,7 @@ class CaseResult:
     identity: Identity | None = None  # the compiled code the correctness call ran
     # what Triton or torch warned while this case was compiled and checked: recorded, not raised
     warnings: list[Warned] = field(default_factory=list)
+    tolerance: float = 0.0  # the relative error allowed (the declaration's)
 
     @property
     def failure(self) -> str | None:
@@ -47,7 +49,7 @@ class CaseResult:
         if self.correct is False:
             return (
                 f"{self.case.id}: wrong result: relative error {self.rel_err:.3g} > "
-                f"{REL_ERR_TOL[self.case.dtype]:g} against the reference; its timing does not count"
+                f"{self.tolerance:g} against the reference; its timing does not count"
             )
         return None
 
@@ -69,6 +71,7 @@ class _Prepared:
     pass_medians: dict[str, list[float]] = field(default_factory=dict)
     spans: list[tuple[float, float]] = field(default_factory=list)  # timed windows (perf_counter)
     seconds: float = 0.0
+    budget: GroupBudget | None = None  # A/B: which slots each sweep times (tilegate.harness.budget)
 
 
 class GroupMeasurer:
@@ -83,6 +86,7 @@ class GroupMeasurer:
     def __init__(
         self,
         *,
+        benchmark: Any,
         registry: Mapping[str, Any],
         timer: Any,
         device: str,
@@ -94,6 +98,8 @@ class GroupMeasurer:
         sampler: Any = None,
         on_group: Callable[[str, dict[str, CaseResult], float], None] | None = None,
         on_progress: Callable[[str], None] | None = None,
+        ab_budget: bool = True,
+        ab_tolerances: Tolerances | None = None,
     ) -> None:
         import torch
 
@@ -105,8 +111,9 @@ class GroupMeasurer:
         self.sampler = sampler
         self.soaked_s = 0.0
         self.torch = torch
+        self.benchmark = benchmark
         self.registry = registry
-        # the variant every row's ratio_to_torch is measured against (kernels.REFERENCE)
+        # the variant every row's ratio_to_reference is measured against (Variant.reference)
         self.reference = next(
             (name for name, v in registry.items() if getattr(v, "reference", False)), None
         )
@@ -117,10 +124,13 @@ class GroupMeasurer:
         self.passes = passes
         self.warmup_first_s = warmup_first_s
         self.on_group = on_group
+        # A/B: identity-aware budgeting (tilegate.harness.budget); False: both sides of every
+        # case timed every round (A/A calibration, --perf-ab-full)
+        self.ab_budget = ab_budget
+        self.ab_tolerances = ab_tolerances or Tolerances()
         self.on_progress = on_progress or (lambda line: None)
         self._results: dict[str, CaseResult] = {}
         self.warnings: list[Warned] = []  # Triton / torch warnings while timing (not per case)
-        self._outs: dict[tuple[str, str, int, int], Any] = {}
 
     def warnings_seen(self) -> list[dict[str, Any]]:
         """Every distinct Triton / torch warning of the run: how often, and the first case."""
@@ -145,47 +155,28 @@ class GroupMeasurer:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _inputs(self, case: Case) -> tuple[Any, Any]:
-        from kernels import DTYPES
-
-        torch = self.torch
-        dtype = DTYPES[case.dtype]
-        gen = torch.Generator(device=self.device).manual_seed(group_seed(case.group))
-        a = torch.randn(case.m, case.k, dtype=dtype, device=self.device, generator=gen)
-        if case.layout == "nn":
-            b = torch.randn(case.k, case.n, dtype=dtype, device=self.device, generator=gen)
-        else:  # "nt": B stored N x K (K contiguous), passed as its transpose with no copy
-            b = torch.randn(case.n, case.k, dtype=dtype, device=self.device, generator=gen).T
-        return a, b
-
-    def _out(self, case: Case, dtype: Any) -> Any:
-        """One output buffer per (variant, dtype, M, N), shared by the groups of the run."""
-        key = (case.variant, case.dtype, case.m, case.n)
-        if key not in self._outs:
-            self._outs[key] = self.torch.empty(case.m, case.n, dtype=dtype, device=self.device)
-        return self._outs[key]
-
     def _prepare(self, group: str, group_cases: list[Case]) -> _Prepared:
         """Draw the group's inputs and check every variant; the checked ones get a timed callable."""
         t0 = time.perf_counter()
-        a, b = self._inputs(group_cases[0])
-        ref = reference(a, b)
+        params = group_cases[0].params
+        inputs = self.benchmark.inputs(params, self.device, group_seed(group))
+        ref = self.benchmark.reference_output(params, inputs)
+        tol = self.benchmark.tolerance_for(params)
         prep = _Prepared(group, {}, {})
         for case in group_cases:
-            res = prep.results[case.slot] = CaseResult(case)
+            res = prep.results[case.slot] = CaseResult(case, tolerance=tol)
             variant = self.registry.get(case.slot)
             if variant is None:
-                res.skip_reason = f"variant {case.slot!r} is not in kernels.VARIANTS"
+                res.skip_reason = f"variant {case.slot!r} is not in benchmark {self.benchmark.name}"
                 continue
             reason = variant.unsupported_reason(self.capability)
             if reason:
                 res.skip_reason = f"{case.variant} cannot run here: {reason}"
                 continue
-            # Both sides of an A/B pair write the same buffer: same memory, same placement.
-            out = self._out(case, a.dtype)
             try:
                 with warnlog.recording() as warned, capture() as launches:
-                    got = check_call(variant.matmul, a, b, ref, out, REL_ERR_TOL[case.dtype])
+                    call = variant.make(params, inputs)
+                    got = check_call(call, ref, tol)
             except Exception as exc:  # a kernel that raises fails its own case, not the group
                 res.error = f"{type(exc).__name__}: {exc}"
                 continue
@@ -193,18 +184,19 @@ class GroupMeasurer:
                 res.warnings = list(warned)
             res.correct, res.rel_err, res.error = got.correct, got.rel_err, got.error
             res.identity = identity(launches)
-            if getattr(variant, "injected", None):  # perf_tests/inject.py: test-only changes
-                res.identity = res.identity.marked(str(variant.injected))
+            injected = getattr(call, "injected", None) or getattr(variant, "injected", None)
+            if injected:  # tilegate.plugin --inject: test-only changes
+                res.identity = res.identity.marked(str(injected))
             # A wrong kernel is still timed (its row is written, marked incorrect, and refused
             # by the gate); a kernel that errored or wrote nothing is not.
             if got.error is None:
-                prep.fns[case.slot] = functools.partial(variant.matmul, a, b, out=out)
+                prep.fns[case.slot] = call
         prep.pairs = {
             c.variant: c.slot
             for c in group_cases
             if c.base and c.variant in prep.fns and c.slot in prep.fns
         }
-        del ref
+        del ref, inputs
         prep.seconds = time.perf_counter() - t0
         return prep
 
@@ -235,18 +227,62 @@ class GroupMeasurer:
                         warm = self.warmup_first_s if i == 0 else config.warmup_s
                         pace = self.timer.warm(prep.fns, warm, pairs=prep.pairs)
                         prep.rounds_per_pass = math.ceil(config.rounds_for(pace) / self.passes)
-                    else:  # clocks are up: a short re-warm of this group's kernels only
-                        self.timer.warm(prep.fns, 0.0, pairs=prep.pairs)
-                    t_begin = time.perf_counter()
-                    timed = self.timer.time(prep.fns, prep.rounds_per_pass, pairs=prep.pairs)
-                    prep.spans.append((t_begin, time.perf_counter()))
-                    for name, got in timed.items():
-                        prep.samples.setdefault(name, []).extend(got)
-                        if got:
-                            prep.pass_medians.setdefault(name, []).append(statistics.median(got))
+                        prep.budget = self._budget(prep)
+                    self._sweep(prep, warm=p > 0)
                 prep.seconds += time.perf_counter() - t0
-                if p == self.passes - 1:
+                if p == self.passes - 1 and prep.budget is None:
                     self._finish(prep)
+        # A/B: extension sweeps for the changed pairs the profile's rounds left undecided
+        budgeted = [p for p in prepared if p.budget is not None]
+        for p in range(self.passes, max((b.budget.looks_max for b in budgeted), default=0)):
+            todo = [prep for prep in budgeted if prep.budget.active()]
+            if not todo:
+                break
+            self.on_progress(f"timing extension sweep {p + 1 - self.passes}: {len(todo)} group(s) undecided")
+            for prep in todo:
+                t0 = time.perf_counter()
+                self._sweep(prep, warm=True)
+                prep.seconds += time.perf_counter() - t0
+        for prep in budgeted:
+            self._finish(prep)
+
+    def _budget(self, prep: _Prepared) -> GroupBudget | None:
+        """The group's A/B plan, from the identities its correctness calls captured."""
+        if not prep.pairs:
+            return None
+        unchanged = set()
+        for head, base in prep.pairs.items():
+            h, b = prep.results[head].identity, prep.results[base].identity
+            if h is not None and b is not None and h.hash and b.hash and h.hash == b.hash:
+                unchanged.add(head)
+        return GroupBudget(
+            list(prep.fns),
+            pairs=prep.pairs,
+            unchanged=unchanged,
+            keys={head: prep.results[head].case.id for head in prep.pairs},
+            reference=self.reference if self.reference in prep.fns else None,
+            passes=self.passes,
+            tolerances=self.ab_tolerances,
+            enabled=self.ab_budget,
+        )
+
+    def _sweep(self, prep: _Prepared, *, warm: bool) -> None:
+        """Time one sweep of the group: every slot, or those its budget names."""
+        names = prep.budget.active() if prep.budget is not None else list(prep.fns)
+        fns = {n: prep.fns[n] for n in names}
+        if not fns:
+            return
+        if warm:  # clocks are up: a short re-warm of this group's kernels only
+            self.timer.warm(fns, 0.0, pairs=prep.pairs)
+        t_begin = time.perf_counter()
+        timed = self.timer.time(fns, prep.rounds_per_pass, pairs=prep.pairs)
+        prep.spans.append((t_begin, time.perf_counter()))
+        for name, got in timed.items():
+            prep.samples.setdefault(name, []).extend(got)
+            if got:
+                prep.pass_medians.setdefault(name, []).append(statistics.median(got))
+        if prep.budget is not None:
+            prep.budget.record(timed, prep.rounds_per_pass)
 
     def _soak(self, prepared: list[_Prepared]) -> None:
         """Run the groups' kernels in turn, untimed, for about `soak_s` seconds."""
@@ -275,11 +311,18 @@ class GroupMeasurer:
         return samples[-1].temperature_c if samples else None
 
     def _finish(self, prep: _Prepared) -> None:
-        torch_samples = prep.samples.get(self.reference) if self.reference else None
+        ref_samples = prep.samples.get(self.reference) if self.reference else None
         state = self.sampler.window(prep.spans) if self.sampler is not None else None
+        ranges = (
+            {n: s.ranges for n, s in prep.budget.slots.items()} if prep.budget is not None else {}
+        )
         for name, res in prep.results.items():
             res.samples_s = prep.samples.get(name, [])
-            res.extra = self._extra(res, torch_samples, prep.samples)
+            res.extra = self._extra(res, ref_samples, prep.samples, ranges)
+            if prep.budget is not None and name in prep.budget.slots:
+                # which of the group's rounds this row was timed in, and why it stopped
+                res.extra["timed_in"] = prep.budget.timed_in(name)
+                res.extra["budget"] = prep.budget.info(name)
             if res.samples_s:
                 res.extra["pass_medians_s"] = prep.pass_medians.get(name, [])
                 if state is not None:
@@ -289,20 +332,30 @@ class GroupMeasurer:
             self.on_group(prep.group, prep.results, prep.seconds)
 
     def _extra(
-        self, res: CaseResult, torch_samples: list[float] | None, samples: dict[str, list[float]]
+        self,
+        res: CaseResult,
+        ref_samples: list[float] | None,
+        samples: dict[str, list[float]],
+        ranges: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         case = res.case
+        ranges = ranges or {}
+
+        def paired(x: list[float], other: str | None, y: list[float]) -> float:
+            # rows budgeted into different rounds are paired over the rounds both were timed in
+            xs, ys = aligned(x, ranges.get(case.slot), y, ranges.get(other or ""))
+            return paired_ratio(xs, ys)
+
         extra: dict[str, Any] = {
             "key": case.id,
             "variant": case.variant,
-            "dtype": case.dtype,
-            "layout": case.layout,
-            "M": case.m,
-            "N": case.n,
-            "K": case.k,
+            "group": case.group,
+            "params": dict(case.params),
+            # the parameters also flat, as before (readers of results.json that predate "params")
+            **case.params,
             "correct": res.correct,
             "rel_err": res.rel_err if res.rel_err is None or math.isfinite(res.rel_err) else None,
-            "tolerance": REL_ERR_TOL[case.dtype],
+            "tolerance": res.tolerance,
             "samples_s": res.samples_s,
         }
         if case.variant == self.reference:
@@ -318,25 +371,31 @@ class GroupMeasurer:
         if res.samples_s:
             med = statistics.median(res.samples_s)
             extra["median_s"] = med
-            extra["tflops"] = round(case.flops / med / 1e12, 3)
-            # the JSON key says "torch": it is the reference's, whatever the registry names it
-            extra["ratio_to_torch"] = (
-                paired_ratio(res.samples_s, torch_samples)
-                if torch_samples and case.variant != self.reference
+            work = self.benchmark.work_for(case.params)
+            if work.flops is not None:
+                extra["tflops"] = round(work.flops / med / 1e12, 3)
+            if work.bytes is not None:
+                extra["gbps"] = round(work.bytes / med / 1e9, 3)
+            extra["ratio_to_reference"] = (
+                paired(res.samples_s, self.reference, ref_samples)
+                if ref_samples and case.variant != self.reference
                 else None
             )
         variant = self.registry.get(case.slot)
-        twin = getattr(variant, "xtile_twin_of", None)
+        twin = getattr(variant, "twin_of", None)
         if twin:
             extra["twin"] = twin
-            twin_samples = samples.get(f"{twin}{BASE_SUFFIX}" if case.base else twin)
+            twin_slot = f"{twin}{BASE_SUFFIX}" if case.base else twin
+            twin_samples = samples.get(twin_slot)
             extra["ratio_to_twin"] = (
-                paired_ratio(res.samples_s, twin_samples)
+                paired(res.samples_s, twin_slot, twin_samples)
                 if twin_samples and res.samples_s
                 else None
             )
         base_samples = None if case.base else samples.get(f"{case.variant}{BASE_SUFFIX}")
         if base_samples and res.samples_s:
             # A/B: head / base, paired round by round (the pair ran back to back every round)
-            extra["ratio_to_base"] = paired_ratio(res.samples_s, base_samples)
+            extra["ratio_to_base"] = paired(
+                res.samples_s, f"{case.variant}{BASE_SUFFIX}", base_samples
+            )
         return extra

@@ -20,7 +20,9 @@ rebaseline reads as a reviewable diff. Schema version 1::
       "policy": {"multiple": 3.0, "floor": 0.04, "ceiling": 0.08, "alpha": 0.01, ...},
       "rows": {
         "<case id>": {
-          "variant": "xtile_persistent", "dtype": "fp16", "layout": "nt", "M": 16384, "N": 16384, "K": 128,
+          "variant": "xtile_persistent", "group": "fp16-nt-K128",
+          "params": {"dtype": "fp16", "layout": "nt", "K": 128, "M": 16384, "N": 16384},
+                                          # (files before "params": the five of them flat)
           "median_s": 0.0003105,          # median of the per-run medians
           "run_medians_s": [...],         # one per rebaseline run
           "drift": 0.0061,                # spread of the run medians on a 3-run range scale
@@ -39,9 +41,10 @@ rebaseline reads as a reviewable diff. Schema version 1::
       },
       "expectations": [                    # relations between variants, checked on same-run ratios
         {"id": "xtile_persistent-beats-swizzle_persistent-fp16-nt",
-         "faster": "xtile_persistent", "than": "swizzle_persistent", "dtype": "fp16", "layout": "nt",
+         "faster": "xtile_persistent", "than": "swizzle_persistent",
+         "dtype": "fp16", "layout": "nt",  # where: any other key is a parameter it holds at
          "checks": [{"K": 128, "max_ratio": 0.762, "measured": [0.7245, 0.7254, 0.7261]}, ...]}
-      ]
+      ]                                    # a check's one other key: the axis it runs along
     }
 
 This module is the model and its JSON; `tilegate.judge.rebaseline` builds one from runs,
@@ -87,11 +90,8 @@ def how_to_create(slug: str, path: Path) -> str:
 class BaselineRow:
     key: str
     variant: str
-    dtype: str
-    layout: str
-    M: int
-    N: int
-    K: int
+    params: Mapping[str, Any]  # the case's parameters (tilegate.judge.results.Row.params)
+    group: str
     median_s: float
     run_medians_s: tuple[float, ...]
     drift: float
@@ -112,29 +112,72 @@ class BaselineRow:
     code_hash: str | None = None  # the compiled code measured (tilegate.harness.identity)
 
     @property
-    def group(self) -> tuple[str, str, int]:
-        return (self.dtype, self.layout, self.K)
+    def order(self) -> tuple[Any, ...]:
+        return tuple(self.params.values())
+
+    # legacy accessors, as on results.Row: the matmul benchmark's parameters (None elsewhere)
+    @property
+    def dtype(self) -> Any:
+        return self.params.get("dtype")
+
+    @property
+    def layout(self) -> Any:
+        return self.params.get("layout")
+
+    @property
+    def M(self) -> Any:
+        return self.params.get("M")
+
+    @property
+    def N(self) -> Any:
+        return self.params.get("N")
+
+    @property
+    def K(self) -> Any:
+        return self.params.get("K")
 
 
 @dataclass(frozen=True)
 class Bound:
-    """One check of an expectation: at K, cross-tile takes at most max_ratio of its twin's time."""
+    """One check of an expectation: at `value` of its axis, `faster` takes at most max_ratio of
+    `than`'s time."""
 
-    K: int
+    value: Any
     max_ratio: float
     measured: tuple[float, ...]  # the ratio in each rebaseline run
+
+    @property
+    def K(self) -> Any:  # legacy name (the matmul benchmark's expectations run along K)
+        return self.value
 
 
 @dataclass(frozen=True)
 class Expectation:
-    """`faster` takes at most `max_ratio` of the time of `than`, measured in the same run, at each K."""
+    """`faster` takes at most `max_ratio` of the time of `than`, measured in the same run, at
+    each value of axis `per`, where the other parameters are `where`."""
 
     id: str
     faster: str
     than: str
-    dtype: str
-    layout: str
+    where: Mapping[str, Any]
+    per: str
     bounds: tuple[Bound, ...]  # "checks" in the JSON
+
+    def at(self, value: Any) -> dict[str, Any]:
+        """The parameters of its check at `value`."""
+        return {**self.where, self.per: value}
+
+    def label(self) -> str:
+        return " ".join(str(v) for v in self.where.values())
+
+    # legacy accessors (reports): the where-parameters of the matmul benchmark
+    @property
+    def dtype(self) -> Any:
+        return self.where.get("dtype")
+
+    @property
+    def layout(self) -> Any:
+        return self.where.get("layout")
 
 
 @dataclass(frozen=True)
@@ -155,8 +198,8 @@ class Baseline:
         return str(self.provenance.get("mode", "gpu"))
 
 
-def expectation_id(faster: str, than: str, dtype: str, layout: str) -> str:
-    return f"{faster}-beats-{than}-{dtype}-{layout}"
+def expectation_id(faster: str, than: str, where: Mapping[str, Any]) -> str:
+    return "-".join([f"{faster}-beats-{than}", *(str(v) for v in where.values())])
 
 
 # --- JSON in and out -------------------------------------------------------------------------
@@ -172,11 +215,8 @@ def _sig(x: float, digits: int = 6) -> float:
 def _row_json(row: BaselineRow) -> dict[str, Any]:
     data: dict[str, Any] = {
         "variant": row.variant,
-        "dtype": row.dtype,
-        "layout": row.layout,
-        "M": row.M,
-        "N": row.N,
-        "K": row.K,
+        "group": row.group,
+        "params": dict(row.params),
         "median_s": _sig(row.median_s),
         "run_medians_s": [_sig(x) for x in row.run_medians_s],
         "drift": round(row.drift, 5),
@@ -215,15 +255,14 @@ def to_json(b: Baseline) -> dict[str, Any]:
                 "id": e.id,
                 "faster": e.faster,
                 "than": e.than,
-                "dtype": e.dtype,
-                "layout": e.layout,
+                **e.where,
                 "checks": [
                     {
-                        "K": c.K,
+                        e.per: c.value,
                         "max_ratio": round(c.max_ratio, 3),
                         "measured": [round(m, 4) for m in c.measured],
                     }
-                    for c in sorted(e.bounds, key=lambda c: c.K)
+                    for c in sorted(e.bounds, key=lambda c: c.value)
                 ],
             }
             for e in sorted(b.expectations, key=lambda e: e.id)
@@ -266,14 +305,31 @@ def _parse_row(key: str, raw: Any, where_file: str) -> BaselineRow:
     if ratio is not None and (not is_finite_number(ratio) or ratio <= 0):
         raise InputError(f"{where}: ratio_to_twin is {ratio!r}")
     measured: dict[str, Any] = raw["measured"] if isinstance(raw.get("measured"), dict) else {}
+    params = raw.get("params")
+    if params is None:  # written before "params": the matmul benchmark's, flat
+        params = {
+            "dtype": _need(raw, "dtype", str, where),
+            "layout": _need(raw, "layout", str, where),
+            "M": _need(raw, "M", int, where),
+            "N": _need(raw, "N", int, where),
+            "K": _need(raw, "K", int, where),
+        }
+    if (
+        not isinstance(params, dict)
+        or not params
+        or not all(isinstance(v, (str, int, float)) for v in params.values())
+    ):
+        raise InputError(f"{where}: params must map each parameter to a string or number")
+    group = raw.get("group")
+    if group is None and "params" not in raw:
+        group = f"{params['dtype']}-{params['layout']}-K{params['K']}"
+    if not isinstance(group, str) or not group:
+        raise InputError(f"{where}: field 'group' is missing or not str")
     return BaselineRow(
         key=key,
         variant=_need(raw, "variant", str, where),
-        dtype=_need(raw, "dtype", str, where),
-        layout=_need(raw, "layout", str, where),
-        M=_need(raw, "M", int, where),
-        N=_need(raw, "N", int, where),
-        K=_need(raw, "K", int, where),
+        params=MappingProxyType(dict(params)),
+        group=group,
         median_s=float(median_s),
         run_medians_s=_positive_list(raw, "run_medians_s", where),
         drift=float(raw["drift"])
@@ -328,36 +384,46 @@ def _parse_expectation(i: int, raw: Any, where_file: str) -> Expectation:
     eid = _need(raw, "id", str, where)
     where = f"{where_file}, expectation {eid}"
     checks = []
+    axes = set()
     for c in _need(raw, "checks", list, where):
+        others = [k for k in c if k not in ("max_ratio", "measured")] if isinstance(c, dict) else []
         if (
-            not isinstance(c, dict)
-            or not isinstance(c.get("K"), int)
+            len(others) != 1
+            or not isinstance(c[others[0]], (str, int, float))
             or not is_finite_number(c.get("max_ratio"))
             or c["max_ratio"] <= 0
         ):
             raise InputError(
-                f"{where}: every check needs an integer K and a positive max_ratio, got {c!r}"
+                f"{where}: every check needs the value of its axis (e.g. K) and a positive "
+                f"max_ratio, got {c!r}"
             )
+        axis = others[0]
+        axes.add(axis)
         measured = c.get("measured") or []
         if not isinstance(measured, list) or not all(is_finite_positive(m) for m in measured):
             raise InputError(
-                f"{where}, check K={c['K']}: measured must be a list of the positive ratios "
+                f"{where}, check {axis}={c[axis]}: measured must be a list of the positive ratios "
                 f"measured at rebaseline, got {measured!r}"
             )
         checks.append(
             Bound(
-                K=c["K"],
+                value=c[axis],
                 max_ratio=float(c["max_ratio"]),
                 measured=tuple(float(m) for m in measured),
             )
         )
+    if len(axes) > 1:
+        raise InputError(f"{where}: its checks run along several axes {sorted(axes)}; one only")
+    at = {k: v for k, v in raw.items() if k not in ("id", "faster", "than", "checks")}
+    if not all(isinstance(v, (str, int, float)) for v in at.values()):
+        raise InputError(f"{where}: its parameters {at} must be strings or numbers")
     return Expectation(
         id=eid,
         faster=_need(raw, "faster", str, where),
         than=_need(raw, "than", str, where),
-        dtype=_need(raw, "dtype", str, where),
-        layout=_need(raw, "layout", str, where),
-        bounds=tuple(sorted(checks, key=lambda c: c.K)),
+        where=MappingProxyType(at),
+        per=axes.pop() if axes else "",
+        bounds=tuple(sorted(checks, key=lambda c: c.value)),
     )
 
 
@@ -374,6 +440,7 @@ _PROVENANCE_KINDS: dict[str, type | tuple[type, ...]] = {
     "created": str,
     "M": int,
     "N": int,
+    "fixed": dict,
     "rounds": int,
 }
 

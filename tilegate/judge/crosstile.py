@@ -1,22 +1,24 @@
-"""Cross-tile against its twin: expectations checked on same-run ratios, pairs, crossover K.
+"""Relational expectations checked on same-run ratios; the pairs behind them, over their axis.
 
 An expectation ("`tma_xtile_persistent` takes at most 0.70 of `tma_swizzle_persistent`'s time
-at fp16 nt K = 128") is baseline data, checked on the ratio measured in the same rounds of the
-same run, so runner drift can neither break nor fake it; it is broken when the ratio exceeds
-max_ratio in a majority of the runs (the first run and its confirmations). A cross-tile pair is
-a cross-tile variant and its twin at one (dtype, layout), with their ratio per K now and at
-rebaseline, and the crossover K where cross-tile stops winning.
+at fp16 nt K = 128") pairs two variants the benchmark declares (tilegate.declare.Expectation);
+its bounds, one per value of its axis, are baseline data. It is checked on the ratio measured in
+the same rounds of the same run, so runner drift can neither break nor fake it; it is broken
+when the ratio exceeds max_ratio in a majority of the runs (the first run and its
+confirmations). A pair is the two variants at one setting of the other axes, with their ratio
+per value now and at rebaseline, and the crossover: the first value where `faster` stops winning.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tilegate.judge import stats
 from tilegate.judge.baseline import Baseline, Expectation
-from tilegate.judge.results import Run
+from tilegate.judge.results import Run, matches
 
 
 class Status(str, enum.Enum):
@@ -27,39 +29,50 @@ class Status(str, enum.Enum):
 
 @dataclass(frozen=True)
 class ExpectationResult:
-    """One expectation at one K, checked on the runs of a comparison."""
+    """One expectation at one value of its axis, checked on the runs of a comparison."""
 
     expectation: Expectation
-    K: int
+    value: Any
     max_ratio: float
     status: Status
     ratio: float | None = None  # median over runs of the same-run ratio
     run_ratios: tuple[float, ...] = ()
     baseline_ratio: float | None = None  # median of the ratios measured at rebaseline
     note: str = ""
+    group: str | None = None  # the group it was measured in (None: not measured)
+
+    @property
+    def K(self) -> Any:  # legacy name: the matmul benchmark's expectations run along K
+        return self.value
+
+    @property
+    def at(self) -> str:
+        """'K=128': where along its axis."""
+        return f"{self.expectation.per}={self.value}"
 
     @property
     def rows(self) -> tuple[str, str]:
         e = self.expectation
-        return (
-            f"{e.faster}-{e.dtype}-{e.layout}-K{self.K}",
-            f"{e.than}-{e.dtype}-{e.layout}-K{self.K}",
-        )
+        group = self.group or "-".join([*map(str, e.where.values()), str(self.value)])
+        return (f"{e.faster}-{group}", f"{e.than}-{group}")
 
 
 def check_expectation(
-    e: Expectation, K: int, max_ratio: float, runs: Sequence[Run], baseline_ratio: float | None
+    e: Expectation, value: Any, max_ratio: float, runs: Sequence[Run], baseline_ratio: float | None
 ) -> ExpectationResult:
     """Broken when the same-run ratio exceeds max_ratio in a majority of the runs."""
-    ratios = tuple(
-        r
-        for r in (run.ratio(e.faster, e.than, e.dtype, e.layout, K) for run in runs)
-        if r is not None
-    )
+    ratios = []
+    group = None
+    for run in runs:
+        g = run.group_of(e.at(value))
+        r = run.ratio(e.faster, e.than, g) if g is not None else None
+        if r is not None:
+            ratios.append(r)
+            group = group or g
     if not ratios:
         return ExpectationResult(
             e,
-            K,
+            value,
             max_ratio,
             Status.NOT_MEASURED,
             baseline_ratio=baseline_ratio,
@@ -70,67 +83,113 @@ def check_expectation(
     note = ""
     if broken:
         note = (
-            "cross-tile stopped winning"
+            f"{e.faster} stopped winning"
             if ratio >= 1
-            else "cross-tile still wins, by less than it must"
+            else f"{e.faster} still wins, by less than it must"
         )
     elif any(r > max_ratio for r in ratios):
         note = f"broken in {sum(r > max_ratio for r in ratios)} of {len(ratios)} runs, not in most"
     return ExpectationResult(
-        e, K, max_ratio, Status.FAIL if broken else Status.PASS, ratio, ratios, baseline_ratio, note
+        e,
+        value,
+        max_ratio,
+        Status.FAIL if broken else Status.PASS,
+        ratio,
+        tuple(ratios),
+        baseline_ratio,
+        note,
+        group,
     )
 
 
 @dataclass(frozen=True)
-class CrossTilePair:
-    """A cross-tile variant and its twin, at one (dtype, layout), over K."""
+class Pair:
+    """Two related variants at one setting of the other axes (`where`), over axis `per`."""
 
     faster: str
     than: str
-    dtype: str
-    layout: str
-    Ks: tuple[int, ...]
-    now: dict[int, float]  # same-run ratio per K in this run
-    base: dict[int, float]  # ratio per K at rebaseline
-    ab_base: dict[int, float] = field(default_factory=dict)  # A/B: the base commit's, same rounds
+    where: Mapping[str, Any]
+    per: str
+    values: tuple[Any, ...]
+    now: dict[Any, float]  # same-run ratio per value in this run
+    base: dict[Any, float]  # ratio per value at rebaseline
+    ab_base: dict[Any, float] = field(default_factory=dict)  # A/B: the base commit's, same rounds
+
+    @property
+    def label(self) -> str:
+        return ", ".join(str(v) for v in self.where.values())
+
+    # legacy accessors (reports): the matmul benchmark's
+    @property
+    def dtype(self) -> Any:
+        return self.where.get("dtype")
+
+    @property
+    def layout(self) -> Any:
+        return self.where.get("layout")
+
+    @property
+    def Ks(self) -> tuple[Any, ...]:
+        return self.values
 
     @staticmethod
-    def crossover(ratios: dict[int, float]) -> int | None:
-        """The smallest K where cross-tile no longer wins (ratio >= 1); None if it wins at every K."""
-        return next((K for K in sorted(ratios) if ratios[K] >= 1.0), None)
+    def crossover(ratios: dict[Any, float]) -> Any:
+        """The smallest value where `faster` no longer wins (ratio >= 1); None if it wins at every one."""
+        return next((v for v in sorted(ratios) if ratios[v] >= 1.0), None)
 
 
-def crosstile_pairs(run: Run, baseline: Baseline | None) -> list[CrossTilePair]:
-    """Every (cross-tile variant, twin, dtype, layout) this run measured, with ratios now and at baseline."""
-    keys = sorted({(r.variant, r.twin, r.dtype, r.layout) for r in run.rows.values() if r.twin})
-    order = {v: i for i, v in enumerate(run.variant_order)}
-    keys.sort(key=lambda k: (order.get(k[0], 99), k[2], k[3]))
+CrossTilePair = Pair  # its name when the only pairs were cross-tile kernels and their twins
+
+
+def _allowed(params: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
+    """A declared expectation's `where`: each named parameter one of its values."""
+    return all(params.get(k) in tuple(v) for k, v in where.items())
+
+
+def relation_points(
+    run: Run, faster: str, than: str, per: str, where: Mapping[str, Any]
+) -> dict[tuple[tuple[str, Any], ...], dict[Any, str]]:
+    """{setting of the other axes: {value of `per`: group}} where both variants were measured."""
+    out: dict[tuple[tuple[str, Any], ...], dict[Any, str]] = {}
+    others = run.series(per)
+    for row in run.rows.values():
+        if row.variant != faster or per not in row.params or not _allowed(row.params, where):
+            continue
+        if run.find(than, row.group) is None:
+            continue
+        setting = tuple((a, row.params[a]) for a in others if a in row.params)
+        out.setdefault(setting, {})[row.params[per]] = row.group
+    return out
+
+
+def crosstile_pairs(run: Run, baseline: Baseline | None) -> list[Pair]:
+    """Every declared pair this run measured, per setting, with ratios now and at baseline."""
     out = []
-    for faster, than, dtype, layout in keys:
-        assert than is not None
-        now: dict[int, float] = {}
-        base: dict[int, float] = {}
-        ab_base: dict[int, float] = {}
-        for row in run.rows.values():
-            if (row.variant, row.dtype, row.layout) != (faster, dtype, layout):
-                continue
-            ratio = run.ratio(faster, than, dtype, layout, row.K)
-            if ratio is not None:
-                now[row.K] = ratio
-            theirs = run.ratio(faster, than, dtype, layout, row.K, side="base")
-            if theirs is not None:
-                ab_base[row.K] = theirs
-        if baseline is not None:
-            for b in baseline.rows.values():
-                if (b.variant, b.twin, b.dtype, b.layout) == (
-                    faster,
-                    than,
-                    dtype,
-                    layout,
-                ) and b.ratio_to_twin:
-                    base[b.K] = b.ratio_to_twin
-        if now:
-            out.append(
-                CrossTilePair(faster, than, dtype, layout, tuple(sorted(now)), now, base, ab_base)
-            )
+    for faster, than, per, where in run.relations():
+        for setting, groups in sorted(relation_points(run, faster, than, per, where).items()):
+            at = dict(setting)
+            now: dict[Any, float] = {}
+            ab_base: dict[Any, float] = {}
+            for value, group in groups.items():
+                ratio = run.ratio(faster, than, group)
+                if ratio is not None:
+                    now[value] = ratio
+                theirs = run.ratio(faster, than, group, side="base")
+                if theirs is not None:
+                    ab_base[value] = theirs
+            base: dict[Any, float] = {}
+            if baseline is not None:
+                for b in baseline.rows.values():
+                    if (
+                        b.variant == faster
+                        and b.twin == than
+                        and matches(b.params, at)
+                        and b.ratio_to_twin
+                        and per in b.params
+                    ):
+                        base[b.params[per]] = b.ratio_to_twin
+            if now:
+                out.append(Pair(faster, than, at, per, tuple(sorted(now)), now, base, ab_base))
+    order = {v: i for i, v in enumerate(run.variant_order)}
+    out.sort(key=lambda p: (order.get(p.faster, 99), tuple(p.where.values())))
     return out

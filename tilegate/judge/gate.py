@@ -70,7 +70,7 @@ def _plots(run: Run, cmp: Comparison | None, directory: Path | None) -> tuple[li
     try:
         from tilegate.report import plots
     except ImportError as err:  # matplotlib is optional
-        return [], f"no plots: {err} (install the `plots` dependency group)"
+        return [], f"no plots: {err} (install them with `pip install 'tilegate[plots]'`)"
     return plots.make_plots(run, cmp, directory), ""
 
 

@@ -72,43 +72,38 @@ class Policy:
         return policy
 
 
-_MATCH_KEYS = ("variant", "dtype", "layout", "K")
 _SET_KEYS = ("tolerance", "floor", "ceiling", "multiple")
 
 
 @dataclass(frozen=True)
 class Override:
-    """One [[override]] of tolerances.toml: which rows (all given keys must match), what to set, why."""
+    """One [[override]] of tolerances.toml: which rows (all given keys must match), what to set, why.
+
+    It matches on `variant` and on any of the benchmark's parameters (`dtype`, `K`, ...); a
+    parameter's value may be one value or a list of them.
+    """
 
     reason: str
     variant: str | None = None
-    dtype: str | None = None
-    layout: str | None = None
-    K: tuple[int, ...] | None = None
+    params: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     tolerance: float | None = None
     floor: float | None = None
     ceiling: float | None = None
     multiple: float | None = None
 
-    def matches(self, variant: str, dtype: str, layout: str, K: int) -> bool:
-        return (
-            (self.variant is None or self.variant == variant)
-            and (self.dtype is None or self.dtype == dtype)
-            and (self.layout is None or self.layout == layout)
-            and (self.K is None or K in self.K)
+    def matches(self, variant: str, params: Mapping[str, Any]) -> bool:
+        return (self.variant is None or self.variant == variant) and all(
+            params.get(k) in values for k, values in self.params.items()
         )
 
     @property
     def specificity(self) -> int:
-        return sum(getattr(self, k) is not None for k in _MATCH_KEYS)
+        return (self.variant is not None) + len(self.params)
 
     def describe(self) -> str:
-        sel = ", ".join(
-            f"{k}={'/'.join(map(str, v)) if isinstance(v, tuple) else v}"
-            for k in _MATCH_KEYS
-            if (v := getattr(self, k)) is not None
-        )
-        return f"override [{sel}]: {self.reason}"
+        sel = [f"variant={self.variant}"] if self.variant is not None else []
+        sel += [f"{k}={'/'.join(map(str, v))}" for k, v in self.params.items()]
+        return f"override [{', '.join(sel)}]: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -117,22 +112,25 @@ class Tolerances:
     overrides: tuple[Override, ...] = ()
     source: str = "built-in defaults"
 
-    def override_for(self, variant: str, dtype: str, layout: str, K: int) -> Override | None:
-        """The most specific matching override; among equals, the last in the file."""
+    def override_for(self, variant: str, params: Any, *legacy: Any) -> Override | None:
+        """The most specific matching override; among equals, the last in the file.
+
+        (`override_for(variant, dtype, layout, K)`, the matmul-only form, still works.)
+        """
+        if not isinstance(params, Mapping):
+            params = dict(zip(("dtype", "layout", "K"), (params, *legacy), strict=False))
         best: Override | None = None
         for ov in self.overrides:
-            if ov.matches(variant, dtype, layout, K) and (
-                best is None or ov.specificity >= best.specificity
-            ):
+            if ov.matches(variant, params) and (best is None or ov.specificity >= best.specificity):
                 best = ov
         return best
 
     def tolerance(
-        self, variant: str, dtype: str, layout: str, K: int, drift: float
+        self, variant: str, params: Mapping[str, Any], drift: float
     ) -> tuple[float, str, bool]:
         """(tolerance, where it came from, too noisy) for one row."""
         p = self.policy
-        ov = self.override_for(variant, dtype, layout, K)
+        ov = self.override_for(variant, params)
         if ov is not None and ov.tolerance is not None:
             return ov.tolerance, ov.describe(), p.multiple * drift > ov.tolerance
         floor = ov.floor if ov and ov.floor is not None else p.floor
@@ -179,16 +177,12 @@ def load_tolerances(path: str | Path | None, *, required: bool = True) -> Tolera
         where = f"tolerances file {p}, override #{i + 1}"
         if not isinstance(raw, dict):
             raise InputError(f"{where}: expected a table")
-        bad = sorted(set(raw) - {*_MATCH_KEYS, *_SET_KEYS, "reason"})
-        if bad:
-            raise InputError(
-                f"{where}: unknown key(s) {bad}; match on {list(_MATCH_KEYS)}, set {list(_SET_KEYS)}"
-            )
+        matching = [k for k in raw if k not in (*_SET_KEYS, "reason")]
         if not isinstance(raw.get("reason"), str) or not raw["reason"].strip():
             raise InputError(
                 f"{where}: every override needs a `reason` (it is a reviewed decision)"
             )
-        if not any(k in raw for k in _MATCH_KEYS):
+        if not matching:
             raise InputError(f"{where}: matches every row; change [policy] instead")
         if not any(k in raw for k in _SET_KEYS):
             raise InputError(f"{where}: sets nothing; give one of {list(_SET_KEYS)}")
@@ -197,21 +191,25 @@ def load_tolerances(path: str | Path | None, *, required: bool = True) -> Tolera
                 not is_finite_number(raw[k]) or not 0 < raw[k] < (100 if k == "multiple" else 1)
             ):
                 raise InputError(f"{where}: {k} = {raw[k]!r} is out of range")
-        for k in ("variant", "dtype", "layout"):
-            if k in raw and not isinstance(raw[k], str):
-                raise InputError(f"{where}: {k} must be a string")
-        ks = raw.get("K")
-        if ks is not None:
-            ks = [ks] if isinstance(ks, int) else ks
-            if not isinstance(ks, list) or not all(isinstance(k, int) and k > 0 for k in ks):
-                raise InputError(f"{where}: K must be a positive integer or a list of them")
+        if "variant" in raw and not isinstance(raw["variant"], str):
+            raise InputError(f"{where}: variant must be a string")
+        params: dict[str, tuple[Any, ...]] = {}
+        for k in matching:
+            if k == "variant":
+                continue
+            values = raw[k] if isinstance(raw[k], list) else [raw[k]]
+            if not values or not all(
+                isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in values
+            ):
+                raise InputError(
+                    f"{where}: {k} must be a parameter value (string or number) or a list of them"
+                )
+            params[k] = tuple(values)
         overrides.append(
             Override(
                 reason=raw["reason"].strip(),
                 variant=raw.get("variant"),
-                dtype=raw.get("dtype"),
-                layout=raw.get("layout"),
-                K=tuple(ks) if ks is not None else None,
+                params=params,
                 **{k: float(raw[k]) for k in _SET_KEYS if k in raw},
             )
         )

@@ -2,8 +2,8 @@
 
 Rows are measured again (median of the per-run medians, drift from their spread, a tolerance
 from the policy), the old baseline's rows that were not measured are kept, expectation checks
-are derived where cross-tile beat its twin clearly in EVERY run (ratio <= win_below; max_ratio is
-the worst measured ratio plus `ratio_slack`, capped), and a run slower than the old baseline
+are derived for the benchmark's declared pairs where `faster` beat `than` clearly in EVERY run
+(ratio <= win_below; max_ratio is the worst measured ratio plus `ratio_slack`, capped), and a run slower than the old baseline
 allows is refused unless accepted. `finish` writes the file (atomically) and composes the text
 the command prints. docs/gate.md, "Baselines", is the user's view.
 """
@@ -73,13 +73,14 @@ def _ensure_one_environment(runs: Sequence[Run]) -> None:
     _same(runs, "harness version", lambda r: r.env.harness_version)
     _same(runs, "L2 flush", lambda r: r.env.l2_flush)
     _same(runs, "timer", lambda r: r.env.timer)
-    shapes: dict[str, tuple[int, int, Path]] = {}
+    _same(runs, "benchmark", lambda r: r.env.benchmark)
+    shapes: dict[str, tuple[dict[str, Any], Path]] = {}
     for run in runs:
         for row in run.rows.values():
-            seen = shapes.setdefault(row.key, (row.M, row.N, run.path))
-            if seen[:2] != (row.M, row.N):
+            seen = shapes.setdefault(row.key, (dict(row.params), run.path))
+            if seen[0] != dict(row.params):
                 raise InputError(
-                    f"row {row.key} is M={seen[0]}, N={seen[1]} in {seen[2]} but M={row.M}, N={row.N} "
+                    f"row {row.key} has parameters {seen[0]} in {seen[1]} but {dict(row.params)} "
                     f"in {run.path}; rebaseline from runs of one shape"
                 )
 
@@ -92,19 +93,17 @@ def _measured_row(key: str, per_run: list[tuple[Run, Row]], tolerances: Toleranc
         drift, source = stats.run_drift(run_medians), f"{len(per_run)} runs"
     else:
         drift, source = stats.single_run_drift(first.samples_s), "1 run (95% CI of the median)"
-    tol, tol_source, noisy = tolerances.tolerance(
-        first.variant, first.dtype, first.layout, first.K, drift
-    )
+    tol, tol_source, noisy = tolerances.tolerance(first.variant, first.params, drift)
     ratios = []
     if first.twin is not None:
         for run, row in per_run:
-            ratio = run.ratio(row.variant, first.twin, row.dtype, row.layout, row.K)
+            ratio = run.ratio(row.variant, first.twin, row.group)
             if ratio is not None:
                 ratios.append(ratio)
     to_ref = [
         r
         for r in (
-            run.ratio(row.variant, run.reference, row.dtype, row.layout, row.K)
+            run.ratio(row.variant, run.reference, row.group)
             for run, row in per_run
             if run.reference and not row.reference
         )
@@ -121,11 +120,8 @@ def _measured_row(key: str, per_run: list[tuple[Run, Row]], tolerances: Toleranc
     return BaselineRow(
         key=key,
         variant=first.variant,
-        dtype=first.dtype,
-        layout=first.layout,
-        M=first.M,
-        N=first.N,
-        K=first.K,
+        params=first.params,
+        group=first.group,
         median_s=stats.median(run_medians),
         run_medians_s=run_medians,
         drift=drift,
@@ -153,7 +149,7 @@ def _measured_row(key: str, per_run: list[tuple[Run, Row]], tolerances: Toleranc
 
 
 def _retolerance(row: BaselineRow, tolerances: Tolerances) -> BaselineRow:
-    tol, source, noisy = tolerances.tolerance(row.variant, row.dtype, row.layout, row.K, row.drift)
+    tol, source, noisy = tolerances.tolerance(row.variant, row.params, row.drift)
     return replace(row, tolerance=tol, tolerance_source=source, too_noisy=noisy)
 
 
@@ -161,35 +157,50 @@ def _ceil3(x: float) -> float:
     return math.ceil(x * 1000 - 1e-9) / 1000
 
 
-def _derive_bounds(
-    runs: Sequence[Run], policy: Policy
-) -> dict[tuple[str, str, str, str], dict[int, Bound | None]]:
-    """Per (faster, than, dtype, layout) and measured K: a Check where it clearly won in every run, else None."""
-    found: dict[tuple[str, str, str, str], dict[int, Bound | None]] = {}
-    pairs = {
-        (row.variant, row.twin, row.dtype, row.layout, row.K)
-        for run in runs
-        for row in run.rows.values()
-    }
-    for faster, than, dtype, layout, K in sorted(p for p in pairs if p[1] is not None):
-        assert than is not None
-        ratios = _run_ratios(runs, faster, than, dtype, layout, K)
-        if not ratios:
-            continue
-        slot = found.setdefault((faster, than, dtype, layout), {})
-        worst = max(ratios)
-        slot[K] = None
-        if worst <= policy.win_below:
-            max_ratio = min(_ceil3(worst * (1 + policy.ratio_slack)), policy.ratio_cap)
-            slot[K] = Bound(K=K, max_ratio=max_ratio, measured=tuple(ratios))
+Slot = tuple[str, str, str, tuple[tuple[str, Any], ...]]  # faster, than, per, where
+
+
+def _derive_bounds(runs: Sequence[Run], policy: Policy) -> dict[Slot, dict[Any, Bound | None]]:
+    """Per declared pair and setting of the other axes, per measured value of its axis: a Bound
+    where `faster` clearly won in every run, else None."""
+    from tilegate.judge.crosstile import relation_points
+
+    points: dict[Slot, dict[Any, list[tuple[Run, str]]]] = {}
+    for run in runs:
+        for faster, than, per, where in run.relations():
+            for setting, groups in relation_points(run, faster, than, per, where).items():
+                slot = points.setdefault((faster, than, per, setting), {})
+                for value, group in groups.items():
+                    slot.setdefault(value, []).append((run, group))
+    found: dict[Slot, dict[Any, Bound | None]] = {}
+    for key in sorted(points, key=repr):
+        faster, than, _, _ = key
+        for value in sorted(points[key]):
+            ratios = [
+                r
+                for r in (run.ratio(faster, than, group) for run, group in points[key][value])
+                if r is not None
+            ]
+            if not ratios:
+                continue
+            bounds = found.setdefault(key, {})
+            worst = max(ratios)
+            bounds[value] = None
+            if worst <= policy.win_below:
+                max_ratio = min(_ceil3(worst * (1 + policy.ratio_slack)), policy.ratio_cap)
+                bounds[value] = Bound(value=value, max_ratio=max_ratio, measured=tuple(ratios))
     return found
 
 
-def _run_ratios(
-    runs: Sequence[Run], faster: str, than: str, dtype: str, layout: str, K: int
-) -> list[float]:
-    """The same-run ratio faster / than in each run that measured both."""
-    return [r for r in (run.ratio(faster, than, dtype, layout, K) for run in runs) if r is not None]
+def _run_ratios(runs: Sequence[Run], faster: str, than: str, at: Mapping[str, Any]) -> list[float]:
+    """The same-run ratio faster / than in each run that measured both at `at`."""
+    out = []
+    for run in runs:
+        group = run.group_of(at)
+        ratio = run.ratio(faster, than, group) if group is not None else None
+        if ratio is not None:
+            out.append(ratio)
+    return out
 
 
 def _merge_expectations(
@@ -203,32 +214,37 @@ def _merge_expectations(
     refusals: list[str] = []
     merged = []
     loosened = 0
-    keys = {(e.faster, e.than, e.dtype, e.layout) for e in old_exps.values()} | set(derived)
-    for faster, than, dtype, layout in sorted(keys):
-        eid = expectation_id(faster, than, dtype, layout)
+    keys: dict[str, Slot] = {
+        e.id: (e.faster, e.than, e.per, tuple(e.where.items())) for e in old_exps.values()
+    }
+    for slot in derived:
+        keys.setdefault(expectation_id(slot[0], slot[1], dict(slot[3])), slot)
+    for eid, (faster, than, per, setting) in sorted(keys.items()):
+        where = dict(setting)
         before = old_exps.get(eid)
-        old_checks = {c.K: c for c in before.bounds} if before else {}
-        measured = derived.get((faster, than, dtype, layout), {})
+        old_checks = {c.value: c for c in before.bounds} if before else {}
+        measured = derived.get((faster, than, per, setting), {})
         checks = {
-            K: c for K, c in old_checks.items() if K not in measured
+            v: c for v, c in old_checks.items() if v not in measured
         }  # unmeasured: kept as reviewed
-        checks.update({K: c for K, c in measured.items() if c is not None})
-        for K in sorted(set(measured) | set(old_checks)):
-            was, fresh = old_checks.get(K), measured.get(K)
-            if K not in measured:
+        checks.update({v: c for v, c in measured.items() if c is not None})
+        for value in sorted(set(measured) | set(old_checks)):
+            was, fresh = old_checks.get(value), measured.get(value)
+            if value not in measured:
                 continue
+            at = f"{per}={value}"
             got = (
                 fresh.measured
                 if fresh is not None
-                else tuple(_run_ratios(runs, faster, than, dtype, layout, K))
+                else tuple(_run_ratios(runs, faster, than, {**where, per: value}))
             )
             if was is None and fresh is not None:
                 lines.append(
-                    f"+ {eid} K={K}: max_ratio {fresh.max_ratio:.3f} (measured {_ratios(got)})"
+                    f"+ {eid} {at}: max_ratio {fresh.max_ratio:.3f} (measured {_ratios(got)})"
                 )
             elif was is not None and fresh is None:
                 lines.append(
-                    f"- {eid} K={K}: REMOVED, cross-tile no longer wins clearly (measured {_ratios(got)}, "
+                    f"- {eid} {at}: REMOVED, {faster} no longer wins clearly (measured {_ratios(got)}, "
                     f"was max_ratio {was.max_ratio:.3f})"
                 )
             elif (
@@ -239,12 +255,12 @@ def _merge_expectations(
                 tag = "  LOOSENED" if fresh.max_ratio > was.max_ratio else ""
                 loosened += bool(tag)
                 lines.append(
-                    f"~ {eid} K={K}: max_ratio {was.max_ratio:.3f} -> {fresh.max_ratio:.3f}{tag} (measured {_ratios(got)})"
+                    f"~ {eid} {at}: max_ratio {was.max_ratio:.3f} -> {fresh.max_ratio:.3f}{tag} (measured {_ratios(got)})"
                 )
             if was is not None and got and stats.median(got) > was.max_ratio:
                 refusals.append(
-                    f"expectation {eid} at K={K}: these runs break it (ratio {stats.median(got):.3f} > "
-                    f"max_ratio {was.max_ratio:.3f}); a run where cross-tile stopped winning must not remove it silently"
+                    f"expectation {eid} at {at}: these runs break it (ratio {stats.median(got):.3f} > "
+                    f"max_ratio {was.max_ratio:.3f}); a run where {faster} stopped winning must not remove it silently"
                 )
         if checks:
             merged.append(
@@ -252,9 +268,9 @@ def _merge_expectations(
                     eid,
                     faster,
                     than,
-                    dtype,
-                    layout,
-                    tuple(sorted(checks.values(), key=lambda c: c.K)),
+                    MappingProxyType(where),
+                    per,
+                    tuple(sorted(checks.values(), key=lambda c: c.value)),
                 )
             )
     return merged, lines, refusals, loosened
@@ -282,8 +298,8 @@ def _provenance(
         "driver": env.gpu.driver,
         "cuda": env.gpu.cuda,
         "software": dict(env.software),
-        "M": env.M,
-        "N": env.N,
+        "benchmark": env.benchmark,
+        "fixed": dict(env.fixed),
         "rounds": env.rounds,
         "timer": env.timer,
         "l2_flush": env.l2_flush,
@@ -389,6 +405,17 @@ def rebaseline(
         )
     warnings: list[str] = []
     policy = replace(tolerances.policy, reference_variants=_references(runs, old, tolerances))
+    known = {k for run in runs for row in run.rows.values() for k in row.params}
+    if old is not None:
+        known |= {k for row in old.rows.values() for k in row.params}
+    for i, ov in enumerate(tolerances.overrides):
+        unknown = sorted(set(ov.params) - known)
+        if unknown and known:
+            raise InputError(
+                f"tolerances file {tolerances.source}, override #{i + 1}: unknown key(s) "
+                f"{unknown}; match on variant and the benchmark's parameters {sorted(known)}, "
+                "set tolerance, floor, ceiling or multiple"
+            )
     if runs:
         _ensure_one_environment(runs)
         env = runs[0].env
@@ -478,11 +505,11 @@ def rebaseline(
         ]
     row_lines, loosened, slower = _row_diff(rows, old, per_key, kept)
     lines += ["", "## Rows", *row_lines]
-    lines += ["", "## Expectations (cross-tile must beat its twin: same-run ratio <= max_ratio)"]
+    lines += ["", "## Expectations (`faster` must beat `than`: same-run ratio <= max_ratio)"]
     lines += exp_lines or ["- unchanged"]
     n_checks = sum(len(e.bounds) for e in new.expectations)
     lines.append(
-        f"{len(new.expectations)} expectation(s), {n_checks} K check(s) in the new baseline."
+        f"{len(new.expectations)} expectation(s), {n_checks} check(s) in the new baseline."
     )
     if loosened or loosened_checks:
         loose = [f"{loosened} tolerance(s)"] if loosened else []
@@ -515,9 +542,7 @@ def _row_diff(
     refusals: list[str] = []
     cells: list[list[str]] = []
     loosened = 0
-    for key, row in sorted(
-        rows.items(), key=lambda kv: (kv[1].dtype, kv[1].layout, kv[1].K, kv[1].variant)
-    ):
+    for key, row in sorted(rows.items(), key=lambda kv: (kv[1].order, kv[1].variant)):
         before = old.rows.get(key) if old is not None else None
         notes = []
         if key in kept:

@@ -21,7 +21,7 @@ from tilegate.judge import stats
 
 SMOKE_SLUG = "smoke"  # the "GPU" of a smoke run (CPU interpreter): no GPU facts exist
 _PRODUCE = (
-    "Produce results with `nox -s perf` (or `python -m pytest perf_tests --benchmark-json FILE`); "
+    "Produce results with `tilegate perf` (or `nox -s perf`); "
     "a file cut short or edited by hand: measure again"
 )
 
@@ -99,8 +99,8 @@ class Environment:
     harness_version: str
     mode: str  # "gpu" or "smoke"
     profile: str
-    M: int | None
-    N: int | None
+    # the profile's fixed parameters as measured (M, N for matmul; files before "fixed": M, N)
+    fixed: Mapping[str, Any]
     l2_flush: bool | None
     timer: str | None
     rounds: int | None
@@ -125,9 +125,25 @@ class Environment:
     registry: tuple[str, ...] | None = None
     renamed: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
 
+    benchmark: str | None = None  # the declared benchmark's name (None: not recorded)
+    # the declared expectations (tilegate.declare.Expectation): {"faster", "than", "per",
+    # "where"}; None: not recorded (older files), every twin pair along K
+    expectations: tuple[Mapping[str, Any], ...] | None = None
+    # the grid's axes in order (files without the key: the matmul benchmark's)
+    axes: tuple[str, ...] = ("dtype", "layout", "K")
+
     @property
     def smoke(self) -> bool:
         return self.mode == "smoke"
+
+    # legacy accessors: the matmul benchmark's fixed M and N (None for other benchmarks)
+    @property
+    def M(self) -> int | None:
+        return self.fixed.get("M")
+
+    @property
+    def N(self) -> int | None:
+        return self.fixed.get("N")
 
 
 @dataclass(frozen=True)
@@ -136,18 +152,16 @@ class Row:
 
     key: str
     variant: str
-    dtype: str
-    layout: str
-    M: int
-    N: int
-    K: int
+    params: Mapping[str, Any]  # the case's parameters: its grid point and the fixed values
+    group: str  # the cases timed together, round by round (the case id less the variant)
     samples_s: tuple[float, ...]
     median_s: float  # median of samples_s: the number the gate compares
     tflops: float | None = None
-    ratio_to_torch: float | None = None
+    gbps: float | None = None
+    ratio_to_reference: float | None = None
     twin: str | None = None
     ratio_to_twin: float | None = None
-    reference: bool = False  # the reference row (cuBLAS): every ratio_to_torch is against it
+    reference: bool = False  # the reference row: every ratio_to_reference is against it
     code_hash: str | None = None  # tilegate.harness.identity: the compiled code that ran
     code_hash_kind: str | None = None  # "sass", "ptx", "source", "reference"
     side: str = "head"  # "base": the base commit's version in an A/B run
@@ -156,9 +170,40 @@ class Row:
     ratio_to_base: float | None = None  # A/B head rows: head / base, paired per round
 
     @property
-    def group(self) -> tuple[str, str, int]:
-        """(dtype, layout, K): the cases timed together, round by round."""
-        return (self.dtype, self.layout, self.K)
+    def order(self) -> tuple[Any, ...]:
+        """How rows sort: by their parameters, in the benchmark's order."""
+        return tuple(self.params.values())
+
+    # legacy accessors (the history store, older reports): the matmul benchmark's parameters,
+    # None where a benchmark has no such parameter; ratio_to_torch was ratio_to_reference's name
+    @property
+    def dtype(self) -> Any:
+        return self.params.get("dtype")
+
+    @property
+    def layout(self) -> Any:
+        return self.params.get("layout")
+
+    @property
+    def M(self) -> Any:
+        return self.params.get("M")
+
+    @property
+    def N(self) -> Any:
+        return self.params.get("N")
+
+    @property
+    def K(self) -> Any:
+        return self.params.get("K")
+
+    @property
+    def ratio_to_torch(self) -> float | None:
+        return self.ratio_to_reference
+
+
+def matches(params: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
+    """Whether every parameter `where` names has that value in `params`."""
+    return all(params.get(k) == v for k, v in where.items())
 
 
 @dataclass(frozen=True)
@@ -169,20 +214,22 @@ class Run:
     # A/B runs: the base commit's version of each case, by case id (the same ids as `rows`)
     base_rows: Mapping[str, Row] = field(default_factory=lambda: MappingProxyType({}))
 
-    def find(
-        self, variant: str, dtype: str, layout: str, K: int, *, side: str = "head"
-    ) -> Row | None:
+    def find(self, variant: str, group: str, *, side: str = "head") -> Row | None:
+        """The row of `variant` in `group` (a group id, `Row.group`)."""
         rows = self.rows if side == "head" else self.base_rows
         for row in rows.values():
-            if (row.variant, row.dtype, row.layout, row.K) == (variant, dtype, layout, K):
+            if (row.variant, row.group) == (variant, group):
                 return row
         if side == "base" and self.reference == variant:  # the reference is measured once
-            return self.find(variant, dtype, layout, K)
+            return self.find(variant, group)
         return None
 
-    def ratio(
-        self, variant: str, than: str, dtype: str, layout: str, K: int, *, side: str = "head"
-    ) -> float | None:
+    def group_of(self, where: Mapping[str, Any]) -> str | None:
+        """The one group whose parameters include `where` (None: none or several)."""
+        found = {r.group for r in self.rows.values() if matches(r.params, where)}
+        return found.pop() if len(found) == 1 else None
+
+    def ratio(self, variant: str, than: str, group: str, *, side: str = "head") -> float | None:
         """variant / than measured in the same rounds of this run; None unless both were measured.
 
         `side="base"`: the same, for the base commit's versions in an A/B run.
@@ -190,8 +237,8 @@ class Run:
         the file merely states: `load_results` has checked that the rows of a group share their
         rounds and that every recorded ratio agrees with its samples.
         """
-        x = self.find(variant, dtype, layout, K, side=side)
-        y = self.find(than, dtype, layout, K, side=side)
+        x = self.find(variant, group, side=side)
+        y = self.find(than, group, side=side)
         if x is None or y is None:
             return None
         return stats.paired_ratio(x.samples_s, y.samples_s)
@@ -202,8 +249,23 @@ class Run:
         return next((r.variant for r in self.rows.values() if r.reference), None)
 
     @property
-    def groups(self) -> frozenset[tuple[str, str, int]]:
+    def groups(self) -> frozenset[str]:
         return frozenset(r.group for r in self.rows.values())
+
+    def relations(self) -> list[tuple[str, str, str, Mapping[str, Any]]]:
+        """The expectations this run can check: (faster, than, per, where) as declared, or, for a
+        file that does not record them, every twin pair along K (the matmul benchmark's)."""
+        if self.env.expectations is not None:
+            return [
+                (e["faster"], e["than"], e["per"], e.get("where") or {})
+                for e in self.env.expectations
+            ]
+        pairs = sorted({(r.variant, r.twin) for r in self.rows.values() if r.twin})
+        return [(f, t, "K", {}) for f, t in pairs if t is not None]
+
+    def series(self, per: str) -> tuple[str, ...]:
+        """The axes other than `per`: what holds still along one expectation's or plot's line."""
+        return tuple(a for a in self.env.axes if a != per)
 
     @property
     def variant_order(self) -> list[str]:
@@ -250,6 +312,52 @@ def _timing_problem(samples: list[Any]) -> str | None:
         if s <= 0:
             return f"has a {'zero' if s == 0 else 'negative'} timing {s!r} (round {i})"
     return None
+
+
+_LEGACY_FIXED = ("M", "N")  # files written before "fixed": the matmul benchmark's
+_LEGACY_PARAMS = ("dtype", "layout", "M", "N", "K")  # rows written before "params"
+
+
+def _scalar(v: Any) -> bool:
+    return isinstance(v, (str, int, float)) and not (isinstance(v, float) and not math.isfinite(v))
+
+
+def _fixed(path: Path, tg: Mapping[str, Any]) -> dict[str, Any]:
+    fixed = tg.get("fixed")
+    if fixed is None:
+        return {k: tg[k] for k in _LEGACY_FIXED if _opt_int(tg, k) is not None}
+    if not isinstance(fixed, dict) or not all(_scalar(v) for v in fixed.values()):
+        raise InputError(
+            f"results file {path}: machine_info.tilegate.fixed must map a parameter to its value"
+        )
+    return dict(fixed)
+
+
+def _expectations(path: Path, tg: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...] | None:
+    raw = tg.get("expectations")
+    if raw is None:
+        return None
+    ok = isinstance(raw, list) and all(
+        isinstance(e, dict)
+        and all(isinstance(e.get(k), str) and e[k] for k in ("faster", "than", "per"))
+        and isinstance(e.get("where", {}), dict)
+        for e in raw
+    )
+    if not ok:
+        raise InputError(
+            f"results file {path}: machine_info.tilegate.expectations must list "
+            "{faster, than, per, where} objects"
+        )
+    return tuple(MappingProxyType(dict(e)) for e in raw)
+
+
+def _axes(path: Path, tg: Mapping[str, Any]) -> tuple[str, ...]:
+    axes = tg.get("axes")
+    if axes is None:
+        return ("dtype", "layout", "K")
+    if not _names(axes):
+        raise InputError(f"results file {path}: machine_info.tilegate.axes must list axis names")
+    return tuple(axes)
 
 
 def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -> Environment:
@@ -341,8 +449,10 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
         harness_version=str(tg.get("harness_version", "unknown")),
         mode=mode,
         profile=str(tg.get("profile", "unknown")),
-        M=_opt_int(tg, "M"),
-        N=_opt_int(tg, "N"),
+        fixed=MappingProxyType(_fixed(path, tg)),
+        benchmark=_opt_str(tg, "benchmark"),
+        expectations=_expectations(path, tg),
+        axes=_axes(path, tg),
         l2_flush=tg.get("l2_flush") if isinstance(tg.get("l2_flush"), bool) else None,
         timer=_opt_str(tg, "timer"),
         rounds=_opt_int(tg, "rounds"),
@@ -384,15 +494,28 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
             f"{where}: failed its correctness check ({why}). A wrong kernel's time means nothing: "
             "fix the kernel (see the pytest log of the perf run) before the gate can judge this run."
         )
-    for k in ("variant", "dtype", "layout"):
-        if not isinstance(tg.get(k), str) or not tg[k]:
-            raise InputError(f"{where}: extra_info.tilegate.{k} is missing")
-    for k in ("M", "N", "K"):
-        v = tg.get(k)
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise InputError(
-                f"{where}: extra_info.tilegate.{k} is {v!r}; expected a positive integer"
-            )
+    if not isinstance(tg.get("variant"), str) or not tg["variant"]:
+        raise InputError(f"{where}: extra_info.tilegate.variant is missing")
+    params = tg.get("params")
+    if params is None:  # written before "params": the matmul benchmark's parameters, flat
+        for k in ("dtype", "layout"):
+            if not isinstance(tg.get(k), str) or not tg[k]:
+                raise InputError(f"{where}: extra_info.tilegate.{k} is missing")
+        for k in ("M", "N", "K"):
+            v = tg.get(k)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise InputError(
+                    f"{where}: extra_info.tilegate.{k} is {v!r}; expected a positive integer"
+                )
+        params = {k: tg[k] for k in _LEGACY_PARAMS}
+    if not isinstance(params, dict) or not params or not all(_scalar(v) for v in params.values()):
+        raise InputError(
+            f"{where}: extra_info.tilegate.params is {params!r}; expected the case's parameters "
+            "(name -> string or number)"
+        )
+    group = tg.get("group") or bench.get("group")
+    if not isinstance(group, str) or not group:
+        raise InputError(f"{where}: extra_info.tilegate.group is missing")
     samples = tg.get("samples_s")
     if samples is None:
         stats = bench.get("stats")
@@ -414,10 +537,12 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
             "repeats, the timer or the kernel launch is broken."
         )
     ratios: dict[str, float | None] = {}
-    for k in ("ratio_to_torch", "ratio_to_twin", "ratio_to_base", "tflops"):
+    if "ratio_to_reference" not in tg and "ratio_to_torch" in tg:  # its name before
+        tg = {**tg, "ratio_to_reference": tg["ratio_to_torch"]}
+    for k in ("ratio_to_reference", "ratio_to_twin", "ratio_to_base", "tflops", "gbps"):
         v = tg.get(k)
-        # tflops may round to 0.0 on the smoke profile's tiny shapes; a ratio never may
-        ok = v is None or is_finite_positive(v) or (k == "tflops" and v == 0)
+        # throughput may round to 0.0 on the smoke profile's tiny shapes; a ratio never may
+        ok = v is None or is_finite_positive(v) or (k in ("tflops", "gbps") and v == 0)
         if not ok:
             raise InputError(
                 f"{where}: extra_info.tilegate.{k} is {v!r}; expected a positive number or null"
@@ -447,15 +572,13 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
         **code,
         key=key,
         variant=tg["variant"],
-        dtype=tg["dtype"],
-        layout=tg["layout"],
-        M=tg["M"],
-        N=tg["N"],
-        K=tg["K"],
+        params=MappingProxyType(dict(params)),
+        group=group,
         samples_s=tuple(float(s) for s in samples),
         median_s=float(statistics.median(samples)),
         tflops=ratios["tflops"],
-        ratio_to_torch=ratios["ratio_to_torch"],
+        gbps=ratios["gbps"],
+        ratio_to_reference=ratios["ratio_to_reference"],
         twin=twin if isinstance(twin, str) and twin else None,
         ratio_to_twin=ratios["ratio_to_twin"],
     )
@@ -471,16 +594,16 @@ RATIO_AGREEMENT = 5e-4
 
 def _ensure_paired(path: Path, sides: Mapping[str, Mapping[str, Row]]) -> None:
     """The rows of a group (both sides of an A/B run) were timed in the same rounds: same count."""
-    groups: dict[tuple[str, str, int], list[tuple[str, int]]] = {}
+    groups: dict[str, list[tuple[str, int]]] = {}
     for side, rows in sides.items():
         for row in rows.values():
             name = row.key + ("@base" if side == "base" else "")
             groups.setdefault(row.group, []).append((name, len(row.samples_s)))
-    for (dtype, layout, K), members in groups.items():
+    for group, members in groups.items():
         if len({n for _, n in members}) > 1:
             counts = ", ".join(f"{name} {n}" for name, n in members)
             raise InputError(
-                f"results file {path}: the rows of group {dtype}-{layout}-K{K} have different "
+                f"results file {path}: the rows of group {group} have different "
                 f"numbers of samples ({counts}), so they were not timed in the same rounds and "
                 "their same-run ratios mean nothing. The suite times a group's rows round by "
                 "round: measure again; a file assembled from several runs cannot be judged."
@@ -499,7 +622,7 @@ def _checked_ratios(
     out = {}
     for key, row in rows.items():
         against = {
-            "ratio_to_torch": None if row.reference else references.get(row.group),
+            "ratio_to_reference": None if row.reference else references.get(row.group),
             "ratio_to_twin": by_variant.get((row.twin, row.group)) if row.twin else None,
             "ratio_to_base": sides["base"].get(key) if side == "head" else None,
         }
@@ -526,7 +649,7 @@ def _checked_ratios(
             derived[name] = now
         out[key] = replace(
             row,
-            ratio_to_torch=derived["ratio_to_torch"],
+            ratio_to_reference=derived["ratio_to_reference"],
             ratio_to_twin=derived["ratio_to_twin"],
             ratio_to_base=derived["ratio_to_base"],
         )

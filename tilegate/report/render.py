@@ -117,8 +117,8 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
     bullet(
         "Broken expectations",
         [
-            f"`{c.expectation.faster}` / `{c.expectation.than}` {c.expectation.dtype} {c.expectation.layout} "
-            f"K={c.K}: ratio {c.ratio:.3f} > {c.max_ratio:.3f} ({c.note})"
+            f"`{c.expectation.faster}` / `{c.expectation.than}` {c.expectation.label()} "
+            f"{c.at}: ratio {c.ratio:.3f} > {c.max_ratio:.3f} ({c.note})"
             for c in cmp.broken
             if c.ratio
         ],
@@ -344,9 +344,9 @@ def _env_rows(run: Run, baseline: Baseline | None) -> list[tuple[str, str, str]]
         ("mode", e.mode, s(prov.get("mode"))),
         ("profile", e.profile, ", ".join(prov.get("profiles") or [])),
         (
-            "M x N",
-            f"{s(e.M)} x {s(e.N)}",
-            f"{s(prov.get('M'))} x {s(prov.get('N'))}" if prov else "",
+            "fixed parameters",
+            ", ".join(f"{k} = {v}" for k, v in e.fixed.items()) or "-",
+            ", ".join(f"{k} = {v}" for k, v in _fixed(prov).items()) if prov else "",
         ),
         ("rounds", s(e.rounds), s(prov.get("rounds"))),
         (
@@ -394,16 +394,16 @@ def _crossover_text(f: CrossTilePair) -> str:
     now = CrossTilePair.crossover(f.now)
     top = max(f.now)
 
-    def say(k: int | None, ratios: Mapping[int, float]) -> str:
+    def say(k: Any, ratios: Mapping[Any, float]) -> str:
         if not ratios:
             return "unknown"
         if k is None:
-            return f"none up to K={max(ratios)} (wins everywhere measured)"
+            return f"none up to {f.per}={max(ratios)} (wins everywhere measured)"
         if k == min(ratios):
-            return f"K={k} (loses from the smallest K)"
-        return f"K={k}"
+            return f"{f.per}={k} (loses from the smallest {f.per})"
+        return f"{f.per}={k}"
 
-    text = f"Crossover (smallest K where cross-tile stops winning): **{say(now, f.now)}**"
+    text = f"Crossover (smallest {f.per} where {f.faster} stops winning): **{say(now, f.now)}**"
     if f.base:
         base_in_range = {k: r for k, r in f.base.items() if k <= top}
         base = CrossTilePair.crossover(base_in_range)
@@ -412,20 +412,29 @@ def _crossover_text(f: CrossTilePair) -> str:
     return text + "."
 
 
+def _fixed(prov: Mapping[str, Any]) -> dict[str, Any]:
+    """A baseline's fixed parameters (provenance.fixed; before it, M and N)."""
+    fixed = prov.get("fixed")
+    if isinstance(fixed, dict):
+        return dict(fixed)
+    return {k: prov[k] for k in ("M", "N") if prov.get(k) is not None}
+
+
 def _pair(
     f: CrossTilePair, run: Run, checks: Sequence[ExpectationResult], with_baseline: bool
 ) -> list[str]:
     by_k = {
-        c.K: c
+        c.value: c
         for c in checks
-        if (c.expectation.faster, c.expectation.than, c.expectation.dtype, c.expectation.layout)
-        == (f.faster, f.than, f.dtype, f.layout)
+        if (c.expectation.faster, c.expectation.than, dict(c.expectation.where))
+        == (f.faster, f.than, dict(f.where))
     }
     rows = []
-    for K in f.Ks:
+    for K in f.values:
+        group = run.group_of({**f.where, f.per: K})
         than, faster = (
-            run.find(f.than, f.dtype, f.layout, K),
-            run.find(f.faster, f.dtype, f.layout, K),
+            run.find(f.than, group) if group else None,
+            run.find(f.faster, group) if group else None,
         )
         c = by_k.get(K)
         expect = ""
@@ -444,8 +453,8 @@ def _pair(
         if with_baseline:
             cells += [pct(base - 1) if base is not None else "", expect]
         rows.append(cells)
-    title = f"### {_pretty(f.faster)} vs {_pretty(f.than)} ({f.dtype}, {f.layout})"
-    header = ["K", f"{_pretty(f.than)} (ms)", f"{_pretty(f.faster)} (ms)", "change"]
+    title = f"### {_pretty(f.faster)} vs {_pretty(f.than)} ({f.label})"
+    header = [f.per, f"{_pretty(f.than)} (ms)", f"{_pretty(f.faster)} (ms)", "change"]
     if f.ab_base:
         header.append("change in the A/B base")
     if with_baseline:
@@ -492,8 +501,8 @@ def _expectations(cmp: Comparison) -> list[str]:
             Status.NOT_MEASURED: "not measured",
         }[c.status]
         cells = [
-            f"`{e.faster}` / `{e.than}`, {e.dtype} {e.layout}",
-            str(c.K),
+            f"`{e.faster}` / `{e.than}`, {e.label()}",
+            c.at,
             f"{c.max_ratio:.3f}",
             f"{c.ratio:.3f}" if c.ratio is not None else "",
             f"{c.baseline_ratio:.3f}" if c.baseline_ratio is not None else "",
@@ -557,15 +566,15 @@ def _rows_only(run: Run) -> list[str]:
             f"`{r.key}`",
             ms(r.median_s),
             f"{r.tflops:.1f}" if r.tflops else "",
-            f"{r.ratio_to_torch:.3f}" if r.ratio_to_torch else "",
+            f"{r.ratio_to_reference:.3f}" if r.ratio_to_reference else "",
             str(len(r.samples_s)),
         )
         for r in sorted(
             run.rows.values(),
-            key=lambda r: (r.dtype, r.layout, r.K, run.variant_order.index(r.variant)),
+            key=lambda r: (r.order, run.variant_order.index(r.variant)),
         )
     ]
-    header = ["case", "median (ms)", "TFLOP/s", "time / torch (same run)", "rounds"]
+    header = ["case", "median (ms)", "TFLOP/s", "time / reference (same run)", "rounds"]
     return ["## All rows", "", *table(header, "lrrrr", rows), ""]
 
 

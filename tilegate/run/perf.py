@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_text
@@ -23,7 +24,27 @@ from tilegate.judge.baseline import baseline_path
 from tilegate.judge.gate import Judgement, judge
 from tilegate.run.crash import cannot_judge_report, crash_reason, save_traceback
 
-ROOT = Path(__file__).resolve().parents[2]
+HOME = Path(__file__).resolve().parents[2]  # the directory holding the tilegate package
+SUITE = (
+    Path(__file__).resolve().parents[1] / "suite.py"
+)  # the perf suite's one test (tilegate.plugin)
+
+
+def repo_root() -> Path:
+    """The user's repository: the nearest pyproject.toml with [tool.tilegate] (InputError if none)."""
+    from tilegate.config import find
+
+    return find().root
+
+
+def _plugin_args() -> list[str]:
+    """Load tilegate.plugin unless pytest finds it itself (an installed tilegate's entry point)."""
+    from importlib.metadata import entry_points
+
+    installed = any(ep.value == "tilegate.plugin" for ep in entry_points(group="pytest11"))
+    return [] if installed else ["-p", "tilegate.plugin"]
+
+
 SMOKE_PROFILE = "smoke"  # the CPU interpreter profile: no GPU, timings meaningless
 # pytest's exit codes that still leave results worth judging: all passed, nothing collected
 _SUITE_OK = (0, 5)
@@ -39,7 +60,7 @@ def _suite(
     out.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     first = [str(pythonpath)] if pythonpath else []
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [*first, str(ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [*first, str(HOME), env.get("PYTHONPATH")]))
     if profile == SMOKE_PROFILE:
         env["TRITON_INTERPRET"] = "1"
     if gpu is not None:
@@ -48,7 +69,10 @@ def _suite(
         sys.executable,
         "-m",
         "pytest",
-        "perf_tests",
+        *_plugin_args(),
+        "--tilegate",
+        str(SUITE),
+        f"--rootdir={repo_root()}",
         "-p",
         "no:cacheprovider",
         "-v",
@@ -71,7 +95,7 @@ def run_suite(
     shadows the runner's (tilegate.run.upgrade).
     """
     cmd, env, partial = _suite(out, profile, extra, pythonpath, None)
-    code = subprocess.run(cmd, cwd=ROOT, env=env, check=False).returncode
+    code = subprocess.run(cmd, cwd=repo_root(), env=env, check=False).returncode
     if partial.exists():
         partial.replace(out)
     return code
@@ -90,7 +114,11 @@ def run_shards(out: Path, profile: str, extra: Sequence[str] = (), *, gpus: int)
         log_path = part.with_suffix(".log")
         with log_path.open("w") as log:
             started.append(
-                (subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=log), partial, part)
+                (
+                    subprocess.Popen(cmd, cwd=repo_root(), env=env, stdout=log, stderr=log),
+                    partial,
+                    part,
+                )
             )
     codes = []
     for proc, partial, part in started:
@@ -123,6 +151,11 @@ class Perf:
     confirm_runs: int = 1
     pytest_args: Sequence[str] = ()
     ab: str | None = None  # A/B: the base ref whose kernels are measured beside the head's
+    # a pull request: baselines/ is REF's, the working tree's is diffed against it
+    # (tilegate.judge.integrity); its loosenings fail unless accept_baseline_change
+    baselines_from: str | None = None
+    accept_baseline_change: bool = False
+    integrity: Any = None
     gpus: int = 1  # measure on this many GPUs of the host at once (tilegate.run.shard)
     out_dir: Path = Path(".perf")
     plots: bool = True
@@ -168,6 +201,22 @@ class Perf:
         slug = self._slug()
         if slug is None:
             return self._fail("no GPU here")
+        if self.baselines_from is not None:
+            from tilegate.judge.integrity import check_pull_request
+
+            self.integrity = check_pull_request(
+                self.baselines_from,
+                self.baselines_dir,
+                repo_root(),
+                self.out_dir / "base-baselines",
+                acknowledged=self.accept_baseline_change,
+            )
+            self.log(
+                f"perf: baselines/ from {self.baselines_from} ({self.integrity.judge_dir}); "
+                f"{len(self.integrity.changes)} change(s) by this pull request, "
+                f"{len(self.integrity.failing)} failing"
+            )
+            self.baselines_dir = self.integrity.judge_dir
         baseline = self.baseline or baseline_path(slug, self.baselines_dir)
         args = list(self.pytest_args)
         if self.ab is not None:  # a REF that cannot be materialised: InputError, exit 2 (run)
@@ -230,6 +279,8 @@ class Perf:
             plots_dir=self.out_dir if self.plots else None,
             report_only=self.report_only,
             suspects_path=None if self.report_only else suspects,
+            accept_baseline_change=self.accept_baseline_change,
+            integrity=self.integrity,
         )
         if judged.error:
             self.log(f"tilegate: cannot judge: {judged.error}")
@@ -242,9 +293,13 @@ class Perf:
 
 def ab_args(ref: str, out_dir: Path) -> list[str]:
     """The suite's options that time REF's kernels beside the head's (InputError naming REF)."""
+    from tilegate.config import find
     from tilegate.harness.base import materialise
 
-    base = materialise(ref, ROOT, out_dir / "ab")
+    config = find()
+    base = materialise(
+        ref, config.root, out_dir / "ab", source=config.source, benchmark=config.benchmark
+    )
     return [f"--perf-ab-base={base.path}", f"--perf-ab-ref={ref}", f"--perf-ab-sha={base.sha}"]
 
 

@@ -8,8 +8,8 @@ its GPU and `--perf-shard i/N`, which keeps the groups `plan` gives it; then `me
 results files into one pytest-benchmark file whose rows carry their GPU's index and serial.
 
 `plan` balances by an estimate of each group's time (the profile's minimum time, or its minimum
-rounds at a per-round cost that grows with K and with the number of kernels in the group),
-largest first onto the least-loaded GPU: the default profile's K = 4096 groups are the long ones.
+rounds at a per-round cost that grows with the declared work and the number of kernels in the group),
+largest first onto the least-loaded GPU: the matmul default profile's K = 4096 groups are the long ones.
 
 `off_gpus` is the fleet rule: rows of GPUs of one model share that model's baseline, but a GPU
 whose reference rows (cuBLAS) sit outside the model's spread is named and its rows are not
@@ -26,15 +26,18 @@ from typing import Any
 from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_json, read_json
 
-# Per-round seconds of a group ~ kernels x (flush + K x SECONDS_PER_K): at M = N = 16384 on the
-# H200 a K = 4096 call takes ~3.4-6 ms and a K = 128 one ~0.2-0.5 ms (docs/results-h200.md).
-SECONDS_PER_K = 1.2e-6
+# Per-round seconds of a group ~ kernels x (flush + its work at a typical H200 rate): at
+# M = N = 16384 a K = 4096 matmul (2.2 TFLOP) takes ~3.4-6 ms and a K = 128 one ~0.2-0.5 ms
+# (docs/results-h200.md), ~2.2e-15 s per flop; a memory-bound call moves ~3e12 bytes a second.
+SECONDS_PER_FLOP = 2.2e-15
+SECONDS_PER_BYTE = 1 / 3e12
 FLUSH_S = 0.06e-3
 
 
-def group_cost(k: int, kernels: int, min_rounds: int, min_time_s: float) -> float:
-    """Estimated seconds of one group's timed rounds."""
-    return max(min_time_s, min_rounds * kernels * (FLUSH_S + k * SECONDS_PER_K))
+def group_cost(work: Any, kernels: int, min_rounds: int, min_time_s: float) -> float:
+    """Estimated seconds of one group's timed rounds; `work`: a tilegate.declare.Work."""
+    call = max((work.flops or 0.0) * SECONDS_PER_FLOP, (work.bytes or 0.0) * SECONDS_PER_BYTE)
+    return max(min_time_s, min_rounds * kernels * (FLUSH_S + call))
 
 
 def plan(groups: Mapping[str, float], shards: int) -> list[list[str]]:
@@ -97,7 +100,7 @@ def merge(parts: Sequence[Path], out: Path) -> None:
             merged = data
             continue
         first = merged["machine_info"]["tilegate"]
-        for what in ("profile", "M", "N", "mode"):
+        for what in ("benchmark", "profile", "fixed", "mode"):
             if first.get(what) != tg.get(what):
                 raise InputError(
                     f"shard {part} has {what} {tg.get(what)!r}, shard 0 {first.get(what)!r}"

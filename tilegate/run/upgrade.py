@@ -115,7 +115,7 @@ def judge_upgrade(old_runs: Sequence[Run], new_runs: Sequence[Run]) -> UpgradeCo
             for run in runs:
                 r = run.rows.get(key)
                 ref = run.reference
-                ratio = run.ratio(r.variant, ref, r.dtype, r.layout, r.K) if r and ref else None
+                ratio = run.ratio(r.variant, ref, r.group) if r and ref else None
                 if ratio is not None:
                     out.append(ratio)
             return out
@@ -244,15 +244,17 @@ def measure_sides(
 
 def fingerprint_diff(new_path: Path, old_triton: str, out: Path) -> str | None:
     """The fingerprint's upgrade report under the new Triton against `old_triton`'s recording."""
-    from tilegate.run.perf import ROOT
+    from tilegate.run.perf import HOME, repo_root
+
+    root = repo_root()
 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(new_path), str(ROOT), env.get("PYTHONPATH")])
+        filter(None, [str(new_path), str(HOME), env.get("PYTHONPATH")])
     )
     cmd = [sys.executable, "-m", "tilegate.fingerprint", "--upgrade-from", old_triton, "--quiet"]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    report = ROOT / ".perf" / "upgrade.md"
+    proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, check=False)
+    report = root / ".perf" / "upgrade.md"
     if not report.is_file():
         return f"(the fingerprint's upgrade report did not run: exit {proc.returncode}; {proc.stderr.strip()[-300:]})"
     out.write_text(report.read_text())

@@ -1,0 +1,214 @@
+"""What a project declares to be gated: its benchmark (docs/plugin.md).
+
+A project writes one `Benchmark` in its own code and names it in its pyproject.toml::
+
+    [tool.tilegate]
+    benchmark = "kernels.registry:BENCHMARK"   # module:attribute, the repo root on sys.path
+    source = "kernels"                          # what an A/B run takes from the base commit
+    baselines = "baselines"
+
+tilegate measures and judges; everything about the kernels (which variants, which shapes, the
+reference, the correctness tolerance, the work done per call, the relations between variants)
+is data of the declaration. Nothing here imports torch or Triton.
+
+A case is one variant at one point of the profile's grid: its parameters are the profile's
+axis values plus its `fixed` values. Its id is the variant's name and the axis labels joined by
+"-" (``xtile_persistent-fp16-nt-K128``); the cases of one grid point form a group
+(``fp16-nt-K128``), timed together round by round, so ratios between its rows are paired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+Params = Mapping[str, Any]
+# make(params, inputs) -> the zero-argument call that is timed; its return value is checked
+Factory = Callable[[Params, Any], Callable[[], Any]]
+
+# keys of a result row that are not parameters (an axis must not be named like one)
+RESERVED = frozenset(
+    {
+        "key", "variant", "group", "params", "correct", "rel_err", "tolerance", "samples_s",
+        "median_s", "tflops", "gbps", "reference", "twin", "side", "error", "warnings",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A named parameter of the grid and the values a profile measures it at.
+
+    `label` gives a value's part of the case id: a format string (``"K{}"``) or a function;
+    by default the value itself (``fp16``).
+    """
+
+    name: str
+    values: tuple[Any, ...]
+    label: str | Callable[[Any], str] = "{}"
+
+    def show(self, value: Any) -> str:
+        return self.label(value) if callable(self.label) else self.label.format(value)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A named grid (the cross product of its axes) and how long each group is timed."""
+
+    name: str
+    axes: tuple[Axis, ...]
+    fixed: Params = field(default_factory=lambda: MappingProxyType({}))  # in params, not in ids
+    rounds: int = 150  # at least this many timed rounds per group ...
+    min_time_s: float = 3.0  # ... and at least this long (tilegate.harness.timing.TimerConfig)
+    passes: int = 5  # each group's rounds are spread over this many sweeps across all groups
+    soak_s: float = 15.0  # untimed run of the run's own kernels before the first sweep
+    interpreter: bool = False  # runs under Triton's CPU interpreter: timings mean nothing
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One implementation, timed beside the others of its group.
+
+    `unsupported(capability)` says why it cannot run on a GPU of that compute capability (None:
+    it can; capability None is the CPU interpreter). `plan` is optional: what the AOT
+    fingerprint compiles (tilegate.fingerprint). `renamed_from`: the names it had before, so an
+    A/B run pairs it with the base commit's variant of the old name.
+    """
+
+    name: str
+    make: Factory
+    reference: bool = False  # the row every other row's ratio_to_reference is measured against
+    twin_of: str | None = None  # the variant this one is a version of (a relational pair)
+    renamed_from: tuple[str, ...] = ()
+    family: str = ""
+    description: str = ""
+    unsupported: Callable[[tuple[int, int] | None], str | None] | None = None
+    plan: Callable[..., Any] | None = None
+
+    def unsupported_reason(self, capability: tuple[int, int] | None) -> str | None:
+        return self.unsupported(capability) if self.unsupported is not None else None
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """`faster` beats `than`: their same-run time ratio stays below a bound at each value of `per`.
+
+    Which values and what bound are data of the baseline: a rebaseline adds a bound where
+    `faster` won clearly in every run (the policy's win_below and ratio_slack), and the gate
+    checks it on the ratio measured in the same rounds. `where` limits it to some parameter
+    values (``{"dtype": ("fp16",)}``); empty: wherever both are measured.
+    """
+
+    faster: str
+    than: str
+    per: str
+    where: Mapping[str, tuple[Any, ...]] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one call does, for throughput: TFLOP/s from flops, GB/s from bytes."""
+
+    flops: float | None = None
+    bytes: float | None = None
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A project's benchmark: variants, grid, inputs, reference output, tolerance, work, relations.
+
+    inputs(params, device, seed): the group's inputs, drawn once and shared by its variants.
+    reference_output(params, inputs): the exact answer, in higher precision than the variants.
+    tolerance: the relative (Frobenius) error allowed, per dtype name (``params["dtype"]``) or
+    a function of the parameters. work(params): a `Work` or a mapping {"flops", "bytes"}.
+    tolerance_axes: the axes a tolerance override and the shard cost may name besides variant.
+    """
+
+    name: str
+    variants: tuple[Variant, ...]
+    profiles: tuple[Profile, ...]
+    inputs: Callable[[Params, str, int], Any]
+    reference_output: Callable[[Params, Any], Any]
+    tolerance: Mapping[str, float] | Callable[[Params], float]
+    work: Callable[[Params], Work | Mapping[str, float]] | None = None
+    expectations: tuple[Expectation, ...] = ()
+    tolerance_axes: tuple[str, ...] = ()
+    default_profile: str | None = None  # None: the first profile
+    # test-only injections (tilegate.plugin --inject wrong=NAME): a variant giving wrong output
+    wrong: Callable[[Variant], Variant] | None = None
+    description: str = ""
+
+    # -- derived ---------------------------------------------------------------------------
+
+    @property
+    def variant_map(self) -> Mapping[str, Variant]:
+        return MappingProxyType({v.name: v for v in self.variants})
+
+    @property
+    def reference(self) -> Variant:
+        return next(v for v in self.variants if v.reference)
+
+    @property
+    def profile_map(self) -> Mapping[str, Profile]:
+        return MappingProxyType({p.name: p for p in self.profiles})
+
+    def profile(self, name: str | None = None) -> Profile:
+        name = name or self.default_profile or self.profiles[0].name
+        found = self.profile_map.get(name)
+        if found is None:
+            raise KeyError(f"unknown profile {name!r}; known: {sorted(self.profile_map)}")
+        return found
+
+    def tolerance_for(self, params: Params) -> float:
+        if callable(self.tolerance):
+            return float(self.tolerance(params))
+        return float(self.tolerance[params["dtype"]])
+
+    def work_for(self, params: Params) -> Work:
+        if self.work is None:
+            return Work()
+        got = self.work(params)
+        if isinstance(got, Work):
+            return got
+        return Work(flops=got.get("flops"), bytes=got.get("bytes"))
+
+    def problems(self) -> list[str]:
+        """What is wrong with this declaration (empty: nothing), each naming the part."""
+        out = []
+        names = [v.name for v in self.variants]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            out.append(f"two variants of one name: {dupes}")
+        refs = [v.name for v in self.variants if v.reference]
+        if len(refs) != 1:
+            out.append(
+                f"exactly one variant must have reference=True, found {len(refs)}"
+                + (f" ({refs})" if refs else "")
+            )
+        known = set(names)
+        for v in self.variants:
+            if v.twin_of is not None and v.twin_of not in known:
+                out.append(f"variant {v.name!r}: twin_of names an unknown variant {v.twin_of!r}")
+        if not self.profiles:
+            out.append("no profiles")
+        for p in self.profiles:
+            axes = [a.name for a in p.axes]
+            clash = sorted((set(axes) | set(p.fixed)) & RESERVED)
+            if clash:
+                out.append(f"profile {p.name!r}: parameter names reserved by tilegate: {clash}")
+            if not p.axes or any(not a.values for a in p.axes):
+                out.append(f"profile {p.name!r}: its grid has no cases (an axis without values)")
+        for e in self.expectations:
+            for who in (e.faster, e.than):
+                if who not in known:
+                    out.append(f"expectation {e.faster} beats {e.than}: unknown variant {who!r}")
+            for p in self.profiles:
+                if e.per not in {a.name for a in p.axes}:
+                    out.append(
+                        f"expectation {e.faster} beats {e.than}: per={e.per!r} is not an axis "
+                        f"of profile {p.name!r}"
+                    )
+        return out

@@ -1,0 +1,489 @@
+"""The perf suite as a pytest plugin: options, parametrization from the declared benchmark, machine_info.
+
+Installed, pytest finds it through the `pytest11` entry point, but it does nothing unless the
+run asks for it with `--tilegate` (as `tilegate perf` does), so an ordinary pytest of a user's
+repository is untouched. The benchmark is the one [tool.tilegate] names (tilegate.config), in
+the repository holding the working directory. Directly:
+
+    python -m pytest --tilegate --perf-profile quick --benchmark-json .perf/results.json \
+        $(python -c 'import tilegate.suite as s; print(s.__file__)')
+
+Each case's timings are device times measured by `tilegate.harness.measure` (CUDA events, L2
+flushed, variants interleaved per round) and handed to pytest-benchmark, so its JSON, its
+terminal table and its own `pytest-benchmark compare` all show GPU time per call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tilegate import __version__
+from tilegate.cases import BASE_SUFFIX, Case, build_cases, parse_value, select_variants
+
+CASES = pytest.StashKey[list[Case]]()
+BENCH = pytest.StashKey[Any]()  # the declared benchmark (tilegate.declare.Benchmark)
+BASE = pytest.StashKey[dict[str, Any]]()  # the A/B base's variants by (head) name
+BASE_BENCH = pytest.StashKey[Any]()
+RUN = pytest.StashKey["PerfRun"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("tilegate", "tilegate perf suite")
+    group.addoption(
+        "--tilegate",
+        action="store_true",
+        help="run the tilegate perf suite of the benchmark [tool.tilegate] names",
+    )
+    group.addoption(
+        "--perf-profile", default=None, help="which cases to measure (default: the benchmark's)"
+    )
+    group.addoption("--perf-variants", default=None, help="comma-separated subset of variants")
+    group.addoption(
+        "--perf-axis",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2",
+        help="measure axis NAME at these values instead of the profile's (repeatable)",
+    )
+    group.addoption(
+        "--perf-set",
+        action="append",
+        default=[],
+        metavar="NAME=V",
+        help="a fixed parameter of the profile at another value (repeatable)",
+    )
+    group.addoption(
+        "--perf-rounds",
+        type=int,
+        default=None,
+        help="exactly this many timed rounds per group (default: the profile's minimum "
+        "rounds and minimum time)",
+    )
+    group.addoption("--perf-no-l2-flush", action="store_true", help="time with a warm L2")
+    group.addoption(
+        "--perf-groups-of",
+        default=None,
+        help="file of case ids (one a line): measure only their groups (confirmation runs)",
+    )
+    group.addoption(
+        "--perf-ab-base",
+        default=None,
+        metavar="DIR",
+        help="A/B run: DIR holds the base commit's source (tilegate perf --ab REF "
+        "materialises it); every case is timed beside its base version, round by round",
+    )
+    group.addoption("--perf-ab-ref", default=None, help="A/B run: the base ref as given")
+    group.addoption("--perf-ab-sha", default=None, help="A/B run: the base commit")
+    group.addoption(
+        "--perf-shard",
+        default=None,
+        metavar="I/N",
+        help="measure only the groups tilegate.run.shard.plan gives GPU I of N (tilegate perf --gpus N)",
+    )
+    group.addoption(
+        "--inject",
+        action="append",
+        default=[],
+        help="TEST ONLY: slow=VARIANT:FRACTION | impostor=NAME:REAL | wrong=VARIANT",
+    )
+
+
+def _active(config: pytest.Config) -> bool:
+    return bool(config.getoption("--tilegate", default=False))
+
+
+def _benchmark(config: pytest.Config) -> Any:
+    from tilegate import config as tg_config
+    from tilegate.errors import InputError
+
+    try:
+        return tg_config.find().load_benchmark()
+    except InputError as err:
+        raise pytest.UsageError(f"tilegate: {err}") from err
+
+
+def _base(config: pytest.Config, head: Any) -> tuple[Any, dict[str, Any]]:
+    """The A/B base's benchmark and its variants by head name ({} outside an A/B run)."""
+    path = config.getoption("--perf-ab-base")
+    if not path:
+        return None, {}
+    from tilegate.errors import InputError
+    from tilegate.harness.base import load_benchmark, package_name, paired_base
+
+    sha = config.getoption("--perf-ab-sha") or Path(path).name
+    try:
+        bench = load_benchmark(Path(path), package_name(sha))
+    except InputError as err:
+        raise pytest.UsageError(f"A/B base {config.getoption('--perf-ab-ref')}: {err}") from err
+    theirs = {v.name: v for v in bench.variants if not v.reference}
+    # keyed by the head's names: a renamed variant meets its base version under its new name
+    return bench, paired_base(theirs, head.variant_map)
+
+
+def _pairs(options: list[str], what: str, like: Callable[[str], Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for text in options:
+        name, sep, value = text.partition("=")
+        if not sep or not name or not value:
+            raise pytest.UsageError(f"--perf-{what} {text!r}: expected NAME=VALUE")
+        out[name.strip()] = like(name.strip()), value
+    return out
+
+
+def _profile_cases(config: pytest.Config) -> list[Case]:
+    bench = config.stash[BENCH]
+    try:
+        profile = bench.profile(config.getoption("--perf-profile"))
+    except KeyError as err:
+        raise pytest.UsageError(f"--perf-profile: {err.args[0]}") from err
+    base_bench, base = _base(config, bench)
+    config.stash[BASE], config.stash[BASE_BENCH] = base, base_bench
+    wanted = None
+    if config.getoption("--perf-variants"):
+        wanted = [v.strip() for v in config.getoption("--perf-variants").split(",") if v.strip()]
+    axes_by_name = {a.name: a for a in profile.axes}
+    only = None
+    if config.getoption("--perf-groups-of"):
+        path = Path(config.getoption("--perf-groups-of"))
+        only = frozenset(line.strip() for line in path.read_text().splitlines() if line.strip())
+    try:
+        axes: dict[str, tuple[Any, ...]] = {}
+        for name, (axis, text) in _pairs(
+            config.getoption("--perf-axis"), "axis", axes_by_name.get
+        ).items():
+            if axis is None:
+                raise ValueError(
+                    f"--perf-axis {name}: not an axis of profile {profile.name!r}; its axes: {list(axes_by_name)}"
+                )
+            axes[name] = tuple(parse_value(v.strip(), axis.values[0]) for v in text.split(","))
+        fixed = {
+            name: parse_value(text.strip(), profile.fixed.get(name, text))
+            for name, (_, text) in _pairs(
+                config.getoption("--perf-set"), "set", lambda n: None
+            ).items()
+        }
+        head = select_variants(tuple(bench.variant_map), wanted)
+        base_names = [n for n in base if wanted is None or n in wanted or n in head]
+        cases = build_cases(
+            profile, head, axes=axes, fixed=fixed, only=only, base_variants=base_names
+        )
+        if config.getoption("--perf-shard"):
+            cases = _my_shard(cases, config.getoption("--perf-shard"), profile, bench)
+        return cases
+    except ValueError as err:
+        raise pytest.UsageError(str(err)) from err
+
+
+def _my_shard(cases: list[Case], spec: str, profile: Any, bench: Any) -> list[Case]:
+    """The cases of the groups this GPU measures (whole groups: A/B pairs and all)."""
+    from tilegate.run.shard import group_cost, parse_shard, plan
+
+    index, count = parse_shard(spec)
+    groups: dict[str, list[Case]] = {}
+    for case in cases:
+        groups.setdefault(case.group, []).append(case)
+    costs = {
+        g: group_cost(bench.work_for(cs[0].params), len(cs), profile.rounds, profile.min_time_s)
+        for g, cs in groups.items()
+    }
+    mine = set(plan(costs, count)[index])
+    return [c for c in cases if c.group in mine]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not _active(config):
+        return
+    bench = config.stash[BENCH] = _benchmark(config)
+    try:
+        interpreter = bench.profile(config.getoption("--perf-profile")).interpreter
+    except KeyError:
+        interpreter = False  # _profile_cases names the unknown profile
+    if interpreter:
+        # The interpreter must be chosen before Triton decorates the kernels.
+        os.environ["TRITON_INTERPRET"] = "1"
+    config.stash[CASES] = _profile_cases(config)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "tilegate_case" in metafunc.fixturenames:
+        cases = metafunc.config.stash[CASES] if _active(metafunc.config) else []
+        metafunc.parametrize("tilegate_case", cases, ids=[c.test_id for c in cases])
+
+
+# --- test-only injections ----------------------------------------------------------------------
+
+
+def parse_injections(specs: list[str]) -> list[tuple[str, str, str]]:
+    """['slow=x:0.1'] -> [('slow', 'x', '0.1')]; raise ValueError naming a malformed spec."""
+    parsed = []
+    for spec in specs:
+        kind, _, rest = spec.partition("=")
+        name, _, arg = rest.partition(":")
+        if kind not in {"slow", "impostor", "wrong"} or not name or (kind != "wrong" and not arg):
+            raise ValueError(
+                f"--inject {spec!r}: expected slow=VARIANT:FRACTION, impostor=NAME:REAL_VARIANT or wrong=VARIANT"
+            )
+        parsed.append((kind, name, arg))
+    return parsed
+
+
+def _slowed(variant: Any, fraction: float) -> Any:
+    """`variant` whose call is followed by `torch.cuda._sleep` worth `fraction` of its own time.
+
+    The sleep is calibrated on the first call (the correctness check, outside the timed rounds):
+    the call is timed with CUDA events and the spin loop's cycles per second measured once.
+    """
+    if not 0 < fraction < 10:
+        raise ValueError(f"slow fraction must be in (0, 10), got {fraction}")
+
+    def make(params: Mapping[str, Any], inputs: Any) -> Callable[[], Any]:
+        import torch
+
+        from tilegate.harness.timing import event_time
+
+        call = variant.make(params, inputs)
+        cycles: list[int] = []
+
+        def slowed() -> Any:
+            if not cycles:
+                probe = 2_000_000
+                per_s = probe / event_time(lambda: torch.cuda._sleep(probe))
+                cycles.append(max(1, int(fraction * event_time(call) * per_s)))
+            out = call()
+            torch.cuda._sleep(cycles[0])
+            return out
+
+        slowed.injected = f"slow:{fraction}"  # type: ignore[attr-defined]
+        return slowed
+
+    return dataclasses.replace(variant, make=make)
+
+
+def apply_injections(bench: Any, registry: Mapping[str, Any], specs: list[str]) -> dict[str, Any]:
+    """A new registry with the injected test-only variants in place of the named ones."""
+    out = dict(registry)
+    for kind, name, arg in parse_injections(specs):
+        if name not in registry:
+            raise ValueError(f"--inject {kind}={name}: no variant {name!r} in {bench.name}")
+        if kind == "slow":
+            out[name] = _slowed(registry[name], float(arg))
+        elif kind == "impostor":
+            if arg not in registry:
+                raise ValueError(f"--inject impostor={name}:{arg}: no variant {arg!r}")
+            out[name] = dataclasses.replace(
+                registry[arg],
+                name=name,
+                twin_of=registry[name].twin_of,
+                description=f"IMPOSTOR: runs {arg} under the name {name}",
+            )
+        else:
+            if bench.wrong is None:
+                raise ValueError(
+                    f"--inject wrong={name}: benchmark {bench.name} declares no `wrong`"
+                )
+            out[name] = bench.wrong(registry[name])
+    return out
+
+
+# --- the session --------------------------------------------------------------------------------
+
+
+class PerfRun:
+    """Session state: the device, the timer, the measurer and the GPU state log."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        from tilegate.harness.base import registry_facts
+        from tilegate.harness.device import gpu_info, software_versions
+        from tilegate.harness.gpu_state import StateLog, StateSampler
+        from tilegate.harness.measure import GroupMeasurer
+        from tilegate.harness.timing import CudaTimer, HostTimer, TimerConfig
+
+        self.config = config
+        bench = self.benchmark = config.stash[BENCH]
+        profile = bench.profile(config.getoption("--perf-profile"))
+        self.profile = profile
+        self.smoke = profile.interpreter
+        self.injected = list(config.getoption("--inject"))
+        variants = dict(bench.variant_map)
+        try:
+            registry = (
+                apply_injections(bench, variants, self.injected) if self.injected else variants
+            )
+        except ValueError as err:
+            raise pytest.UsageError(str(err)) from err
+        # A/B: the base's version of each variant, under "<name>@base" (tilegate.cases.Case.slot)
+        registry |= {f"{name}{BASE_SUFFIX}": v for name, v in config.stash[BASE].items()}
+        base_bench = config.stash[BASE_BENCH]
+        self.registry_facts = registry_facts(
+            bench.variant_map, dict(base_bench.variant_map) if base_bench is not None else None
+        )
+        self.ab = (
+            {
+                "ref": config.getoption("--perf-ab-ref"),
+                "sha": config.getoption("--perf-ab-sha"),
+                "variants": sorted(config.stash[BASE].keys()),
+            }
+            if config.stash[BASE]
+            else None
+        )
+        fixed_rounds = config.getoption("--perf-rounds")
+        timer_config = TimerConfig(
+            rounds=fixed_rounds or profile.rounds,
+            min_time_s=0.0 if fixed_rounds else profile.min_time_s,
+            l2_flush=not config.getoption("--perf-no-l2-flush"),
+        )
+        self.cases: list[Case] = config.stash[CASES]
+        self.groups: dict[str, list[Case]] = {}
+        for case in self.cases:
+            self.groups.setdefault(case.group, []).append(case)
+        self.software = software_versions()
+        self.sampler: Any = None
+        if self.smoke:
+            self.gpu = None
+            self.state = None
+            self.timer: Any = HostTimer(timer_config)
+            device, capability = "cpu", None
+        else:
+            try:
+                self.gpu = gpu_info()
+            except RuntimeError as err:
+                pytest.exit(
+                    f"tilegate: cannot measure: {err}. Use an interpreter profile "
+                    "(--perf-profile smoke) on a CPU.",
+                    returncode=2,
+                )
+            self.state = StateLog()
+            self.state.sample("start")
+            self.sampler = StateSampler().start()
+            self.timer = CudaTimer(timer_config, l2_bytes=self.gpu.l2_bytes)
+            device, capability = "cuda", self.gpu.capability
+        self.measurer = GroupMeasurer(
+            benchmark=bench,
+            groups=self.groups,
+            passes=1 if fixed_rounds else profile.passes,
+            registry=registry,
+            timer=self.timer,
+            device=device,
+            capability=capability,
+            warmup_first_s=0.0 if self.smoke else 2.0,
+            soak_s=0.0 if fixed_rounds else profile.soak_s,
+            sampler=self.sampler,
+            on_group=self._on_group,
+            on_progress=self._say,
+        )
+        self._done = 0
+
+    def _say(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"[tilegate] {line}")
+
+    def _on_group(self, group: str, results: dict[str, Any], seconds: float) -> None:
+        self._done += 1
+        rounds = max((len(r.samples_s) for r in results.values()), default=0)
+        line = (
+            f"group {self._done}/{len(self.groups)} {group}: {len(results)} variants, "
+            f"{rounds} rounds, {seconds:.1f} s"
+        )
+        if self.state is not None:
+            s = self.state.sample(group)
+            if s is not None:
+                line += f"; SM {s.sm_clock_mhz} MHz, {s.temperature_c} C, {s.power_w:.1f} W"
+                if s.slowdown:
+                    line += f", SLOWDOWN: {','.join(s.slowdown)}"
+        self._say(line)
+
+    def machine_info(self) -> dict[str, Any]:
+        state = None
+        if self.state is not None:
+            self.state.sample("end")
+            series = None
+            if self.sampler is not None:
+                self.sampler.stop()
+                series = self.sampler.summary()
+            state = self.state.summary(while_running=series)
+        fixed = dict(self.cases[0].params) if self.cases else dict(self.profile.fixed)
+        fixed = {k: fixed[k] for k in self.profile.fixed if k in fixed}
+        return {
+            "harness_version": __version__,
+            "benchmark": self.benchmark.name,
+            "mode": "smoke" if self.smoke else "gpu",
+            "profile": self.profile.name,
+            "axes": [a.name for a in self.profile.axes],
+            "reference": self.benchmark.reference.name,
+            "expectations": [
+                {
+                    "faster": e.faster,
+                    "than": e.than,
+                    "per": e.per,
+                    "where": {k: list(v) for k, v in e.where.items()},
+                }
+                for e in self.benchmark.expectations
+            ],
+            "fixed": fixed,  # the profile's fixed parameters (M, N for matmul), as measured
+            **fixed,  # flat too, for readers that predate "fixed"
+            "l2_flush": self.timer.config.l2_flush and not self.smoke,
+            "timer": self.timer.name,
+            "rounds": self.timer.config.rounds,
+            "min_time_s": self.timer.config.min_time_s,
+            "injected": self.injected,
+            # the variants asked for (--perf-variants, else all): the gate tells a baseline row
+            # left out on purpose from one that stopped running
+            "variants": list(dict.fromkeys(c.variant for c in self.cases if not c.base)),
+            # every head variant and the renames: a baseline row of a variant that no longer
+            # exists is a failure, a renamed one is judged under its new name
+            **self.registry_facts,
+            **({"ab": self.ab} if self.ab else {}),
+            **(
+                {"shard": self.config.getoption("--perf-shard")}
+                if self.config.getoption("--perf-shard")
+                else {}
+            ),
+            "gpu": self.gpu.as_json() if self.gpu else None,
+            "software": self.software,
+            "state": state,
+            "warnings": self.measurer.warnings_seen(),
+        }
+
+
+@pytest.fixture(scope="session")
+def perf_run(request: pytest.FixtureRequest) -> PerfRun:
+    config = request.config
+    if RUN not in config.stash:
+        config.stash[RUN] = PerfRun(config)
+    return config.stash[RUN]
+
+
+def pytest_benchmark_update_machine_info(
+    config: pytest.Config, machine_info: dict[str, Any]
+) -> None:
+    if RUN in config.stash:
+        machine_info["tilegate"] = config.stash[RUN].machine_info()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    if not _active(config):
+        return []
+    cases = config.stash[CASES]
+    bench = config.stash[BENCH]
+    profile = bench.profile(config.getoption("--perf-profile"))
+    lines = [
+        f"tilegate {__version__}: benchmark {bench.name}, profile {profile.name}, "
+        f"{len(cases)} cases in {len({c.group for c in cases})} groups"
+    ]
+    if profile.interpreter:
+        lines.append("tilegate: SMOKE mode (CPU interpreter): timings are meaningless")
+    if config.getoption("--inject"):
+        lines.append(f"tilegate: TEST-ONLY injections: {config.getoption('--inject')}")
+    if config.getoption("--perf-ab-base"):
+        lines.append(
+            f"tilegate: A/B against {config.getoption('--perf-ab-ref')} "
+            f"({(config.getoption('--perf-ab-sha') or '')[:12]}): each case beside its base version"
+        )
+    return lines
