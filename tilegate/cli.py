@@ -126,7 +126,26 @@ def _cmd_perf(args: argparse.Namespace) -> int:
         plots=not args.no_plots,
         ab=args.ab,
         gpus=_gpus(args.gpus),
+        baselines_from=args.baselines_from,
+        accept_baseline_change=args.accept_baseline_change,
     ).run()
+
+
+def _cmd_baseline_diff(args: argparse.Namespace) -> int:
+    from tilegate.judge.integrity import check_pull_request
+
+    found = check_pull_request(
+        args.base_ref,
+        Path(args.baselines),
+        Path(args.repo),
+        PERF_DIR / "base-baselines",
+        acknowledged=args.accept_baseline_change,
+    )
+    text = found.banner() or f"baselines/ is {args.base_ref}'s: nothing to review.\n"
+    if args.out:
+        Path(args.out).write_text(text)
+    print(text, end="")
+    return found.code
 
 
 def _gpus(text: str) -> int:
@@ -403,6 +422,18 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         "and judge each case on the paired ratio (a pull request: --ab HEAD^1)",
     )
     p.add_argument(
+        "--baselines-from",
+        metavar="REF",
+        help="a pull request: judge with REF's baselines/ and diff the working tree's against "
+        "it; a loosening fails unless --accept-baseline-change (tilegate.judge.integrity)",
+    )
+    p.add_argument(
+        "--accept-baseline-change",
+        action="store_true",
+        help="a maintainer acknowledged the pull request's baselines/ changes (the label "
+        "perf-baseline-change): they judge, listed at the top of the report",
+    )
+    p.add_argument(
         "--confirm-runs",
         type=int,
         default=1,
@@ -419,6 +450,22 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         help="spread the groups over the host's GPUs, one process each, results merged (default: 1)",
     )
     p.set_defaults(func=_cmd_perf, takes_pytest_args=True)
+
+    p = sub.add_parser(
+        "baseline-diff",
+        help="a pull request's baselines/ against the base's: exit 1 if it loosens the gate",
+        description="Diff the working tree's baselines/ against REF's (tolerances, expectations, "
+        "A/B noise, fingerprints) and check both against their own policy. Exit 1 when a change "
+        "loosens the gate and --accept-baseline-change is not given; 2 on bad input.",
+    )
+    p.add_argument(
+        "--base-ref", required=True, metavar="REF", help="the base commit (HEAD^1 in a PR)"
+    )
+    p.add_argument("--baselines", default="baselines", help="the pull request's baselines/")
+    p.add_argument("--repo", default=".", help="the git repository (default: .)")
+    p.add_argument("--out", metavar="PATH", help="also write the markdown listing here")
+    p.add_argument("--accept-baseline-change", action="store_true", help="acknowledged: exit 0")
+    p.set_defaults(func=_cmd_baseline_diff)
 
     p = sub.add_parser(
         "report",
