@@ -24,7 +24,27 @@ from tilegate.judge.baseline import baseline_path
 from tilegate.judge.gate import Judgement, judge
 from tilegate.run.crash import cannot_judge_report, crash_reason, save_traceback
 
-ROOT = Path(__file__).resolve().parents[2]
+HOME = Path(__file__).resolve().parents[2]  # the directory holding the tilegate package
+SUITE = (
+    Path(__file__).resolve().parents[1] / "suite.py"
+)  # the perf suite's one test (tilegate.plugin)
+
+
+def repo_root() -> Path:
+    """The user's repository: the nearest pyproject.toml with [tool.tilegate] (InputError if none)."""
+    from tilegate.config import find
+
+    return find().root
+
+
+def _plugin_args() -> list[str]:
+    """Load tilegate.plugin unless pytest finds it itself (an installed tilegate's entry point)."""
+    from importlib.metadata import entry_points
+
+    installed = any(ep.value == "tilegate.plugin" for ep in entry_points(group="pytest11"))
+    return [] if installed else ["-p", "tilegate.plugin"]
+
+
 SMOKE_PROFILE = "smoke"  # the CPU interpreter profile: no GPU, timings meaningless
 # pytest's exit codes that still leave results worth judging: all passed, nothing collected
 _SUITE_OK = (0, 5)
@@ -40,7 +60,7 @@ def _suite(
     out.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     first = [str(pythonpath)] if pythonpath else []
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [*first, str(ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [*first, str(HOME), env.get("PYTHONPATH")]))
     if profile == SMOKE_PROFILE:
         env["TRITON_INTERPRET"] = "1"
     if gpu is not None:
@@ -49,7 +69,10 @@ def _suite(
         sys.executable,
         "-m",
         "pytest",
-        "perf_tests",
+        *_plugin_args(),
+        "--tilegate",
+        str(SUITE),
+        f"--rootdir={repo_root()}",
         "-p",
         "no:cacheprovider",
         "-v",
@@ -72,7 +95,7 @@ def run_suite(
     shadows the runner's (tilegate.run.upgrade).
     """
     cmd, env, partial = _suite(out, profile, extra, pythonpath, None)
-    code = subprocess.run(cmd, cwd=ROOT, env=env, check=False).returncode
+    code = subprocess.run(cmd, cwd=repo_root(), env=env, check=False).returncode
     if partial.exists():
         partial.replace(out)
     return code
@@ -91,7 +114,11 @@ def run_shards(out: Path, profile: str, extra: Sequence[str] = (), *, gpus: int)
         log_path = part.with_suffix(".log")
         with log_path.open("w") as log:
             started.append(
-                (subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=log), partial, part)
+                (
+                    subprocess.Popen(cmd, cwd=repo_root(), env=env, stdout=log, stderr=log),
+                    partial,
+                    part,
+                )
             )
     codes = []
     for proc, partial, part in started:
@@ -180,7 +207,7 @@ class Perf:
             self.integrity = check_pull_request(
                 self.baselines_from,
                 self.baselines_dir,
-                ROOT,
+                repo_root(),
                 self.out_dir / "base-baselines",
                 acknowledged=self.accept_baseline_change,
             )
@@ -266,9 +293,13 @@ class Perf:
 
 def ab_args(ref: str, out_dir: Path) -> list[str]:
     """The suite's options that time REF's kernels beside the head's (InputError naming REF)."""
+    from tilegate.config import find
     from tilegate.harness.base import materialise
 
-    base = materialise(ref, ROOT, out_dir / "ab")
+    config = find()
+    base = materialise(
+        ref, config.root, out_dir / "ab", source=config.source, benchmark=config.benchmark
+    )
     return [f"--perf-ab-base={base.path}", f"--perf-ab-ref={ref}", f"--perf-ab-sha={base.sha}"]
 
 
