@@ -37,7 +37,7 @@
   const COLORS = ["#1565c0", "#c62828", "#2e7d32", "#6a1b9a", "#ef6c00", "#00838f", "#5d4037", "#ad1457"];
   const ENV_KEYS = ["triton", "torch", "driver", "cuda"];
   const FONT = { family: "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size: 12 };
-  const CONFIG = { displaylogo: false, responsive: true, scrollZoom: true, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
+  const CONFIG = { displaylogo: false, displayModeBar: "hover", responsive: true, scrollZoom: true, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
   const $ = (id) => document.getElementById(id);
   const state = { gpu: 0, caseId: null, metric: "v", run: null, a: null, b: null, all: false };
   let DATA = null;
@@ -401,7 +401,7 @@
       }
     });
     const div = $("ratio-k");
-    return Plotly.react(div, traces, layout({ height: 440, title: { text: "ratio against K: " + runLabel(g, state.run) + " (solid), first run (dotted)", font: { size: 12 }, x: 0, xanchor: "left" }, margin: { l: 60, r: 20, t: 36, b: 40 }, xaxis: axis("K", { type: "log", tickvals: [128, 256, 512, 1024, 2048, 4096, 8192] }), yaxis: axis("cross-tile / twin (same run)"), shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, yref: "y", y0: 1, y1: 1, line: { color: "#555", width: 1 } }], legend: { orientation: "h", y: -0.2, yanchor: "top", x: 0, font: { size: 10 } } }), CONFIG);
+    return Plotly.react(div, traces, layout({ height: 440, title: { text: "ratio against K: run " + g.runs.id[state.run] + " solid, first run dotted", font: { size: 12 }, x: 0, xanchor: "left" }, margin: { l: 60, r: 20, t: 36, b: 40 }, xaxis: axis("K", { type: "log", tickvals: [128, 256, 512, 1024, 2048, 4096, 8192] }), yaxis: axis("cross-tile / twin (same run)"), shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, yref: "y", y0: 1, y1: 1, line: { color: "#555", width: 1 } }], legend: { orientation: "h", y: -0.2, yanchor: "top", x: 0, font: { size: 10 } } }), CONFIG);
   }
   function drawCrossover() {
     const g = gpu();
