@@ -161,3 +161,171 @@ def test_tolerances_round_trip_and_summary_line(tmp_path) -> None:
     line = bd.summary_line(total)
     assert total["changed_cases"] == 1 and total["stopped_early"] == 1
     assert "1 changed case(s) 30 rounds" in line and "2 unchanged case(s) head-only + 30 sentinel" in line
+
+
+# --- the measurer with fakes: identity from the correctness call, then the budgeted sweeps ------
+
+
+class _Variant:
+    def __init__(self, name: str, *, reference: bool = False, injected: str | None = None):
+        self.name, self.reference, self.injected, self.twin_of = name, reference, injected, None
+
+    def unsupported_reason(self, capability: object) -> None:
+        return None
+
+    def make(self, params: object, inputs: object):
+        import torch
+
+        def call() -> torch.Tensor:
+            return torch.ones(4)
+
+        return call
+
+
+class _Bench:
+    name = "fake"
+
+    def inputs(self, params, device, seed):  # noqa: ANN001, ANN201
+        return None
+
+    def reference_output(self, params, inputs):  # noqa: ANN001, ANN201
+        import torch
+
+        return torch.ones(4)
+
+    def tolerance_for(self, params) -> float:  # noqa: ANN001
+        return 1e-3
+
+    def work_for(self, params):  # noqa: ANN001, ANN201
+        from tilegate.declare import Work
+
+        return Work()
+
+
+class _Timer:
+    """Samples of 1 ms x (1.10 for the slowed head) x 0.2 % noise; counts what it timed."""
+
+    def __init__(self, rounds: int, slow: str | None = None) -> None:
+        from tilegate.harness.timing import TimerConfig
+
+        self.config = TimerConfig(rounds=rounds)
+        self.slow = slow
+        self.rng = np.random.default_rng(3)
+        self.calls = 0
+
+    def warm(self, fns, seconds, pairs=None) -> float:  # noqa: ANN001
+        return 1e-3
+
+    def time(self, fns, rounds=None, pairs=None):  # noqa: ANN001, ANN201
+        drift = 1 + 0.01 * self.rng.standard_normal(rounds)
+        self.calls += len(fns) * rounds
+        return {
+            n: list(1e-3 * drift * (1.10 if n == self.slow else 1.0)
+                    * (1 + 0.002 * self.rng.standard_normal(rounds)))
+            for n in fns
+        }
+
+
+def _ab_measurer(budget: bool, slow: str | None = "a", rounds: int = 150, passes: int = 5):
+    from tilegate.cases import Case
+    from tilegate.harness.measure import GroupMeasurer
+
+    params = {"K": 1}
+    cases = [Case("torch", ("K1",), params)]
+    for v in ("a", "b", "c"):
+        cases += [Case(v, ("K1",), params), Case(v, ("K1",), params, base=True)]
+    registry = {"torch": _Variant("torch", reference=True)}
+    for v in ("a", "b", "c"):
+        registry[v] = _Variant(v, injected=f"slow:{v}" if v == slow else None)
+        registry[f"{v}@base"] = _Variant(v)
+    timer = _Timer(rounds, slow)
+    m = GroupMeasurer(
+        benchmark=_Bench(),
+        registry=registry,
+        timer=timer,
+        device="cpu",
+        capability=None,
+        groups={"K1": cases},
+        passes=passes,
+        warmup_first_s=0.0,
+        ab_budget=budget,
+    )
+    return m, cases, timer
+
+
+def test_measurer_budgets_by_identity_and_results_load_and_judge(tmp_path) -> None:
+    m, cases, timer = _ab_measurer(True)
+    res = {c.test_id: m.result(c) for c in cases}
+    per_pass = 30
+    assert len(res["a-K1"].samples_s) == len(res["b-K1"].samples_s) == 150  # heads: the profile
+    assert len(res["torch-K1"].samples_s) == 150
+    assert len(res["b-K1@base"].samples_s) == per_pass  # unchanged: the sentinel sweep
+    assert res["b-K1@base"].extra["budget"]["stopped"] == "sentinel"
+    assert res["b-K1@base"].extra["timed_in"] == [[0, per_pass]]
+    a_base = res["a-K1@base"].extra["budget"]
+    assert a_base["role"] == "changed-base" and a_base["decision"] == "SLOWER"
+    assert a_base["stopped"] == "decided" and len(res["a-K1@base"].samples_s) == per_pass
+    assert res["a-K1"].extra["ratio_to_base"] == pytest.approx(1.10, rel=0.01)
+    assert res["b-K1"].extra["ratio_to_base"] == pytest.approx(1.0, abs=0.01)
+    full = 150 * 7
+    assert timer.calls == 150 * 4 + 3 * per_pass < full  # heads + torch + three base sweeps
+    _write_and_judge(tmp_path, cases, res)
+
+
+def test_measurer_ab_full_times_both_sides_every_round() -> None:
+    m, cases, timer = _ab_measurer(False)
+    res = {c.test_id: m.result(c) for c in cases}
+    assert {len(r.samples_s) for r in res.values()} == {150}
+    assert timer.calls == 150 * 7
+    assert res["b-K1@base"].extra["budget"]["full"] is True
+
+
+def test_measurer_extends_an_undecided_pair_up_to_the_cap() -> None:
+    m, cases, timer = _ab_measurer(True, slow=None)
+    m.registry["a"] = _Variant("a", injected="changed-but-same-speed")
+    m.ab_tolerances = Tolerances({"a-K1": 0.0})  # no interval can be inside +-0: never decided
+    res = {c.test_id: m.result(c) for c in cases}
+    assert len(res["a-K1@base"].samples_s) == len(res["a-K1"].samples_s) == 450
+    assert len(res["torch-K1"].samples_s) == 450 and len(res["b-K1"].samples_s) == 150
+    assert res["a-K1@base"].extra["budget"]["stopped"] == "cap"
+    assert res["b-K1"].extra["ratio_to_reference"] == pytest.approx(1.0, abs=0.01)
+
+
+def _write_and_judge(tmp_path, cases, res) -> None:  # noqa: ANN001
+    """The rows as the suite writes them load (pytest-benchmark JSON) and the A/B judge pairs them."""
+    import json
+
+    from tilegate.judge.ab import ABVerdict, compare_ab
+    from tilegate.judge.results import load_results
+
+    bench = []
+    for c in cases:
+        r = res[c.test_id]
+        s = sorted(r.samples_s)
+        bench.append(
+            {
+                "name": f"test_case[{c.test_id}]",
+                "group": c.group,
+                "extra_info": {"tilegate": r.extra},
+                "stats": {"data": list(r.samples_s), "median": s[len(s) // 2], "rounds": len(s)},
+            }
+        )
+    from _factories import _machine_info
+
+    mi = _machine_info(
+        mode="smoke", profile="smoke", m=40, n=48, ks=(1,), rounds=150, gpu=None,
+        software=None, throttled=False, injected=(), ab={},
+    )
+    line = bd.summary_line(bd.summarize([r.extra["budget"] for r in res.values() if "budget" in r.extra]))
+    mi["tilegate"]["budget"] = {"summary": line}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"machine_info": mi, "benchmarks": bench, "datetime": "2026-12-01T00:00:00"}))
+    run = load_results(path)
+    assert len(run.base_rows["b-K1"].samples_s) == 30
+    cmp = compare_ab(run, None)
+    verdicts = {c.key: c.verdict for c in cmp.cases}
+    from tilegate.report.render import _ab_budget
+
+    assert _ab_budget(cmp) == [f"*{line}*", ""] and "1 changed case(s) 30 rounds" in line
+    assert verdicts["a-K1"] is ABVerdict.SLOWER
+    assert verdicts["b-K1"] is verdicts["c-K1"] is ABVerdict.UNCHANGED

@@ -155,7 +155,10 @@ def test_an_ab_suspect_is_measured_again_in_ab_mode(
     code_, _ = perf(tmp_path, baseline, suite, ab="HEAD^1")
     assert code_ == 1
     assert len(suite.calls) == 2
-    assert suite.calls[0][2] == fake
-    assert suite.calls[1][2][:3] == fake and suite.calls[1][2][3].startswith("--perf-groups-of=")
+    # the A/B noise file's tolerances go to the suite's stopping rule (tilegate.harness.budget)
+    tols = f"--perf-ab-tolerances={tmp_path / '.perf' / 'ab-tolerances.json'}"
+    assert suite.calls[0][2] == [*fake, tols]
+    assert suite.calls[1][2][:4] == [*fake, tols]
+    assert suite.calls[1][2][4].startswith("--perf-groups-of=")
     report = (tmp_path / ".perf" / "report.md").read_text()
     assert "case slower than its base" in report.splitlines()[0]
