@@ -122,8 +122,12 @@ class Benchmark:
 
     inputs(params, device, seed): the group's inputs, drawn once and shared by its variants.
     reference_output(params, inputs): the exact answer, in higher precision than the variants.
-    tolerance: the relative (Frobenius) error allowed, per dtype name (``params["dtype"]``) or
-    a function of the parameters. work(params): a `Work` or a mapping {"flops", "bytes"}.
+    tolerance: the error allowed, per dtype name (``params["dtype"]``) or a function of the
+    parameters. error(output, reference_output, params): the correctness metric compared with
+    the tolerance; None: the relative Frobenius error ||out - ref|| / ||ref||, the largest over
+    the tensors of a tuple output (tilegate.harness.correctness.relative_error). It runs after
+    the structural checks (count, shapes, unwritten NaN), so it may assume matching shapes.
+    work(params): a `Work` or a mapping {"flops", "bytes"}.
     tolerance_axes: the axes a tolerance override and the shard cost may name besides variant.
     """
 
@@ -133,6 +137,8 @@ class Benchmark:
     inputs: Callable[[Params, str, int], Any]
     reference_output: Callable[[Params, Any], Any]
     tolerance: Mapping[str, float] | Callable[[Params], float]
+    # the correctness metric (output, reference_output, params) -> float; None: relative_error
+    error: Callable[[Any, Any, Params], float] | None = None
     work: Callable[[Params], Work | Mapping[str, float]] | None = None
     expectations: tuple[Expectation, ...] = ()
     tolerance_axes: tuple[str, ...] = ()

@@ -162,6 +162,7 @@ class GroupMeasurer:
         inputs = self.benchmark.inputs(params, self.device, group_seed(group))
         ref = self.benchmark.reference_output(params, inputs)
         tol = self.benchmark.tolerance_for(params)
+        metric = getattr(self.benchmark, "error", None)  # None: relative_error
         prep = _Prepared(group, {}, {})
         for case in group_cases:
             res = prep.results[case.slot] = CaseResult(case, tolerance=tol)
@@ -176,7 +177,7 @@ class GroupMeasurer:
             try:
                 with warnlog.recording() as warned, capture() as launches:
                     call = variant.make(params, inputs)
-                    got = check_call(call, ref, tol)
+                    got = check_call(call, ref, tol, error=metric, params=params)
             except Exception as exc:  # a kernel that raises fails its own case, not the group
                 res.error = f"{type(exc).__name__}: {exc}"
                 continue
