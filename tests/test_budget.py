@@ -329,3 +329,8 @@ def _write_and_judge(tmp_path, cases, res) -> None:  # noqa: ANN001
     assert _ab_budget(cmp) == [f"*{line}*", ""] and "1 changed case(s) 30 rounds" in line
     assert verdicts["a-K1"] is ABVerdict.SLOWER
     assert verdicts["b-K1"] is verdicts["c-K1"] is ABVerdict.UNCHANGED
+    from tilegate.errors import InputError
+    from tilegate.judge.ab import build_noise
+
+    with pytest.raises(InputError, match="--perf-ab-full"):  # A/A calibration needs full runs
+        build_noise([run], tmp_path / "noise.json")
