@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from kernels import VARIANTS
-from tilegate.cases import PROFILES, Case, build_cases, case_id, select_variants
+from kernels.registry import BENCHMARK
+from tilegate.cases import Case, build_cases, select_variants
 from tilegate.harness.device import slugify
 from tilegate.harness.gpu_state import Nvml, StateLog, StateSample, StateSampler, window_stats
 from tilegate.harness.measure import GroupMeasurer
@@ -19,23 +20,24 @@ from tilegate.harness.timing import HostTimer, TimerConfig, round_order
 from tilegate.judge.stats import paired_ratio
 
 ORDER = tuple(VARIANTS)  # the registry's order is the run order
+PROFILES = BENCHMARK.profile_map
 
 
 def test_case_ids_are_the_join_key_format() -> None:
-    key = case_id("xtile_persistent", "fp16", "nt", 128)
-    assert key == "xtile_persistent-fp16-nt-K128"
+    cases = build_cases(PROFILES["quick"], ("xtile_persistent",), axes={"K": (128,)})
+    assert [c.id for c in cases] == ["xtile_persistent-fp16-nt-K128"]
 
 
 def test_profiles_cover_what_the_issue_asks() -> None:
     quick = build_cases(PROFILES["quick"], ORDER)
-    assert {(c.dtype, c.layout, c.k) for c in quick} == {
+    assert {(c.params["dtype"], c.params["layout"], c.params["K"]) for c in quick} == {
         ("fp16", "nt", k) for k in (128, 512, 4096)
     }
     default = build_cases(PROFILES["default"], ORDER)
-    assert {c.layout for c in default} == {"nt", "nn"}
-    assert sorted({c.k for c in default}) == [128, 256, 512, 1024, 2048, 4096]
-    assert {c.dtype for c in build_cases(PROFILES["full"], ORDER)} == {"fp16", "bf16"}
-    assert all(c.m == c.n == 16384 for c in default)
+    assert {c.params["layout"] for c in default} == {"nt", "nn"}
+    assert sorted({c.params["K"] for c in default}) == [128, 256, 512, 1024, 2048, 4096]
+    assert {c.params["dtype"] for c in build_cases(PROFILES["full"], ORDER)} == {"fp16", "bf16"}
+    assert all(c.params["M"] == c.params["N"] == 16384 for c in default)
     # GPU profiles soak the GPU before timing and spread each group over several sweeps; the
     # CPU smoke profile measures nothing and must stay fast.
     for name in ("quick", "default", "full"):
@@ -131,7 +133,7 @@ class _Torch:
     """A registry entry that computes in torch on the CPU (the reference)."""
 
     name = "torch"
-    xtile_twin_of = None
+    twin_of = None
     reference = True
 
     def __init__(self, scale: float = 1.0, write: bool = True, raises: bool = False) -> None:
@@ -150,9 +152,15 @@ class _Torch:
             c.copy_(torch.matmul(a.float() * self.scale, b.float()).to(a.dtype))
         return c
 
+    def make(self, params: dict[str, object], inputs: dict[str, torch.Tensor]) -> object:
+        """The timed call, as kernels.registry makes it: a NaN-poisoned output buffer."""
+        a, b = inputs["a"], inputs["b"]
+        out = torch.full((a.shape[0], b.shape[1]), float("nan"), dtype=a.dtype)
+        return lambda: self.matmul(a, b, out)
+
 
 class _Twin(_Torch):
-    xtile_twin_of = "torch"
+    twin_of = "torch"
     reference = False
 
 
@@ -166,9 +174,12 @@ def _measurer(
 ) -> tuple[GroupMeasurer, list[Case]]:
     """A CPU measurer of the registry's fp16 nt K = 24 group, and that group's cases."""
     cases = [
-        c for c in build_cases(PROFILES["smoke"], tuple(registry), ks=(24,)) if c.layout == "nt"
+        c
+        for c in build_cases(PROFILES["smoke"], tuple(registry), axes={"K": (24,)})
+        if c.params["layout"] == "nt"
     ]
     m = GroupMeasurer(
+        benchmark=BENCHMARK,
         registry=registry,
         timer=kwargs.pop("timer", HostTimer(TimerConfig(rounds=rounds))),
         device="cpu",
@@ -236,8 +247,9 @@ def test_passes_spread_a_groups_rounds_and_keep_them_paired() -> None:
 
 
 def test_measurer_refuses_a_case_of_another_group() -> None:
-    cases = build_cases(PROFILES["smoke"], ("torch",), ks=(24,))
+    cases = build_cases(PROFILES["smoke"], ("torch",), axes={"K": (24,)})
     m = GroupMeasurer(
+        benchmark=BENCHMARK,
         registry={"torch": _Torch()},
         timer=HostTimer(TimerConfig(rounds=1)),
         device="cpu",
@@ -248,7 +260,15 @@ def test_measurer_refuses_a_case_of_another_group() -> None:
     with pytest.raises(KeyError, match="not in the groups"):
         m.result(cases[1])
     with pytest.raises(ValueError, match="passes"):
-        GroupMeasurer(registry={}, timer=None, device="cpu", capability=None, groups={}, passes=0)
+        GroupMeasurer(
+            benchmark=BENCHMARK,
+            registry={},
+            timer=None,
+            device="cpu",
+            capability=None,
+            groups={},
+            passes=0,
+        )
 
 
 def _sample(
