@@ -17,17 +17,21 @@ from pathlib import Path
 import pytest
 
 from kernels import VARIANTS
+from tilegate.harness.identity import SCHEME
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = [
     "-m",
     "pytest",
-    "perf_tests",
+    "-p",
+    "tilegate.plugin",
+    "--tilegate",
+    str(ROOT / "tilegate" / "suite.py"),
     "-p",
     "no:cacheprovider",
     "-q",
     "--perf-profile=smoke",
-    "--perf-ks=24",
+    "--perf-axis=K=24",
 ]
 
 
@@ -168,7 +172,7 @@ def test_nox_perf_ab_smoke_runs_both_kernels_packages(tmp_path: Path) -> None:
         "--no-plots",
         "--out-dir",
         str(out),
-        "--perf-ks=24",
+        "--perf-axis=K=24",
         "--perf-variants=torch,swizzle_persistent,xtile_persistent",
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -186,7 +190,8 @@ def test_nox_perf_ab_smoke_runs_both_kernels_packages(tmp_path: Path) -> None:
     assert ("torch-fp16-nt-K24", "base") not in sides, "the reference is measured once"
     assert data["machine_info"]["tilegate"]["ab"]["ref"] == "HEAD"
     for b in data["benchmarks"]:
-        assert b["extra_info"]["tilegate"]["code_hash"].startswith("sha256:")
+        # the whole case's identity (tilegate.harness.identity, scheme "case1")
+        assert b["extra_info"]["tilegate"]["code_hash"].startswith(f"{SCHEME}:sha256:")
 
 
 def test_nox_perf_ab_against_a_missing_ref_cannot_judge(tmp_path: Path) -> None:
