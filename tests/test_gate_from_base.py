@@ -1,0 +1,204 @@
+"""tools/ci/gate_from_base.py: a pull request's kernels measured and judged by its base's gate.
+
+A temp git repository holds this repository's gate (tilegate/, kernels/, baselines/, pyproject.toml,
+noxfile.py, tools/ci/) as the base commit and a head commit on top. Under the interpreter the
+timings mean nothing, so what is proved is which code judged: the head's gate prints a marker
+in its report headline that the base's does not.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "tools" / "ci" / "gate_from_base.py"
+COPY = ("tilegate", "kernels", "baselines", "tools/ci", "pyproject.toml", "noxfile.py")
+PERF = [
+    "--profile",
+    "smoke",
+    "--report-only",  # interpreter timings are noise: the verdict under test is the gate's own
+    "--no-plots",
+    "--perf-axis",
+    "K=24",
+    "--perf-variants=torch,xtile_persistent",
+]
+MARKER = "JUDGED BY THE HEAD'S GATE"
+
+
+def _script() -> Any:
+    spec = importlib.util.spec_from_file_location("gate_from_base", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def _repo(tmp_path: Path) -> tuple[Path, str]:
+    """A repository whose base commit is this tree's gate; (repo, base sha)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for rel in COPY:
+        src, dst = ROOT / rel, repo / rel
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=ignore)
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+    (repo / ".gitignore").write_text("/.perf/\n__pycache__/\n*.pyc\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    return repo, _git(repo, "rev-parse", "HEAD")
+
+
+def _commit(repo: Path, message: str) -> None:
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", message)
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def _kernel_change(repo: Path) -> None:
+    with (repo / "kernels" / "persistent.py").open("a") as f:
+        f.write("\n# a kernel-side change of the pull request\n")
+
+
+def _gate_change(repo: Path) -> None:
+    """The head's gate writes MARKER in its report headline where the base's writes REPORT ONLY."""
+    _edit(repo / "tilegate" / "report" / "render.py", "REPORT ONLY (would", f"{MARKER} (would")
+
+
+def _gate(repo: Path, base: str, *extra: str) -> tuple[int, str, str]:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--base", base, "--via", "python", *extra, "--", *PERF],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    report = repo / ".perf" / "report.md"
+    return done.returncode, report.read_text() if report.exists() else "", done.stderr
+
+
+@pytest.mark.interpreter
+def test_a_kernels_only_change_is_measured_and_judged_by_the_base_gate(tmp_path: Path) -> None:
+    repo, base = _repo(tmp_path)
+    _kernel_change(repo)
+    (repo / "NOTES.md").write_text("docs do not change the gate\n")
+    _commit(repo, "head: kernels only")
+    code, report, err = _gate(repo, base)
+    assert code == 0, err[-4000:]
+    assert "changes the gate" not in report
+    assert report.startswith("# tilegate: REPORT ONLY"), report[:300]
+    assert f"judged by the base commit's gate (`{base[:12]}`" in report
+    facts = json.loads((repo / ".perf" / "gate.json").read_text())
+    assert facts["gate_changes"] == [] and facts["head"]["exit"] is None
+    results = json.loads((repo / ".perf" / "results.json").read_text())
+    assert results["machine_info"]["tilegate"]["ab"]["sha"] == base
+    # the worktree the base's gate ran in is gone
+    assert _git(repo, "worktree", "list").count("\n") == 0
+
+
+@pytest.mark.interpreter
+def test_a_gate_change_leads_the_report_fails_unacknowledged_and_the_base_decides(
+    tmp_path: Path,
+) -> None:
+    repo, base = _repo(tmp_path)
+    _kernel_change(repo)
+    _gate_change(repo)
+    _commit(repo, "head: kernels and the gate")
+    code, report, err = _gate(repo, base)
+    assert code == 1, err[-4000:]
+    first = report.splitlines()[0]
+    assert first.startswith("# tilegate: this pull request changes the gate (NOT ACKNOWLEDGED")
+    assert "`tilegate/report/render.py`" in report and "perf-gate-change" in report
+    # both verdicts shown: the base's report is the body (no marker), the head's has the marker
+    head_report = (repo / ".perf" / "head" / "report.md").read_text()
+    assert head_report.startswith(f"# tilegate: {MARKER}")
+    body = report.split("\n---\n", 1)[1]
+    assert MARKER not in body and body.lstrip().startswith("# tilegate: REPORT ONLY")
+    assert "the base's (`" in report and "- decides" in report
+    assert MARKER in report  # in the table: the head's verdict
+    # acknowledged by the maintainer label: the base's verdict (pass) stands
+    code, report, err = _gate(repo, base, "--accept-gate-change")
+    assert code == 0, err[-4000:]
+    assert report.startswith("# tilegate: this pull request changes the gate (acknowledged")
+
+
+def test_what_changes_the_gate() -> None:
+    mod = _script()
+    cfg = {"source": "kernels", "benchmark": "perfdecl.bench:BENCHMARK", "baselines": "baselines"}
+    base = '[tool.tilegate]\nsource = "kernels"\n[project]\nversion = "1"\ndependencies = ["a"]\n'
+    assert (
+        mod.gate_changes(
+            ["kernels/x.py", "docs/a.md", "baselines/b.json", "README.md"], cfg, base, base
+        )
+        == []
+    )
+    version_only = base.replace('version = "1"', 'version = "2"')
+    assert mod.gate_changes(["pyproject.toml"], cfg, base, version_only) == []
+    deps = base.replace('["a"]', '["a", "b"]')
+    assert mod.gate_changes(["pyproject.toml"], cfg, base, deps) == [
+        "pyproject.toml [project.dependencies]"
+    ]
+    found = mod.gate_changes(
+        [
+            "tilegate/judge/outcome.py",
+            "noxfile.py",
+            "tools/ci/gate_from_base.py",
+            "perfdecl/bench.py",
+            "conftest.py",
+            "tests/conftest.py",
+        ],
+        cfg,
+        base,
+        base,
+    )
+    assert found[:3] == ["tilegate/judge/outcome.py", "noxfile.py", "tools/ci/gate_from_base.py"]
+    assert found[3].startswith("perfdecl/bench.py (the benchmark declaration")
+    assert found[4:] == ["conftest.py"]
+    # the base decides where it judged; an unacknowledged gate change fails a pass, never a 2
+    assert mod.decide(0, True, 1, True, False) == 1
+    assert mod.decide(0, True, 1, True, True) == 0
+    assert mod.decide(1, True, 0, True, True) == 1
+    assert (
+        mod.decide(2, False, 0, True, True) == 0
+    )  # the head's gate judged what the base could not
+    assert mod.decide(2, False, 2, True, False) == 2
+    assert mod.decide(2, False, None, False, False) == 2
+
+
+def test_a_base_that_is_not_a_commit_cannot_judge(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    code = _script().main(
+        ["--repo", str(repo), "--base", "no-such-ref", "--", "--profile", "smoke"]
+    )
+    assert code == 2
+    report = (repo / ".perf" / "report.md").read_text()
+    assert "no-such-ref" in report and "fetch-depth" in report
