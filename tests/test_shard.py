@@ -14,7 +14,8 @@ import pytest
 
 from kernels import VARIANTS
 from tests._factories import H200_GPU, build_baseline, key, make_run, write
-from tilegate.cases import PROFILES, build_cases
+from kernels.registry import BENCHMARK
+from tilegate.cases import build_cases
 from tilegate.errors import InputError
 from tilegate.judge.outcome import outcome
 from tilegate.judge.results import load_results
@@ -23,13 +24,13 @@ from tilegate.run.shard import group_cost, merge, off_gpus, parse_shard, plan
 
 
 def test_the_plan_never_splits_a_group_and_balances_the_long_ones() -> None:
-    profile = PROFILES["default"]
+    profile = BENCHMARK.profile("default")
     cases = build_cases(profile, tuple(VARIANTS), base_variants=("tiled", "xtile_persistent"))
     groups: dict[str, list] = {}
     for c in cases:
         groups.setdefault(c.group, []).append(c)
     costs = {
-        g: group_cost(cs[0].k, len(cs), profile.rounds, profile.min_time_s)
+        g: group_cost(BENCHMARK.work_for(cs[0].params), len(cs), profile.rounds, profile.min_time_s)
         for g, cs in groups.items()
     }
     for n in (1, 2, 3, 8, 13):
@@ -47,11 +48,11 @@ def test_the_plan_never_splits_a_group_and_balances_the_long_ones() -> None:
 
 
 def test_a_shard_keeps_whole_groups_with_their_ab_pairs() -> None:
-    from perf_tests.conftest import _my_shard
+    from tilegate.plugin import _my_shard
 
-    profile = PROFILES["quick"]
+    profile = BENCHMARK.profile("quick")
     cases = build_cases(profile, tuple(VARIANTS), base_variants=("tiled", "xtile_persistent"))
-    parts = [_my_shard(cases, f"{i}/2", profile) for i in range(2)]
+    parts = [_my_shard(cases, f"{i}/2", profile, BENCHMARK) for i in range(2)]
     assert sorted(c.test_id for p in parts for c in p) == sorted(c.test_id for c in cases)
     for part in parts:
         groups = {c.group for c in part}
