@@ -1,4 +1,4 @@
-"""Two gaps of Triton 3.6's interpreter that Liger's kernels hit, closed for CPU runs only.
+"""Gaps of Triton 3.6's interpreter that Liger's kernels hit, closed for CPU runs only.
 
 1. A Python float argument reaches the kernel as a plain float (ints are wrapped as tensors),
    so Liger's `eps.to(tl.float32)` (rms_norm, 0.8.x) raises "'float' object has no attribute
@@ -11,6 +11,13 @@
    bf16 add / sub / mul / div / min / max in fp32 and round back to bf16 (exact for mul, as the
    GPU). Comparisons, unary math and reductions on bf16 stay wrong: none of the gated kernels
    does them in bf16 (they upcast first); the tests would show it.
+
+4. Not Triton's gap but its use by tilegate's compiled-code identity, which hashes an
+   interpreted kernel through `JITFunction(fn).cache_key`: Triton's dependency walk accepts only
+   `@jit` callees it compiles (JITCallable) and raises "Unsupported function referenced" on the
+   InterpretedFunction callees a plain `triton.jit` package has under the interpreter (Liger's
+   `silu`, ...) and on the shims of 2. We hash an interpreted callee as the JITFunction of the
+   same source, and mark the shims of 2 as the libdevice stubs they stand in for (skipped).
 
 `install()` must run before `liger_kernel` is imported: Liger binds `rsqrt` / `tanh` by name at
 import time. It does nothing unless TRITON_INTERPRET=1.
@@ -43,8 +50,30 @@ def install() -> bool:
     implicit_cvt._liger_bench = True  # type: ignore[attr-defined]
     interpreter._implicit_cvt = implicit_cvt
     # Looked up at call time, when the interpreter has patched tl.math / tl.sigmoid.
-    libdevice.rsqrt = lambda x: tl.math.rsqrt(x)
-    libdevice.tanh = lambda x: 2.0 * tl.sigmoid(2.0 * x) - 1.0
+    def rsqrt(x):  # type: ignore[no-untyped-def]
+        return tl.math.rsqrt(x)
+
+    def tanh(x):  # type: ignore[no-untyped-def]
+        return 2.0 * tl.sigmoid(2.0 * x) - 1.0
+
+    for shim in (rsqrt, tanh):
+        shim.__module__ = libdevice.__name__  # a libdevice stub to Triton's dependency walk (4.)
+        setattr(libdevice, shim.__name__, shim)
+
+    # 4.: an interpreted @jit callee enters a kernel's source hash as its JITFunction would
+    from triton.runtime import jit
+
+    record = jit.DependenciesFinder.record_reference
+    as_jit: dict[object, object] = {}
+
+    def record_reference(self, val, var_dict=None, name=None):  # type: ignore[no-untyped-def]
+        if isinstance(val, interpreter.InterpretedFunction):
+            if val.fn not in as_jit:
+                as_jit[val.fn] = jit.JITFunction(val.fn)
+            val = as_jit[val.fn]
+        return record(self, val, var_dict, name)
+
+    jit.DependenciesFinder.record_reference = record_reference
 
     builder = interpreter.InterpreterBuilder
     binary_op = builder.binary_op

@@ -1,0 +1,222 @@
+"""The Liger-Kernel ops as one tilegate benchmark: what pyproject.toml's [tool.tilegate] names.
+
+Two variants, `torch` (eager, the reference) and `liger` (liger_kernel.transformers.functional),
+timed side by side in every group. The grid's axes:
+
+    kernel   op and pass in one value ("rms_norm-fwd", "swiglu-bwd", "flce-fwd_bwd"): one axis,
+             because a profile is the cross product of its axes and flce has no separate fwd /
+             bwd (Liger computes its gradients inside the forward), so op x pass is not a product
+    dtype    fp16 | bf16
+    tokens   rows (batch x sequence), label T<n>
+    hidden   the normalized width (norms) or the gate/up width (GLUs), label H<n>
+
+and `vocab` is a fixed parameter (flce only). A case id is the variant and the labels:
+``liger-rms_norm-fwd-bf16-T8192-H4096``; its group ``rms_norm-fwd-bf16-T8192-H4096`` holds
+liger and its torch reference, timed round by round, so liger / torch is a paired ratio.
+
+Everything about the ops (inputs, the float64 / float32 reference, the error, the bytes moved)
+is `liger_bench.ops`; this module only adapts it to tilegate.declare. Relative imports only: an
+A/B run imports the base commit's copy of this package under another name
+(tilegate.harness.base).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from tilegate.declare import Axis, Benchmark, Expectation, Profile, Variant, Work
+
+from . import interpreter, ops
+
+# Under TRITON_INTERPRET=1 (the smoke profile, `tilegate perf` sets it before this import) the
+# shims must be in before liger_kernel is imported; `_liger` installs them again before its first
+# import, for a pytest that set the variable only after loading this module. On a GPU: nothing.
+interpreter.install()
+
+PASSES = {name: op.passes for name, op in ops.OPS.items()}
+KERNELS = tuple(f"{op}-{p}" for op, passes in PASSES.items() for p in passes)
+VOCAB = 128256  # Llama-3's: flce's W is vocab x hidden
+
+
+def split(params: Mapping[str, Any]) -> dict[str, Any]:
+    """tilegate's parameters as liger_bench.ops reads them: "kernel" -> "op" and "pass"."""
+    op, sep, pass_ = str(params["kernel"]).partition("-")
+    if not sep or op not in PASSES or pass_ not in PASSES[op]:
+        raise ValueError(f"kernel {params['kernel']!r}: expected one of {list(KERNELS)}")
+    return {**params, "op": op, "pass": pass_}
+
+
+def make_inputs(params: Mapping[str, Any], device: str, seed: int) -> dict[str, Any]:
+    """The op's tensors (liger_bench.ops.inputs); a forward does not keep the backward's dy
+    (a profile's groups are all prepared, and held, before the first is timed)."""
+    p = split(params)
+    got = ops.inputs(p, device, seed)
+    if p["pass"] == "fwd":
+        got.pop("dy", None)
+    return got
+
+
+def reference_output(params: Mapping[str, Any], inputs: Mapping[str, Any]) -> Any:
+    return ops.reference_output(split(params), dict(inputs))
+
+
+def error(output: Any, reference: Any, params: Mapping[str, Any]) -> float:
+    """The largest relative Frobenius error over the pass's outputs (liger_bench.ops.rel_error)."""
+    return ops.rel_error(output, reference)
+
+
+def work(params: Mapping[str, Any]) -> Work:
+    """The bytes a pass must move at least (GB/s: effective bandwidth, the same bytes for both
+    variants, whatever torch's fp32 intermediates add); flce's flops too (three matmuls)."""
+    p = split(params)
+    w = ops.work(p)
+    return Work(bytes=float(w["bytes"]), flops=float(w["flops"]) if p["op"] == "flce" else None)
+
+
+def _torch(params: Mapping[str, Any], inputs: Any) -> Callable[[], Any]:
+    return ops.torch_impl(split(params), inputs)
+
+
+def _liger_make(wrong: bool = False) -> Callable[[Mapping[str, Any], Any], Callable[[], Any]]:
+    make = ops.liger_impl(wrong=wrong)
+
+    def liger(params: Mapping[str, Any], inputs: Any) -> Callable[[], Any]:
+        interpreter.install()  # CPU only; before liger_kernel's first import (see the top)
+        return make(split(params), inputs)
+
+    return liger
+
+
+VARIANTS = (
+    Variant(
+        name="torch",
+        make=_torch,
+        reference=True,
+        family="reference",
+        description="eager torch: HF LlamaRMSNorm, F.layer_norm, silu(a) * b, gelu_tanh(a) * b, "
+        "lm_head + F.cross_entropy",
+    ),
+    Variant(
+        name="liger",
+        make=_liger_make(),
+        family="liger",
+        description="liger_kernel.transformers.functional (the release first on PYTHONPATH)",
+    ),
+)
+
+
+def _wrong(variant: Variant) -> Variant:
+    """tilegate perf --inject wrong=liger: each op's plausible mistake (liger_bench.ops.Op.wrong_fn)."""
+    return dataclasses.replace(
+        variant, make=_liger_make(wrong=True), description=f"WRONG: {variant.name}'s mistake"
+    )
+
+
+def _axes(
+    kernels: tuple[str, ...], dtypes: tuple[str, ...], tokens: tuple[int, ...], hidden: tuple[int, ...]
+) -> tuple[Axis, ...]:
+    return (
+        Axis("kernel", kernels),
+        Axis("dtype", dtypes),
+        Axis("tokens", tokens, label="T{}"),
+        Axis("hidden", hidden, label="H{}"),
+    )
+
+
+GATED = ("rms_norm-fwd", "rms_norm-bwd", "swiglu-fwd")  # Liger's speed claims (docs/liger.md)
+NO_FLCE = tuple(k for k in KERNELS if not k.startswith("flce"))
+
+PROFILES = (
+    # The pull-request check (`tilegate perf` runs `quick` unless told): the three gated kernels
+    # plus the rest of rms_norm / swiglu and layer_norm (whose backward 0.8.5 changed), Llama-3-8B
+    # width. 6 groups; each call moves 130-340 MB (40-300 us on an H200): the minimum time, not
+    # the round count, sets the length, ~1.2 s a group.
+    Profile(
+        "quick",
+        _axes(
+            ("rms_norm-fwd", "rms_norm-bwd", "layer_norm-fwd", "layer_norm-bwd", "swiglu-fwd",
+             "swiglu-bwd"),
+            ("bf16",),
+            (8192,),
+            (4096,),
+        ),
+        MappingProxyType({"vocab": VOCAB}),
+        rounds=100,
+        min_time_s=1.0,
+        passes=2,
+        soak_s=2.0,
+        description="PR check: 6 groups, bf16, 8192 tokens x 4096",
+    ),
+    # Nightly: every norm / GLU pass at realistic widths. The largest group (16384 x 8192, a bwd)
+    # holds ~3 GB between its check and its last timed pass; all 96 together ~60 GB.
+    Profile(
+        "default",
+        _axes(NO_FLCE, ("bf16", "fp16"), (4096, 16384), (2048, 4096, 8192)),
+        MappingProxyType({"vocab": VOCAB}),
+        rounds=100,
+        min_time_s=2.0,
+        passes=4,
+        soak_s=10.0,
+        description="norms and GLUs fwd/bwd x {bf16, fp16} x tokens {4k, 16k} x hidden {2k, 4k, 8k}",
+    ),
+    # flce: a few hundred ms a call at Llama-3's vocabulary, so it has a profile of its own (in a
+    # cross product with the others' widths it would dominate their run).
+    Profile(
+        "flce",
+        _axes(("flce-fwd_bwd",), ("bf16",), (4096, 8192), (4096,)),
+        MappingProxyType({"vocab": VOCAB}),
+        rounds=20,
+        min_time_s=2.0,
+        passes=2,
+        soak_s=2.0,
+        description="fused linear cross-entropy, loss and both grads, vocab 128256",
+    ),
+    # The CPU pipeline proof (TRITON_INTERPRET=1): every kernel at odd sizes that exercise the
+    # masks; timings mean nothing.
+    Profile(
+        "smoke",
+        _axes(KERNELS, ("fp16",), (37,), (96,)),
+        MappingProxyType({"vocab": 200}),
+        rounds=3,
+        min_time_s=0.0,
+        passes=1,
+        soak_s=0.0,
+        interpreter=True,
+        description="CPU interpreter, tiny shapes: proves the pipeline, measures nothing",
+    ),
+)
+
+# Liger faster than eager torch, where Liger claims it and fusion should win clearly: rms_norm
+# fwd and bwd, swiglu fwd, at hidden >= 4096. The bound at each hidden (per setting of kernel,
+# dtype, tokens) is baseline data: a rebaseline records one where liger / torch <= win_below (0.97)
+# in every run, max_ratio = the worst ratio x 1.05 (capped at 0.99); the gate then fails when
+# the same-run ratio exceeds it in most runs. Where liger did not win clearly, no bound is stored
+# (the rebaseline diff says so) and nothing is checked there.
+EXPECTATIONS = (
+    Expectation(
+        faster="liger",
+        than="torch",
+        per="hidden",
+        where=MappingProxyType({"kernel": GATED, "hidden": (4096, 8192)}),
+    ),
+)
+
+BENCHMARK = Benchmark(
+    name="liger",
+    description="Liger-Kernel's Triton ops (rms_norm, layer_norm, swiglu, geglu, flce) against "
+    "eager torch",
+    variants=VARIANTS,
+    profiles=PROFILES,
+    default_profile="quick",
+    inputs=make_inputs,
+    reference_output=reference_output,
+    tolerance=MappingProxyType(dict(ops.REL_TOL)),
+    error=error,
+    work=work,
+    expectations=EXPECTATIONS,
+    tolerance_axes=("kernel", "dtype", "tokens", "hidden"),
+    wrong=_wrong,
+)
