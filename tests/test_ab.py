@@ -15,7 +15,7 @@ import torch
 
 from tests._factories import build_baseline, key, load_run, make_run, write
 from tilegate.errors import InputError
-from tilegate.harness.base import load, materialise, package_name
+from tilegate.harness.base import SOURCE_FILE, load, materialise, package_name
 from tilegate.harness.identity import capture, identity
 from tilegate.harness.timing import round_order
 from tilegate.judge.ab import ABPolicy, ABVerdict, build_noise, compare_ab, load_noise, save_noise
@@ -95,8 +95,8 @@ def repo(tmp_path: Path) -> Path:
 
 @pytest.mark.interpreter
 def test_two_versions_of_one_kernel_module_live_side_by_side(repo: Path, tmp_path: Path) -> None:
-    old = materialise("HEAD~1", repo, tmp_path / "ab")
-    new = materialise("HEAD", repo, tmp_path / "ab")
+    old = materialise("HEAD~1", repo, tmp_path / "ab", source="kernels")
+    new = materialise("HEAD", repo, tmp_path / "ab", source="kernels")
     assert old.sha == _git(repo, "rev-parse", "HEAD~1") and old.sha != new.sha
     assert (old.path / "kernels" / "__init__.py").read_text() == KERNELS.format(scale=1.0)
     assert not list((tmp_path / "ab").glob(".*partial")), "nothing half-extracted is left"
@@ -119,7 +119,8 @@ def test_two_versions_of_one_kernel_module_live_side_by_side(repo: Path, tmp_pat
 def test_changed_kernel_source_changes_the_identity(repo: Path, tmp_path: Path) -> None:
     (repo / "kernels" / "_impl.py").write_text(IMPL.replace("* factor", "* factor + 0.0"))
     _git(repo, "commit", "-qam", "touch the kernel")
-    a, b = materialise("HEAD~1", repo, tmp_path / "ab"), materialise("HEAD", repo, tmp_path / "ab")
+    a = materialise("HEAD~1", repo, tmp_path / "ab", source="kernels")
+    b = materialise("HEAD", repo, tmp_path / "ab", source="kernels")
     x = torch.arange(8, dtype=torch.float32)
     ids = []
     for base in (a, b):
@@ -149,6 +150,8 @@ def test_sass_identity_ignores_where_the_kernel_lies(tmp_path: Path) -> None:
     shutil.copytree(REPO / "kernels", copy / "kernels")
     src = copy / "kernels" / "persistent.py"
     src.write_text("# a comment that moves every kernel down\n\n" + src.read_text())
+    # what materialise() writes beside the package it extracted
+    (copy / SOURCE_FILE).write_text(json.dumps({"package": "kernels", "benchmark": None}))
     other = load(copy, "tilegate_base_moved")
     target = Target("sm_90", (9, 0), 132, "test")
     head = VARIANTS["xtile_persistent"].plan(
@@ -182,22 +185,31 @@ def test_torch_reference_identity_is_torch() -> None:
 
 def test_a_missing_base_names_the_ref_and_the_fetch_depth(repo: Path, tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"'nope'.*fetch-depth: 2"):
-        materialise("nope", repo, tmp_path / "ab")
+        materialise("nope", repo, tmp_path / "ab", source="kernels")
 
 
 def test_a_base_that_does_not_import_is_named(repo: Path, tmp_path: Path) -> None:
     (repo / "kernels" / "__init__.py").write_text("raise RuntimeError('broken base')\n")
     _git(repo, "commit", "-qam", "break")
-    base = materialise("HEAD", repo, tmp_path / "ab")
+    base = materialise("HEAD", repo, tmp_path / "ab", source="kernels")
     with pytest.raises(InputError, match="fail to import: RuntimeError: broken base"):
         load(base.path, package_name(base.sha))
 
 
 def test_the_kernels_package_imports_itself_only_relatively() -> None:
     """What lets a base's kernels/ be imported under another name beside ours."""
+    import ast
+
+    def absolute(node: ast.AST) -> list[str]:
+        if isinstance(node, ast.ImportFrom) and node.level == 0:
+            return [node.module or ""]
+        return [a.name for a in node.names] if isinstance(node, ast.Import) else []
+
     for path in (REPO / "kernels").glob("*.py"):
-        text = path.read_text()
-        assert "from kernels" not in text and "import kernels" not in text, path.name
+        # the import statements, not the text: a docstring may show a user `from kernels import`
+        names = [n for node in ast.walk(ast.parse(path.read_text())) for n in absolute(node)]
+        bad = [n for n in names if n == "kernels" or n.startswith("kernels.")]
+        assert not bad, f"{path.name} imports {bad} absolutely"
 
 
 def test_round_order_keeps_a_pair_together_and_alternates_who_goes_first() -> None:
