@@ -27,10 +27,11 @@ from triton.runtime import _allocation as triton_allocation
 from triton.runtime import interpreter as triton_interpreter
 from triton.runtime.jit import JITFunction
 
-from kernels import CONFIGS, VARIANTS, Variant, _common, config_for, configs, layout_of
+from kernels import CONFIGS, VARIANTS, Variant, _host, config_for, configs, layout_of
 from kernels.launch import DescArg, KernelLaunch, ScalarArg, TensorArg
 from kernels.testing import impostor_variant, with_variants, wrong_variant
-from tilegate.harness.correctness import check_output, reference
+from kernels.reference import exact as reference
+from tilegate.harness.correctness import check_output
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -113,7 +114,8 @@ def check_result(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, tol: float) 
 
     The suite's own check (tilegate.harness.correctness), with this file's tighter bound.
     """
-    got = check_output(c, a, reference(a, b), tol)
+    assert c.dtype == a.dtype, f"returned {c.dtype}, expected {a.dtype}"
+    got = check_output(c, reference(a, b), tol)
     assert got.error is None, got.error
     assert got.correct, f"relative error {got.rel_err:.3g} > {tol:g}"
     return got.rel_err
@@ -514,13 +516,13 @@ def test_matmul_launches_its_plan(name, layout, monkeypatch):
     """matmul runs plan()'s launch unchanged, bound to the caller's tensors without copies."""
     M, N, K = 50, 56, 40
     seen = []
-    real_launch = _common.launch_kernel
+    real_launch = _host.launch_kernel
 
     def spy(variant, launch, a, b, c):
-        seen.append((launch, _common.bind(variant, launch, a, b, c), c))
+        seen.append((launch, _host.bind(variant, launch, a, b, c), c))
         return real_launch(variant, launch, a, b, c)
 
-    monkeypatch.setattr(_common, "launch_kernel", spy)
+    monkeypatch.setattr(_host, "launch_kernel", spy)
     a, b = operands(M, N, K, layout)
     VARIANTS[name].matmul(a, b)
     [(launch, values, c)] = seen
@@ -547,15 +549,15 @@ def test_scratch_allocator_is_set_once_per_context_and_not_on_import(monkeypatch
     monkeypatch.setattr(triton, "set_allocator", calls.append)
 
     def twice() -> None:
-        _common.ensure_scratch_allocator()
-        _common.ensure_scratch_allocator()
+        _host.ensure_scratch_allocator()
+        _host.ensure_scratch_allocator()
 
     contextvars.Context().run(twice)
-    assert calls == [_common._scratch]
+    assert calls == [_host._scratch]
     thread = threading.Thread(target=twice)
     thread.start()
     thread.join()
-    assert calls == [_common._scratch] * 2
+    assert calls == [_host._scratch] * 2
 
 
 @pytest.mark.parametrize("interpreting", [False, True], ids=["gpu", "interpreter"])
@@ -564,17 +566,17 @@ def test_launch_sets_the_allocator_for_scratch_launches_on_the_gpu(name, interpr
     """In-kernel descriptors need Triton's allocator at launch on a GPU; host descriptors and
     the interpreter (descriptors emulated in NumPy) do not."""
     calls, launched = [], []
-    monkeypatch.setattr(_common, "ensure_scratch_allocator", lambda: calls.append(name))
-    monkeypatch.setattr(_common, "interpreting", lambda: interpreting)
+    monkeypatch.setattr(_host, "ensure_scratch_allocator", lambda: calls.append(name))
+    monkeypatch.setattr(_host, "interpreting", lambda: interpreting)
 
     class Launched:
         def __getitem__(self, grid):
             return lambda *args, **kwargs: launched.append(grid)
 
-    monkeypatch.setattr(_common, "launchable", lambda fn: Launched())
+    monkeypatch.setattr(_host, "launchable", lambda fn: Launched())
     launch = interp_plan(name, 50, 56, 40, "nt")
     a, b = operands(50, 56, 40, "nt")
-    _common.launch_kernel(name, launch, a, b, poisoned(50, 56, torch.float16))
+    _host.launch_kernel(name, launch, a, b, poisoned(50, 56, torch.float16))
     assert launched == [launch.grid]
     assert launch.scratch is (name in TMA_WS)
     assert calls == ([name] if launch.scratch and not interpreting else [])
@@ -618,7 +620,7 @@ def test_tma_epilogue_subtile(layout, flatten):
         variant="subtile", flatten=flatten, config=cfg,
     )  # fmt: skip
     a, b = operands(M, N, K, layout, seed=_seed("subtile", layout, flatten))
-    c = _common.launch_kernel("subtile", launch, a, b, poisoned(M, N, torch.float16))
+    c = _host.launch_kernel("subtile", launch, a, b, poisoned(M, N, torch.float16))
     check_result(c, a, b, TOL[torch.float16])
 
 
@@ -723,7 +725,7 @@ def test_torch_runs_on_cpu_without_the_interpreter(monkeypatch):
 def test_tma_needs_capability_9(name, monkeypatch):
     """On a pre-Hopper GPU the TMA variants refuse before launching anything (the flattened
     warp-specialized one needs Blackwell)."""
-    monkeypatch.setattr(_common, "device_facts", lambda variant, device: ((8, 0), 108))
+    monkeypatch.setattr(_host, "device_facts", lambda variant, device: ((8, 0), 108))
     need = r"10\.0" if name == "tma_ws_xtile_persistent" else r"9\.0"
     with pytest.raises(ValueError, match=need) as info:
         VARIANTS[name].matmul(_half(64, 64), _half(64, 64))
@@ -740,7 +742,7 @@ def test_tma_needs_capability_9(name, monkeypatch):
 )
 def test_warp_specialized_variants_refuse_gpus_where_they_are_not(name, capability, monkeypatch):
     """matmul refuses before planning or compiling, with the registry's reason."""
-    monkeypatch.setattr(_common, "device_facts", lambda variant, device: (capability, 132))
+    monkeypatch.setattr(_host, "device_facts", lambda variant, device: (capability, 132))
     with pytest.raises(ValueError) as info:
         VARIANTS[name].matmul(_half(64, 64), _half(64, 64))
     assert str(info.value) == VARIANTS[name].unsupported_reason(capability)
@@ -850,7 +852,7 @@ def test_with_variants():
 def test_interpreter_at_import_still_compiles_for_the_gpu():
     """With TRITON_INTERPRET=1 set before triton is imported (so triton.language's own jit
     functions are interpreter-only), the plans still compile for sm_90 and still interpret:
-    the kernels use no triton.language jit functions (see kernels/_common.py)."""
+    the kernels use no triton.language jit functions (see kernels/_device.py)."""
     script = textwrap.dedent(
         """
         import torch, triton
