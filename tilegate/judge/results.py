@@ -659,6 +659,16 @@ def _checked_ratios(
 def load_results(path: str | Path) -> Run:
     """Read and validate one results file; raise InputError naming the file and row on any problem."""
     p = Path(path)
+    if not p.exists() and not p.is_symlink():
+        raise InputError(
+            f"results file {p} does not exist. `tilegate perf` (or `nox -s perf`) writes one: "
+            ".perf/results.json (`--out-dir DIR`: DIR/results.json); measure first, or give that path"
+        )
+    if p.is_file() and p.stat().st_size == 0:
+        raise InputError(
+            f"results file {p} is empty (0 bytes): the run that wrote it did not finish (a suite "
+            "that dies leaves one with pytest-benchmark 5.2.3); its log says why. Measure again"
+        )
     data = read_json(p, "results file", allow_nan=True)
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
         raise InputError(

@@ -95,10 +95,61 @@ def run_suite(
     shadows the runner's (tilegate.run.upgrade).
     """
     cmd, env, partial = _suite(out, profile, extra, pythonpath, None)
-    code = subprocess.run(cmd, cwd=repo_root(), env=env, check=False).returncode
+    # the output goes to the terminal and to out's .log: a suite that writes no results is
+    # named by its own last error lines (suite_failure), not by the file it did not write
+    with (
+        out.with_suffix(".log").open("w", encoding="utf-8", errors="replace") as log,
+        subprocess.Popen(
+            cmd,
+            cwd=repo_root(),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+        ) as proc,
+    ):
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            log.write(line)
+        sys.stdout.flush()
+        code = proc.wait()
     if partial.exists():
         partial.replace(out)
     return code
+
+
+PYTEST_EXIT = {
+    1: "a case failed",
+    2: "interrupted",
+    3: "pytest internal error",
+    4: "usage error: the suite refused its options or its benchmark",
+    5: "no case collected",
+}
+_ERROR_START = ("ERROR", "E ", "FAILED", "Traceback", "INTERNALERROR", "tilegate:")
+
+
+def suite_failure(code: int, results: Path, log: Path | None = None) -> str:
+    """Why the suite left no results (or an empty file): pytest's exit code and the last error
+    lines of its output (`log`, default results' .log), the first of them on the first line."""
+    log = log or results.with_suffix(".log")
+    state = "an empty results file (0 bytes)" if results.exists() else "no results"
+    head = f"the suite wrote {state} (pytest exit {code}"
+    head += f": {PYTEST_EXIT[code]})" if code in PYTEST_EXIT else ")"
+    try:
+        lines = [ln.rstrip() for ln in log.read_text(errors="replace").splitlines()[-200:]]
+    except OSError:
+        return head + "; its output was not saved: see the log above"
+    lines = [ln for ln in lines if ln.strip()]
+    errors = [ln for ln in lines if ln.lstrip().startswith(_ERROR_START) or "Error:" in ln]
+    tail = (errors or lines)[-8:]
+    if not tail:
+        return head + f"; it printed nothing ({log})"
+    return (
+        f"{head}: {tail[-1].strip()}\n\nThe last error lines of its output ({log}):\n\n"
+        + "\n".join(f"    {ln}" for ln in tail)
+    )
 
 
 def run_shards(out: Path, profile: str, extra: Sequence[str] = (), *, gpus: int) -> int:
@@ -236,8 +287,10 @@ class Perf:
             self.log(f"perf: the suite's groups over {self.gpus} GPUs, one process each")
             suite = functools.partial(run_shards, gpus=self.gpus)
         suite_code = suite(results, self.profile, args)  # shards that cannot merge: InputError
-        if not results.exists():
-            return self._fail(f"the suite wrote no results (pytest exit {suite_code})")
+        if not results.exists() or results.stat().st_size == 0:
+            reason = suite_failure(suite_code, results)
+            results.unlink(missing_ok=True)  # pytest-benchmark 5.2.3 leaves 0 bytes behind
+            return self._fail(reason)
         suspects = self.out_dir / "suspects.txt"
         judged = self._judge(results, baseline, [], suspects)
         confirms: list[Path] = []
