@@ -159,6 +159,10 @@ def test_a_crash_in_any_command_is_2_with_its_traceback_saved(
 ) -> None:
     target, args, report_flag = CRASHES[command]
     monkeypatch.chdir(tmp_path)
+    # a repository that declares this checkout's benchmark (the commands that load it get that far)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.tilegate]\nbenchmark = "kernels.registry:BENCHMARK"\nsource = "kernels"\n'
+    )
     monkeypatch.setattr(target, _boom)
     report = tmp_path / "report.md"
     report.write_text(STALE)
