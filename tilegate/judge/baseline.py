@@ -414,6 +414,12 @@ def _parse_expectation(i: int, raw: Any, where_file: str) -> Expectation:
         )
     if len(axes) > 1:
         raise InputError(f"{where}: its checks run along several axes {sorted(axes)}; one only")
+    kinds = {isinstance(b.value, str) for b in checks}
+    if len(kinds) > 1:  # they are sorted by value: an axis's values are all numbers or all text
+        raise InputError(
+            f"{where}: its checks mix numbers and strings as values of "
+            f"{next(iter(axes))}: {[b.value for b in checks]}"
+        )
     at = {k: v for k, v in raw.items() if k not in ("id", "faster", "than", "checks")}
     if not all(isinstance(v, (str, int, float)) for v in at.values()):
         raise InputError(f"{where}: its parameters {at} must be strings or numbers")
