@@ -117,7 +117,7 @@ def test_the_same_run_twice_in_one_add_is_refused(tmp_path: Path, runs: list[Pat
     store = tmp_path / "h.duckdb"
     with pytest.raises(InputError, match="are the same run"), open_store(store, write=True) as s:
         s.add([(load_results(runs[0]), {}), (load_results(copy), {})])
-    assert _count(store) == (0, 0)
+    assert not store.exists(), "a refused first add creates no empty store"
 
 
 def test_a_failure_inside_the_transaction_leaves_the_store_as_it_was(
@@ -133,7 +133,16 @@ def test_a_failure_inside_the_transaction_leaves_the_store_as_it_was(
     ):
         # the first run is inserted, then the second one's verdicts name an unknown case
         s.add([(good, {}), (bad, {"no-such-case": Judged("OK")})])
-    assert _count(store) == (0, 0)
+    assert not store.exists(), "a refused first add creates no empty store"
+    # an existing store keeps what it held
+    with open_store(store, write=True) as s:
+        s.add([(good, {})])
+    with (
+        pytest.raises(InputError, match=r"name case.* the run does not hold"),
+        open_store(store, write=True) as s,
+    ):
+        s.add([(bad, {"no-such-case": Judged("OK")})])
+    assert _count(store) == (1, _count(store)[1])
 
 
 def test_a_corrupt_store_is_exit_2_named_and_left_untouched(
@@ -348,3 +357,34 @@ def test_a_dirty_run_is_stored_but_never_part_of_a_series(tmp_path: Path) -> Non
         runs, ss = series(s, "nvidia-h200")
     assert [bool(r.dirty) for r in runs] == [False, False, True, False]
     assert all(list(x.positions) == [0, 1, 3] for x in ss)
+
+
+def test_a_half_created_store_is_named_on_read_and_finished_by_the_next_add(
+    tmp_path: Path, runs: list[Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a first `history add` killed while creating the store leaves: DuckDB's file, no table."""
+    store = tmp_path / "h.duckdb"
+    duckdb.connect(str(store)).close()
+    assert main(["list", "--store", str(store)]) == EXIT_CANNOT_JUDGE
+    err = capsys.readouterr().err
+    assert "half-created" in err and "history add" in err, err
+    assert main(["add", str(runs[0]), "--store", str(store)]) == EXIT_OK
+    assert _count(store)[0] == 1
+    assert main(["list", "--store", str(store)]) == EXIT_OK
+
+
+def test_a_refused_add_creates_no_store_and_changepoints_on_an_empty_store_says_so(
+    tmp_path: Path, runs: list[Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "h.duckdb"
+    copy = tmp_path / "copy.json"
+    copy.write_text(runs[0].read_text())
+    assert main(["add", str(runs[0]), str(copy), "--store", str(store)]) == EXIT_CANNOT_JUDGE
+    assert not store.exists() and not Path(f"{store}.wal").exists()
+    with open_store(store, write=True):
+        pass  # an empty store (every run pruned, say)
+    capsys.readouterr()
+    for extra in ([], ["--new"]):
+        assert main(["changepoints", *extra, "--store", str(store)]) == EXIT_OK
+        out = capsys.readouterr().out
+        assert "holds no runs" in out, out

@@ -179,6 +179,12 @@ def _method(args: argparse.Namespace) -> cpmod.Method:
 def _cmd_changepoints(args: argparse.Namespace) -> int:
     method = _method(args)
     with open_store(args.store, lock_timeout=args.lock_timeout) as store:
+        if store.count()[0] == 0:
+            print(
+                f"Change points: none: the store {args.store} holds no runs yet "
+                f"(`tilegate history add RESULTS --store {args.store}` adds one)"
+            )
+            return EXIT_OK
         if args.new or args.new_since is not None:
             since = args.new_since if args.new_since is not None else _previous_run(store)
             if since is None:

@@ -594,6 +594,15 @@ def open_store(
                 "away to start a new store."
             ) from err
         try:
+            if not new and _half_created(con):
+                # a first `history add` killed while creating it: DuckDB's file, no table yet
+                if not write:
+                    raise InputError(
+                        f"history store {p} is half-created: a DuckDB file with no table (a first "
+                        "`history add` killed while creating it?). `tilegate history add RESULTS "
+                        f"--store {p}` finishes it."
+                    )
+                new = True
             if new:
                 _create(p, con)
             version = _check_schema(p, con)
@@ -601,10 +610,32 @@ def open_store(
                 _upgrade(p, con)
                 version = SCHEMA_VERSION
             yield Store(p, con, write, version)
+        except BaseException:
+            if new and write:  # a refused first write leaves no empty store behind
+                con.close()
+                for leftover in (p, Path(f"{p}.wal")):
+                    leftover.unlink(missing_ok=True)
+            raise
         finally:
             con.close()
     finally:
         lock.release()
+
+
+def _half_created(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the database holds nothing of anyone's: no table, sequence or view."""
+    try:
+        found = [
+            con.execute(f"SELECT count(*) FROM {what}").fetchone()
+            for what in (
+                "duckdb_tables() WHERE NOT internal",
+                "duckdb_sequences()",
+                "duckdb_views() WHERE NOT internal",
+            )
+        ]
+    except duckdb.Error:
+        return False  # _check_schema names what is wrong with it
+    return all(n == (0,) for n in found)
 
 
 def _create(path: Path, con: duckdb.DuckDBPyConnection) -> None:
