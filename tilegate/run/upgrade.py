@@ -13,19 +13,32 @@ machine), while torch, hence cuBLAS, is the same on both sides:
   ((max - min) / median); tolerance = clamp(3 x noise, 1 %, 5 %); a Welch t-test on log r;
 * SLOWER / FASTER: beyond the tolerance and p < 0.05; SAME: within it; AMBIGUOUS otherwise;
 * per kernel (variant): its cases' verdicts, SLOWER first. Exit 1 when a kernel got slower.
+  Where the grid has an axis naming the op (`kernel` or `op`: a benchmark of several ops, such
+  as examples/liger), a kernel is the variant at one value of it (``liger-rms_norm-bwd``).
 
-Beside it, the compile fingerprint's upgrade report under the new Triton (what changed in the
-compiled code, `tilegate/fingerprint`), when the old Triton's fingerprints are recorded.
+The same works for any library the benchmark's variants import, not only Triton: DIR holds
+its package (`pip install --no-deps --target DIR liger-kernel==0.8.5`), `--old DIR` the
+release to compare with (default: the runner's own). Each side's results file gets the versions
+of the distributions its DIR holds (their `*.dist-info`; for the runner's own side, the same
+distributions' versions there) added to its software, and the report names what changed
+(``liger_kernel 0.8.4 -> 0.8.5``). Smoke runs (CPU interpreter) go through the same steps but
+never fail: their timings mean nothing.
+
+Beside it, for a Triton upgrade (DIR holds triton/), the compile fingerprint's upgrade report
+under the new Triton (what changed in the compiled code, `tilegate/fingerprint`), when the old
+Triton's fingerprints are recorded.
 """
 
 from __future__ import annotations
 
 import enum
+import importlib.metadata
+import json
 import math
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,11 +46,14 @@ import numpy as np
 from scipy import stats as _sp
 
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
+from tilegate.fileio import atomic_write_text
 from tilegate.judge import stats
 from tilegate.judge.results import Run
 from tilegate.report.markdown import pct, table
 
 FLOOR, CEILING, MULTIPLE, ALPHA = 0.01, 0.05, 3.0, 0.05
+# grid axes that name the op a variant runs: its verdict is given per value of them
+KERNEL_AXES = ("kernel", "op")
 
 
 class Change(str, enum.Enum):
@@ -57,10 +73,24 @@ class UpgradeCase:
     effect: float
     tolerance: float
     p: float
+    kernel: str = ""  # the variant, at its value of KERNEL_AXES if the grid has one
+    group: str = ""
 
     @property
     def fails(self) -> bool:
         return self.change is Change.SLOWER
+
+    @property
+    def kernel_name(self) -> str:
+        return self.kernel or self.variant
+
+    @property
+    def where(self) -> str:
+        """The case within its kernel: its group less the kernel's part ("bf16-T8192-H4096")."""
+        op = self.kernel_name[len(self.variant) + 1 :]
+        if op and self.group.startswith(f"{op}-"):
+            return self.group[len(op) + 1 :]
+        return self.group or self.key
 
 
 @dataclass(frozen=True)
@@ -71,22 +101,66 @@ class UpgradeComparison:
     notes: tuple[str, ...] = ()
 
     @property
+    def smoke(self) -> bool:
+        return all(r.env.smoke for r in (*self.old_runs, *self.new_runs))
+
+    @property
     def exit_code(self) -> int:
+        if self.smoke:  # CPU interpreter: the verdicts are shown, the timings mean nothing
+            return EXIT_OK
         return EXIT_FAIL if any(c.fails for c in self.cases) else EXIT_OK
 
     def kernels(self) -> dict[str, Change]:
-        """Each variant's verdict: the worst of its cases (SLOWER, then AMBIGUOUS, FASTER)."""
+        """Each kernel's verdict (the variant, per op where the grid names one): the worst of its
+        cases (SLOWER, then AMBIGUOUS, FASTER)."""
         rank = [Change.SLOWER, Change.AMBIGUOUS, Change.FASTER, Change.SAME]
         out: dict[str, Change] = {}
         for c in self.cases:
-            now = out.get(c.variant, Change.SAME)
-            out[c.variant] = min(now, c.change, key=rank.index)
+            now = out.get(c.kernel_name, Change.SAME)
+            out[c.kernel_name] = min(now, c.change, key=rank.index)
         return out
 
 
 def _triton(runs: Sequence[Run]) -> str:
     versions = sorted({r.env.software.get("triton", "?") for r in runs})
     return "/".join(versions)
+
+
+def _version(runs: Sequence[Run], name: str) -> str:
+    return "/".join(sorted({r.env.software.get(name, "absent") for r in runs}))
+
+
+def _display(name: str) -> str:
+    return "Triton" if name == "triton" else name
+
+
+def changed(old_runs: Sequence[Run], new_runs: Sequence[Run]) -> list[tuple[str, str, str]]:
+    """(package, old version, new version) for every package whose version differs between the
+    sides (python aside), Triton first."""
+    names = {k for r in (*old_runs, *new_runs) for k in r.env.software} - {"python"}
+    out = []
+    for name in sorted(names, key=lambda n: (n != "triton", n)):
+        old, new = _version(old_runs, name), _version(new_runs, name)
+        if old != new:
+            out.append((name, old, new))
+    return out
+
+
+def _what(cmp: UpgradeComparison) -> tuple[str, str, str]:
+    """(the upgrade, the old side, the new side) in words: "Triton 3.6.0 -> 3.9.0",
+    "liger_kernel 0.8.4 -> 0.8.5, ...": what changed; Triton's versions when nothing did."""
+    moved = changed(cmp.old_runs, cmp.new_runs)
+    if not moved:
+        moved = [("triton", _triton(cmp.old_runs), _triton(cmp.new_runs))]
+    return (
+        ", ".join(f"{_display(n)} {o} -> {v}" for n, o, v in moved),
+        ", ".join(f"{_display(n)} {o}" for n, o, _ in moved),
+        ", ".join(f"{_display(n)} {v}" for n, _, v in moved),
+    )
+
+
+def _kernel(variant: str, params: Mapping[str, object]) -> str:
+    return "-".join([variant, *(str(params[a]) for a in KERNEL_AXES if a in params)])
 
 
 def judge_upgrade(old_runs: Sequence[Run], new_runs: Sequence[Run]) -> UpgradeComparison:
@@ -97,13 +171,22 @@ def judge_upgrade(old_runs: Sequence[Run], new_runs: Sequence[Run]) -> UpgradeCo
     if len(slugs) != 1:
         raise InputError(f"the upgrade A/B's runs are of different GPU models: {sorted(slugs)}")
     notes = []
-    if _triton(old_runs) == _triton(new_runs):
-        notes.append(f"both sides run Triton {_triton(old_runs)}: this is an A/A of environments")
+    if all(r.env.smoke for r in (*old_runs, *new_runs)):
+        notes.append(
+            "SMOKE runs (CPU interpreter): the timings mean nothing; the verdicts below prove "
+            "the pipeline and never fail it (exit 0)"
+        )
+    moved = changed(old_runs, new_runs)
+    if not moved:
+        notes.append(
+            f"both sides run the same software (Triton {_triton(old_runs)}, nothing else "
+            "recorded differs): this is an A/A of environments"
+        )
     torches = {r.env.software.get("torch") for r in (*old_runs, *new_runs)}
     if len(torches) > 1:
         notes.append(
             f"torch differs between the sides ({', '.join(sorted(map(str, torches)))}): the "
-            "reference (cuBLAS) may have moved too, so the ratios mix both changes"
+            "reference may have moved too, so the ratios mix both changes"
         )
     keys = [k for k, row in old_runs[0].rows.items() if not row.reference]
     cases = []
@@ -134,23 +217,29 @@ def judge_upgrade(old_runs: Sequence[Run], new_runs: Sequence[Run]) -> UpgradeCo
             change = Change.SAME
         else:
             change = Change.AMBIGUOUS
-        cases.append(UpgradeCase(key, row.variant, change, tuple(old), tuple(new), effect, tol, p))
+        cases.append(
+            UpgradeCase(
+                key, row.variant, change, tuple(old), tuple(new), effect, tol, p,
+                kernel=_kernel(row.variant, row.params), group=row.group,
+            )
+        )  # fmt: skip
     return UpgradeComparison(tuple(old_runs), tuple(new_runs), tuple(cases), tuple(notes))
 
 
 def render(cmp: UpgradeComparison, fingerprint: str | None = None) -> str:
     """The upgrade A/B as markdown: per kernel first, then per case."""
-    old_t, new_t = _triton(cmp.old_runs), _triton(cmp.new_runs)
+    what, old_t, new_t = _what(cmp)
+    ref = cmp.old_runs[0].reference or "the reference"
     kernels = cmp.kernels()
     slower = [v for v, c in kernels.items() if c is Change.SLOWER]
     head = "FAIL" if cmp.exit_code else "PASS"
     out = [
-        f"# tilegate upgrade A/B: {head}: Triton {old_t} -> {new_t}"
+        f"# tilegate upgrade A/B: {head}: {what}"
         + (f": {', '.join(slower)} slower" if slower else ""),
         "",
-        f"{len(cmp.old_runs)} processes under Triton {old_t} and {len(cmp.new_runs)} under "
-        f"Triton {new_t}, alternating, on {cmp.old_runs[0].env.gpu.name}; each case judged on its "
-        "ratio to cuBLAS in its own process (tolerance = clamp(3 x the within-side spread, "
+        f"{len(cmp.old_runs)} processes under {old_t} and {len(cmp.new_runs)} under "
+        f"{new_t}, alternating, on {cmp.old_runs[0].env.gpu.name}; each case judged on its "
+        f"ratio to `{ref}` in its own process (tolerance = clamp(3 x the within-side spread, "
         f"{FLOOR:.0%}, {CEILING:.0%}), Welch t-test p < {ALPHA:g}).",
         "",
         *(f"- {n}" for n in cmp.notes),
@@ -165,19 +254,19 @@ def render(cmp: UpgradeComparison, fingerprint: str | None = None) -> str:
                     f"`{v}`",
                     change.value,
                     ", ".join(
-                        f"K{c.key.rsplit('K', 1)[-1]} {c.change.value.lower()} {pct(c.effect)}"
+                        f"{c.where} {c.change.value.lower()} {pct(c.effect)}"
                         for c in cmp.cases
-                        if c.variant == v
+                        if c.kernel_name == v
                     ),
                 )
                 for v, change in kernels.items()
             ],
         ),
         "",
-        "## Per case (ratio to cuBLAS in each process)",
+        f"## Per case (ratio to `{ref}` in each process)",
         "",
         *table(
-            ["case", f"Triton {old_t}", f"Triton {new_t}", "change", "tolerance", "p", "verdict"],
+            ["case", old_t, new_t, "change", "tolerance", "p", "verdict"],
             "lllrrrl",
             [
                 (
@@ -222,11 +311,17 @@ def measure_sides(
     if repeats < 2:
         raise InputError(f"--repeats must be at least 2 (3 recommended), got {repeats}")
     for what, path in (("--new", new_path), ("--old", old_path)):
-        if path is not None and not (path / "triton").is_dir():
+        if path is not None and not (path / "triton").is_dir() and not _packages(path):
             raise InputError(
-                f"{what} {path} holds no triton/ package: unpack the Triton to try there "
-                "(README, 'Trying a new Triton on a runner')"
+                f"{what} {path} holds no triton/ package and no other Python package: unpack "
+                "the Triton to try there (README, 'Trying a new Triton on a runner'), or "
+                "install the library's release there (pip install --no-deps --target DIR ...)"
             )
+    names = sorted({n for p in (new_path, old_path) if p is not None for n in dist_versions(p)})
+    stamps = {
+        "old": side_versions(old_path, names),
+        "new": side_versions(new_path, names),
+    }
     out_dir.mkdir(parents=True, exist_ok=True)
     old: list[Path] = []
     new: list[Path] = []
@@ -238,13 +333,68 @@ def measure_sides(
             code = suite(out, profile, list(pytest_args), pythonpath=prefix)
             if code != 0 or not out.exists():
                 raise InputError(f"the {side} side's run {i} failed (pytest exit {code})")
+            stamp_software(out, stamps[side])
             runs.append(out)
     return old, new
 
 
+def _packages(path: Path) -> list[str]:
+    """The importable packages directly in `path` (directories with an __init__.py)."""
+    return (
+        sorted(d.name for d in path.iterdir() if (d / "__init__.py").is_file())
+        if path.is_dir()
+        else []
+    )
+
+
+def dist_versions(path: Path) -> dict[str, str]:
+    """{distribution: version} of the *.dist-info in `path` (what pip --target installed)."""
+    out = {}
+    for dist in importlib.metadata.distributions(path=[str(path)]):
+        name = dist.metadata["Name"]
+        if name:
+            out[name.replace("-", "_").lower()] = dist.version
+    return out
+
+
+def side_versions(path: Path | None, names: Sequence[str]) -> dict[str, str]:
+    """The versions of `names` one side imports: its DIR's where it holds them (first on
+    PYTHONPATH), else this environment's ("absent" where there is none)."""
+    here = dist_versions(path) if path is not None else {}
+    out = {}
+    for name in names:
+        if name in here:
+            out[name] = here[name]
+            continue
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
+def stamp_software(results: Path, versions: Mapping[str, str]) -> None:
+    """Add `versions` to the results file's software where the suite did not record them itself
+    (it records torch, Triton and Python; its own record is never overwritten)."""
+    if not versions:
+        return
+    data = json.loads(results.read_text())
+    software = (
+        data.setdefault("machine_info", {}).setdefault("tilegate", {}).setdefault("software", {})
+    )
+    for name, version in versions.items():
+        software.setdefault(name, version)
+    atomic_write_text(results, json.dumps(data, indent=2) + "\n")
+
+
 def fingerprint_diff(new_path: Path, old_triton: str, out: Path) -> str | None:
-    """The fingerprint's upgrade report under the new Triton against `old_triton`'s recording."""
+    """The fingerprint's upgrade report under the new Triton against `old_triton`'s recording;
+    None when `new_path` holds no Triton (a library upgrade: the compiled-code fingerprint is
+    this repository's matmul kernels')."""
     from tilegate.run.perf import HOME, repo_root
+
+    if not (new_path / "triton").is_dir():
+        return None
 
     root = repo_root()
 

@@ -49,6 +49,7 @@ def install() -> bool:
 
     implicit_cvt._liger_bench = True  # type: ignore[attr-defined]
     interpreter._implicit_cvt = implicit_cvt
+
     # Looked up at call time, when the interpreter has patched tl.math / tl.sigmoid.
     def rsqrt(x):  # type: ignore[no-untyped-def]
         return tl.math.rsqrt(x)

@@ -3,7 +3,7 @@
 import os
 
 
-def pytest_configure(config):  # noqa: ARG001
+def pytest_configure(config):
     import torch
 
     if not torch.cuda.is_available():
