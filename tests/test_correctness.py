@@ -27,7 +27,7 @@ def test_default_metric_is_relative_frobenius_max_over_a_tuple() -> None:
 def test_declared_error_replaces_the_metric_and_sees_params() -> None:
     seen = []
 
-    def max_abs(out, ref, params):  # noqa: ANN001, ANN202
+    def max_abs(out, ref, params):
         seen.append(dict(params))
         return float((out - ref).abs().max())
 
@@ -46,7 +46,7 @@ def test_measurer_uses_the_benchmarks_error() -> None:
     from tilegate.cases import build_cases
     from tilegate.harness.measure import GroupMeasurer
 
-    def make(params, inputs):  # noqa: ANN001, ANN202
+    def make(params, inputs):
         return lambda: inputs + 0.5  # off by 0.5 everywhere: relative error inf against zeros
 
     bench = Benchmark(
@@ -64,10 +64,10 @@ def test_measurer_uses_the_benchmarks_error() -> None:
 
         config = TimerConfig(rounds=2)
 
-        def warm(self, fns, seconds, pairs=None):  # noqa: ANN001, ANN202
+        def warm(self, fns, seconds, pairs=None):
             return 1e-3
 
-        def time(self, fns, rounds=None, pairs=None):  # noqa: ANN001, ANN202
+        def time(self, fns, rounds=None, pairs=None):
             return {n: [1e-3] * rounds for n in fns}
 
     cases = build_cases(bench.profile("p"), ["ref"])

@@ -29,8 +29,8 @@ from triton.runtime.jit import JITFunction
 
 from kernels import CONFIGS, VARIANTS, Variant, _host, config_for, configs, layout_of
 from kernels.launch import DescArg, KernelLaunch, ScalarArg, TensorArg
-from kernels.testing import impostor_variant, with_variants, wrong_variant
 from kernels.reference import exact as reference
+from kernels.testing import impostor_variant, with_variants, wrong_variant
 from tilegate.harness.correctness import check_output
 
 REPO = Path(__file__).resolve().parents[1]

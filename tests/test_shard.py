@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from kernels import VARIANTS
-from tests._factories import H200_GPU, build_baseline, key, make_run, write
 from kernels.registry import BENCHMARK
+from tests._factories import H200_GPU, build_baseline, key, make_run, write
 from tilegate.cases import build_cases
 from tilegate.errors import InputError
 from tilegate.judge.outcome import outcome
