@@ -442,3 +442,42 @@ def test_the_gate_refuses_a_contradicting_baseline_and_a_missing_baselines_dir(
     assert missing.code == 2 and "nope does not exist" in (missing.error or "")
     gone = judge(results, tmp_path / "nope.json")
     assert gone.code == 2 and "nope.json does not exist" in (gone.error or "")
+
+
+def test_the_identity_is_the_code_not_the_package_name(tmp_path: Path) -> None:
+    """A/B imports the base's kernels under another package name: the same files must give the
+    same host-code part of the identity, and an edited file another (on the H200 the name in the
+    hash made every case of an A/A run "changed")."""
+    from tilegate.harness.identity import Captured, identity
+
+    same = tmp_path / "same"
+    shutil.copytree(ROOT / "kernels", same / "kernels")
+    edited = tmp_path / "edited"
+    shutil.copytree(ROOT / "kernels", edited / "kernels")
+    (edited / "kernels" / "_host.py").write_text(
+        (edited / "kernels" / "_host.py").read_text() + "\nEXTRA = 1\n"
+    )
+    import kernels  # noqa: F401  (the head's package, as the suite imports it)
+
+    for path, name in (
+        (same, "tilegate_base_aaaaaaaaaaaa"),
+        (edited, "tilegate_base_bbbbbbbbbbbb"),
+    ):
+        sys.path.insert(0, str(path))
+        try:
+            spec = __import__("importlib.util").util.spec_from_file_location(
+                name,
+                path / "kernels" / "__init__.py",
+                submodule_search_locations=[str(path / "kernels")],
+            )
+            module = __import__("importlib.util").util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(path))
+
+    def ident(package: str) -> str:
+        return identity(Captured(packages=[package])).hash
+
+    assert ident("tilegate_base_aaaaaaaaaaaa") == ident("kernels")
+    assert ident("tilegate_base_bbbbbbbbbbbb") != ident("kernels")

@@ -230,7 +230,7 @@ def capture() -> Iterator[Captured]:
             stack.enter_context(_dispatched(seen.ops))
             profiled = stack.enter_context(_gpu_activity(seen.kernels))
             yield seen
-        profiled()
+            profiled()  # before the stack closes: it stops the profiler once, after a sync
     finally:
         for cls, orig in originals:
             cls.run = orig
@@ -286,6 +286,7 @@ def _gpu_activity(kernels: list[str]) -> Iterator[Callable[[], None]]:
     from torch.profiler import ProfilerActivity, profile
 
     prof = profile(activities=[ProfilerActivity.CUDA])
+    torch.cuda.synchronize()  # work launched before the block must not run inside its window
     prof.__enter__()
     stopped = False
 
@@ -308,7 +309,8 @@ def _gpu_activity(kernels: list[str]) -> Iterator[Callable[[], None]]:
     try:
         yield read
     finally:
-        if not stopped:
+        if not stopped:  # the block raised: stop the profiler, read nothing
+            stopped = True
             prof.__exit__(None, None, None)
 
 
@@ -369,7 +371,8 @@ def identity(captured: Captured) -> Identity:
     import torch
 
     packages = captured.packages or (["kernels"] if "kernels" in sys.modules else [])
-    host = tuple((p, package_source_hash(p)) for p in packages)
+    # the source, not the name: the A/B base's package is the same code under another name
+    host = tuple(package_source_hash(p) for p in packages)
     whole = (tuple(captured.ops), tuple(captured.kernels), host)
     if not captured.launches:
         digest = _sha("reference", torch.__version__, whole)
