@@ -571,6 +571,9 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     from tilegate.history import add_subcommand as add_history
 
     add_history(sub)
+    from tilegate.starter import add_subcommand as add_init
+
+    add_init(sub)
     return parser
 
 

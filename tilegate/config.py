@@ -21,13 +21,11 @@ from tilegate.errors import InputError
 from tilegate.fileio import read_text
 
 KEYS = ("benchmark", "source", "baselines")
+# one line: every cannot-judge message is one line of cause (tests/test_reliability.py)
 HOW_TO_ADD = (
-    "Add a [tool.tilegate] table to the repository's pyproject.toml, e.g.\n"
-    "    [tool.tilegate]\n"
-    '    benchmark = "mypkg.perf:BENCHMARK"\n'
-    '    source = "mypkg"\n'
-    '    baselines = "baselines"\n'
-    "or run `tilegate init` to write one with a starter benchmark (docs/plugin.md)."
+    "Run `tilegate init` in the repository root to write one with a starter benchmark, or add "
+    '[tool.tilegate] with benchmark = "mypkg.perf:BENCHMARK" and source = "mypkg" to its '
+    "pyproject.toml (docs/plugin.md)."
 )
 
 
