@@ -257,6 +257,9 @@ def work(params: Params) -> dict[str, int]:
     return {"bytes": 5 * th * e, "flops": 16 * th}  # dc, a, b -> da, db
 
 
+# Phase 1's proposal, kept for tests/test_ops.py: what tilegate gates is declared in
+# liger_bench/benchmark.py (EXPECTATIONS, PROFILES there).
+#
 # Liger's README claims "time efficient" RMSNorm, SwiGLU, CrossEntropy and FLCE (fusion: one
 # pass over memory where eager torch runs several kernels with fp32 intermediates), and memory,
 # not speed, for FLCE. torch's layer_norm is already one fused ATen kernel: no claim there.
