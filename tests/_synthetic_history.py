@@ -13,7 +13,7 @@ run here:
 * ties the rounds of one (dtype, layout, K) group together with a Gaussian copula (correlation
   `rho`, an assumption): interleaved rounds share the GPU's momentary state;
 * computes `ratio_to_torch` and `ratio_to_twin` as the suite does (median over rounds of
-  x_i / ref_i, `tilegate.stats.paired_ratio`).
+  x_i / ref_i, `tilegate.judge.stats.paired_ratio`).
 
 `rounds` defaults to 200 per case, fewer than the real 300-1900, so these series are somewhat
 noisier than real ones (a conservative test of false alarms). A `step` multiplies the samples
@@ -34,7 +34,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from tests._factories import H200_GPU, SOFTWARE, VARIANTS, _machine_info
-from tilegate.stats import paired_ratio
+from tilegate.judge.stats import paired_ratio
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_BASELINE = ROOT / "baselines" / "nvidia-h200.json"

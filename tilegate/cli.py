@@ -251,7 +251,8 @@ def _cmd_ab_noise(args: argparse.Namespace) -> int:
                     gpu_slug()  # no GPU: say so before materialising anything
             except (RuntimeError, ImportError) as err:
                 raise InputError(f"cannot measure: {err}") from err
-            extra = [*args.pytest_args, *ab_args("HEAD", PERF_DIR)]
+            # A/A calibration needs the full ratio distribution: no budget (--perf-ab-full)
+            extra = [*args.pytest_args, *ab_args("HEAD", PERF_DIR), "--perf-ab-full"]
             runs_made, failed = measure_runs(
                 args.measure, args.profile, extra, PERF_DIR, name="ab-noise"
             )

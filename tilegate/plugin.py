@@ -81,6 +81,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--perf-ab-ref", default=None, help="A/B run: the base ref as given")
     group.addoption("--perf-ab-sha", default=None, help="A/B run: the base commit")
     group.addoption(
+        "--perf-ab-full",
+        action="store_true",
+        help="A/B run without the budget: both sides of every case timed every round "
+        "(A/A calibration, tilegate ab-noise)",
+    )
+    group.addoption(
+        "--perf-ab-tolerances",
+        default=None,
+        metavar="FILE",
+        help="A/B run: per-case tolerances (tilegate.harness.budget; tilegate perf writes it "
+        "from the A/B noise file) for the stopping rule",
+    )
+    group.addoption(
         "--perf-shard",
         default=None,
         metavar="I/N",
@@ -376,8 +389,33 @@ class PerfRun:
             sampler=self.sampler,
             on_group=self._on_group,
             on_progress=self._say,
+            ab_budget=not config.getoption("--perf-ab-full"),
+            ab_tolerances=self._ab_tolerances(config),
         )
         self._done = 0
+
+    @staticmethod
+    def _ab_tolerances(config: pytest.Config) -> Any:
+        from tilegate.errors import InputError
+        from tilegate.harness.budget import load_tolerances
+
+        path = config.getoption("--perf-ab-tolerances")
+        try:
+            return load_tolerances(Path(path) if path else None)
+        except InputError as err:
+            raise pytest.UsageError(str(err)) from err
+
+    def budget(self) -> dict[str, Any] | None:
+        """machine_info.tilegate.budget: how an A/B run's rounds were spent (None outside A/B)."""
+        from tilegate.harness.budget import summarize, summary_line
+
+        infos = [
+            r.extra["budget"] for r in self.measurer._results.values() if "budget" in r.extra
+        ]
+        if not infos:
+            return None
+        total = summarize(infos)
+        return {**total, "summary": summary_line(total)}
 
     def _say(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -440,6 +478,7 @@ class PerfRun:
             # exists is a failure, a renamed one is judged under its new name
             **self.registry_facts,
             **({"ab": self.ab} if self.ab else {}),
+            **({"budget": self.budget()} if self.ab and self.budget() else {}),
             **(
                 {"shard": self.config.getoption("--perf-shard")}
                 if self.config.getoption("--perf-shard")

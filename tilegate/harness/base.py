@@ -1,17 +1,20 @@
-"""The base side of an A/B run: another commit's `kernels/`, materialised and imported beside ours.
+"""The base side of an A/B run: another commit's kernel source, materialised and imported beside ours.
 
-`materialise(ref)` resolves REF in the repository (a pull request's base is `HEAD^1` of
-GitHub's merge commit), extracts that commit's `kernels/` with `git archive` into
-`.perf/ab/<sha>/kernels/` and `load(path)` imports it under a package name of its own,
+`materialise(ref, repo)` resolves REF in the repository (a pull request's base is `HEAD^1` of
+GitHub's merge commit), extracts that commit's source path (`[tool.tilegate] source`: the base
+commit's own configuration decides, else the head's) with `git archive` into
+`.perf/ab/<sha>/<package>/` and `load(path)` imports it under a package name of its own,
 `tilegate_base_<sha12>`, so that both versions of every Triton kernel are compiled and live side
-by side in one process. The kernels package uses relative imports only (tests/test_ab.py checks
-it), which is what lets it be imported under another name.
+by side in one process. The package must use relative imports only (tests/test_ab.py checks
+this repository's), which is what lets it be imported under another name.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import io
+import json
 import shutil
 import subprocess
 import sys
@@ -24,7 +27,7 @@ from typing import Any
 
 from tilegate.errors import InputError
 
-PACKAGE = "kernels"
+SOURCE_FILE = "tilegate-source.json"  # in the base's directory: its package and benchmark
 FETCH_HINT = (
     "In GitHub Actions check out with `fetch-depth: 2` (a pull request's merge commit and its "
     "parents: the base is HEAD^1), or `fetch-depth: 0` for any other ref; locally, "
@@ -53,38 +56,84 @@ def package_name(sha: str) -> str:
     return f"tilegate_base_{sha[:12]}"
 
 
-def materialise(ref: str, repo: Path, dest_root: Path) -> Base:
-    """Extract REF's kernels/ under dest_root/<sha>/; InputError naming REF when it cannot."""
+def _base_config(repo: Path, sha: str) -> tuple[str, str] | None:
+    """(source, benchmark) of the base commit's own [tool.tilegate], or None if it has none."""
+    from tilegate.config import parse, read_table
+
+    shown = _git(repo, "show", f"{sha}:./pyproject.toml")
+    if shown.returncode != 0:
+        return None
+    tmp = Path(repo) / ".perf" / "ab" / f".{sha}.pyproject.toml"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_bytes(shown.stdout)
+    try:
+        table = read_table(tmp)
+        if table is None:
+            return None
+        config = parse(table, tmp)
+    except InputError:
+        return None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return config.source, config.benchmark
+
+
+def materialise(
+    ref: str, repo: Path, dest_root: Path, *, source: str, benchmark: str | None = None
+) -> Base:
+    """Extract REF's source path under dest_root/<sha>/; InputError naming REF when it cannot.
+
+    `source` and `benchmark` are the head's [tool.tilegate]; the base commit's own win.
+    """
     found = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if found.returncode != 0:
         raise InputError(
             f"A/B base {ref!r} is not a commit of {repo} (missing, or not fetched). {FETCH_HINT}"
         )
     sha = found.stdout.decode().strip()
-    archive = _git(repo, "archive", "--format=tar", sha, f"{PACKAGE}/")
+    source, benchmark = _base_config(repo, sha) or (source, benchmark)
+    archive = _git(repo, "archive", "--format=tar", sha, f"{source}/")
     if archive.returncode != 0:
         why = archive.stderr.decode().strip()
-        raise InputError(f"A/B base {ref} ({sha[:12]}) has no {PACKAGE}/ to measure: {why}")
+        raise InputError(f"A/B base {ref} ({sha[:12]}) has no {source}/ to measure: {why}")
     dest = dest_root / sha
     staging = dest_root / f".{sha}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         tar.extractall(staging, filter="data")
+    package = Path(source).name
+    if Path(source).parent != Path():  # src/mypkg: the package directly under the base dir
+        (staging / source).replace(staging / package)
+    (staging / SOURCE_FILE).write_text(
+        json.dumps({"package": package, "benchmark": benchmark}) + "\n"
+    )
     shutil.rmtree(dest, ignore_errors=True)
     staging.replace(dest)
     return Base(ref, sha, dest, package_name(sha))
 
 
+def _source(path: Path) -> tuple[str, str | None]:
+    """(package directory, benchmark 'module:attribute') of a materialised base."""
+    try:
+        facts = json.loads((path / SOURCE_FILE).read_text())
+        return str(facts["package"]), facts.get("benchmark")
+    except (OSError, ValueError, KeyError) as err:
+        raise InputError(
+            f"A/B base {path} was not materialised by tilegate (no readable {SOURCE_FILE})"
+        ) from err
+
+
 def load(path: Path, package: str) -> ModuleType:
-    """Import path/kernels/ as `package`; InputError naming it when the base does not import."""
+    """Import the base's package as `package`; InputError naming it when the base does not import."""
     if package in sys.modules:
         return sys.modules[package]
-    init = path / PACKAGE / "__init__.py"
+    source, _ = _source(path)
+    init = path / source / "__init__.py"
     if not init.is_file():
-        raise InputError(f"A/B base {path} has no {PACKAGE}/__init__.py")
+        raise InputError(f"A/B base {path} has no {source}/__init__.py")
     spec = importlib.util.spec_from_file_location(
-        package, init, submodule_search_locations=[str(path / PACKAGE)]
+        package, init, submodule_search_locations=[str(path / source)]
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -96,9 +145,33 @@ def load(path: Path, package: str) -> ModuleType:
         raise InputError(
             f"the A/B base's kernels ({path}) fail to import: {type(err).__name__}: {err}"
         ) from err
-    if not hasattr(module, "VARIANTS"):
-        raise InputError(f"the A/B base's kernels ({path}) have no VARIANTS registry")
     return module
+
+
+def load_benchmark(path: Path, package: str) -> Any:
+    """The base's declared benchmark (its [tool.tilegate] benchmark, inside its source package)."""
+    from tilegate.declare import Benchmark
+
+    module = load(path, package)
+    source, benchmark = _source(path)
+    if not benchmark:
+        raise InputError(f"A/B base {path}: no [tool.tilegate] benchmark to load")
+    mod_name, _, attr = benchmark.partition(":")
+    if mod_name != source and not mod_name.startswith(f"{source}."):
+        raise InputError(
+            f"A/B base {path}: benchmark {benchmark!r} is not inside the source package "
+            f"{source!r}, so the base's version of it cannot be imported beside the head's"
+        )
+    inner = package + mod_name[len(source) :]
+    try:
+        found = getattr(importlib.import_module(inner) if inner != package else module, attr, None)
+    except Exception as err:
+        raise InputError(
+            f"A/B base {path}: importing {mod_name} failed: {type(err).__name__}: {err}"
+        ) from err
+    if not isinstance(found, Benchmark):
+        raise InputError(f"A/B base {path}: {benchmark} is not a tilegate.declare.Benchmark")
+    return found
 
 
 # --- variant identity across the change ------------------------------------------------------
@@ -146,7 +219,7 @@ def renames(base: Mapping[str, Any], head: Mapping[str, Any]) -> dict[str, str]:
             n
             for n in base_only
             if _switches(base[n]) == key
-            and {v: k for k, v in out.items()}.get(_twin(base[n]), _twin(base[n]))
+            and {v: k for k, v in out.items()}.get(_twin(base[n]) or "", _twin(base[n]))
             == twin
         ]
         if len(same) == 1 and not any(_switches(head[o]) == key for o in head_only if o != name):

@@ -115,7 +115,18 @@ def _pairs(run: Run, key: str) -> tuple[Row, Row] | None:
 
 
 def _per_round(run: Run, head: Row, base: Row) -> np.ndarray:
-    """head_i / base_i for every round; InputError when the two were not timed in the same rounds."""
+    """head_i / base_i for every round both were timed in (an A/B budget times some base rows in
+    fewer rounds: Row.timed_in, tilegate.harness.budget); InputError when they share none or, with
+    no round ranges, the counts differ."""
+    if head.timed_in is not None or base.timed_in is not None:
+        from tilegate.harness.budget import aligned
+
+        h, b = aligned(head.samples_s, head.timed_in, base.samples_s, base.timed_in)
+        if not h:
+            raise InputError(
+                f"results file {run.path}, row {head.key}: head and base share no timed round"
+            )
+        return np.asarray(h) / np.asarray(b)
     if len(head.samples_s) != len(base.samples_s):
         raise InputError(
             f"results file {run.path}, row {head.key}: head and base have {len(head.samples_s)} "
@@ -144,6 +155,17 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
             raise InputError(f"results {run.path} is not an A/B run (no base rows)")
         if run.env.injected:
             raise InputError(f"results {run.path} ran with TEST-ONLY injections: not A/A")
+        budgeted = sorted(
+            k
+            for k, b in run.base_rows.items()
+            if k in run.rows and b.timed_in is not None and len(b.samples_s) < len(run.rows[k].samples_s)
+        )
+        if budgeted:
+            raise InputError(
+                f"results {run.path} timed the base side of {listing(budgeted)} in fewer rounds "
+                "(the A/B budget): A/A calibration needs both sides every round; measure with "
+                "--perf-ab-full (`tilegate ab-noise --measure N` does)"
+            )
         changed = [
             k
             for k, base in run.base_rows.items()
@@ -390,7 +412,7 @@ def judge_case(
         note = "same code on both sides (the whole case's identity): the ratio is noise"
         return replace(measured, verdict=ABVerdict.UNCHANGED, note=note)
     need = stats.min_pairs_signed_rank(policy.alpha)
-    few = [(run, len(h.samples_s)) for run, h, _ in pairs if len(h.samples_s) < need]
+    few = [(run, len(r)) for (run, _, _), r in zip(pairs, per_run) if len(r) < need]
     if few:
         run, n = few[0]
         raise InputError(
@@ -489,6 +511,6 @@ def _order(run: Run) -> Any:
 
     def key(case_id: str) -> tuple[Any, ...]:
         row = run.rows.get(case_id) or run.base_rows[case_id]
-        return (row.dtype, row.layout, row.K, order.get(row.variant, 99), row.variant)
+        return (row.order, order.get(row.variant, 99), row.variant)
 
     return key

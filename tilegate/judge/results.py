@@ -113,6 +113,8 @@ class Environment:
     dirty: bool | None
     datetime: str | None
     ab: Mapping[str, Any] | None = None  # an A/B run: {"ref", "sha", "variants"} of its base
+    # an A/B run's budget: how its rounds were spent (tilegate.harness.budget.summarize)
+    budget: Mapping[str, Any] | None = None
     # Triton / torch warnings of the run (recorded by the suite, not raised): category, message,
     # source, count, first_case
     warnings: tuple[Mapping[str, Any], ...] = ()
@@ -168,6 +170,9 @@ class Row:
     gpu_index: int | None = None  # `tilegate perf --gpus N`: which GPU of the host measured it
     gpu_serial: str | None = None
     ratio_to_base: float | None = None  # A/B head rows: head / base, paired per round
+    # which of its group's rounds the samples are (half-open ranges, tilegate.harness.budget);
+    # None: every round of the group. An A/B run's budget times some base rows in fewer rounds
+    timed_in: tuple[tuple[int, int], ...] | None = None
 
     @property
     def order(self) -> tuple[Any, ...]:
@@ -241,7 +246,7 @@ class Run:
         y = self.find(than, group, side=side)
         if x is None or y is None:
             return None
-        return stats.paired_ratio(x.samples_s, y.samples_s)
+        return paired(x, y)
 
     @property
     def reference(self) -> str | None:
@@ -444,6 +449,9 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
         renamed=MappingProxyType({str(k): tuple(v) for k, v in renamed.items()}),
         gpus=tuple(MappingProxyType(dict(g)) for g in gpus),
         ab=MappingProxyType(dict(ab)) if ab else None,
+        budget=(
+            MappingProxyType(dict(tg["budget"])) if isinstance(tg.get("budget"), dict) else None
+        ),
         warnings=tuple(MappingProxyType(dict(w)) for w in warned),
         variants=tuple(variants) if variants is not None else None,
         harness_version=str(tg.get("harness_version", "unknown")),
@@ -563,7 +571,16 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
         raise InputError(
             f"{where}: extra_info.tilegate.gpu_index is {gpu_index!r}; expected an integer"
         )
+    timed_in = None
+    if tg.get("timed_in") is not None:
+        from tilegate.harness.budget import check_ranges
+
+        try:
+            timed_in = check_ranges(tg["timed_in"], len(samples))
+        except ValueError as err:
+            raise InputError(f"{where}: extra_info.tilegate.{err}") from err
     return Row(
+        timed_in=timed_in,
         gpu_index=gpu_index,
         gpu_serial=str(tg["gpu_serial"]) if tg.get("gpu_serial") is not None else None,
         reference=tg.get("reference") is True,
@@ -592,11 +609,29 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
 RATIO_AGREEMENT = 5e-4
 
 
+def paired(x: Row, y: Row) -> float:
+    """x / y over the rounds both rows were timed in (`stats.paired_ratio`)."""
+    from tilegate.harness.budget import aligned
+
+    return stats.paired_ratio(*aligned(x.samples_s, x.timed_in, y.samples_s, y.timed_in))
+
+
 def _ensure_paired(path: Path, sides: Mapping[str, Mapping[str, Row]]) -> None:
-    """The rows of a group (both sides of an A/B run) were timed in the same rounds: same count."""
+    """The rows of a group (both sides of an A/B run) were timed in the same rounds: same count.
+
+    A row that says which of the group's rounds it was timed in (`timed_in`, an A/B budget's
+    sentinel or stopped base) is checked against the group's rounds instead: within them, and
+    sharing rounds with the group's rows timed in all of them."""
     groups: dict[str, list[tuple[str, int]]] = {}
+    spans: dict[str, int] = {}
+    for rows in sides.values():
+        for row in rows.values():
+            if row.timed_in is not None:
+                spans[row.group] = max(spans.get(row.group, 0), row.timed_in[-1][1])
     for side, rows in sides.items():
         for row in rows.values():
+            if row.timed_in is not None and row.timed_in != ((0, spans[row.group]),):
+                continue  # budgeted into some rounds: paired over the rounds it shares
             name = row.key + ("@base" if side == "base" else "")
             groups.setdefault(row.group, []).append((name, len(row.samples_s)))
     for group, members in groups.items():
@@ -638,7 +673,13 @@ def _checked_ratios(
                     )
                 derived[name] = None
                 continue
-            now = stats.paired_ratio(row.samples_s, other.samples_s)
+            try:
+                now = paired(row, other)
+            except ValueError as err:
+                raise InputError(
+                    f"results file {path}, row {key}: its {name} cannot be paired with "
+                    f"{other.key}: {err}; measure again"
+                ) from err
             if recorded is not None and abs(recorded / now - 1) > RATIO_AGREEMENT:
                 raise InputError(
                     f"results file {path}, row {key}: records {name} = {recorded:.6g}, but its "

@@ -20,9 +20,10 @@ The decision rule (docs/gate.md explains the numbers):
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
+from typing import Any
 
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
 from tilegate.harness.identity import same_scheme
@@ -85,6 +86,14 @@ class RowVerdict:
     @property
     def variant(self) -> str:
         return self._row.variant
+
+    @property
+    def order(self) -> tuple[Any, ...]:
+        return self._row.order
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        return self._row.params
 
     @property
     def dtype(self) -> str:
@@ -239,9 +248,9 @@ def _ensure_same_setup(run: Run, conf: Run) -> None:
         )
     for key, row in conf.rows.items():
         first = run.rows.get(key)
-        if first is not None and (first.M, first.N) != (row.M, row.N):
+        if first is not None and first.params != row.params:
             raise InputError(
-                f"confirmation run {conf.path}, row {key}: M, N differ from results {run.path}"
+                f"confirmation run {conf.path}, row {key}: its parameters differ from results {run.path}"
             )
 
 
@@ -291,10 +300,14 @@ def compare(
         )
     for key in shared:
         r, b = run.rows[key], baseline.rows[key]
-        if (r.M, r.N) != (b.M, b.N):
+        if dict(r.params) != dict(b.params):
+            differ = ", ".join(
+                f"{k}={r.params.get(k)}" for k in r.params if r.params.get(k) != b.params.get(k)
+            )
+            held = ", ".join(f"{k}={b.params.get(k)}" for k in b.params if r.params.get(k) != b.params.get(k))
             raise InputError(
-                f"results {run.path}, row {key}: measured at M={r.M}, N={r.N}, but baseline {baseline.path} holds "
-                f"M={b.M}, N={b.N}. Run the baseline's shape, or rebaseline."
+                f"results {run.path}, row {key}: measured at {differ}, but baseline {baseline.path} holds "
+                f"{held}. Run the baseline's shape, or rebaseline."
             )
     _ensure_enough_samples([run, *confirmations], baseline)
     measured_groups = run.groups
@@ -365,7 +378,7 @@ def compare(
 
     checks = [
         check_expectation(
-            e, c.K, c.max_ratio, [run], stats.median(c.measured) if c.measured else None
+            e, c.value, c.max_ratio, [run], stats.median(c.measured) if c.measured else None
         )
         for e in baseline.expectations
         for c in e.bounds
@@ -383,7 +396,7 @@ def compare(
         ]
         checks = [
             check_expectation(
-                c.expectation, c.K, c.max_ratio, [run, *confirmations], c.baseline_ratio
+                c.expectation, c.value, c.max_ratio, [run, *confirmations], c.baseline_ratio
             )
             if c.status is Status.FAIL
             else c
@@ -405,7 +418,7 @@ def compare(
             for v in verdicts
         ]
     order = {v: i for i, v in enumerate(run.variant_order)}
-    verdicts.sort(key=lambda v: (v.dtype, v.layout, v.K, order.get(v.variant, 99), v.variant))
+    verdicts.sort(key=lambda v: (v.order, order.get(v.variant, 99), v.variant))
     return Comparison(
         run,
         baseline,
@@ -446,7 +459,7 @@ def renamed_baseline(baseline: Baseline, run: Run) -> Baseline:
     expectations = tuple(
         replace(
             e,
-            id=expectation_id(str(name(e.faster)), str(name(e.than)), e.dtype, e.layout),
+            id=expectation_id(str(name(e.faster)), str(name(e.than)), e.where),
             faster=str(name(e.faster)),
             than=str(name(e.than)),
         )
@@ -534,7 +547,7 @@ def base_ratio_to_reference(base: BaselineRow, baseline: Baseline, reference: st
         (
             b
             for b in baseline.rows.values()
-            if (b.variant, b.dtype, b.layout, b.K) == (reference, base.dtype, base.layout, base.K)
+            if (b.variant, b.group) == (reference, base.group)
         ),
         None,
     )
@@ -571,7 +584,7 @@ def _blame(v: RowVerdict, runs: Sequence[Run], baseline: Baseline) -> RowVerdict
         [
             r
             for r in (
-                run.ratio(row.variant, reference, row.dtype, row.layout, row.K) for run in runs
+                run.ratio(row.variant, reference, row.group) for run in runs
             )
             if r is not None
         ]

@@ -169,6 +169,13 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
 # --- A/B against the base ----------------------------------------------------------------------------
 
 
+def _ab_budget(ab: Any) -> list[str]:
+    """How the run's rounds were spent (tilegate.harness.budget), when it was budgeted."""
+    budget = ab.run.env.budget
+    line = budget.get("summary") if budget else None
+    return [f"*{line}*", ""] if isinstance(line, str) and line else []
+
+
 def _ab_summary(ab: ABComparison) -> list[str]:
     out: list[str] = []
 
@@ -304,6 +311,7 @@ def _ab(ab: ABComparison) -> list[str]:
     return [
         f"## A/B against `{ab.ref}`{sha}: one process, the same rounds{confirmed}",
         "",
+        *_ab_budget(ab),
         *_ab_summary(ab),
         "",
         *_ab_table(ab),

@@ -76,6 +76,11 @@ def _suite(
         "-p",
         "no:cacheprovider",
         "-v",
+        # a run whose every case failed must still end in pytest's report of why, not in
+        # pytest-benchmark's "nothing to save" warning raised as an error by a repo's
+        # `filterwarnings = error`
+        "-W",
+        "ignore::pytest_benchmark.logger.PytestBenchmarkWarning",
         f"--perf-profile={profile}",
         f"--benchmark-json={partial}",
         "--benchmark-columns=min,median,iqr,max,rounds",
@@ -274,6 +279,8 @@ class Perf:
             base = ab_args(self.ab, self.out_dir)
             args += base
             self.log(f"perf: A/B against {self.ab}: {base[0]}")
+            if not any(a.startswith("--perf-ab-full") for a in args):
+                args.append(f"--perf-ab-tolerances={ab_tolerances(slug, self.baselines_dir, self.out_dir)}")
         elif not baseline.exists() and not self.report_only:
             return self._fail(
                 f"no baseline {baseline} for GPU '{slug}'. Record one on this GPU with "
@@ -354,6 +361,19 @@ def ab_args(ref: str, out_dir: Path) -> list[str]:
         ref, config.root, out_dir / "ab", source=config.source, benchmark=config.benchmark
     )
     return [f"--perf-ab-base={base.path}", f"--perf-ab-ref={ref}", f"--perf-ab-sha={base.sha}"]
+
+
+def ab_tolerances(slug: str, baselines_dir: Path, out_dir: Path) -> Path:
+    """The A/B noise file's per-case tolerances as the suite's stopping rule reads them
+    (tilegate.harness.budget): the same tolerances the verdict will apply."""
+    from tilegate.harness.budget import save_tolerances, tolerances_from_noise
+    from tilegate.judge.ab import load_noise, noise_path
+
+    noise_file = noise_path(slug, baselines_dir)
+    noise = load_noise(noise_file) if noise_file.exists() else None
+    out = out_dir / "ab-tolerances.json"
+    save_tolerances(tolerances_from_noise(noise), out)
+    return out
 
 
 def measure_runs(
