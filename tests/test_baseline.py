@@ -266,11 +266,22 @@ reason = "tiny kernels jitter"
 """,
         )
     )
-    assert tol.tolerance("tma_xtile_persistent", {"dtype": "fp16", "layout": "nt", "K": 4096}, drift=0.001)[0] == 0.06
-    value, source, noisy = tol.tolerance("tma_xtile_persistent", {"dtype": "fp16", "layout": "nt", "K": 512}, drift=0.03)
+    assert (
+        tol.tolerance(
+            "tma_xtile_persistent", {"dtype": "fp16", "layout": "nt", "K": 4096}, drift=0.001
+        )[0]
+        == 0.06
+    )
+    value, source, noisy = tol.tolerance(
+        "tma_xtile_persistent", {"dtype": "fp16", "layout": "nt", "K": 512}, drift=0.03
+    )
     assert value == pytest.approx(0.09) and not noisy and "compute-bound" in source
-    assert tol.tolerance("tiled", {"dtype": "fp16", "layout": "nt", "K": 128}, drift=0.001)[0] == 0.05
-    assert tol.tolerance("tiled", {"dtype": "fp16", "layout": "nt", "K": 512}, drift=0.001)[0] == 0.03
+    assert (
+        tol.tolerance("tiled", {"dtype": "fp16", "layout": "nt", "K": 128}, drift=0.001)[0] == 0.05
+    )
+    assert (
+        tol.tolerance("tiled", {"dtype": "fp16", "layout": "nt", "K": 512}, drift=0.001)[0] == 0.03
+    )
 
 
 def test_a_fixed_override_below_the_noise_is_flagged(tmp_path: Path) -> None:

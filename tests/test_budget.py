@@ -160,7 +160,10 @@ def test_tolerances_round_trip_and_summary_line(tmp_path) -> None:
     total = bd.summarize([g.info(n) for n in g.slots])
     line = bd.summary_line(total)
     assert total["changed_cases"] == 1 and total["stopped_early"] == 1
-    assert "1 changed case(s) 30 rounds" in line and "2 unchanged case(s) head-only + 30 sentinel" in line
+    assert (
+        "1 changed case(s) 30 rounds" in line
+        and "2 unchanged case(s) head-only + 30 sentinel" in line
+    )
 
 
 # --- the measurer with fakes: identity from the correctness call, then the budgeted sweeps ------
@@ -185,18 +188,18 @@ class _Variant:
 class _Bench:
     name = "fake"
 
-    def inputs(self, params, device, seed):  # noqa: ANN001, ANN201
+    def inputs(self, params, device, seed):
         return None
 
-    def reference_output(self, params, inputs):  # noqa: ANN001, ANN201
+    def reference_output(self, params, inputs):
         import torch
 
         return torch.ones(4)
 
-    def tolerance_for(self, params) -> float:  # noqa: ANN001
+    def tolerance_for(self, params) -> float:
         return 1e-3
 
-    def work_for(self, params):  # noqa: ANN001, ANN201
+    def work_for(self, params):
         from tilegate.declare import Work
 
         return Work()
@@ -213,15 +216,19 @@ class _Timer:
         self.rng = np.random.default_rng(3)
         self.calls = 0
 
-    def warm(self, fns, seconds, pairs=None) -> float:  # noqa: ANN001
+    def warm(self, fns, seconds, pairs=None) -> float:
         return 1e-3
 
-    def time(self, fns, rounds=None, pairs=None):  # noqa: ANN001, ANN201
+    def time(self, fns, rounds=None, pairs=None):
         drift = 1 + 0.01 * self.rng.standard_normal(rounds)
         self.calls += len(fns) * rounds
         return {
-            n: list(1e-3 * drift * (1.10 if n == self.slow else 1.0)
-                    * (1 + 0.002 * self.rng.standard_normal(rounds)))
+            n: list(
+                1e-3
+                * drift
+                * (1.10 if n == self.slow else 1.0)
+                * (1 + 0.002 * self.rng.standard_normal(rounds))
+            )
             for n in fns
         }
 
@@ -281,7 +288,7 @@ def test_measurer_ab_full_times_both_sides_every_round() -> None:
 
 
 def test_measurer_extends_an_undecided_pair_up_to_the_cap() -> None:
-    m, cases, timer = _ab_measurer(True, slow=None)
+    m, cases, _timer = _ab_measurer(True, slow=None)
     m.registry["a"] = _Variant("a", injected="changed-but-same-speed")
     m.ab_tolerances = Tolerances({"a-K1": 0.0})  # no interval can be inside +-0: never decided
     res = {c.test_id: m.result(c) for c in cases}
@@ -291,7 +298,7 @@ def test_measurer_extends_an_undecided_pair_up_to_the_cap() -> None:
     assert res["b-K1"].extra["ratio_to_reference"] == pytest.approx(1.0, abs=0.01)
 
 
-def _write_and_judge(tmp_path, cases, res) -> None:  # noqa: ANN001
+def _write_and_judge(tmp_path, cases, res) -> None:
     """The rows as the suite writes them load (pytest-benchmark JSON) and the A/B judge pairs them."""
     import json
 
@@ -313,13 +320,26 @@ def _write_and_judge(tmp_path, cases, res) -> None:  # noqa: ANN001
     from _factories import _machine_info
 
     mi = _machine_info(
-        mode="smoke", profile="smoke", m=40, n=48, ks=(1,), rounds=150, gpu=None,
-        software=None, throttled=False, injected=(), ab={},
+        mode="smoke",
+        profile="smoke",
+        m=40,
+        n=48,
+        ks=(1,),
+        rounds=150,
+        gpu=None,
+        software=None,
+        throttled=False,
+        injected=(),
+        ab={},
     )
-    line = bd.summary_line(bd.summarize([r.extra["budget"] for r in res.values() if "budget" in r.extra]))
+    line = bd.summary_line(
+        bd.summarize([r.extra["budget"] for r in res.values() if "budget" in r.extra])
+    )
     mi["tilegate"]["budget"] = {"summary": line}
     path = tmp_path / "results.json"
-    path.write_text(json.dumps({"machine_info": mi, "benchmarks": bench, "datetime": "2026-12-01T00:00:00"}))
+    path.write_text(
+        json.dumps({"machine_info": mi, "benchmarks": bench, "datetime": "2026-12-01T00:00:00"})
+    )
     run = load_results(path)
     assert len(run.base_rows["b-K1"].samples_s) == 30
     cmp = compare_ab(run, None)

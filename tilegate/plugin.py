@@ -409,9 +409,7 @@ class PerfRun:
         """machine_info.tilegate.budget: how an A/B run's rounds were spent (None outside A/B)."""
         from tilegate.harness.budget import summarize, summary_line
 
-        infos = [
-            r.extra["budget"] for r in self.measurer._results.values() if "budget" in r.extra
-        ]
+        infos = [r.extra["budget"] for r in self.measurer._results.values() if "budget" in r.extra]
         if not infos:
             return None
         total = summarize(infos)

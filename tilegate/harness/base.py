@@ -219,8 +219,7 @@ def renames(base: Mapping[str, Any], head: Mapping[str, Any]) -> dict[str, str]:
             n
             for n in base_only
             if _switches(base[n]) == key
-            and {v: k for k, v in out.items()}.get(_twin(base[n]) or "", _twin(base[n]))
-            == twin
+            and {v: k for k, v in out.items()}.get(_twin(base[n]) or "", _twin(base[n])) == twin
         ]
         if len(same) == 1 and not any(_switches(head[o]) == key for o in head_only if o != name):
             out[name] = same[0]

@@ -154,7 +154,9 @@ def decide(
     return None
 
 
-def sentinel_settled(ratios: Sequence[float], moved: float, confidence: float, min_pairs: int) -> bool:
+def sentinel_settled(
+    ratios: Sequence[float], moved: float, confidence: float, min_pairs: int
+) -> bool:
     """The sentinel's rounds suffice: its interval lies inside +-moved, so the consistency rule
     (|median - 1| > moved) cannot fire on more data of the same kind; or entirely outside, so it
     fires however many more rounds come."""
@@ -242,7 +244,9 @@ def load_tolerances(path: Path | None) -> Tolerances:
     )
     if not ok or not isinstance(pol, dict):
         raise InputError(f"{where}: tolerances must be case id -> a number in (0, 1)")
-    return Tolerances({str(k): float(v) for k, v in tols.items()}, **{k: float(v) for k, v in pol.items()})
+    return Tolerances(
+        {str(k): float(v) for k, v in tols.items()}, **{k: float(v) for k, v in pol.items()}
+    )
 
 
 # --- the plan of one group ---------------------------------------------------------------------
@@ -358,14 +362,16 @@ class GroupBudget:
 
     def _extending(self, name: str) -> bool:
         base = self.pairs.get(name)
-        return base is not None and self.slots[base].active and self.slots[base].role == "changed-base"
+        return (
+            base is not None and self.slots[base].active and self.slots[base].role == "changed-base"
+        )
 
     def ratios(self, head: str) -> list[float]:
         base = self.pairs[head]
         h, b = aligned(
             self.samples[head], self.slots[head].ranges, self.samples[base], self.slots[base].ranges
         )
-        return [x / y for x, y in zip(h, b) if y > 0]
+        return [x / y for x, y in zip(h, b, strict=False) if y > 0]
 
     def _look(self, timed: Mapping[str, Sequence[float]]) -> None:
         last_profile = self.sweep == self.passes
@@ -440,14 +446,12 @@ def summarize(infos: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def summary_line(total: Mapping[str, Any]) -> str:
-    """"rounds: 14 changed cases 2,310 rounds (median 150, 3 stopped early, 2 extended to 450),
+    """ "rounds: 14 changed cases 2,310 rounds (median 150, 3 stopped early, 2 extended to 450),
     82 unchanged cases head-only + 7 sentinel base rounds"."""
     if not total.get("enabled", True):
         return "rounds: budget off (--perf-ab-full): both sides of every case timed every round"
     sr = total.get("sentinel_rounds") or []
-    sent = (
-        f"{sr[0]:,}" if len(sr) == 1 else f"{sr[0]:,}-{sr[-1]:,}" if sr else "0"
-    )
+    sent = f"{sr[0]:,}" if len(sr) == 1 else f"{sr[0]:,}-{sr[-1]:,}" if sr else "0"
     full = total.get("sentinel_full", 0)
     return (
         f"rounds: {total['changed_cases']} changed case(s) {total['changed_rounds']:,} rounds "
@@ -458,4 +462,3 @@ def summary_line(total: Mapping[str, Any]) -> str:
         + f"), {total['unchanged_cases']} unchanged case(s) head-only + {sent} sentinel base rounds"
         + (f" ({full} timed in full: their sentinel did not settle)" if full else "")
     )
-

@@ -239,7 +239,9 @@ class GroupMeasurer:
             todo = [prep for prep in budgeted if prep.budget.active()]
             if not todo:
                 break
-            self.on_progress(f"timing extension sweep {p + 1 - self.passes}: {len(todo)} group(s) undecided")
+            self.on_progress(
+                f"timing extension sweep {p + 1 - self.passes}: {len(todo)} group(s) undecided"
+            )
             for prep in todo:
                 t0 = time.perf_counter()
                 self._sweep(prep, warm=True)

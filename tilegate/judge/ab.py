@@ -158,7 +158,9 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
         budgeted = sorted(
             k
             for k, b in run.base_rows.items()
-            if k in run.rows and b.timed_in is not None and len(b.samples_s) < len(run.rows[k].samples_s)
+            if k in run.rows
+            and b.timed_in is not None
+            and len(b.samples_s) < len(run.rows[k].samples_s)
         )
         if budgeted:
             raise InputError(
@@ -412,7 +414,7 @@ def judge_case(
         note = "same code on both sides (the whole case's identity): the ratio is noise"
         return replace(measured, verdict=ABVerdict.UNCHANGED, note=note)
     need = stats.min_pairs_signed_rank(policy.alpha)
-    few = [(run, len(r)) for (run, _, _), r in zip(pairs, per_run) if len(r) < need]
+    few = [(run, len(r)) for (run, _, _), r in zip(pairs, per_run, strict=False) if len(r) < need]
     if few:
         run, n = few[0]
         raise InputError(

@@ -304,7 +304,9 @@ def compare(
             differ = ", ".join(
                 f"{k}={r.params.get(k)}" for k in r.params if r.params.get(k) != b.params.get(k)
             )
-            held = ", ".join(f"{k}={b.params.get(k)}" for k in b.params if r.params.get(k) != b.params.get(k))
+            held = ", ".join(
+                f"{k}={b.params.get(k)}" for k in b.params if r.params.get(k) != b.params.get(k)
+            )
             raise InputError(
                 f"results {run.path}, row {key}: measured at {differ}, but baseline {baseline.path} holds "
                 f"{held}. Run the baseline's shape, or rebaseline."
@@ -544,11 +546,7 @@ def base_ratio_to_reference(base: BaselineRow, baseline: Baseline, reference: st
     if base.ratio_to_reference is not None:
         return base.ratio_to_reference
     ref = next(
-        (
-            b
-            for b in baseline.rows.values()
-            if (b.variant, b.group) == (reference, base.group)
-        ),
+        (b for b in baseline.rows.values() if (b.variant, b.group) == (reference, base.group)),
         None,
     )
     return base.median_s / ref.median_s if ref is not None else None
@@ -581,13 +579,7 @@ def _blame(v: RowVerdict, runs: Sequence[Run], baseline: Baseline) -> RowVerdict
     reference = runs[0].reference
     then = base_ratio_to_reference(base, baseline, reference) if reference else None
     now = (
-        [
-            r
-            for r in (
-                run.ratio(row.variant, reference, row.group) for run in runs
-            )
-            if r is not None
-        ]
+        [r for r in (run.ratio(row.variant, reference, row.group) for run in runs) if r is not None]
         if reference
         else []
     )

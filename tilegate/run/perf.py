@@ -280,7 +280,9 @@ class Perf:
             args += base
             self.log(f"perf: A/B against {self.ab}: {base[0]}")
             if not any(a.startswith("--perf-ab-full") for a in args):
-                args.append(f"--perf-ab-tolerances={ab_tolerances(slug, self.baselines_dir, self.out_dir)}")
+                args.append(
+                    f"--perf-ab-tolerances={ab_tolerances(slug, self.baselines_dir, self.out_dir)}"
+                )
         elif not baseline.exists() and not self.report_only:
             return self._fail(
                 f"no baseline {baseline} for GPU '{slug}'. Record one on this GPU with "
