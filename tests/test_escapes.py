@@ -481,3 +481,29 @@ def test_the_identity_is_the_code_not_the_package_name(tmp_path: Path) -> None:
 
     assert ident("tilegate_base_aaaaaaaaaaaa") == ident("kernels")
     assert ident("tilegate_base_bbbbbbbbbbbb") != ident("kernels")
+
+
+@pytest.mark.parametrize(
+    ("override_kernel", "holds"), [("rms_norm-fwd", True), ("swiglu-fwd", False)]
+)
+def test_an_override_on_any_declared_parameter_explains_a_tolerance(
+    tmp_path: Path, override_kernel: str, holds: bool
+) -> None:
+    """The Liger example's baseline: a tolerance above the policy's ceiling is explained only by
+    an override that matches its row on the benchmark's own parameter (`kernel`), not only on
+    the matmul names (dtype, layout, K)."""
+    d = tmp_path / "baselines"
+    d.mkdir()
+    shutil.copy(ROOT / "examples/liger/baselines/nvidia-h200.json", d / "nvidia-h200.json")
+    _edit_json(
+        d / "nvidia-h200.json",
+        lambda x: x["rows"]["liger-rms_norm-fwd-bf16-T8192-H4096"].update(tolerance=0.2),
+    )
+    (d / "tolerances.toml").write_text(
+        f'[[override]]\nkernel = "{override_kernel}"\nceiling = 0.25\nreason = "test"\n'
+    )
+    if holds:
+        check_consistent(d)
+    else:
+        with pytest.raises(InputError, match="liger-rms_norm-fwd-bf16-T8192-H4096"):
+            check_consistent(d)

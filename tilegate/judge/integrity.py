@@ -31,7 +31,7 @@ from pathlib import Path
 
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
 from tilegate.judge.ab import ABPolicy, Noise, load_noise
-from tilegate.judge.baseline import Baseline, load_baseline
+from tilegate.judge.baseline import Baseline, BaselineRow, load_baseline
 from tilegate.judge.policy import Policy, Tolerances, load_tolerances
 
 DIR = "baselines"
@@ -70,8 +70,8 @@ class Change:
 # --- consistency of one file with its own policy ---------------------------------------------
 
 
-def _override_explains(tols: Tolerances, row: object, tolerance: float) -> bool:
-    ov = tols.override_for(row.variant, row.dtype, row.layout, row.K)  # type: ignore[attr-defined]
+def _override_explains(tols: Tolerances, row: BaselineRow, tolerance: float) -> bool:
+    ov = tols.override_for(row.variant, row.params)
     if ov is None:
         return False
     if ov.tolerance is not None:
@@ -98,7 +98,7 @@ def check_baseline(baseline: Baseline, tolerances: Tolerances | None = None) -> 
         for b in e.bounds:
             if b.max_ratio > p.ratio_cap + _EPS:
                 raise InputError(
-                    f"baseline {baseline.path}, expectation {e.id} at K={b.K}: max_ratio "
+                    f"baseline {baseline.path}, expectation {e.id} at {e.per}={b.value}: max_ratio "
                     f"{b.max_ratio:g} is above its policy's ratio_cap {p.ratio_cap:g} (an "
                     "expectation means 'wins'): the file contradicts itself. Restore it from git "
                     "or re-derive it with `tilegate rebaseline`."
@@ -178,16 +178,16 @@ def _diff_baseline(file: str, old: Baseline, new: Baseline) -> list[Change]:
         if n_e is None:
             out.append(Change(file, f"expectation {e.id} removed", True))
             continue
-        bounds = {b.K: b for b in n_e.bounds}
+        bounds = {b.value: b for b in n_e.bounds}
         for b in e.bounds:
-            nb = bounds.get(b.K)
+            nb = bounds.get(b.value)
             if nb is None:
-                out.append(Change(file, f"expectation {e.id} at K={b.K} removed", True))
+                out.append(Change(file, f"expectation {e.id} at {e.per}={b.value} removed", True))
             elif nb.max_ratio > b.max_ratio + _EPS:
                 out.append(
                     Change(
                         file,
-                        f"expectation {e.id} at K={b.K}: max_ratio {b.max_ratio:g} -> "
+                        f"expectation {e.id} at {e.per}={b.value}: max_ratio {b.max_ratio:g} -> "
                         f"{nb.max_ratio:g} (relaxed)",
                         True,
                     )
