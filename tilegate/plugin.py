@@ -364,18 +364,19 @@ class PerfRun:
             device, capability = "cpu", None
         else:
             try:
-                self.gpu = gpu_info()
+                gpu = gpu_info()
             except RuntimeError as err:
                 pytest.exit(
                     f"tilegate: cannot measure: {err}. Use an interpreter profile "
                     "(--perf-profile smoke) on a CPU.",
                     returncode=2,
                 )
+            self.gpu = gpu
             self.state = StateLog()
             self.state.sample("start")
             self.sampler = StateSampler().start()
-            self.timer = CudaTimer(timer_config, l2_bytes=self.gpu.l2_bytes)
-            device, capability = "cuda", self.gpu.capability
+            self.timer = CudaTimer(timer_config, l2_bytes=gpu.l2_bytes)
+            device, capability = "cuda", gpu.capability
         self.measurer = GroupMeasurer(
             benchmark=bench,
             groups=self.groups,

@@ -255,7 +255,7 @@ def _dispatched(ops: list[str]) -> Iterator[None]:
     from torch.utils._pytree import tree_flatten
 
     class Record(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             flat, _ = tree_flatten((args, kwargs or {}))
             ops.append(repr((str(func), tuple(_operand(x) for x in flat))))
             return func(*args, **(kwargs or {}))
@@ -297,8 +297,9 @@ def _gpu_activity(kernels: list[str]) -> Iterator[Callable[[], None]]:
             prof.__exit__(None, None, None)
             stopped = True
         try:
+            profiler: Any = prof.profiler  # None only before the block started
             events = sorted(
-                (e for e in prof.profiler.kineto_results.events() if _on_gpu(e)),
+                (e for e in profiler.kineto_results.events() if _on_gpu(e)),
                 key=lambda e: e.start_ns(),
             )
             for e in events:

@@ -234,9 +234,9 @@ class GroupMeasurer:
                 if p == self.passes - 1 and prep.budget is None:
                     self._finish(prep)
         # A/B: extension sweeps for the changed pairs the profile's rounds left undecided
-        budgeted = [p for p in prepared if p.budget is not None]
-        for p in range(self.passes, max((b.budget.looks_max for b in budgeted), default=0)):
-            todo = [prep for prep in budgeted if prep.budget.active()]
+        budgeted = [(prep, prep.budget) for prep in prepared if prep.budget is not None]
+        for p in range(self.passes, max((b.looks_max for _, b in budgeted), default=0)):
+            todo = [prep for prep, b in budgeted if b.active()]
             if not todo:
                 break
             self.on_progress(
@@ -246,7 +246,7 @@ class GroupMeasurer:
                 t0 = time.perf_counter()
                 self._sweep(prep, warm=True)
                 prep.seconds += time.perf_counter() - t0
-        for prep in budgeted:
+        for prep, _ in budgeted:
             self._finish(prep)
 
     def _budget(self, prep: _Prepared) -> GroupBudget | None:

@@ -64,7 +64,7 @@ from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_json, is_finite_number, is_finite_positive, read_json
 from tilegate.judge.policy import Policy
-from tilegate.judge.results import SMOKE_SLUG
+from tilegate.judge.results import SMOKE_SLUG, MatmulNames
 
 SCHEMA_VERSION = 1
 DEFAULT_DIR = Path("baselines")
@@ -87,7 +87,7 @@ def how_to_create(slug: str, path: Path) -> str:
 
 
 @dataclass(frozen=True)
-class BaselineRow:
+class BaselineRow(MatmulNames):
     key: str
     variant: str
     params: Mapping[str, Any]  # the case's parameters (tilegate.judge.results.Row.params)
@@ -114,27 +114,6 @@ class BaselineRow:
     @property
     def order(self) -> tuple[Any, ...]:
         return tuple(self.params.values())
-
-    # legacy accessors, as on results.Row: the matmul benchmark's parameters (None elsewhere)
-    @property
-    def dtype(self) -> Any:
-        return self.params.get("dtype")
-
-    @property
-    def layout(self) -> Any:
-        return self.params.get("layout")
-
-    @property
-    def M(self) -> Any:
-        return self.params.get("M")
-
-    @property
-    def N(self) -> Any:
-        return self.params.get("N")
-
-    @property
-    def K(self) -> Any:
-        return self.params.get("K")
 
 
 @dataclass(frozen=True)

@@ -148,8 +148,35 @@ class Environment:
         return self.fixed.get("N")
 
 
+class MatmulNames:
+    """Legacy accessors of a row's `params` (the history store's columns, older reports): the
+    matmul benchmark's parameter names, None where a benchmark has no such parameter."""
+
+    params: Mapping[str, Any]
+
+    @property
+    def dtype(self) -> Any:
+        return self.params.get("dtype")
+
+    @property
+    def layout(self) -> Any:
+        return self.params.get("layout")
+
+    @property
+    def M(self) -> Any:
+        return self.params.get("M")
+
+    @property
+    def N(self) -> Any:
+        return self.params.get("N")
+
+    @property
+    def K(self) -> Any:
+        return self.params.get("K")
+
+
 @dataclass(frozen=True)
-class Row:
+class Row(MatmulNames):
     """One benchmark case of one run."""
 
     key: str
@@ -179,28 +206,7 @@ class Row:
         """How rows sort: by their parameters, in the benchmark's order."""
         return tuple(self.params.values())
 
-    # legacy accessors (the history store, older reports): the matmul benchmark's parameters,
-    # None where a benchmark has no such parameter; ratio_to_torch was ratio_to_reference's name
-    @property
-    def dtype(self) -> Any:
-        return self.params.get("dtype")
-
-    @property
-    def layout(self) -> Any:
-        return self.params.get("layout")
-
-    @property
-    def M(self) -> Any:
-        return self.params.get("M")
-
-    @property
-    def N(self) -> Any:
-        return self.params.get("N")
-
-    @property
-    def K(self) -> Any:
-        return self.params.get("K")
-
+    # legacy name (the history store's column): ratio_to_torch was ratio_to_reference's name
     @property
     def ratio_to_torch(self) -> float | None:
         return self.ratio_to_reference
