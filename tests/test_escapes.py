@@ -507,3 +507,14 @@ def test_an_override_on_any_declared_parameter_explains_a_tolerance(
     else:
         with pytest.raises(InputError, match="liger-rms_norm-fwd-bf16-T8192-H4096"):
             check_consistent(d)
+
+
+def test_a_smoke_runs_times_never_make_same_code_time_moved(tmp_path: Path) -> None:
+    """The CPU interpreter's times mean nothing: the same +25 % A/A ratio as above is only noise
+    in a smoke run (a user's A/A smoke run exited 2 on it)."""
+    moved = key("tiled", K=128)
+    data = make_run(seed=11, rounds=300, ab={moved: 1.25}, code={}, mode="smoke")
+    cmp = compare_ab(load_results(write(tmp_path / "moved.json", data)), None)
+    assert not cmp.by(ABVerdict.INCONSISTENT)
+    assert {c.key: c.verdict for c in cmp.cases}[moved] is ABVerdict.UNCHANGED
+    assert outcome(None, cmp).code == 0
