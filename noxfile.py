@@ -29,7 +29,7 @@ import nox.sessions
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "venv"
-nox.options.sessions = ["tests", "bench_adapter", "fingerprint", "lint"]
+nox.options.sessions = ["tests", "liger", "bench_adapter", "fingerprint", "lint"]
 
 ROOT = Path(__file__).resolve().parent
 PERF = ROOT / ".perf"
@@ -182,6 +182,28 @@ def tests(session: nox.Session) -> None:
 
 # The pytest-benchmark versions whose private API tilegate/harness/bench.py relies on: the GPU
 # image's (5.2.3, which needs a pytest before 9.2) and the CPU tests' pin.
+# the Liger release before the pinned one (pyproject's `liger` group): the upgrade test's old side
+LIGER_OLD = "liger-kernel==0.8.4"
+
+
+@nox.session
+def liger(session: nox.Session) -> None:
+    """examples/liger: Liger-Kernel's ops and tilegate's CPU pipeline on them (interpreter)."""
+    _install_group(session, "liger")
+    old = str(Path(session.create_tmp()).resolve() / "liger-old")  # absolute: the session moves
+    session.install("--no-deps", "--target", old, LIGER_OLD)
+    session.chdir(ROOT / "examples" / "liger")  # its pyproject.toml is these tests' pytest config
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "-q",
+        "tests",
+        *session.posargs,
+        env={"PYTHONPATH": str(ROOT), "LIGER_OLD_DIR": old},
+    )
+
+
 @nox.session
 @nox.parametrize(
     "pins",
@@ -220,7 +242,7 @@ def dashboard(session: nox.Session) -> None:
     """Write the history page .perf/dashboard.html from .perf/history.duckdb (args: `history dashboard`'s)."""
     _install_group(session, "history")
     code = _tilegate(session, "history", "dashboard", *session.posargs, venv=True)
-    _exit(session, code, f"dashboard: exit {code}; page: {PERF / 'dashboard.html'}")
+    _end(session, "dashboard", code)  # the command itself prints the page it wrote, or none
 
 
 def _tritonenv() -> Any:
