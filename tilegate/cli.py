@@ -401,10 +401,13 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         description="Run the perf suite on this GPU, judge the results against "
         "BASELINES/<gpu-slug>.json, measure suspect rows again before accusing them, write "
         ".perf/results.json, report.md and plots. Unknown options go to pytest (e.g. "
-        "--perf-variants, --perf-ks, --perf-m, --inject).",
+        "--perf-variants, --perf-axis K=128,4096, --perf-set M=8192, --inject).",
     )
     p.add_argument(
-        "--profile", default="quick", help="quick | default | full | smoke (default: quick)"
+        "--profile",
+        default="quick",
+        help="a profile of the configured benchmark (this repo's: quick | default | full | "
+        "smoke; default: quick)",
     )
     p.add_argument(
         "--baseline", metavar="BASELINE", help="baseline file (default: BASELINES/<gpu-slug>.json)"
