@@ -11,8 +11,13 @@ calls `python -m tilegate.report.comment post`. The summary file, one per GPU mo
      "gpu": "nvidia-h200",
      "exit_code": 0 | 1 | 2 | null,  # nox -s perf's (null: it never finished)
      "judged": true,                 # false: no baseline for this GPU yet (measured, not judged)
-     "headline": "...",              # the job summary's headline
-     "deciding": "markdown"}         # the report's deciding-cases table (may be empty)
+     "headline": "...",              # the report's first line (without "# "), or the job
+                                     # summary's headline when no report was written
+     "deciding": "markdown"}         # the report's `## Deciding cases` section (may be empty)
+
+The perf job writes it with `python3 -m tilegate.report.comment write` (`write_summary`), which
+takes the deciding cases from the report (`deciding_section`; tilegate.report.render writes that
+section under the heading `DECIDING`).
 
 Everything in it came from a PR's run and is untrusted: the number and head commit are checked
 against the pull request through the API (a summary naming another PR or another commit is
@@ -41,6 +46,7 @@ MARKER = "<!-- tilegate-perf -->"
 SCHEMA = "tilegate-comment/1"
 BOT = "github-actions[bot]"  # the author of the sticky comment (GITHUB_TOKEN's identity)
 MAX_DECIDING = 20_000  # characters of one GPU's deciding-cases table kept in the comment
+DECIDING = "## Deciding cases"  # the report's section the comment copies (tilegate.report.render)
 API = "https://api.github.com"
 
 
@@ -115,6 +121,66 @@ def read_summary(path: Path) -> Summary:
         _clean(str(data.get("headline", "")), 300).replace("\n", " "),
         _clean(str(data.get("deciding", "")), MAX_DECIDING),
     )
+
+
+def deciding_section(report: str) -> str:
+    """The body of a report's `## Deciding cases` section (to the next heading or rule), or ''."""
+    lines = report.splitlines()
+    try:
+        start = lines.index(DECIDING) + 1
+    except ValueError:
+        return ""
+    end = next(
+        (i for i in range(start, len(lines)) if lines[i].startswith(("# ", "## ", "---"))),
+        len(lines),
+    )
+    return "\n".join(lines[start:end]).strip()
+
+
+def write_summary(
+    out: Path,
+    *,
+    pr: int,
+    head_sha: str,
+    gpu: str,
+    exit_code: int | None,
+    judged: bool,
+    headline: str,
+    report: Path | None = None,
+) -> dict[str, Any]:
+    """Write one GPU's comment.json (what `read_summary` reads) from the job's facts and its
+    report: the headline is the report's first line when there is a report, `headline` else."""
+    text = ""
+    if report is not None:
+        try:
+            text = report.read_text("utf-8", errors="replace")
+        except OSError:
+            text = ""
+    first = text.splitlines()[0] if text.strip() else ""
+    data = {
+        "schema": SCHEMA,
+        "pr": pr,
+        "head_sha": head_sha,
+        "gpu": gpu,
+        "exit_code": exit_code,
+        "judged": judged,
+        "headline": first.removeprefix("# ").strip() or headline,
+        "deciding": deciding_section(text)[:MAX_DECIDING],
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    tmp.replace(out)
+    read_summary(out)  # what the comment job will accept, or InputError now, naming the file
+    return data
+
+
+def _exit_code(text: str) -> int | None:
+    """The measure step's `rc` output: '' (it never finished) or anything not a number is null."""
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
 def verdict(s: Summary) -> str:
@@ -232,7 +298,33 @@ def main(argv: Sequence[str] | None = None, transport: Transport = urllib_transp
     q.add_argument(
         "--expect-sha", help="the head commit the perf run measured (workflow_run.head_sha)"
     )
+    w = sub.add_parser("write", help="write one GPU's comment.json (the perf job, pull requests)")
+    w.add_argument("--out", type=Path, default=Path(".perf/comment.json"))
+    w.add_argument("--report", type=Path, default=Path(".perf/report.md"))
+    w.add_argument("--pr", type=int, required=True, help="the pull request number")
+    w.add_argument("--head-sha", required=True, help="the PR head commit measured")
+    w.add_argument("--gpu", required=True, help="the GPU slug (the matrix entry)")
+    w.add_argument("--exit-code", default="", help="nox -s perf's exit code ('' if none)")
+    w.add_argument("--not-judged", action="store_true", help="no baseline for this GPU yet")
+    w.add_argument("--headline", default="", help="the job summary's headline")
     args = p.parse_args(argv)
+    if args.cmd == "write":
+        try:
+            write_summary(
+                args.out,
+                pr=args.pr,
+                head_sha=args.head_sha,
+                gpu=args.gpu,
+                exit_code=_exit_code(args.exit_code),
+                judged=not args.not_judged,
+                headline=args.headline,
+                report=args.report,
+            )
+        except (InputError, OSError) as err:
+            print(f"tilegate comment: cannot write {args.out}: {err}", file=sys.stderr)
+            return EXIT_CANNOT_JUDGE
+        print(f"wrote {args.out}")
+        return EXIT_OK
     token = os.environ.get("GITHUB_TOKEN", "")
     try:
         if not token:

@@ -1,22 +1,31 @@
 """The report: markdown for the terminal, `.perf/report.md` and a pull-request comment.
 
-Order of sections, most useful first: the outcome and what to do; the environment and what
-differs from the baseline (a new Triton is the usual reason to look); cross-tile against its
-twin per cross-tile pair, the write-up's table, with the crossover K; the expectations; every row.
+Order of sections, most useful first: the headline (the first line, which other tools read); the
+banners (what makes the numbers less than a measurement); `## Deciding cases`, a table with one
+row per thing that decides the exit code (the PR comment copies this section, see
+`deciding_section`); the A/B verdict; the stored-baseline verdict; the environment and what
+differs from the baseline; cross-tile against its twin; the expectations; every row.
+
+What is not measured or did not change is folded into `<details>` blocks (nothing is dropped:
+the rows are all there, one click away), so a run where nothing changed reads in one screen.
 """
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tilegate.errors import EXIT_CANNOT_JUDGE
 from tilegate.judge.ab import ABComparison, ABVerdict
 from tilegate.judge.baseline import Baseline
 from tilegate.judge.crosstile import CrossTilePair, ExpectationResult, Status, crosstile_pairs
 from tilegate.judge.outcome import Outcome, outcome
 from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison, Verdict
+from tilegate.report.comment import DECIDING
 from tilegate.report.markdown import listing, ms, p_value, pct, table
 
 _VERDICT_TEXT = {
@@ -44,6 +53,104 @@ _AB_TEXT = {
 
 def _pretty(variant: str) -> str:
     return variant.replace("_", " ")
+
+
+def _fold(summary: str, body: Sequence[str]) -> list[str]:
+    """A `<details>` block: `summary` (plain text, `code` spans allowed) shown, `body` folded.
+
+    The blank lines around the body are what lets GitHub render the markdown inside it.
+    """
+    text = html.escape(summary, quote=False)
+    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text).replace("**", "")
+    return [f"<details><summary>{text}</summary>", "", *body, "", "</details>", ""]
+
+
+# --- the deciding cases ------------------------------------------------------------------------------
+
+
+def _deciding(
+    cmp: Comparison | None,
+    ab: ABComparison | None,
+    report_only: bool,
+    integrity: Sequence[str] = (),
+) -> list[str]:
+    """One row per thing that decides the exit code; a sentence when nothing does."""
+    if cmp is None and ab is None:
+        return []
+    result = outcome(cmp, ab, tuple(integrity))
+    rows: list[tuple[str, str, str, str, str]] = []
+
+    def interval(c: Any) -> str:
+        return f"{pct(c.ci[0] - 1)} .. {pct(c.ci[1] - 1)}" if c.ci else ""
+
+    def tol(x: float | None) -> str:
+        return f"{x:.1%}" if x is not None else ""
+
+    for line in integrity:
+        rows.append((line, "baseline loosened (not acknowledged)", "", "", ""))
+    for c in result.slower:
+        what = "SLOWER than the base" + (", confirmed" if ab and ab.confirmations else "")
+        rows.append((f"`{c.key}`", what, pct((c.ratio or 1) - 1), interval(c), tol(c.tolerance)))
+    for c in result.inconsistent:
+        rows.append(
+            (
+                f"`{c.key}`",
+                "SAME CODE, TIME MOVED (exit 2)",
+                pct((c.ratio or 1) - 1),
+                interval(c),
+                tol(c.tolerance),
+            )
+        )
+    for c in result.removed:
+        rows.append((f"`{c.key}`", "REMOVED from the head", "", f"variant `{c.variant}`", ""))
+    for r in result.gone:
+        rows.append(
+            (f"`{r.key}`", "REMOVED: baseline row of a variant not in the registry", "", "", "")
+        )
+    for r in result.regressions:
+        runs = (
+            f"; per run {', '.join(pct(d) for d in r.run_deltas)}" if len(r.run_deltas) > 1 else ""
+        )
+        rows.append(
+            (
+                f"`{r.key}`",
+                "REGRESSED against the baseline",
+                pct(r.delta),
+                f"p {p_value(r.p_slower)}{runs}",
+                tol(r.tolerance),
+            )
+        )
+    for e in result.broken:
+        x = e.expectation
+        rows.append(
+            (
+                f"`{x.faster}` / `{x.than}` {x.label()} {e.at}",
+                "broken expectation",
+                f"ratio {e.ratio:.3f}" if e.ratio is not None else "",
+                f"<= {e.max_ratio:.3f}" + (f": {e.note}" if e.note else ""),
+                "",
+            )
+        )
+    if result.code == EXIT_CANNOT_JUDGE and cmp is not None:
+        for g in cmp.off_gpus:
+            gpu = f"GPU {g.index}" + (f" ({g.serial})" if g.serial else "")
+            rows.append((gpu, "GPU OFF: its rows not judged (exit 2)", "", g.why, ""))
+    out = [DECIDING, ""]
+    if report_only:
+        out += ["Report only: these would decide; this run does not fail.", ""]
+    if rows:
+        header = ["case", "decided by", "change", "interval or bound", "tolerance"]
+        return [*out, *table(header, "llrlr", rows), ""]
+    judged = []
+    if ab is not None:
+        judged.append(
+            f"{len(ab.cases)} A/B case(s), {len(ab.changed_code)} variant(s) with changed code"
+        )
+    if cmp is not None:
+        n = sum(r.verdict not in (Verdict.NOT_MEASURED, Verdict.NEW) for r in cmp.rows)
+        m = sum(c.status is not Status.NOT_MEASURED for c in cmp.expectations)
+        judged.append(f"{n} row(s) judged against the baseline, {m} expectation check(s)")
+    return [*out, f"None: nothing fails ({'; '.join(judged)}).", ""]
 
 
 # --- header and summary ----------------------------------------------------------------------------
@@ -75,11 +182,7 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
 
     bullet(
         "Regressed",
-        [
-            f"`{r.key}` {pct(r.delta)} (tolerance {r.tolerance:.1%})"
-            for r in result.regressions
-            if r.tolerance
-        ],
+        [f"`{r.key}` {pct(r.delta)}" for r in result.regressions if r.tolerance],
         "Slower than the tolerance and significant"
         + (" in the confirmation runs too" if cmp.confirmations else "")
         + ", and not a shift the reference shared (docs/gate.md).",
@@ -117,11 +220,11 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
     bullet(
         "Broken expectations",
         [
-            f"`{c.expectation.faster}` / `{c.expectation.than}` {c.expectation.label()} "
-            f"{c.at}: ratio {c.ratio:.3f} > {c.max_ratio:.3f} ({c.note})"
+            f"`{c.expectation.faster}` / `{c.expectation.than}` {c.expectation.label()} {c.at}"
             for c in cmp.broken
             if c.ratio
         ],
+        "Ratio and bound in the deciding cases above.",
     )
     bullet(
         "Unsure, measure again",
@@ -179,19 +282,16 @@ def _ab_budget(ab: Any) -> list[str]:
 def _ab_summary(ab: ABComparison) -> list[str]:
     out: list[str] = []
 
-    def case(c: Any) -> str:
-        assert c.ratio is not None and c.ci is not None and c.tolerance is not None
-        return (
-            f"`{c.key}` {pct(c.ratio - 1)} (interval {pct(c.ci[0] - 1)} .. {pct(c.ci[1] - 1)}, "
-            f"tolerance {c.tolerance:.1%})"
-        )
+    def case(c: Any) -> str:  # the interval and tolerance: the deciding cases and the table
+        return f"`{c.key}` {pct((c.ratio or 1) - 1)}"
 
     _bullet(
         out,
         "Slower than the base",
         [case(c) for c in ab.by(ABVerdict.SLOWER)],
         "Paired per round with the base's own kernel"
-        + (" and confirmed by a re-measurement." if ab.confirmations else "."),
+        + (" and confirmed by a re-measurement" if ab.confirmations else "")
+        + "; intervals in the deciding cases above.",
     )
     _bullet(
         out,
@@ -275,14 +375,16 @@ def _ab_table(ab: ABComparison) -> list[str]:
     align = "lrrrrrrlll"
     judged = [c for c in ab.cases if c.code_changed is not False]
     same = [c for c in ab.cases if c.code_changed is False]
-    out = [
+    legend = [
         "*head / base*: the median over rounds of head_i / base_i, both timed back to back in every "
         f"round; *interval*: its {ab.policy.confidence:.0%} confidence interval; *p*: one-sided "
         "Wilcoxon signed-rank test in the direction of the change.",
         "",
     ]
+    out: list[str] = []
     if judged:
         out += [
+            *legend,
             "### Cases whose compiled code changed",
             "",
             *table(header, align, _ab_rows(judged)),
@@ -290,16 +392,11 @@ def _ab_table(ab: ABComparison) -> list[str]:
         ]
     if same:
         worst = max(same, key=lambda c: abs((c.ratio or 1.0) - 1))
-        out += [
-            f"<details><summary>{len(same)} case(s) with the base's compiled code: not judged; "
-            f"their ratio is the A/B noise (largest: {pct((worst.ratio or 1.0) - 1)}, "
-            f"`{worst.key}`)</summary>",
-            "",
-            *table(header, align, _ab_rows(same)),
-            "",
-            "</details>",
-            "",
-        ]
+        out += _fold(
+            f"{len(same)} case(s) with the base's compiled code: not judged; their ratio is the "
+            f"A/B noise (largest: {pct((worst.ratio or 1.0) - 1)}, `{worst.key}`)",
+            [*([] if judged else legend), *table(header, align, _ab_rows(same))],
+        )
     return out
 
 
@@ -370,23 +467,37 @@ def _env_rows(run: Run, baseline: Baseline | None) -> list[tuple[str, str, str]]
 def _environment(run: Run, baseline: Baseline | None) -> list[str]:
     rows = _env_rows(run, baseline)
     out = ["## Environment", ""]
+    now = dict((k, v) for k, v, _ in rows)
+    brief = f"This run: {now['GPU']}, driver {now['driver']}, CUDA {now['CUDA']}, torch " + (
+        f"{now['torch']}, Triton {now['Triton']}, {now['mode']}, profile {now['profile']}, "
+        f"{now['rounds']} rounds, commit {now['commit']}"
+    )
+    changed: list[str] = []
     if baseline is None:
-        out += table(["", "this run"], "ll", [(k, v) for k, v, _ in rows])
+        grid = table(["", "this run"], "ll", [(k, v) for k, v, _ in rows])
     else:
         # commit and date always differ; they are context, not a difference worth flagging
         quiet = {"commit", "date"}
         cells = [
             (k, v, b, "**differs**" if v != b and k not in quiet and b else "") for k, v, b in rows
         ]
-        out += table(["", "this run", "baseline", ""], "llll", cells)
+        grid = table(["", "this run", "baseline", ""], "llll", cells)
         changed = [k for k, v, b, flag in cells if flag]
-        if changed:
-            why = (
-                " A new Triton changes the generated kernels: read the cross-tile section first."
-                if "Triton" in changed
-                else ""
-            )
-            out += ["", f"Differs from the baseline: {', '.join(changed)}.{why}"]
+    folded = not set(changed) & set(_ENVIRONMENT)
+    if not folded:  # what changes the kernels' speed: in full
+        out += grid
+    else:
+        out += _fold(
+            brief + (f"; differs from the baseline: {', '.join(changed)}" if changed else ""), grid
+        )
+        out.pop()
+    if changed and not folded:
+        why = (
+            " A new Triton changes the generated kernels: read the cross-tile section first."
+            if "Triton" in changed
+            else ""
+        )
+        out += ["", f"Differs from the baseline: {', '.join(changed)}.{why}"]
     e = run.env
     if e.throttled is None and not e.smoke:
         out += ["", "GPU state: not recorded (no NVML), throttling cannot be ruled out."]
@@ -468,24 +579,45 @@ def _pair(
     if with_baseline:
         header += ["baseline change", "expectation"]
     align = "r" * (len(header) - 1) + ("l" if with_baseline else "r")
-    return [title, "", *table(header, align, rows), "", _crossover_text(f), ""]
+    grid = table(header, align, rows)
+    crossover = _crossover_text(f)
+    if not with_baseline or _pair_changed(f, by_k.values()):
+        return [title, "", *grid, "", crossover, ""]
+    # nothing broke and the crossover is the baseline's: one line, the table folded
+    short = re.sub(r"^Crossover \(.*?\): ", "crossover ", crossover)
+    return _fold(f"{title.removeprefix('### ')}: {short}", [*grid, "", crossover])
+
+
+def _pair_changed(f: CrossTilePair, checks: Any) -> bool:
+    """A pair to show in full: an expectation of it broke, or its crossover moved."""
+    if any(c.status is Status.FAIL for c in checks):
+        return True
+    if not f.base:
+        return False
+    top = max(f.now)
+    base = CrossTilePair.crossover({k: r for k, r in f.base.items() if k <= top})
+    return base != CrossTilePair.crossover(f.now)
 
 
 def _pairs(run: Run, cmp: Comparison | None) -> list[str]:
     fams = crosstile_pairs(run, cmp.baseline if cmp else None)
     if not fams:
         return []
-    out = [
-        "## Cross-tile against its twin",
-        "",
+    legend = [
         "Median time per call; *change* is the cross-tile time over its twin's, measured in the same "
         "rounds (the paired median ratio minus one): negative means cross-tile wins. Expectations are "
         "checked on this ratio, never on stored absolute times.",
         "",
     ]
-    for f in fams:
-        out += _pair(f, run, cmp.expectations if cmp else (), with_baseline=cmp is not None)
-    return out
+    parts = [
+        _pair(f, run, cmp.expectations if cmp else (), with_baseline=cmp is not None) for f in fams
+    ]
+    if all(
+        part[0].startswith("<details>") for part in parts
+    ):  # every pair folded: so is the legend
+        parts[0][2:2] = legend
+        legend = []
+    return ["## Cross-tile against its twin", "", *legend, *(x for part in parts for x in part)]
 
 
 # --- expectations and rows -------------------------------------------------------------------------------
@@ -500,7 +632,7 @@ def _expectations(cmp: Comparison) -> list[str]:
             "",
         ]
     per_run = any(len(c.run_ratios) > 1 for c in cmp.expectations)
-    rows = []
+    rows: dict[Status, list[list[str]]] = {s: [] for s in Status}
     for c in cmp.expectations:
         e = c.expectation
         status = {
@@ -518,29 +650,55 @@ def _expectations(cmp: Comparison) -> list[str]:
         ]
         if per_run:
             cells.insert(4, ", ".join(f"{r:.3f}" for r in c.run_ratios))
-        rows.append(cells)
+        rows[c.status].append(cells)
     header = ["cross-tile / twin", "K", "max ratio", "ratio now", "at rebaseline", "result"]
     if per_run:
         header.insert(4, "per run")
-    return [
-        "## Expectations",
-        "",
+    align = "lrrr" + "r" * per_run + "rl"
+    legend = [
         "Cross-tile must take at most *max ratio* of its twin's time, measured in the same rounds of this run.",
         "",
-        *table(header, "lrrr" + "r" * per_run + "rl", rows),
-        "",
     ]
+    out = ["## Expectations", ""]
+    if rows[Status.FAIL]:  # the broken ones in full, with the passing ones of the run beside them
+        out += [*legend, *table(header, align, rows[Status.FAIL] + rows[Status.PASS]), ""]
+        legend = []
+    elif rows[Status.PASS]:
+        held = [c for c in cmp.expectations if c.status is Status.PASS and c.ratio is not None]
+        close = max(held, key=lambda c: (c.ratio or 0) / c.max_ratio, default=None)
+        margin = (
+            f" (closest to its bound: `{close.expectation.faster}` {close.at}, ratio "
+            f"{close.ratio:.3f} <= {close.max_ratio:.3f})"
+            if close is not None and close.ratio is not None
+            else ""
+        )
+        out += _fold(
+            f"{len(rows[Status.PASS])} expectation check(s) hold{margin}",
+            [*legend, *table(header, align, rows[Status.PASS])],
+        )
+        legend = []
+    missing = [c for c in cmp.expectations if c.status is Status.NOT_MEASURED]
+    if missing:
+        why = sorted({c.note for c in missing if c.note})
+        out += _fold(
+            f"{len(missing)} expectation check(s) not measured in this run"
+            + (f": {'; '.join(why)}" if why else ""),
+            [*legend, *table(header, align, rows[Status.NOT_MEASURED])],
+        )
+    return out
 
 
 def _rows(cmp: Comparison) -> list[str]:
-    rows = []
+    """Every row: the ones with something to say in full; OK and not measured folded."""
+    rows: dict[str, list[tuple[str, ...]]] = {"open": [], "ok": [], "nm": []}
     for r in cmp.rows:
         base = r.base.median_s if r.base else None
         now = r.now_median_s if r.now_median_s is not None else r.now.median_s if r.now else None
         verdict = _VERDICT_TEXT[r.verdict] + (
             " (reference)" if r.reference and r.verdict is not Verdict.OK else ""
         )
-        rows.append(
+        where = {Verdict.OK: "ok", Verdict.NOT_MEASURED: "nm"}.get(r.verdict, "open")
+        rows[where].append(
             (
                 f"`{r.key}`",
                 ms(base),
@@ -552,20 +710,37 @@ def _rows(cmp: Comparison) -> list[str]:
                 r.note,
             )
         )
-    return [
-        "## All rows",
-        "",
+    header = ["case", "baseline (ms)", "now (ms)", "delta", "tolerance", "p", "verdict", "note"]
+    align = "lrrrrrll"
+    legend = [
         "*delta*: the median against the baseline's median (over runs, when re-measured). *p*: one-sided "
         "Mann-Whitney U p-value on the per-round samples against the baseline's, in the direction of the "
         f"change (significant below {cmp.baseline.policy.alpha:g}).",
         "",
-        *table(
-            ["case", "baseline (ms)", "now (ms)", "delta", "tolerance", "p", "verdict", "note"],
-            "lrrrrrll",
-            rows,
-        ),
-        "",
     ]
+    out = ["## All rows", ""]
+    shown = [r for r in cmp.rows if r.verdict not in (Verdict.OK, Verdict.NOT_MEASURED)]
+    if any(r.delta is not None for r in shown):  # the legend goes where a delta is first shown
+        out += legend
+        legend = []
+    if rows["open"]:
+        out += [*table(header, align, rows["open"]), ""]
+    ok = [r for r in cmp.rows if r.verdict is Verdict.OK]
+    if ok:
+        worst = max(ok, key=lambda r: abs(r.delta or 0.0))
+        out += _fold(
+            f"{len(ok)} row(s) within tolerance (largest delta: {pct(worst.delta)}, `{worst.key}`)",
+            [*legend, *table(header, align, rows["ok"])],
+        )
+        legend = []
+    missing = [r for r in cmp.rows if r.verdict is Verdict.NOT_MEASURED]
+    if missing:
+        why = sorted({r.note for r in missing if r.note})
+        out += _fold(
+            f"{len(missing)} baseline row(s) not measured" + (f": {'; '.join(why)}" if why else ""),
+            [*legend, *table(header, align, rows["nm"])],
+        )
+    return out
 
 
 def _rows_only(run: Run) -> list[str]:
@@ -650,14 +825,21 @@ def _warnings(run: Run) -> list[str]:
         )
         for w in run.env.warnings
     ]
+    first = run.env.warnings[0]
+    where = f" at `{first.get('source')}`" if first.get("source") else ""
+    more = f" and {len(rows) - 1} more" if len(rows) > 1 else ""
     return [
         "## Warnings from Triton / torch",
         "",
-        "Issued while the kernels were compiled, checked and timed; recorded, never raised (a "
-        "warning does not fail a measurement; a wrong result does).",
-        "",
-        *table(["category", "message", "where", "times", "first case"], "lllrl", rows),
-        "",
+        *_fold(
+            f"{len(rows)} distinct warning(s): {first.get('category') or 'warning'}{where}{more}",
+            [
+                "Issued while the kernels were compiled, checked and timed; recorded, never "
+                "raised (a warning does not fail a measurement; a wrong result does).",
+                "",
+                *table(["category", "message", "where", "times", "first case"], "lllrl", rows),
+            ],
+        ),
     ]
 
 
@@ -671,9 +853,12 @@ def render(
     plots: Sequence[Path] = (),
     relative_to: Path | None = None,
     suspects_path: Path | None = None,
+    integrity: Sequence[str] = (),
 ) -> str:
-    """The whole report as markdown."""
+    """The whole report as markdown. `integrity`: the unacknowledged loosenings of baselines/
+    (tilegate.judge.integrity's `Integrity.failing`), rows of the deciding cases."""
     out = [_headline(cmp, ab, report_only), "", *_banners(run, cmp.baseline if cmp else None)]
+    out += _deciding(cmp, ab, report_only, integrity)
     if ab is not None:
         out += _ab(ab)
     if cmp is not None:
