@@ -115,3 +115,46 @@ def test_a_summary_cannot_post_elsewhere_or_hijack_the_marker(
     replay = Replay([])
     assert _run(monkeypatch, replay, str(bad)) == 2
     assert str(bad) in capsys.readouterr().err and replay.sent == []
+
+
+def test_the_perf_jobs_comment_json_round_trips_into_the_comment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What perf.yml's summary step writes (`comment write`) is what the comment job reads."""
+    from tests.test_report import regressed_report
+    from tilegate.report.comment import body, deciding_section, read_summary, verdict
+
+    report = tmp_path / "report.md"
+    report.write_text(regressed_report(), encoding="utf-8")
+    out = tmp_path / "perf" / "comment.json"
+    args = ["write", "--out", str(out), "--report", str(report), "--pr", "7", "--head-sha", SHA]
+    args += ["--gpu", "nvidia-h200", "--exit-code", "1", "--headline", "❌ perf: REGRESSION"]
+    assert main(args) == 0 and f"wrote {out}" in capsys.readouterr().out
+    assert json.loads(out.read_text())["schema"] == "tilegate-comment/1"
+    s = read_summary(out)
+    assert (s.pr, s.head_sha, s.gpu, s.exit_code, s.judged) == (7, SHA, "nvidia-h200", 1, True)
+    assert s.headline == "tilegate: FAIL: 2 regressions, 1 broken expectation"  # the report's
+    table = deciding_section(report.read_text())
+    assert table.startswith("| case | decided by |") and s.deciding == table
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    assert len(rows) == 3 and "## " not in table and "Regressed**" not in table
+    text = body([s], RUN, None)
+    assert "| `nvidia-h200` | ❌ REGRESSION | tilegate: FAIL: 2 regressions" in text
+    assert "| `persistent-fp16-nt-K4096` | REGRESSED against the baseline | +10.0% |" in text
+    assert verdict(s) == "❌ REGRESSION"
+
+
+def test_comment_json_of_a_job_without_a_report_or_a_verdict(tmp_path: Path) -> None:
+    from tilegate.report.comment import read_summary
+
+    out = tmp_path / "comment.json"
+    args = ["write", "--out", str(out), "--report", str(tmp_path / "none.md"), "--pr", "7"]
+    args += ["--head-sha", SHA, "--gpu", "nvidia-h200", "--exit-code", "", "--not-judged"]
+    assert main([*args, "--headline", "⚠️ perf: COULD NOT JUDGE: the job stopped"]) == 0
+    s = read_summary(out)
+    assert (s.exit_code, s.judged, s.deciding) == (None, False, "")
+    assert s.headline == "⚠️ perf: COULD NOT JUDGE: the job stopped"  # no report: the job's
+    # a head commit the comment job would refuse is refused here, naming the file
+    bad = ["write", "--out", str(out), "--pr", "7", "--head-sha", "HEAD", "--gpu", "nvidia-h200"]
+    assert main(bad) == 2
+    assert read_summary(out).head_sha == SHA and not out.with_name("comment.json.tmp").exists()

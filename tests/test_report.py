@@ -8,8 +8,9 @@ import pytest
 
 from tests._factories import load_run
 from tilegate.judge.baseline import load_baseline
+from tilegate.judge.crosstile import Status
 from tilegate.judge.results import load_results
-from tilegate.judge.verdict import compare
+from tilegate.judge.verdict import Verdict, compare
 from tilegate.report.render import render
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -28,6 +29,8 @@ def test_headline_and_section_order() -> None:
     text = regressed_report()
     assert text.startswith("# tilegate: FAIL: 2 regressions, 1 broken expectation\n")
     order = [
+        "## Deciding cases",
+        "## Against the stored baseline",
         "- **Regressed**",
         "## Environment",
         "## Cross-tile against its twin",
@@ -177,3 +180,146 @@ def test_a_new_triton_leads_the_report_and_its_warnings_are_listed(tmp_path: Pat
     assert "| UserWarning | TRITON_DEFAULT_FP_FUSION is unset | `triton/knobs.py:504` | 1 |" in text
     same = load_results(write(tmp_path / "t36.json", make_run(seed=91)))
     assert "environment differs" not in render(same, compare(same, baseline()))
+
+
+# --- the deciding cases first, the rest folded ------------------------------------------------------
+
+
+def visible(text: str) -> list[str]:
+    """The lines a reader sees with every <details> block closed (its summary line stays)."""
+    out, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("<details>"):
+            assert not inside, "a <details> block inside another"
+            out.append(line)
+            inside = True
+        elif line == "</details>":
+            assert inside, "</details> without <details>"
+            inside = False
+        elif not inside:
+            out.append(line)
+    assert not inside, "a <details> block is never closed"
+    return out
+
+
+def folded(text: str) -> str:
+    """Everything inside the <details> blocks."""
+    return "\n".join(
+        b.split("</summary>", 1)[1] for b in text.split("<details>")[1:] if "</details>" in b
+    )
+
+
+def sections(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("## ")]
+
+
+def deciding_table(text: str) -> list[str]:
+    """The first cell of each row of the `## Deciding cases` table."""
+    from tilegate.report.comment import deciding_section
+
+    rows = [line for line in deciding_section(text).splitlines() if line.startswith("| ")]
+    return [r.strip("|").split(" | ")[0].strip() for r in rows[1:]]
+
+
+def aa_report(tmp_path: Path) -> tuple[str, object]:
+    from tests._factories import make_run, write
+    from tilegate.judge.ab import compare_ab
+
+    # A/A: the head is the base (the same code hashes on both sides, every ratio 1 + noise)
+    run = load_results(write(tmp_path / "aa.json", make_run(seed=41, rounds=60, ab={}, code={})))
+    ab = compare_ab(run, None)
+    return render(run, compare(run, baseline()), ab=ab, suspects_path=tmp_path / "s.txt"), ab
+
+
+def test_an_aa_run_reads_in_one_screen_and_keeps_every_case(tmp_path: Path) -> None:
+    text, ab = aa_report(tmp_path)
+    assert text.startswith("# tilegate: PASS\n")
+    shown = visible(text)
+    assert len(shown) < 60, "\n".join(shown)
+    assert sections(text)[0] == "## Deciding cases"
+    assert "None: nothing fails (21 A/B case(s), 0 variant(s) with changed code" in text
+    # nothing dropped: every A/B case and every stored-baseline row is there, folded
+    hidden = folded(text)
+    for c in ab.cases:  # type: ignore[attr-defined]
+        assert f"| `{c.key}` |" in hidden and f"| `{c.key}` |" not in "\n".join(shown), c.key
+    assert "| `tiled-fp16-nt-K128` | 0.4" in hidden  # its baseline row (ms), folded too
+    assert text.count("| unchanged code |") == 21 and text.count("| ok |") >= 20
+
+
+def test_a_stored_run_that_holds_reads_in_one_screen_with_the_not_measured_folded() -> None:
+    # the real H200 quick run against the real (default-profile) baseline: 72 rows not measured
+    run = load_results(FIXTURES / "recorded-h200-quick.json")
+    cmp = compare(
+        run, load_baseline(Path(__file__).parent.parent / "baselines" / "nvidia-h200.json")
+    )
+    text = render(run, cmp)
+    assert text.startswith("# tilegate: PASS\n")
+    shown = visible(text)
+    assert len(shown) < 60, "\n".join(shown)
+    assert sections(text)[:2] == ["## Deciding cases", "## Against the stored baseline"]
+    assert deciding_table(text) == []
+    missing = [r.key for r in cmp.rows if r.verdict is Verdict.NOT_MEASURED]
+    assert len(missing) == 72
+    hidden, seen = folded(text), "\n".join(shown)
+    for k in missing:
+        assert f"| `{k}` |" in hidden and f"| `{k}` |" not in seen, k
+    assert "72 baseline row(s) not measured: not in this run's profile</summary>" in text
+    # the not-measured expectations are folded with their table rows
+    n = sum(c.status is Status.NOT_MEASURED for c in cmp.expectations)
+    assert n and f"{n} expectation check(s) not measured in this run" in seen
+    assert hidden.count("| not measured (both rows needed in the same run) |") == n
+    # the three IMPROVED rows stay in sight
+    assert sum("| improved |" in line for line in shown) == 3
+
+
+def test_a_failing_run_leads_with_exactly_its_deciding_cases(tmp_path: Path) -> None:
+    from tests._factories import key, make_run, write
+    from tilegate.judge.ab import compare_ab
+    from tilegate.judge.outcome import outcome
+
+    slow = key("tma_xtile_persistent", K=512)
+    data = make_run(
+        seed=3, rounds=300, ab={slow: 1.05}, code={}, base_code={"tma_xtile_persistent": "old"}
+    )
+    run = load_results(write(tmp_path / "ab.json", data))
+    ab = compare_ab(run, None)
+    cmp = compare(run, baseline())
+    text = render(run, cmp, ab=ab)
+    assert text.startswith("# tilegate: FAIL: 1 case slower than its base")
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("## "))
+    assert lines[first] == "## Deciding cases"
+    assert all(line == "" or line.startswith("> ") for line in lines[1:first])  # banners only
+    result = outcome(cmp, ab)
+    want = [f"`{c.key}`" for c in result.slower] + [f"`{r.key}`" for r in result.regressions]
+    assert want and deciding_table(text) == want
+    row = next(line for line in lines if line.startswith(f"| `{slow}` | SLOWER"))
+    case = next(c for c in ab.cases if c.key == slow)
+    assert f"| +{(case.ratio - 1) * 100:.1f}% |" in row and " .. " in row  # change, interval
+    assert f"| {case.tolerance:.1%} |" in row
+    # the stored-baseline failure: two REGRESSED rows and a broken expectation, nothing else
+    text = regressed_report()
+    assert deciding_table(text) == [
+        "`xtile_persistent-fp16-nt-K128`",
+        "`persistent-fp16-nt-K4096`",
+        "`xtile_persistent` / `swizzle_persistent` fp16 nt K=128",
+    ]
+    assert (
+        "| broken expectation | ratio 1.019 | <= 0.770: xtile_persistent stopped winning |" in text
+    )
+
+
+def test_what_changed_is_in_sight_and_the_rest_folded() -> None:
+    text = regressed_report()
+    seen = "\n".join(visible(text))
+    # the pair with the broken expectation in full, its twin pair (unchanged) one line
+    assert "### xtile persistent vs swizzle persistent (fp16, nt)" in seen
+    assert "### tma xtile persistent" not in text
+    assert (
+        "<details><summary>tma xtile persistent vs tma swizzle persistent (fp16, nt): crossover K=4096; same as the baseline.</summary>"
+        in text
+    )
+    # a new Triton: the environment table in full; the OK rows folded, the others in sight
+    assert "| Triton | 3.7.0 | 3.6.0 | **differs** |" in seen
+    assert "| **REGRESSED** |" in seen and "| improved |" in seen and "| ok |" not in seen
+    assert "<details><summary>21 row(s) within tolerance" in text

@@ -170,8 +170,12 @@ def write_summary(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    try:
+        read_summary(tmp)  # what the comment job will accept, or InputError now
+    except InputError as err:
+        tmp.unlink()
+        raise InputError(str(err).replace(str(tmp), str(out))) from None
     tmp.replace(out)
-    read_summary(out)  # what the comment job will accept, or InputError now, naming the file
     return data
 
 

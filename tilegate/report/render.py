@@ -862,8 +862,7 @@ def render(
     if ab is not None:
         out += _ab(ab)
     if cmp is not None:
-        if ab is not None:
-            out += ["## Against the stored baseline", ""]
+        out += ["## Against the stored baseline", ""]
         out += [
             f"Results `{run.path}` against baseline `{cmp.baseline.path}`"
             + (
