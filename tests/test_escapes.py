@@ -518,3 +518,19 @@ def test_a_smoke_runs_times_never_make_same_code_time_moved(tmp_path: Path) -> N
     assert not cmp.by(ABVerdict.INCONSISTENT)
     assert {c.key: c.verdict for c in cmp.cases}[moved] is ABVerdict.UNCHANGED
     assert outcome(None, cmp).code == 0
+
+
+def test_an_unacknowledged_loosening_is_a_row_of_the_deciding_cases(tmp_path: Path) -> None:
+    """The report's first table names what decides the exit code, a loosened baseline too (the
+    PR comment quotes that table)."""
+    repo = _repo(tmp_path)
+    _loosen_tolerance(repo / "baselines")
+    found = check_pull_request("HEAD", repo / "baselines", repo, tmp_path / "work")
+    judged = judge(
+        ROOT / "tests/fixtures/recorded-h200-quick.json",
+        baselines_dir=found.judge_dir,
+        integrity=found,
+    )
+    deciding = judged.text.split("## Deciding cases", 1)[1].split("\n## ", 1)[0]
+    assert judged.code == 1
+    assert found.failing and all(line.split(":")[0] in deciding for line in found.failing)

@@ -157,6 +157,7 @@ def judge(
             plots=plot_files,
             relative_to=report_path.parent if report_path else None,
             suspects_path=suspects_path,
+            integrity=integrity.failing if integrity is not None and not report_only else (),
         )
         if integrity is not None:
             text = _lead(text, integrity.banner(), 0 if report_only else len(integrity.failing))
