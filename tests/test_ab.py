@@ -252,7 +252,7 @@ def test_a_two_percent_slowdown_is_found_and_only_there(tmp_path: Path) -> None:
     by = {c.key: c for c in cmp.cases}
     assert by[slow].verdict is ABVerdict.SLOWER, by[slow]
     assert by[slow].ratio == pytest.approx(1.02, abs=0.003)
-    assert cmp.exit_code == 1 and cmp.suspects() == [slow]
+    assert outcome(None, cmp).code == 1 and cmp.suspects() == [slow]
     assert cmp.changed_code == ["tma_xtile_persistent"]
     others = [c for c in cmp.cases if c.key != slow]
     assert {c.verdict for c in others} <= {ABVerdict.UNCHANGED, ABVerdict.SAME}
@@ -265,7 +265,7 @@ def test_aa_passes_and_identical_code_is_never_blamed(tmp_path: Path) -> None:
     # A/A: the same code on both sides; and, worse, a 10 % "slowdown" the code cannot explain
     run = ab_run(tmp_path, "aa.json", seed=4, rounds=300, ab={key("tiled", K=128): 1.10})
     cmp = compare_ab(run, None)
-    assert cmp.exit_code == 0
+    assert outcome(None, cmp).code == 0
     assert {c.verdict for c in cmp.cases} == {ABVerdict.UNCHANGED}
     tiled = next(c for c in cmp.cases if c.key == key("tiled", K=128))
     assert tiled.ratio == pytest.approx(1.10, abs=0.01) and "noise" in tiled.note
@@ -285,7 +285,9 @@ def test_an_ambiguous_case_is_measured_again_before_it_can_fail(tmp_path: Path) 
     )
     cmp = compare_ab(first, None, policy=ABPolicy(ceiling=0.01))
     case = next(c for c in cmp.cases if c.key == k)
-    assert case.verdict is ABVerdict.AMBIGUOUS and k in cmp.suspects() and cmp.exit_code == 0
+    assert (
+        case.verdict is ABVerdict.AMBIGUOUS and k in cmp.suspects() and outcome(None, cmp).code == 0
+    )
     again = ab_run(
         tmp_path,
         "2.json",
@@ -317,9 +319,9 @@ def test_new_and_removed_variants_are_listed_not_judged(tmp_path: Path) -> None:
         key("grouped", K=k) for k in (128, 512, 4096)
     }
     # a variant only the base has takes its cases with it: it fails until acknowledged
-    assert cmp.exit_code == 1
+    assert outcome(None, cmp).code == 1
     acked = compare_ab(load_results(tmp_path / "nr.json"), None, accept_removed=True)
-    assert acked.exit_code == 0
+    assert outcome(None, acked).code == 0
 
 
 # --- the A/A noise file -------------------------------------------------------------------------
@@ -370,7 +372,7 @@ def test_a_whole_machine_shift_is_not_blamed_on_any_row(tmp_path: Path, hashed_b
     """The GROUP_M case on the H200: cuBLAS and every row 4.5-5 % slower in the same rounds."""
     run = load_run(tmp_path, "shift.json", seed=21, machine_factor=1.05, drift=False, code={})
     cmp = compare(run, hashed_baseline)
-    assert cmp.exit_code == 0
+    assert outcome(cmp, None).code == 0
     shifted = cmp.by(Verdict.SHIFTED)
     assert shifted, "the rows are slower beyond their tolerance: reported as a shift"
     assert all(r.rel_delta is not None and abs(r.rel_delta) < 0.02 for r in shifted)

@@ -12,6 +12,7 @@ from tests._factories import VARIANTS, build_baseline, key, load_run
 from tilegate.errors import InputError
 from tilegate.judge.baseline import Baseline, BaselineRow
 from tilegate.judge.crosstile import CrossTilePair, Status, crosstile_pairs
+from tilegate.judge.outcome import outcome
 from tilegate.judge.policy import Policy
 from tilegate.judge.results import load_results
 from tilegate.judge.verdict import Verdict, compare, judge_row
@@ -40,7 +41,7 @@ def verdict_of(cmp, case: str):  # type: ignore[no-untyped-def]
 def test_pure_noise_never_fails(baseline: Baseline, workdir: Path) -> None:
     for seed in SEEDS:
         cmp = compare(load_run(workdir, "noise.json", seed=500 + seed), baseline)
-        assert cmp.exit_code == 0, [(v.key, v.delta) for v in cmp.rows if v.fails]
+        assert outcome(cmp, None).code == 0, [(v.key, v.delta) for v in cmp.rows if v.fails]
         assert not cmp.broken
 
 
@@ -53,7 +54,7 @@ def test_a_runner_3_percent_slower_does_not_fail_after_confirmation(
         first = compare(run, baseline)
         assert not first.broken  # expectations use same-run ratios: drift cannot break them
         conf = load_run(workdir, "drift-confirm.json", seed=700 + seed, machine_factor=1.03)
-        assert compare(run, baseline, [conf]).exit_code == 0
+        assert outcome(compare(run, baseline, [conf]), None).code == 0
 
 
 def test_a_faster_runner_cannot_fake_an_expectation(baseline: Baseline, workdir: Path) -> None:
@@ -69,7 +70,7 @@ def test_a_faster_runner_cannot_fake_an_expectation(baseline: Baseline, workdir:
     assert verdict_of(cmp, key("xtile_persistent", K=128)).verdict is not Verdict.REGRESSED
     broken = [(c.expectation.faster, c.K) for c in cmp.broken]
     assert broken == [("xtile_persistent", 128)]
-    assert cmp.exit_code == 1
+    assert outcome(cmp, None).code == 1
 
 
 # --- real regressions fail ------------------------------------------------------------------------------
@@ -100,19 +101,19 @@ def test_a_10_percent_slowdown_is_caught(baseline: Baseline, workdir: Path, case
         )
         final = compare(run, baseline, [conf])
         assert verdict_of(final, case).verdict is Verdict.REGRESSED
-        assert final.exit_code == 1
+        assert outcome(final, None).code == 1
 
 
 def test_one_noisy_run_cannot_accuse(baseline: Baseline, workdir: Path) -> None:
     case = key("persistent", K=4096)
     run = load_run(workdir, "spike.json", seed=1000, slow={case: 1.10})
-    assert compare(run, baseline).exit_code == 1
+    assert outcome(compare(run, baseline), None).code == 1
     conf = load_run(workdir, "spike-confirm.json", seed=1001, ks=(4096,))
     final = compare(run, baseline, [conf])
     v = verdict_of(final, case)
     assert v.verdict is not Verdict.REGRESSED
     assert len(v.run_deltas) == 2
-    assert final.exit_code == 0
+    assert outcome(final, None).code == 0
 
 
 def test_two_of_three_runs_accuse(baseline: Baseline, workdir: Path) -> None:
@@ -127,7 +128,7 @@ def test_a_faster_row_is_an_improvement_not_a_failure(baseline: Baseline, workdi
     case = key("grouped", K=512)
     cmp = compare(load_run(workdir, "fast-row.json", seed=1200, slow={case: 0.88}), baseline)
     assert verdict_of(cmp, case).verdict is Verdict.IMPROVED
-    assert cmp.exit_code == 0
+    assert outcome(cmp, None).code == 0
     assert case not in cmp.suspects()
 
 
@@ -138,7 +139,7 @@ def test_a_slower_reference_row_is_reported_but_does_not_fail(
     cmp = compare(load_run(workdir, "torch.json", seed=1300, slow={case: 1.15}), baseline)
     v = verdict_of(cmp, case)
     assert v.verdict is Verdict.REGRESSED and v.reference and not v.fails
-    assert cmp.exit_code == 0
+    assert outcome(cmp, None).code == 0
     assert case not in cmp.suspects()
 
 
@@ -288,7 +289,7 @@ def test_new_rows_and_rows_outside_the_profile() -> None:
     )
     assert {v.key for v in cmp.by(Verdict.NEW)} == {key(v, K=2048) for v in VARIANTS}
     assert verdict_of(cmp, key("tiled", K=512)).verdict is Verdict.NOT_MEASURED
-    assert cmp.exit_code == 0
+    assert outcome(cmp, None).code == 0
 
 
 def test_nothing_in_common(workdir: Path) -> None:

@@ -39,7 +39,7 @@ import numpy as np
 from scipy import stats as _sp
 
 from tilegate import __version__
-from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK, InputError
+from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_json, is_finite_number, read_json
 from tilegate.judge import stats
 from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch
@@ -345,12 +345,6 @@ class ABComparison:
 
     def by(self, *verdicts: ABVerdict) -> list[ABCase]:
         return [c for c in self.cases if c.verdict in verdicts]
-
-    @property
-    def exit_code(self) -> int:
-        if self.by(ABVerdict.INCONSISTENT):
-            return EXIT_CANNOT_JUDGE
-        return EXIT_FAIL if any(c.fails for c in self.cases) else EXIT_OK
 
     def suspects(self) -> list[str]:
         return [c.key for c in self.by(ABVerdict.SLOWER, ABVerdict.AMBIGUOUS)]

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
-from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
+from tilegate.errors import InputError
 from tilegate.harness.identity import same_scheme
 from tilegate.judge import stats
 from tilegate.judge.baseline import (
@@ -137,10 +137,6 @@ class Comparison:
     def broken(self) -> list[ExpectationResult]:
         """The expectations that failed."""
         return [c for c in self.expectations if c.status is Status.FAIL]
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_FAIL if any(r.fails for r in self.rows) or self.broken else EXIT_OK
 
     def suspects(self) -> list[str]:
         """Case ids to measure again: regressed or unsure rows, and both rows of a broken expectation."""
