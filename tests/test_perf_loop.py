@@ -109,6 +109,27 @@ def test_no_gpu_is_2_with_a_cannot_judge_report(tmp_path: Path, baseline: Path) 
     assert any("no CUDA GPU" in line for line in lines)
 
 
+def test_an_unknown_profile_is_2_naming_the_benchmarks_profiles(
+    tmp_path: Path, baseline: Path
+) -> None:
+    """Checked before anything is measured (or a missing GPU is reported instead)."""
+    lines: list[str] = []
+    suite = FakeSuite({"seed": 55})
+    p = Perf(
+        profile="nightly",
+        baseline=baseline,
+        out_dir=tmp_path / ".perf",
+        suite=suite,
+        detect_gpu=lambda: "nvidia-h200",
+        log=lines.append,
+    )
+    assert p.run() == 2
+    assert not suite.calls
+    said = (tmp_path / ".perf" / "report.md").read_text()
+    assert "'nightly' is not a profile of benchmark 'matmul'" in said
+    assert "quick, default, full, smoke" in said
+
+
 def test_no_baseline_is_2_unless_report_only(tmp_path: Path) -> None:
     missing = tmp_path / "nvidia-h200.json"
     code, p = perf(tmp_path, None, FakeSuite({"seed": 56}), baselines_dir=tmp_path)

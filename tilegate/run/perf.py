@@ -196,6 +196,19 @@ def gpu_slug() -> str:
 Suite = Callable[[Path, str, Sequence[str]], int]
 
 
+def _check_profile(name: str) -> None:
+    """InputError unless `name` is a profile of the configured benchmark (before any GPU work)."""
+    from tilegate.config import find
+
+    config = find()
+    bench = config.load_benchmark()
+    if name not in bench.profile_map:
+        raise InputError(
+            f"--profile {name!r} is not a profile of benchmark {bench.name!r} "
+            f"({config.benchmark}); its profiles: {', '.join(bench.profile_map)}"
+        )
+
+
 @dataclass
 class Perf:
     """One `tilegate perf` invocation: where it writes, what it measures, what judges it."""
@@ -254,6 +267,7 @@ class Perf:
 
     def _run(self) -> int:
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        _check_profile(self.profile)
         slug = self._slug()
         if slug is None:
             return self._fail("no GPU here")
