@@ -6,7 +6,9 @@
     PYTHONPATH=. python tools/history_bench.py page --out .perf/history-bench [--runs 1000]
         a store of N distinct synthetic runs x 96 cases, then `history dashboard`: wall time, size;
         then headless Chromium until every chart is drawn (wall time of the browser process, and
-        of the same browser on an empty page: the difference is the page's load and draw).
+        of the same browser on an empty page: the difference is the page's load and draw), and
+        the page's real-time milestones over the DevTools pipe: first contentful paint, the
+        overview heatmap drawn, every chart drawn.
     PYTHONPATH=. python tools/history_bench.py aa --out .perf/history-bench [--seeds 20]
         false alarms on A/A histories (60 commits x 96 cases, nothing changes) and how many
         runs after a step of 3 %, 1 % and 0.6 % it takes to be reported.
@@ -36,7 +38,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests._browser import CHROMIUM_FLAGS  # noqa: E402
+from tests._browser import CHROMIUM_FLAGS, page_timings  # noqa: E402
 from tests._synthetic_history import STEP_AT, STEPPED, make_run, write_history  # noqa: E402
 
 
@@ -105,6 +107,13 @@ def bench_page(out: Path, runs: int, repeat: int, chromium: str | None) -> None:
             f"- headless Chromium until every chart is drawn: median {wall:.2f} s of {repeat} "
             f"(the same browser on an empty page: {statistics.median(base):.2f} s; difference "
             f"{wall - statistics.median(base):.2f} s)"
+        )
+        real = [page_timings(chromium, str(page), str(out / "cdp-profile")) for _ in range(repeat)]
+        med = {k: statistics.median(t[k] for t in real) for k in real[0]}
+        print(
+            f"- real time from navigation (DevTools pipe), median of {repeat}: first contentful "
+            f"paint {med['fcp_s']:.2f} s, the overview heatmap drawn {med['first_chart_s']:.2f} s, "
+            f"every chart drawn {med['drawn_s']:.2f} s"
         )
 
 
