@@ -42,6 +42,7 @@ from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_json, is_finite_number, read_json
 from tilegate.judge import stats
+from tilegate.judge.policy import TolerancePolicy
 from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch
 from tilegate.report.markdown import listing
 
@@ -53,13 +54,12 @@ def noise_path(slug: str, directory: str | Path = Path("baselines")) -> Path:
 
 
 @dataclass(frozen=True)
-class ABPolicy:
-    """How A/A noise becomes a tolerance, and how sure a verdict must be."""
+class ABPolicy(TolerancePolicy):
+    """How A/A noise (the spread of the A/A run ratios) becomes a tolerance, and how sure a
+    verdict must be (alpha: the one-sided Wilcoxon signed-rank level)."""
 
-    multiple: float = 3.0  # tolerance = multiple x the A/A spread of the run ratios ...
-    floor: float = 0.005  # ... at least this (0.5 %) ...
-    ceiling: float = 0.03  # ... at most this; also the tolerance of an uncalibrated case
-    alpha: float = 0.01  # one-sided Wilcoxon signed-rank level
+    floor: float = 0.005  # 0.5 %: paired ratios hold far tighter than stored medians
+    ceiling: float = 0.03  # also the tolerance of an uncalibrated case
     confidence: float = 0.99  # of the interval of the median ratio
 
     def as_json(self) -> dict[str, float]:
@@ -185,9 +185,7 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
     rows = {}
     for key, ratios in sorted(per_key.items()):
         spread = max(abs(r - 1.0) for r in ratios)
-        tol = stats.derive_tolerance(
-            spread, multiple=policy.multiple, floor=policy.floor, ceiling=policy.ceiling
-        )
+        tol = policy.tolerance(spread)
         rows[key] = NoiseRow(key, tuple(ratios), spread, tol.value, tol.bound)
     env = runs[0].env
     provenance = {

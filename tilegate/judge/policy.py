@@ -20,13 +20,29 @@ from tilegate.judge import stats
 
 
 @dataclass(frozen=True)
-class Policy:
-    """How noise becomes tolerances and expectations; stored in the baseline it produced."""
+class TolerancePolicy:
+    """The one shape of every tolerance of the gate: the stored baseline's (`Policy`, noise = the
+    drift of the run medians), the A/B's (`tilegate.judge.ab.ABPolicy`, noise = the A/A spread
+    of the run ratios) and the upgrade's (`tilegate.run.upgrade.UPGRADE`, noise = the spread of
+    each side's ratios): tolerance = clamp(multiple x noise, floor, ceiling), and a change must
+    also be significant at alpha."""
 
-    multiple: float = 3.0  # tolerance = multiple x drift of the run medians ...
+    multiple: float = 3.0  # tolerance = multiple x noise ...
     floor: float = 0.04  # ... at least this (relative slowdown) ...
     ceiling: float = 0.08  # ... at most this; a row that needs more is reported too noisy
-    alpha: float = 0.01  # one-sided Mann-Whitney U level for "slower" / "faster"
+    alpha: float = 0.01  # one-sided significance level of "slower" / "faster"
+
+    def tolerance(self, noise: float) -> stats.Tolerance:
+        return stats.derive_tolerance(
+            noise, multiple=self.multiple, floor=self.floor, ceiling=self.ceiling
+        )
+
+
+@dataclass(frozen=True)
+class Policy(TolerancePolicy):
+    """How noise becomes tolerances and expectations; stored in the baseline it produced (alpha:
+    the one-sided Mann-Whitney U level)."""
+
     unsure_band: float = (
         0.2  # significant and within this fraction below the tolerance: measure more
     )
@@ -136,9 +152,7 @@ class Tolerances:
         floor = ov.floor if ov and ov.floor is not None else p.floor
         ceiling = ov.ceiling if ov and ov.ceiling is not None else p.ceiling
         multiple = ov.multiple if ov and ov.multiple is not None else p.multiple
-        tol = stats.derive_tolerance(
-            drift, multiple=multiple, floor=floor, ceiling=min(max(ceiling, floor), 1.0)
-        )
+        tol = TolerancePolicy(multiple, floor, min(max(ceiling, floor), 1.0)).tolerance(drift)
         source = tol.bound if ov is None else f"{tol.bound}, {ov.describe()}"
         return tol.value, source, tol.too_noisy
 

@@ -48,10 +48,12 @@ from scipy import stats as _sp
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_text
 from tilegate.judge import stats
+from tilegate.judge.policy import TolerancePolicy
 from tilegate.judge.results import Run
 from tilegate.report.markdown import pct, table
 
-FLOOR, CEILING, MULTIPLE, ALPHA = 0.01, 0.05, 3.0, 0.05
+# noise = the spread of each side's per-process ratios; alpha: the Welch t-test's level
+UPGRADE = TolerancePolicy(multiple=3.0, floor=0.01, ceiling=0.05, alpha=0.05)
 # grid axes that name the op a variant runs: its verdict is given per value of them
 KERNEL_AXES = ("kernel", "op")
 
@@ -208,10 +210,10 @@ def judge_upgrade(old_runs: Sequence[Run], new_runs: Sequence[Run]) -> UpgradeCo
             continue  # measured on one side only: listed by the report as not compared
         effect = stats.median(new) / stats.median(old) - 1
         noise = max((max(x) - min(x)) / stats.median(x) for x in (old, new))
-        tol = stats.derive_tolerance(noise, multiple=MULTIPLE, floor=FLOOR, ceiling=CEILING).value
+        tol = UPGRADE.tolerance(noise).value
         t = _sp.ttest_ind(np.log(new), np.log(old), equal_var=False)
         p = 1.0 if math.isnan(t.pvalue) else float(t.pvalue)
-        if abs(effect) > tol and p < ALPHA:
+        if abs(effect) > tol and p < UPGRADE.alpha:
             change = Change.SLOWER if effect > 0 else Change.FASTER
         elif abs(effect) <= tol:
             change = Change.SAME
@@ -239,8 +241,8 @@ def render(cmp: UpgradeComparison, fingerprint: str | None = None) -> str:
         "",
         f"{len(cmp.old_runs)} processes under {old_t} and {len(cmp.new_runs)} under "
         f"{new_t}, alternating, on {cmp.old_runs[0].env.gpu.name}; each case judged on its "
-        f"ratio to `{ref}` in its own process (tolerance = clamp(3 x the within-side spread, "
-        f"{FLOOR:.0%}, {CEILING:.0%}), Welch t-test p < {ALPHA:g}).",
+        f"ratio to `{ref}` in its own process (tolerance = clamp({UPGRADE.multiple:g} x the within-side "
+        f"spread, {UPGRADE.floor:.0%}, {UPGRADE.ceiling:.0%}), Welch t-test p < {UPGRADE.alpha:g}).",
         "",
         *(f"- {n}" for n in cmp.notes),
         "",
