@@ -13,6 +13,7 @@ import textwrap
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from _factories import build_baseline, key, make_run, write
@@ -444,43 +445,70 @@ def test_the_gate_refuses_a_contradicting_baseline_and_a_missing_baselines_dir(
     assert gone.code == 2 and "nope.json does not exist" in (gone.error or "")
 
 
-def test_the_identity_is_the_code_not_the_package_name(tmp_path: Path) -> None:
-    """A/B imports the base's kernels under another package name: the same files must give the
-    same host-code part of the identity, and an edited file another (on the H200 the name in the
-    hash made every case of an A/A run "changed")."""
-    from tilegate.harness.identity import Captured, identity
+def _load_as(path: Path, name: str) -> Any:
+    """path/kernels imported under the package name `name`, as A/B imports a base."""
+    import importlib.util
 
-    same = tmp_path / "same"
-    shutil.copytree(ROOT / "kernels", same / "kernels")
-    edited = tmp_path / "edited"
-    shutil.copytree(ROOT / "kernels", edited / "kernels")
-    (edited / "kernels" / "_host.py").write_text(
-        (edited / "kernels" / "_host.py").read_text() + "\nEXTRA = 1\n"
+    spec = importlib.util.spec_from_file_location(
+        name, path / "kernels" / "__init__.py", submodule_search_locations=[str(path / "kernels")]
     )
-    import kernels  # noqa: F401  (the head's package, as the suite imports it)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
-    for path, name in (
-        (same, "tilegate_base_aaaaaaaaaaaa"),
-        (edited, "tilegate_base_bbbbbbbbbbbb"),
-    ):
-        sys.path.insert(0, str(path))
-        try:
-            spec = __import__("importlib.util").util.spec_from_file_location(
-                name,
-                path / "kernels" / "__init__.py",
-                submodule_search_locations=[str(path / "kernels")],
-            )
-            module = __import__("importlib.util").util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-        finally:
-            sys.path.remove(str(path))
 
-    def ident(package: str) -> str:
-        return identity(Captured(packages=[package])).hash
+@pytest.mark.interpreter
+def test_the_identity_is_the_code_the_call_runs_not_the_package_name(tmp_path: Path) -> None:
+    """A/B imports the base's kernels under another package name: the same files give the same
+    host-code part of the identity (on the H200 the name in the hash made every case of an A/A
+    run "changed"); an edit to one kernel's wrapper changes that kernel's cases only (the whole
+    package's source was hashed before: any edit made every case "changed", on the H200 too),
+    and an edit to a module-level scalar the wrapper reads changes it as well."""
+    from tilegate.harness.identity import capture, differing_parts, identity
 
-    assert ident("tilegate_base_aaaaaaaaaaaa") == ident("kernels")
-    assert ident("tilegate_base_bbbbbbbbbbbb") != ident("kernels")
+    trees = {}
+    for name in ("same", "tma_edited", "unused_edited"):
+        trees[name] = tmp_path / name
+        shutil.copytree(
+            ROOT / "kernels", trees[name] / "kernels", ignore=shutil.ignore_patterns("__pycache__")
+        )
+    tma = trees["tma_edited"] / "kernels" / "tma.py"
+    old = "programs = min(cfg.programs_per_sm * num_sms, num_tiles)"
+    assert tma.read_text().count(old) == 1
+    tma.write_text(tma.read_text().replace(old, old.replace("num_sms,", "num_sms + 0,")))
+    (trees["unused_edited"] / "kernels" / "_host.py").write_text(
+        (trees["unused_edited"] / "kernels" / "_host.py").read_text()
+        + "\n\ndef never_called():\n    return 1\n\nEXTRA = 1\n"
+    )
+    packages = {n: _load_as(t, f"tilegate_base_{n}") for n, t in trees.items()}
+    import torch
+
+    import kernels  # the head's package, as the suite imports it
+
+    packages["head"] = kernels
+    torch.manual_seed(0)
+    a = torch.randn(32, 64, dtype=torch.float16)
+    b = torch.randn(64, 48, dtype=torch.float16)
+    ids: dict[tuple[str, str], Any] = {}
+    for pkg_name, pkg in packages.items():
+        for variant in ("tiled", "tma_xtile_persistent"):
+            with capture() as seen:
+                pkg.VARIANTS[variant].matmul(a, b)
+            ids[(pkg_name, variant)] = identity(seen)
+    for variant in ("tiled", "tma_xtile_persistent"):
+        assert ids[("same", variant)].hash == ids[("head", variant)].hash, variant
+        assert ids[("unused_edited", variant)].hash == ids[("head", variant)].hash, variant
+    assert ids[("tma_edited", "tiled")].hash == ids[("head", "tiled")].hash
+    edited, head = (
+        ids[("tma_edited", "tma_xtile_persistent")],
+        ids[("head", "tma_xtile_persistent")],
+    )
+    assert edited.hash != head.hash, "the wrapper the call runs was edited"
+    assert differing_parts(edited.as_json()["code_parts"], head.as_json()["code_parts"]) == [
+        "host_code"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -190,7 +190,7 @@ def test_nox_perf_ab_smoke_runs_both_kernels_packages(tmp_path: Path) -> None:
     assert ("torch-fp16-nt-K24", "base") not in sides, "the reference is measured once"
     assert data["machine_info"]["tilegate"]["ab"]["ref"] == "HEAD"
     for b in data["benchmarks"]:
-        # the whole case's identity (tilegate.harness.identity, scheme "case1")
+        # the whole case's identity (tilegate.harness.identity, scheme "case2")
         assert b["extra_info"]["tilegate"]["code_hash"].startswith(f"{SCHEME}:sha256:")
 
 

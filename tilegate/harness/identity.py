@@ -18,15 +18,21 @@ lines are dropped), so a base commit materialised elsewhere, or a comment that s
 down the file, is still "the same code". A variant that launches no Triton kernel (the torch
 reference) is identified by torch's version: the same on both sides of an A/B run.
 
-The case's identity is wider than its Triton kernels (`SCHEME`, "case1"): everything the timed
+The case's identity is wider than its Triton kernels (`SCHEME`, "case2"): everything the timed
 call runs enters it, conservatively, so that host-side work cannot hide behind an unchanged
 kernel (a `c.zero_()` in the wrapper was "the same compiled code" before):
 
 * every torch op the call dispatches (a `TorchDispatchMode`: op name, shapes, dtypes, strides);
 * on a GPU, every kernel the call launches as the CUDA profiler sees it (torch.profiler / Kineto:
   name and grid of memsets, copies, cuBLAS and Triton kernels alike);
-* the host code: a hash of the source of every module of the kernels package the call's
-  kernels come from, comments and docstrings dropped (an AST dump): a comment moves nothing.
+* the host code the call runs: every Python function of the project (not the standard library,
+  torch, Triton, tilegate or their kind: `FOREIGN`) that runs inside the block, each as the AST
+  of its own `def` (comments, docstrings and line numbers dropped: a comment moves nothing),
+  keyed by its path inside its top-level package (the A/B base's package is the same code under
+  another name), with the module-level scalars it reads (`SCALE = 2.0`). A function the call
+  never runs does not enter: an edit to one kernel's wrapper changes that kernel's cases only
+  (the whole package's source did before, so any edit made every case "changed"). Tables such
+  as a config dict enter through what they do: the compiled code, grids and launches above.
 
 Compiled Triton code is hashed from its TTIR (locations dropped) and the compile options, not
 from its SASS: on sm_90 Triton 3.6's warp-specialization pass assigns the mbarriers of
@@ -56,7 +62,7 @@ from typing import Any
 PROFILE_ENV = "TILEGATE_IDENTITY_PROFILER"  # "0": no CUDA profiler in the identity (GPU only)
 
 KINDS = ("ttir", "sass", "ptx", "source", "reference")
-SCHEME = "case1"  # the prefix of a whole-case hash: hashes of other schemes are not compared
+SCHEME = "case2"  # the prefix of a whole-case hash: hashes of other schemes are not compared
 _PTX_DEBUG = re.compile(r"^\s*(\.loc|\.file|//).*$|^\s*\.section\s+\.debug.*$", re.M)
 _LOC_DEF = re.compile(r"^#loc.*$", re.M)
 # compile inputs and launch facts of a CompiledKernel's metadata (never paths or its own hash)
@@ -93,6 +99,8 @@ class Captured:
     ops: list[str] = field(default_factory=list)  # torch ops dispatched, with their operands
     kernels: list[str] = field(default_factory=list)  # GPU activity (profiler): name, grid
     packages: list[str] = field(default_factory=list)  # packages whose kernels were launched
+    code: list[Any] = field(default_factory=list)  # the project's Python code objects that ran
+    roots: list[str] = field(default_factory=list)  # package dirs whose code is the host code
 
 
 @dataclass(frozen=True)
@@ -102,14 +110,34 @@ class Identity:
     hash: str  # "sha256:<hex>"
     kind: str  # one of KINDS: how it was taken (comparable only within a kind)
     launches: int  # Triton launches per call
+    # what the hash is made of, each part's own short digest (which part differs when two
+    # sides' hashes do): "triton" (compiled code, grids, launch metadata), "torch_ops",
+    # "gpu_activity", "host_code"
+    parts: tuple[tuple[str, str], ...] = ()
 
     def as_json(self) -> dict[str, Any]:
-        return {"code_hash": self.hash, "code_hash_kind": self.kind, "launches": self.launches}
+        out: dict[str, Any] = {
+            "code_hash": self.hash,
+            "code_hash_kind": self.kind,
+            "launches": self.launches,
+        }
+        if self.parts:
+            out["code_parts"] = dict(self.parts)
+        return out
 
     def marked(self, what: str) -> Identity:
         """This identity with a test-only injection folded in: injected code is changed code."""
         digest = _sha(self.hash, what)
-        return Identity(f"{SCHEME}:sha256:{digest}", f"{self.kind}+injected", self.launches)
+        return Identity(
+            f"{SCHEME}:sha256:{digest}", f"{self.kind}+injected", self.launches, self.parts
+        )
+
+
+def differing_parts(a: Any, b: Any) -> list[str]:
+    """The parts of two identities' `code_parts` (as stored in results) that differ."""
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return []
+    return [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
 def _sha(*parts: Any) -> str:
@@ -183,12 +211,15 @@ def _interpreted_launch(fn: Any, grid: Any, kwargs: dict[str, Any]) -> Launch:
 
 
 @contextlib.contextmanager
-def capture() -> Iterator[Captured]:
-    """Record the Triton launches made inside the `with` block (this thread's process)."""
+def capture(*owners: Any) -> Iterator[Captured]:
+    """Record the Triton launches made inside the `with` block (this thread's process), and
+    what else the call runs. `owners`: objects (the variants' `make`s, head's and base's) whose
+    top-level packages hold the code under test: their functions are the host-code part (none
+    given: the packages whose kernels were launched)."""
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
-    seen = Captured()
+    seen = Captured(roots=source_roots(owners))
     originals: list[tuple[Any, Callable[..., Any]]] = []
 
     def package_of(fn: Any) -> None:
@@ -227,6 +258,7 @@ def capture() -> Iterator[Captured]:
         cls.run = wrap(cls.run)
     try:
         with contextlib.ExitStack() as stack:
+            stack.enter_context(_host_code(seen.code))
             stack.enter_context(_dispatched(seen.ops))
             profiled = stack.enter_context(_gpu_activity(seen.kernels))
             yield seen
@@ -328,7 +360,134 @@ def _launch_shape(event: Any) -> Any:
     return tuple(tuple(meta.get(k) or ()) for k in ("grid", "block"))
 
 
-_SOURCE_CACHE: dict[tuple[Any, ...], str] = {}
+# --- the host code the call runs ---------------------------------------------------------------
+
+# top-level packages that are not the project's code: their functions never enter the identity
+# (the tools and libraries under the kernels; a version change of one is an environment change,
+# judged by the stored check and the Triton / library upgrade A/B, not a code change)
+FOREIGN = (
+    "tilegate",
+    "torch",
+    "triton",
+    "numpy",
+    "scipy",
+    "pytest",
+    "_pytest",
+    "pluggy",
+    "pytest_benchmark",
+    "sympy",
+    "networkx",
+    "jinja2",
+    "filelock",
+    "fsspec",
+    "typing_extensions",
+    "packaging",
+)
+_TOOL_IDS = (3, 4)  # sys.monitoring tool ids tried (0-2 and 5 are the debugger, coverage, ...)
+
+
+def _foreign_dirs() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(FOREIGN packages' dirs, the standard library's dirs, the site-packages dirs): code
+    under the first, or under the second and not the third, is never the project's."""
+    import importlib.util
+    import site
+    import sysconfig
+
+    def norm(path: str) -> str:
+        return str(Path(path).resolve()) + os.sep
+
+    packages = []
+    for name in FOREIGN:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        for loc in (spec.submodule_search_locations or []) if spec else []:
+            packages.append(norm(loc))
+    paths = sysconfig.get_paths()
+    sites = [*site.getsitepackages(), site.getusersitepackages()]
+    sites += [paths.get(k, "") for k in ("purelib", "platlib")]
+    stdlib = [paths.get(k, "") for k in ("stdlib", "platstdlib")]
+    return (
+        tuple(dict.fromkeys(packages)),
+        tuple(dict.fromkeys(norm(x) for x in stdlib if x)),
+        tuple(dict.fromkeys(norm(x) for x in sites if x)),
+    )
+
+
+_FOREIGN_CACHE: dict[str, bool] = {}
+_FOREIGN_DIRS: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None = None
+
+
+def _is_project(filename: str) -> bool:
+    """Whether code of this file can be the project's (a real .py file outside FOREIGN and the
+    standard library)."""
+    got = _FOREIGN_CACHE.get(filename)
+    if got is None:
+        global _FOREIGN_DIRS
+        if _FOREIGN_DIRS is None:
+            _FOREIGN_DIRS = _foreign_dirs()
+        packages, stdlib, sites = _FOREIGN_DIRS
+        real = str(Path(filename).resolve()) if filename.endswith(".py") else ""
+        got = (
+            bool(real)
+            and not real.startswith(packages)
+            and not (real.startswith(stdlib) and not real.startswith(sites))
+            and Path(real).is_file()
+        )
+        _FOREIGN_CACHE[filename] = got
+    return got
+
+
+_MONITOR: list[int] = []  # the sys.monitoring tool id this process holds (acquired once)
+_SINK: list[list[Any]] = []  # where the running capture collects code objects
+
+
+def _on_start(code: Any, offset: int) -> Any:
+    if not _is_project(code.co_filename):
+        return sys.monitoring.DISABLE  # type: ignore[attr-defined]  # never again for this code
+    if _SINK:
+        _SINK[-1].append(code)
+    return None
+
+
+@contextlib.contextmanager
+def _host_code(sink: list[Any]) -> Iterator[None]:
+    """Collect the project's code objects that start running inside the block (sys.monitoring
+    where it exists, Python >= 3.12: one look per code object outside the project; else a
+    profile function)."""
+    mon = getattr(sys, "monitoring", None)
+    if mon is not None and not _MONITOR:
+        for tool in _TOOL_IDS:
+            try:
+                mon.use_tool_id(tool, "tilegate-identity")
+            except ValueError:  # taken by another tool
+                continue
+            mon.register_callback(tool, mon.events.PY_START, _on_start)
+            _MONITOR.append(tool)
+            break
+    _SINK.append(sink)
+    try:
+        if _MONITOR:
+            mon.set_events(_MONITOR[0], mon.events.PY_START)
+            try:
+                yield
+            finally:
+                mon.set_events(_MONITOR[0], 0)
+            return
+        previous = sys.getprofile()
+
+        def profile(frame: Any, event: str, arg: Any) -> None:
+            if event == "call" and _is_project(frame.f_code.co_filename):
+                sink.append(frame.f_code)
+
+        sys.setprofile(profile)
+        try:
+            yield
+        finally:
+            sys.setprofile(previous)
+    finally:
+        _SINK.pop()
 
 
 def _strip_docstrings(tree: ast.AST) -> ast.AST:
@@ -345,25 +504,135 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
-def package_source_hash(package: str) -> str | None:
-    """The host code of a package: every module's AST (no comments, docstrings, line numbers)."""
-    module = sys.modules.get(package)
-    paths = list(getattr(module, "__path__", None) or [])
-    if not paths:
-        return None
-    root = Path(paths[0])
-    files = sorted(root.rglob("*.py"))
-    key = (package, *((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files))
-    if key not in _SOURCE_CACHE:
-        parts = []
-        for f in files:
-            try:
-                tree = _strip_docstrings(ast.parse(f.read_text(encoding="utf-8")))
-                parts.append((str(f.relative_to(root)), ast.dump(tree)))
-            except (OSError, SyntaxError, UnicodeDecodeError) as err:
-                parts.append((str(f.relative_to(root)), f"unreadable: {err}"))
-        _SOURCE_CACHE[key] = _sha(*parts)
-    return _SOURCE_CACHE[key]
+_DEFS_CACHE: dict[tuple[str, int, int], dict[tuple[int, str], str]] = {}
+
+
+def _defs(filename: str) -> dict[tuple[int, str], str]:
+    """(first line, name) -> AST dump (no docstrings, no positions) of every def and lambda of a
+    file; a decorated def is found at the line of its first decorator (co_firstlineno)."""
+    st = Path(filename).stat()
+    key = (filename, st.st_mtime_ns, st.st_size)
+    if key not in _DEFS_CACHE:
+        out: dict[tuple[int, str], str] = {}
+        try:
+            tree = _strip_docstrings(ast.parse(Path(filename).read_text(encoding="utf-8")))
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError) as err:
+            tree, out[(0, "")] = ast.Module(body=[], type_ignores=[]), f"unreadable: {err}"
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                out[(first, node.name)] = ast.dump(node)
+            elif isinstance(node, ast.Lambda):
+                k = (node.lineno, "<lambda>")
+                out[k] = out.get(k, "") + ast.dump(node)
+        _DEFS_CACHE[key] = out
+    return _DEFS_CACHE[key]
+
+
+_SCALARS = (int, float, bool, str, bytes, type(None))
+
+
+def _scalar(value: Any) -> bool:
+    if isinstance(value, _SCALARS):
+        return True
+    return isinstance(value, (tuple, frozenset)) and all(isinstance(v, _SCALARS) for v in value)
+
+
+_FILES: dict[str, tuple[str, str]] = {}  # module name -> (resolved file, path in its package)
+
+
+def _module_files() -> dict[str, tuple[str, dict[str, Any]]]:
+    """file -> (its path inside its top-level package, the module's globals)."""
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    for name, module in list(sys.modules.items()):
+        f = getattr(module, "__file__", None)
+        if not f or not f.endswith(".py"):
+            continue
+        if name not in _FILES or not _FILES[name][0].endswith(Path(f).name):
+            top = sys.modules.get(name.split(".", 1)[0])
+            roots = list(getattr(top, "__path__", None) or [])
+            real, rel = str(Path(f).resolve()), Path(f).name
+            if roots:
+                with contextlib.suppress(ValueError):
+                    rel = str(Path(real).relative_to(Path(roots[0]).resolve()))
+            _FILES[name] = (real, rel)
+        real, rel = _FILES[name]
+        out[real] = (rel, vars(module))
+    return out
+
+
+def package_root(owner: Any) -> str | None:
+    """The directory of the top-level package `owner` (a function, partial, object or module
+    name) comes from, with a trailing separator; None for a top-level module or a builtin."""
+    while hasattr(owner, "func"):  # functools.partial
+        owner = owner.func
+    name = owner if isinstance(owner, str) else getattr(owner, "__module__", None)
+    if name is None and hasattr(owner, "__name__") and hasattr(owner, "__path__"):
+        name = owner.__name__
+    if not isinstance(name, str):
+        name = getattr(type(owner), "__module__", None)
+    top = sys.modules.get(name.split(".", 1)[0]) if isinstance(name, str) else None
+    paths = list(getattr(top, "__path__", None) or [])
+    return str(Path(paths[0]).resolve()) + os.sep if paths else None
+
+
+def source_roots(owners: Any) -> list[str]:
+    """The package directories of `owners`, each once: every side's copy of the code under
+    test, so that its code running in one side's call (a hook one copy installed) counts for
+    every side alike."""
+    return list(dict.fromkeys(r for o in owners if (r := package_root(o))))
+
+
+_CO_OPTIMIZED = 0x1  # a function's code (not a module's or a class body's: import-time work)
+
+
+def host_code_hash(codes: list[Any], roots: list[str] | tuple[str, ...]) -> str:
+    """The host code a call ran: per distinct function under `roots` (the packages of the code
+    under test; anything else is the same code object on both sides of an A/B run, one
+    process), its place in its package, its def's AST and the module-level scalars it reads;
+    sorted, so the order of first calls does not matter."""
+    files = _module_files()
+    parts = set()
+    roots = tuple(roots)
+    for code in dict.fromkeys(codes):
+        if code.co_name.startswith("<") and code.co_name != "<lambda>":
+            continue  # a comprehension or genexpr: part of the def it lies in
+        if not code.co_flags & _CO_OPTIMIZED:
+            continue  # a module or class body running: an import, not the call's work
+        real = str(Path(code.co_filename).resolve())
+        if not real.startswith(roots):
+            continue
+        rel, module_globals = files.get(real, (Path(real).name, {}))
+        try:
+            body = _defs(real).get((code.co_firstlineno, code.co_name))
+        except OSError:
+            body = None
+        if body is None:  # no source for it: its bytecode and constants
+            body = repr((code.co_code, [c for c in code.co_consts if not hasattr(c, "co_code")]))
+        names = set(code.co_names)
+        stack = [c for c in code.co_consts if hasattr(c, "co_names")]
+        while stack:  # names read by its nested comprehensions too
+            c = stack.pop()
+            names |= set(c.co_names)
+            stack += [x for x in c.co_consts if hasattr(x, "co_names")]
+        scalars = tuple(
+            (n, repr(module_globals[n]))
+            for n in sorted(names)
+            if n in module_globals and not n.startswith("__") and _scalar(module_globals[n])
+        )
+        parts.add(
+            (rel, code.co_qualname if hasattr(code, "co_qualname") else code.co_name, body, scalars)
+        )
+    return _sha(*sorted(parts))
+
+
+def _roots(captured: Captured) -> tuple[str, ...]:
+    """The code under test: the owners' packages (the A/B source: its copy is what differs
+    between the sides); without owners, the packages whose kernels were launched. A library
+    both sides share (liger_kernel under a user's wrappers) is left out: it is one code object
+    on both sides, and what it runs first in a process (a cache filled once) is not a change."""
+    got = captured.roots or [package_root(p) for p in captured.packages]
+    return tuple(dict.fromkeys(r for r in got if r))
 
 
 def identity(captured: Captured) -> Identity:
@@ -371,17 +640,20 @@ def identity(captured: Captured) -> Identity:
     activity and host code; the torch reference (no Triton launch) by torch's version too."""
     import torch
 
-    packages = captured.packages or (["kernels"] if "kernels" in sys.modules else [])
-    # the source, not the name: the A/B base's package is the same code under another name
-    host = tuple(package_source_hash(p) for p in packages)
-    whole = (tuple(captured.ops), tuple(captured.kernels), host)
+    parts = (
+        ("triton", _sha(*((la.code, la.grid, la.meta) for la in captured.launches))[:16]),
+        ("torch_ops", _sha(*captured.ops)[:16]),
+        ("gpu_activity", _sha(*captured.kernels)[:16]),
+        ("host_code", host_code_hash(captured.code, _roots(captured))[:16]),
+    )
+    whole = tuple(v for _, v in parts)
     if not captured.launches:
         digest = _sha("reference", torch.__version__, whole)
-        return Identity(f"{SCHEME}:sha256:{digest}", "reference", 0)
+        return Identity(f"{SCHEME}:sha256:{digest}", "reference", 0, parts)
     kinds = {launch.kind for launch in captured.launches}
     kind = kinds.pop() if len(kinds) == 1 else "+".join(sorted(kinds))
-    digest = _sha(*((la.code, la.grid, la.meta) for la in captured.launches), whole)
-    return Identity(f"{SCHEME}:sha256:{digest}", kind, len(captured.launches))
+    digest = _sha(whole)
+    return Identity(f"{SCHEME}:sha256:{digest}", kind, len(captured.launches), parts)
 
 
 def same_scheme(a: str, b: str) -> bool:
