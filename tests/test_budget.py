@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 
 from tilegate.harness import budget as bd
-from tilegate.harness.budget import GroupBudget, Tolerances
+from tilegate.harness.budget import STORED_PASSES, GroupBudget, Tolerances
 
 PASSES, PER_PASS = 5, 30  # a profile of 150 rounds per group in 5 sweeps
 
 
-def _group(unchanged: set[str], tol: float = 0.01, enabled: bool = True) -> GroupBudget:
+def _group(
+    unchanged: set[str], tol: float = 0.01, enabled: bool = True, keep_full: frozenset = frozenset()
+) -> GroupBudget:
     slots = ["torch", "a", "a@base", "b", "b@base", "c", "c@base"]
     return GroupBudget(
         slots,
@@ -22,6 +24,7 @@ def _group(unchanged: set[str], tol: float = 0.01, enabled: bool = True) -> Grou
         passes=PASSES,
         tolerances=Tolerances({"a-K1": tol, "b-K1": tol, "c-K1": tol}),
         enabled=enabled,
+        keep_full=keep_full,
     )
 
 
@@ -43,14 +46,36 @@ def _run(g: GroupBudget, ratio: dict[str, float], noise: float, seed: int = 0) -
         sweeps += 1
 
 
-def test_unchanged_pairs_get_only_sentinel_base_rounds_and_heads_the_profile() -> None:
+def test_unchanged_pairs_get_sentinel_base_rounds_and_heads_what_the_stored_check_needs() -> None:
     g = _group({"a", "b", "c"})
     got = _run(g, {}, noise=0.002)
-    assert got["torch"] == got["a"] == got["b"] == got["c"] == PASSES * PER_PASS
+    stored = bd.STORED_PASSES * PER_PASS
+    assert got["a"] == got["b"] == got["c"] == stored < PASSES * PER_PASS
+    assert got["torch"] == stored, "the reference stops with the last head it serves"
+    assert g.info("a")["stopped"] == "stored" and g.info("a")["sweeps"] == bd.STORED_PASSES
     # one sweep of the base side settles the consistency rule (the interval inside +-5 %)
     assert got["a@base"] == got["b@base"] == got["c@base"] == PER_PASS
     assert g.info("a@base")["stopped"] == "sentinel" and g.info("a@base")["role"] == "sentinel-base"
     assert g.timed_in("a@base") == [[0, PER_PASS]]
+    line = bd.summary_line(bd.summarize([g.info(n) for n in g.slots]))
+    assert f"3 unchanged head(s) timed for {bd.STORED_PASSES} of {PASSES} sweeps" in line
+
+
+def test_a_changed_case_keeps_the_reference_and_its_expectation_partner_full() -> None:
+    """With `a` changed, the reference keeps every profile sweep (a's stored check needs it);
+    `b`, paired with `a` by an expectation, keeps its sweeps; `c` gets the stored minimum."""
+    g = _group({"b", "c"}, keep_full=frozenset({"b"}))
+    got = _run(g, {"a": 1.10}, noise=0.002)
+    assert got["a"] == got["torch"] == got["b"] == PASSES * PER_PASS
+    assert got["c"] == bd.STORED_PASSES * PER_PASS
+    assert g.info("b")["stopped"] == "profile" and g.info("c")["stopped"] == "stored"
+
+
+def test_an_unchanged_head_keeps_being_timed_while_its_sentinel_is() -> None:
+    g = _group({"a", "b", "c"})
+    _run(g, {}, noise=0.2)  # the sentinel cannot settle in the stored sweeps
+    assert bd.covered(g.slots["a"].ranges) >= bd.covered(g.slots["a@base"].ranges)
+    assert g.info("a")["stopped"] in ("stored", "profile")
 
 
 def test_a_noisy_sentinel_keeps_being_timed_up_to_the_profile() -> None:
@@ -84,7 +109,9 @@ def test_an_undecided_pair_is_extended_up_to_the_cap() -> None:
     cap = bd.CAP_FACTOR * PASSES * PER_PASS
     assert got["a@base"] == got["a"] == cap
     assert got["torch"] == cap  # the reference is timed while any case of its group is
-    assert got["b"] == PASSES * PER_PASS  # decided / unchanged heads are not extended
+    assert (
+        got["b"] == bd.STORED_PASSES * PER_PASS
+    )  # unchanged heads: the stored minimum, no extension
     info = g.info("a@base")
     assert info["stopped"] == "cap" and info["extended"] == cap - PASSES * PER_PASS
     assert info["looks"] == bd.max_looks(PASSES)
@@ -264,7 +291,9 @@ def test_measurer_budgets_by_identity_and_results_load_and_judge(tmp_path) -> No
     m, cases, timer = _ab_measurer(True)
     res = {c.test_id: m.result(c) for c in cases}
     per_pass = 30
-    assert len(res["a-K1"].samples_s) == len(res["b-K1"].samples_s) == 150  # heads: the profile
+    assert len(res["a-K1"].samples_s) == 150  # the changed head: the profile
+    assert len(res["b-K1"].samples_s) == per_pass * STORED_PASSES  # unchanged: the stored check's
+    assert res["b-K1"].extra["budget"]["stopped"] == "stored"
     assert len(res["torch-K1"].samples_s) == 150
     assert len(res["b-K1@base"].samples_s) == per_pass  # unchanged: the sentinel sweep
     assert res["b-K1@base"].extra["budget"]["stopped"] == "sentinel"
@@ -275,7 +304,8 @@ def test_measurer_budgets_by_identity_and_results_load_and_judge(tmp_path) -> No
     assert res["a-K1"].extra["ratio_to_base"] == pytest.approx(1.10, rel=0.01)
     assert res["b-K1"].extra["ratio_to_base"] == pytest.approx(1.0, abs=0.01)
     full = 150 * 7
-    assert timer.calls == 150 * 4 + 3 * per_pass < full  # heads + torch + three base sweeps
+    # a and torch the profile, b and c the stored sweeps, three base sweeps
+    assert timer.calls == 150 * 2 + 2 * per_pass * STORED_PASSES + 3 * per_pass < full
     _write_and_judge(tmp_path, cases, res)
 
 
@@ -293,7 +323,8 @@ def test_measurer_extends_an_undecided_pair_up_to_the_cap() -> None:
     m.ab_tolerances = Tolerances({"a-K1": 0.0})  # no interval can be inside +-0: never decided
     res = {c.test_id: m.result(c) for c in cases}
     assert len(res["a-K1@base"].samples_s) == len(res["a-K1"].samples_s) == 450
-    assert len(res["torch-K1"].samples_s) == 450 and len(res["b-K1"].samples_s) == 150
+    assert len(res["torch-K1"].samples_s) == 450
+    assert len(res["b-K1"].samples_s) == 30 * STORED_PASSES
     assert res["a-K1@base"].extra["budget"]["stopped"] == "cap"
     assert res["b-K1"].extra["ratio_to_reference"] == pytest.approx(1.0, abs=0.01)
 
@@ -354,3 +385,46 @@ def _write_and_judge(tmp_path, cases, res) -> None:
 
     with pytest.raises(InputError, match="--perf-ab-full"):  # A/A calibration needs full runs
         build_noise([run], tmp_path / "noise.json")
+
+
+def test_what_only_a_process_first_call_does_is_not_a_changed_case() -> None:
+    """Head and base share a library whose first call in the process does one-time work (a
+    compile, a cache filled: torch ops of its own). The head's first call does it, the base's
+    does not; the identity comes from a second, steady call, so the case is unchanged (a Liger
+    layer_norm backward was "changed" in every A/A run on the H200 before)."""
+    import torch
+
+    from tilegate.cases import Case
+    from tilegate.harness.measure import GroupMeasurer
+
+    done: list[bool] = []  # the shared library's one-time state
+
+    class _Once(_Variant):
+        def make(self, params: object, inputs: object):
+            def call() -> torch.Tensor:
+                if not done:
+                    done.append(True)
+                    torch.zeros(3).add_(1)  # one-time setup, once per process
+                return torch.ones(4)
+
+            return call
+
+    params = {"K": 1}
+    cases = [Case("torch", ("K1",), params), Case("a", ("K1",), params)]
+    cases.append(Case("a", ("K1",), params, base=True))
+    registry = {"torch": _Variant("torch", reference=True), "a": _Once("a"), "a@base": _Once("a")}
+    m = GroupMeasurer(
+        benchmark=_Bench(),
+        registry=registry,
+        timer=_Timer(30),
+        device="cpu",
+        capability=None,
+        groups={"K1": cases},
+        passes=1,
+        warmup_first_s=0.0,
+    )
+    res = {c.test_id: m.result(c) for c in cases}
+    assert done, "the one-time work ran"
+    assert res["a-K1"].identity.hash == res["a-K1@base"].identity.hash
+    assert res["a-K1"].extra["budget"]["role"] == "head"
+    assert res["a-K1@base"].extra["budget"]["role"] == "sentinel-base"

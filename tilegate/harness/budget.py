@@ -3,8 +3,17 @@
 Identity is known after each case's correctness call, before any timing (tilegate.harness.identity),
 so the measurer can plan per group which slots each sweep times:
 
-* every head row and the reference are timed for the profile's rounds, as without budgeting: the
-  stored-baseline check and the expectations get exactly what they get today;
+* every head row whose code changed, every new row and the reference are timed for the
+  profile's rounds, as without budgeting: the stored-baseline check and the expectations get
+  exactly what they get in a stored run;
+* the head of a case whose code is the base's gets what the stored check needs, the first
+  STORED_PASSES sweeps (the quick profile's; a stored verdict needs 2 rounds at least,
+  tilegate.judge.stats.min_samples_rank_sum, and 3 sweeps spread the row over the run's drift
+  as the pull-request check does): its A/B verdict is decided by identity, and in A/B mode its
+  stored verdict can only report drift, never fail (tilegate.judge.outcome). It keeps the
+  profile's rounds while its sentinel is still timed, or when an expectation pairs it with a
+  changed row (that expectation judges the pull request). The group's reference stops with the
+  last head it serves;
 * the base side of a case whose code is the base's (UNCHANGED CODE) is a SENTINEL: timed in the
   first sweep (at least SENTINEL_MIN rounds), then looked at: once the 99 % interval of its paired
   ratio, at the interim looks' stricter confidence, lies inside +-max(5 x tolerance, 3 %) (the
@@ -40,6 +49,7 @@ from tilegate.judge import stats
 MOVED_TOLERANCES = 5.0
 MOVED_MIN = 0.03
 CAP_FACTOR = 3  # a changed pair is timed for at most this many times the profile's rounds
+STORED_PASSES = 3  # sweeps an unchanged case's head gets: what the stored check needs
 
 Ranges = tuple[tuple[int, int], ...]
 
@@ -258,8 +268,9 @@ class _Slot:
     role: str  # "head", "reference", "changed-base", "sentinel-base", "single"
     ranges: Ranges = ()
     active: bool = True
-    stopped: str = "profile"  # "decided", "cap", "profile", "sentinel"
+    stopped: str = "profile"  # "decided", "cap", "profile", "sentinel", "stored"
     looks: int = 0
+    sweeps: int = 0  # sweeps it was timed in
     decision: str | None = None
     extended: int = 0  # rounds beyond the profile's
 
@@ -270,7 +281,9 @@ class GroupBudget:
     `slots` are the group's timed slots in run order; `pairs` head slot -> base slot;
     `unchanged` the head slots whose compiled code is the base's; `keys` head slot -> case id
     (for its tolerance). With `enabled` False every slot is timed every profile sweep (A/A
-    calibration, `--perf-ab-full`).
+    calibration, `--perf-ab-full`). `stored_passes`: the sweeps an unchanged head gets (None:
+    STORED_PASSES); `keep_full`: unchanged heads that keep the profile's sweeps (an expectation
+    pairs them with a changed row).
     """
 
     def __init__(
@@ -285,9 +298,15 @@ class GroupBudget:
         tolerances: Tolerances = Tolerances(),
         enabled: bool = True,
         cap_factor: int = CAP_FACTOR,
+        stored_passes: int | None = None,
+        keep_full: set[str] | frozenset[str] = frozenset(),
     ) -> None:
         self.enabled = enabled
         self.passes = passes
+        self.stored_passes = max(
+            1, min(passes, STORED_PASSES if stored_passes is None else stored_passes)
+        )
+        self.cut = {h for h in unchanged if h in pairs and h not in keep_full} if enabled else set()
         self.cap_factor = cap_factor
         self.tolerances = tolerances
         self.pairs = dict(pairs)
@@ -348,6 +367,7 @@ class GroupBudget:
                 raise ValueError(f"{name}: {len(got)} samples for {rounds} rounds")
             slot = self.slots[name]
             slot.ranges = add_range(slot.ranges, self.round, self.round + rounds)
+            slot.sweeps += 1
             self.samples[name].extend(got)
             if extension:
                 slot.extended += rounds
@@ -355,10 +375,26 @@ class GroupBudget:
         self.sweep += 1
         if self.enabled:
             self._look(timed)
+            if self.stored_passes <= self.sweep < self.passes:
+                self._cut_unchanged()
         if self.sweep >= self.passes:  # the profile's rounds are done: heads stop here
             for name, slot in self.slots.items():
                 if slot.role in ("head", "reference", "single") and not self._extending(name):
                     slot.active = False
+
+    def _cut_unchanged(self) -> None:
+        """Unchanged heads whose sentinel is done stop (the stored check has its sweeps); the
+        reference stops with the last head or new row it serves."""
+        for head in self.cut:
+            h, base = self.slots[head], self.slots[self.pairs[head]]
+            if h.active and not base.active:
+                h.active, h.stopped = False, "stored"
+        ref = self.slots.get(self.reference) if self.reference else None
+        served = [
+            s for n, s in self.slots.items() if n != self.reference and s.role != "sentinel-base"
+        ]
+        if ref is not None and ref.active and not any(s.active for s in served):
+            ref.active, ref.stopped = False, "stored"
 
     def _extending(self, name: str) -> bool:
         base = self.pairs.get(name)
@@ -400,7 +436,10 @@ class GroupBudget:
         for head, base in self.pairs.items():  # the head follows its base through extension
             if self.sweep >= self.passes:
                 s = self.slots[base]
-                self.slots[head].stopped = s.stopped if s.role == "changed-base" else "profile"
+                if s.role == "changed-base":
+                    self.slots[head].stopped = s.stopped
+                elif self.slots[head].stopped != "stored":
+                    self.slots[head].stopped = "profile"
 
     # what the results say --------------------------------------------------------------------
 
@@ -412,6 +451,8 @@ class GroupBudget:
             "rounds": covered(s.ranges),
             "stopped": s.stopped,
             "looks": s.looks,
+            "sweeps": s.sweeps,
+            "profile_sweeps": self.passes,
         }
         if s.extended:
             out["extended"] = s.extended
@@ -442,6 +483,15 @@ def summarize(infos: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "unchanged_cases": len(sentinel),
         "sentinel_rounds": sorted({int(i["rounds"]) for i in sentinel}),
         "sentinel_full": sum(i.get("stopped") == "profile" for i in sentinel),
+        "heads_cut": sum(i.get("role") == "head" and i.get("stopped") == "stored" for i in infos),
+        "cut_sweeps": sorted(
+            {
+                int(i.get("sweeps", 0))
+                for i in infos
+                if i.get("stopped") == "stored" and i.get("role") == "head"
+            }
+        ),
+        "profile_sweeps": max((int(i.get("profile_sweeps", 0)) for i in infos), default=0),
     }
 
 
@@ -461,4 +511,16 @@ def summary_line(total: Mapping[str, Any]) -> str:
         + (f", {total['capped']} at the cap undecided" if total.get("capped") else "")
         + f"), {total['unchanged_cases']} unchanged case(s) head-only + {sent} sentinel base rounds"
         + (f" ({full} timed in full: their sentinel did not settle)" if full else "")
+        + _cut_part(total)
+    )
+
+
+def _cut_part(total: Mapping[str, Any]) -> str:
+    cs = total.get("cut_sweeps") or []
+    if not total.get("heads_cut") or not cs:
+        return ""
+    sweeps = f"{cs[0]}" if len(cs) == 1 else f"{cs[0]}-{cs[-1]}"
+    return (
+        f"; {total['heads_cut']} unchanged head(s) timed for {sweeps} of "
+        f"{total.get('profile_sweeps', 0)} sweeps, what the stored check needs"
     )
