@@ -183,3 +183,20 @@ def test_an_ab_suspect_is_measured_again_in_ab_mode(
     assert suite.calls[1][2][4].startswith("--perf-groups-of=")
     report = (tmp_path / ".perf" / "report.md").read_text()
     assert "case slower than its base" in report.splitlines()[0]
+
+
+def test_the_host_hold_covers_twice_the_longest_enqueue_and_names_the_timer() -> None:
+    """hold_host: the GPU waits for twice the longest host enqueue time of a group's calls
+    (clamped), and the timer's name says so (a baseline timed without is not comparable)."""
+    from tilegate.harness import timing
+
+    held = timing.CudaTimer(timing.TimerConfig(l2_flush=False, hold_host=True))
+    plain = timing.CudaTimer(timing.TimerConfig(l2_flush=False))
+    assert (held.name, plain.name) == ("cuda-event+hold", "cuda-event")
+    held._enqueue_s = {"a": [1e-4, 3e-4, 2e-4], "b": [5e-5] * 3}
+    assert held.hold_seconds(["a", "b"]) == pytest.approx(4e-4)
+    assert held.hold_seconds(["b"]) == pytest.approx(1e-4)
+    assert held.hold_seconds(["never-warmed"]) == timing.HOLD_MAX_S
+    assert held.hold_cycles(["b"]) == int(1e-4 * timing.HOLD_CLOCK_HZ)
+    held._enqueue_s = {"c": [1.0]}
+    assert held.hold_seconds(["c"]) == timing.HOLD_MAX_S

@@ -64,6 +64,9 @@ class Profile:
     min_time_s: float = 3.0  # ... and at least this long (tilegate.harness.timing.TimerConfig)
     passes: int = 5  # each group's rounds are spread over this many sweeps across all groups
     soak_s: float = 15.0  # untimed run of the run's own kernels before the first sweep
+    # the GPU waits until each timed call is queued (tilegate.harness.timing): for calls whose
+    # host work (Python wrappers, autograd) is as long as their GPU work
+    hold_host: bool = False
     interpreter: bool = False  # runs under Triton's CPU interpreter: timings mean nothing
     description: str = ""
 

@@ -350,6 +350,7 @@ class PerfRun:
             rounds=fixed_rounds or profile.rounds,
             min_time_s=0.0 if fixed_rounds else profile.min_time_s,
             l2_flush=not config.getoption("--perf-no-l2-flush"),
+            hold_host=profile.hold_host,
         )
         self.cases: list[Case] = config.stash[CASES]
         self.groups: dict[str, list[Case]] = {}

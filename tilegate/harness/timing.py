@@ -6,6 +6,13 @@ L2 is zeroed) before every timed call by default, and the variants of one group 
 every round so that clock and thermal drift fall on all of them alike: ratios between them are
 then paired, round by round. Events are read once, after the last round, so the host never
 stalls the GPU between calls.
+
+A call whose host work (Python wrappers, autograd) takes longer than its GPU work is timed as
+its host time unless the GPU waits for the host: with `hold_host` (a profile's choice) a
+busy-wait kernel (`torch.cuda._sleep`) is queued before each sample's flush, for twice the
+longest host enqueue time of the group's calls (measured in the warm-up), so the whole call is
+queued before the GPU reaches its start event; nvbench's "blocking kernel" does the same. The
+timer is then "cuda-event+hold", never compared with a baseline timed without.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ class TimerConfig:
     max_rounds: int = 2000
     warmup_s: float = 0.3  # interleaved warm-up before the timed rounds of a group
     l2_flush: bool = True
+    hold_host: bool = False  # the GPU waits until each sample's call is queued (module doc)
 
     def __post_init__(self) -> None:
         if self.rounds < 1:
@@ -75,16 +83,21 @@ def round_order(names: list[str], r: int, pairs: Mapping[str, str] | None = None
     return [n for unit in rotated for n in (unit[::-1] if r % 2 else unit)]
 
 
+HOLD_CLOCK_HZ = 2.0e9  # cycles per second assumed for the hold (at a lower clock it lasts longer)
+HOLD_MAX_S = 0.01
+HOLD_MIN_S = 20e-6
+
+
 class CudaTimer:
     """Times callables on the current CUDA device with event pairs."""
-
-    name = "cuda-event"
 
     def __init__(self, config: TimerConfig, l2_bytes: int = 0) -> None:
         import torch
 
         self.config = config
+        self.name = "cuda-event+hold" if config.hold_host else "cuda-event"
         self._torch = torch
+        self._enqueue_s: dict[str, list[float]] = {}  # host seconds to queue each call
         self._flush_buf = None
         if config.l2_flush:
             nbytes = max(L2_FLUSH_MIN_BYTES, 4 * l2_bytes)
@@ -112,7 +125,10 @@ class CudaTimer:
                 paced_from = time.perf_counter()
             for name in round_order(names, rounds, pairs):
                 self._flush()
+                t0 = time.perf_counter()
                 fns[name]()
+                if rounds:
+                    self._enqueue_s.setdefault(name, []).append(time.perf_counter() - t0)
             rounds += 1
         torch.cuda.synchronize()
         return (time.perf_counter() - paced_from) / (rounds - 1)
@@ -127,10 +143,13 @@ class CudaTimer:
         torch = self._torch
         names = list(fns)
         events: dict[str, list[tuple[Any, Any]]] = {n: [] for n in names}
+        hold = self.hold_cycles(names) if self.config.hold_host else 0
         for r in range(rounds or self.config.rounds):
             for name in round_order(names, r, pairs):
                 begin = torch.cuda.Event(enable_timing=True)
                 end = torch.cuda.Event(enable_timing=True)
+                if hold:
+                    torch.cuda._sleep(hold)
                 self._flush()
                 begin.record()
                 fns[name]()
@@ -138,6 +157,15 @@ class CudaTimer:
                 events[name].append((begin, end))
         torch.cuda.synchronize()
         return {n: [b.elapsed_time(e) / 1e3 for b, e in pairs] for n, pairs in events.items()}
+
+    def hold_seconds(self, names: list[str]) -> float:
+        """Twice the longest median host enqueue time of these calls (warm-up), clamped."""
+        seen = [statistics.median(self._enqueue_s[n]) for n in names if self._enqueue_s.get(n)]
+        need = 2 * max(seen) if seen else HOLD_MAX_S
+        return min(HOLD_MAX_S, max(HOLD_MIN_S, need))
+
+    def hold_cycles(self, names: list[str]) -> int:
+        return int(self.hold_seconds(names) * HOLD_CLOCK_HZ)
 
 
 class HostTimer:

@@ -137,6 +137,10 @@ PROFILES = (
     # plus the rest of rms_norm / swiglu and layer_norm (whose backward 0.8.5 changed), Llama-3-8B
     # width. 6 groups; each call moves 130-340 MB (40-300 us on an H200): the minimum time, not
     # the round count, sets the length, ~1.2 s a group.
+    # hold_host: a Liger call's host work (autograd, the Python wrapper: 0.1-0.4 ms for a
+    # backward) is as long as its GPU work at these sizes, so without it the H200 timed the host
+    # (a layer_norm bwd 0.20-0.48 ms from run to run, tolerances needing 226 %); with it the GPU
+    # waits until the call is queued (tilegate.harness.timing)
     Profile(
         "quick",
         _axes(
@@ -157,6 +161,7 @@ PROFILES = (
         min_time_s=1.0,
         passes=2,
         soak_s=2.0,
+        hold_host=True,
         description="PR check: 6 groups, bf16, 8192 tokens x 4096",
     ),
     # Nightly: every norm / GLU pass at realistic widths. The largest group (16384 x 8192, a bwd)
@@ -169,6 +174,7 @@ PROFILES = (
         min_time_s=2.0,
         passes=4,
         soak_s=10.0,
+        hold_host=True,
         description="norms and GLUs fwd/bwd x {bf16, fp16} x tokens {4k, 16k} x hidden {2k, 4k, 8k}",
     ),
     # flce: a few hundred ms a call at Llama-3's vocabulary, so it has a profile of its own (in a
@@ -181,6 +187,7 @@ PROFILES = (
         min_time_s=2.0,
         passes=2,
         soak_s=2.0,
+        hold_host=True,
         description="fused linear cross-entropy, loss and both grads, vocab 128256",
     ),
     # The CPU pipeline proof (TRITON_INTERPRET=1): every kernel at odd sizes that exercise the

@@ -13,8 +13,10 @@
 # perf` runs when not told otherwise, so the baseline covers what CI and users run):
 #   a  perf --report-only from a cold Triton cache (0.8.5), timed: compile + measure
 #   b  rebaseline --measure 3 -> OUT/baselines/<gpu-slug>.json (nvidia-h200.json on an H200)
-#   c  3 A/A runs: perf --ab HEAD, judged against b's baseline too
+#   c  $AA A/A runs (default 3): perf --ab HEAD, judged against b's baseline too
 #   d  upgrade-ab --old 0.8.4 --new 0.8.5 --repeats 2: a verdict per kernel
+# STEPS="b c d" runs only those (default: a b c d); without b, c is judged against the
+# example's committed baselines/.
 # then a table: step, exit code, wall seconds. Estimated ~5.5 min of GPU wall in all (a ~40 s,
 # b ~85 s, c ~90 s, d ~115 s; a warm quick run ~28 s: ~10 s CUDA/torch start, ~13 s warm-up,
 # soak and timed rounds, the rest checks and the report).
@@ -34,6 +36,8 @@ ROOT=$(cd "$HERE/../.." && pwd)        # the tilegate checkout (tilegate/ is imp
 PY=${PYTHON:-python3}
 STEP_TIMEOUT=${STEP_TIMEOUT:-300}
 PROFILE=${PROFILE:-quick}
+AA=${AA:-3}
+read -r -a RUN <<<"${STEPS:-a b c d}"
 read -r -a EXTRA <<<"${EXTRA:-}"
 exec > >(tee "$OUT/h200.log") 2>&1
 
@@ -116,20 +120,28 @@ step() { # step NAME PYTHONPATH ARGS...: `python -m tilegate ARGS`, its exit cod
     STEPS+=("$name $rc $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}")")
 }
 
-step a-quick-cold "$NEW" perf --profile "$PROFILE" --report-only --no-plots --out-dir "$OUT/a-quick-cold"
-
-step b-rebaseline "$NEW" rebaseline --measure 3 --profile "$PROFILE" \
-    --out "$OUT/baselines/$SLUG.json" --diff-out "$OUT/b-rebaseline.md"
-mkdir -p "$OUT/b-runs" && cp .perf/rebaseline/run-*.json "$OUT/b-runs/" 2>/dev/null
-
-for i in 1 2 3; do
-    step "c-aa-$i" "$NEW" perf --profile "$PROFILE" --ab HEAD --baselines "$OUT/baselines" \
-        --no-plots --out-dir "$OUT/c-aa-$i"
-done
-
-step d-upgrade "$ROOT" upgrade-ab --old /tmp/liger-0.8.4 --new /tmp/liger-0.8.5 \
-    --profile "$PROFILE" --repeats 2
-mkdir -p "$OUT/d-upgrade" && cp .perf/upgrade-ab/*.json .perf/upgrade-ab/report.md "$OUT/d-upgrade/" 2>/dev/null
+wants() { [[ " ${RUN[*]} " == *" $1 "* ]]; }
+BASELINES=baselines
+if wants a; then
+    step a-quick-cold "$NEW" perf --profile "$PROFILE" --report-only --no-plots --out-dir "$OUT/a-quick-cold"
+fi
+if wants b; then
+    step b-rebaseline "$NEW" rebaseline --measure 3 --profile "$PROFILE" \
+        --out "$OUT/baselines/$SLUG.json" --diff-out "$OUT/b-rebaseline.md"
+    mkdir -p "$OUT/b-runs" && cp .perf/rebaseline/run-*.json "$OUT/b-runs/" 2>/dev/null
+    BASELINES="$OUT/baselines"
+fi
+if wants c; then
+    for i in $(seq 1 "$AA"); do
+        step "c-aa-$i" "$NEW" perf --profile "$PROFILE" --ab HEAD --baselines "$BASELINES" \
+            --no-plots --out-dir "$OUT/c-aa-$i"
+    done
+fi
+if wants d; then
+    step d-upgrade "$ROOT" upgrade-ab --old /tmp/liger-0.8.4 --new /tmp/liger-0.8.5 \
+        --profile "$PROFILE" --repeats 2
+    mkdir -p "$OUT/d-upgrade" && cp .perf/upgrade-ab/*.json .perf/upgrade-ab/report.md "$OUT/d-upgrade/" 2>/dev/null
+fi
 
 say "summary (exit: 0 holds, 1 regression / slower, 2 cannot judge, 124 timed out)"
 {
