@@ -191,7 +191,7 @@ class GroupMeasurer:
                     # in every A/A run on the H200. The host code counts from both calls and make.
                     with warnlog.recording() as seen_warnings, capture(*self._owners) as launches:
                         call()
-                    warned += seen_warnings
+                    warned += [w for w in seen_warnings if w not in warned]  # once per case
                     launches.code = first.code + launches.code
             except Exception as exc:  # a kernel that raises fails its own case, not the group
                 res.error = f"{type(exc).__name__}: {exc}"
