@@ -33,7 +33,7 @@ def test_headline_and_section_order() -> None:
         "## Against the stored baseline",
         "- **Regressed**",
         "## Environment",
-        "## Cross-tile against its twin",
+        "## Relational pairs",
         "## Expectations",
         "## All rows",
     ]

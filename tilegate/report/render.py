@@ -4,7 +4,8 @@ Order of sections, most useful first: the headline (the first line, which other 
 banners (what makes the numbers less than a measurement); `## Deciding cases`, a table with one
 row per thing that decides the exit code (the PR comment copies this section, see
 `deciding_section`); the A/B verdict; the stored-baseline verdict; the environment and what
-differs from the baseline; cross-tile against its twin; the expectations; every row.
+differs from the baseline; the relational pairs (an expectation's `faster` against its
+`than`); the expectations; every row.
 
 What is not measured or did not change is folded into `<details>` blocks (nothing is dropped:
 the rows are all there, one click away), so a run where nothing changed reads in one screen.
@@ -604,9 +605,10 @@ def _pairs(run: Run, cmp: Comparison | None) -> list[str]:
     if not fams:
         return []
     legend = [
-        "Median time per call; *change* is the cross-tile time over its twin's, measured in the same "
-        "rounds (the paired median ratio minus one): negative means cross-tile wins. Expectations are "
-        "checked on this ratio, never on stored absolute times.",
+        "Median time per call; *change* is the first variant's time over the second's (an "
+        "expectation's `faster` over its `than`), measured in the same rounds (the paired median "
+        "ratio minus one): negative means the first wins. Expectations are checked on this ratio, "
+        "never on stored absolute times.",
         "",
     ]
     parts = [
@@ -617,7 +619,7 @@ def _pairs(run: Run, cmp: Comparison | None) -> list[str]:
     ):  # every pair folded: so is the legend
         parts[0][2:2] = legend
         legend = []
-    return ["## Cross-tile against its twin", "", *legend, *(x for part in parts for x in part)]
+    return ["## Relational pairs", "", *legend, *(x for part in parts for x in part)]
 
 
 # --- expectations and rows -------------------------------------------------------------------------------
@@ -628,7 +630,7 @@ def _expectations(cmp: Comparison) -> list[str]:
         return [
             "## Expectations",
             "",
-            "The baseline holds no expectations (no clear cross-tile win at rebaseline).",
+            "The baseline holds no expectations (no clear win of a declared pair at rebaseline).",
             "",
         ]
     per_run = any(len(c.run_ratios) > 1 for c in cmp.expectations)
@@ -651,12 +653,22 @@ def _expectations(cmp: Comparison) -> list[str]:
         if per_run:
             cells.insert(4, ", ".join(f"{r:.3f}" for r in c.run_ratios))
         rows[c.status].append(cells)
-    header = ["cross-tile / twin", "K", "max ratio", "ratio now", "at rebaseline", "result"]
+    pers = sorted(
+        {c.expectation.per for c in cmp.expectations if getattr(c.expectation, "per", None)}
+    )
+    header = [
+        "faster / than",
+        " / ".join(pers) or "at",
+        "max ratio",
+        "ratio now",
+        "at rebaseline",
+        "result",
+    ]
     if per_run:
         header.insert(4, "per run")
     align = "lrrr" + "r" * per_run + "rl"
     legend = [
-        "Cross-tile must take at most *max ratio* of its twin's time, measured in the same rounds of this run.",
+        "`faster` must take at most *max ratio* of `than`'s time, measured in the same rounds of this run.",
         "",
     ]
     out = ["## Expectations", ""]
