@@ -9,6 +9,9 @@ import pytest
 
 from tests._factories import key, load_run, make_run, write
 from tilegate.errors import InputError
+from tilegate.judge import vocabulary
+from tilegate.judge.outcome import Outcome, upgrade_outcome
+from tilegate.run import upgrade
 from tilegate.run.upgrade import Change, judge_upgrade, measure_sides, render
 
 OLD = {"torch": "2.11.0+cu130", "triton": "3.6.0", "python": "3.12.3"}
@@ -33,6 +36,55 @@ def test_a_kernel_the_upgrade_slows_is_named_and_only_it(tmp_path: Path) -> None
     assert cmp.exit_code == 1
     text = render(cmp)
     assert text.startswith("# tilegate upgrade A/B: FAIL: Triton 3.6.0 -> 3.9.0: persistent slower")
+
+
+def test_the_upgrade_exit_code_is_the_one_exit_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tilegate.judge.outcome decides the upgrade's exit code, as it does the stored and A/B."""
+    slowed = key("persistent", K=4096)
+    cmp = judge_upgrade(*sides(tmp_path, {slowed: 1.08}))
+    result = upgrade_outcome(cmp)
+    assert result.code == 1 == cmp.exit_code
+    assert [c.key for c in result.upgrade] == [slowed]
+    assert result.parts == ["1 case slower under the new environment"]
+    (tmp_path / "same").mkdir()
+    same = judge_upgrade(*sides(tmp_path / "same", {}))
+    assert upgrade_outcome(same) == Outcome(0) and same.exit_code == 0
+    # the comparison asks the rule, it has none of its own
+    seen = []
+
+    def rule(c: upgrade.UpgradeComparison) -> Outcome:
+        seen.append(c)
+        return Outcome(2)
+
+    monkeypatch.setattr(upgrade, "upgrade_outcome", rule)
+    assert cmp.exit_code == 2 and seen == [cmp]
+    assert render(cmp).startswith("# tilegate upgrade A/B: CANNOT JUDGE: ")
+
+
+def test_smoke_upgrade_runs_never_fail_by_the_one_exit_rule(tmp_path: Path) -> None:
+    slowed = key("persistent", K=4096)
+    old = [
+        load_run(tmp_path, f"so-{i}.json", seed=230 + i, software=OLD, mode="smoke")
+        for i in range(3)
+    ]
+    new = [
+        load_run(
+            tmp_path, f"sn-{i}.json", seed=330 + i, software=NEW, mode="smoke", slow={slowed: 1.3}
+        )
+        for i in range(3)
+    ]
+    cmp = judge_upgrade(old, new)
+    assert cmp.smoke and any(c.change is Change.SLOWER for c in cmp.cases)
+    assert upgrade_outcome(cmp) == Outcome(0) and cmp.exit_code == 0
+    assert render(cmp).startswith("# tilegate upgrade A/B: PASS: ")
+
+
+def test_the_upgrade_words_are_the_vocabularys() -> None:
+    assert Change is vocabulary.Change
+    assert [c.value for c in Change] == ["SLOWER", "FASTER", "SAME", "AMBIGUOUS"]
+    assert {c.value for c in Change} <= {v.value for v in vocabulary.ABVerdict}
 
 
 def test_a_whole_machine_shift_is_no_kernel_change(tmp_path: Path) -> None:

@@ -23,11 +23,12 @@ buffer), so the per-round ratio head/base cancels them; a stored baseline cannot
 The noise file: per case, the A/A paired ratio of each of several runs with REF = HEAD (both
 sides the same code), its spread max |r_j - 1| and tolerance = clamp(multiple x spread, floor,
 ceiling). A case it lacks gets the ceiling, marked uncalibrated.
+
+The words (ABVerdict) are tilegate.judge.vocabulary's; the exit rule is tilegate.judge.outcome.
 """
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -44,6 +45,7 @@ from tilegate.fileio import atomic_write_json, is_finite_number, read_json
 from tilegate.judge import stats
 from tilegate.judge.policy import TolerancePolicy
 from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch
+from tilegate.judge.vocabulary import ABVerdict
 from tilegate.report.markdown import listing
 
 NOISE_SCHEMA = "tilegate.ab-noise/1"
@@ -273,18 +275,6 @@ def load_noise(path: Path) -> Noise:
 
 
 # --- the verdict -------------------------------------------------------------------------------
-
-
-class ABVerdict(str, enum.Enum):
-    SLOWER = "SLOWER"
-    FASTER = "FASTER"
-    SAME = "SAME"
-    AMBIGUOUS = "AMBIGUOUS"
-    UNCHANGED = "UNCHANGED CODE"
-    NEW = "NEW"
-    REMOVED = "REMOVED"
-    # the same identity on both sides, but a ratio A/A noise cannot give: cannot judge (exit 2)
-    INCONSISTENT = "SAME CODE, TIME MOVED"
 
 
 # the consistency rule: an UNCHANGED CODE case whose paired ratio moved by more than this many

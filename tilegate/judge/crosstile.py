@@ -7,11 +7,11 @@ the same rounds of the same run, so runner drift can neither break nor fake it; 
 when the ratio exceeds max_ratio in a majority of the runs (the first run and its
 confirmations). A pair is the two variants at one setting of the other axes, with their ratio
 per value now and at rebaseline, and the crossover: the first value where `faster` stops winning.
+Its words (Status: PASS, FAIL, NOT MEASURED) are tilegate.judge.vocabulary's.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,12 +19,7 @@ from typing import Any
 from tilegate.judge import stats
 from tilegate.judge.baseline import Baseline, Expectation
 from tilegate.judge.results import Run, matches
-
-
-class Status(str, enum.Enum):
-    PASS = "PASS"
-    FAIL = "FAIL"
-    NOT_MEASURED = "NOT MEASURED"
+from tilegate.judge.vocabulary import Status
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,12 @@ The decision rule (docs/gate.md explains the numbers):
   ratio measured in the same run (rounds interleaved), broken when it exceeds max_ratio in a
   majority of the runs; absolute times of the baseline do not enter it, so runner drift cannot
   break or fake it.
+
+The words (Verdict, Status) are tilegate.judge.vocabulary's; the exit rule is tilegate.judge.outcome.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -38,25 +39,9 @@ from tilegate.judge.baseline import (
 from tilegate.judge.crosstile import ExpectationResult, Status, check_expectation
 from tilegate.judge.policy import Policy
 from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch
+from tilegate.judge.vocabulary import Verdict
 from tilegate.report.markdown import listing
 from tilegate.run.shard import OffGpu, off_gpus
-
-
-class Verdict(str, enum.Enum):
-    REGRESSED = "REGRESSED"
-    UNSURE = "UNSURE"
-    IMPROVED = "IMPROVED"
-    OK = "OK"
-    NEW = "NEW"  # measured, not in the baseline
-    NOT_MEASURED = "NOT MEASURED"  # in the baseline, not in this run
-    # slower beyond the tolerance, but so was the reference in the same rounds and the row's
-    # code did not change: the machine or a neighbour moved, not this row (never fails)
-    SHIFTED = "SHIFTED"
-    # measured on a GPU of the host that is off (its cuBLAS rows outside the others'): not judged
-    OFF_GPU = "GPU OFF"
-    # in the baseline, but its variant is no longer in the registry (removed, not renamed):
-    # fails, with the expectations it takes with it, until the baseline drops it (reviewed)
-    GONE = "VARIANT REMOVED"
 
 
 @dataclass(frozen=True)

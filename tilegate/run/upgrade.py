@@ -12,7 +12,8 @@ machine), while torch, hence cuBLAS, is the same on both sides:
   effect = median(new) / median(old) - 1; the noise = the largest within-side spread of r
   ((max - min) / median); tolerance = clamp(3 x noise, 1 %, 5 %); a Welch t-test on log r;
 * SLOWER / FASTER: beyond the tolerance and p < 0.05; SAME: within it; AMBIGUOUS otherwise;
-* per kernel (variant): its cases' verdicts, SLOWER first. Exit 1 when a kernel got slower.
+* per kernel (variant): its cases' verdicts, SLOWER first. Exit 1 when a kernel got slower
+  (the one exit rule, tilegate.judge.outcome; the words: tilegate.judge.vocabulary).
   Where the grid has an axis naming the op (`kernel` or `op`: a benchmark of several ops, such
   as examples/liger), a kernel is the variant at one value of it (``liger-rms_norm-bwd``).
 
@@ -31,7 +32,6 @@ Triton's fingerprints are recorded.
 
 from __future__ import annotations
 
-import enum
 import importlib.metadata
 import json
 import math
@@ -45,24 +45,19 @@ from pathlib import Path
 import numpy as np
 from scipy import stats as _sp
 
-from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
+from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_text
 from tilegate.judge import stats
+from tilegate.judge.outcome import headline, upgrade_outcome
 from tilegate.judge.policy import TolerancePolicy
 from tilegate.judge.results import Run
+from tilegate.judge.vocabulary import Change
 from tilegate.report.markdown import pct, table
 
 # noise = the spread of each side's per-process ratios; alpha: the Welch t-test's level
 UPGRADE = TolerancePolicy(multiple=3.0, floor=0.01, ceiling=0.05, alpha=0.05)
 # grid axes that name the op a variant runs: its verdict is given per value of them
 KERNEL_AXES = ("kernel", "op")
-
-
-class Change(str, enum.Enum):
-    SLOWER = "SLOWER"
-    FASTER = "FASTER"
-    SAME = "SAME"
-    AMBIGUOUS = "AMBIGUOUS"
 
 
 @dataclass(frozen=True)
@@ -108,9 +103,8 @@ class UpgradeComparison:
 
     @property
     def exit_code(self) -> int:
-        if self.smoke:  # CPU interpreter: the verdicts are shown, the timings mean nothing
-            return EXIT_OK
-        return EXIT_FAIL if any(c.fails for c in self.cases) else EXIT_OK
+        """The one exit rule's (tilegate.judge.outcome.upgrade_outcome)."""
+        return upgrade_outcome(self).code
 
     def kernels(self) -> dict[str, Change]:
         """Each kernel's verdict (the variant, per op where the grid names one): the worst of its
@@ -234,7 +228,7 @@ def render(cmp: UpgradeComparison, fingerprint: str | None = None) -> str:
     ref = cmp.old_runs[0].reference or "the reference"
     kernels = cmp.kernels()
     slower = [v for v, c in kernels.items() if c is Change.SLOWER]
-    head = "FAIL" if cmp.exit_code else "PASS"
+    head = headline(cmp.exit_code).value
     out = [
         f"# tilegate upgrade A/B: {head}: {what}"
         + (f": {', '.join(slower)} slower" if slower else ""),

@@ -1,0 +1,168 @@
+"""The verdict vocabulary: every word a judgement can give, defined once, and what it means.
+
+Five judgements give words; the exit rule that turns them into an exit code, and the exit
+code into the run's headline word, is tilegate.judge.outcome (the only one). Each judgement
+has its own `str` Enum below, whose members are words of `Word`: a word two judgements share
+(SLOWER in the A/B and the upgrade, NEW, NOT MEASURED, PASS, FAIL) is one word with one
+meaning, spelled once.
+
+* stored: a row against the stored baseline (`Verdict`, tilegate.judge.verdict);
+* ab: a case of the head against its base, in the same rounds (`ABVerdict`, tilegate.judge.ab);
+* upgrade: a case under a new environment against the old one, in alternating processes
+  (`Change`, tilegate.run.upgrade);
+* expectation: a relational expectation at one value of its axis (`Status`,
+  tilegate.judge.crosstile);
+* outcome: the whole run, from its exit code (`Headline`, tilegate.judge.outcome.headline):
+  the report's first line.
+
+The words (the value, as the JSON files and the reports spell it; the judgements using it):
+
+* ``REGRESSED`` (stored): slower than the baseline beyond the row's tolerance and significantly
+  so (in a majority of the runs, with confirmations). Fails, unless it is the reference row or,
+  in A/B mode, the pull request did not change its compiled code (drift).
+* ``UNSURE`` (stored): slower than the tolerance but not significant, or significantly slower
+  and close to the tolerance: measure it again before accusing. Never fails.
+* ``IMPROVED`` (stored): faster beyond the tolerance, significant: a hint to rebaseline.
+* ``OK`` (stored): within the tolerance.
+* ``NEW`` (stored, ab): measured on the new side only (not in the baseline; only in the head):
+  not judged.
+* ``NOT MEASURED`` (stored, expectation): the baseline holds it but this run did not measure it
+  (a row; an expectation: both its rows are needed in the same run). Not judged.
+* ``SHIFTED`` (stored): slower beyond the tolerance, but so was the reference in the same rounds
+  and the row's code did not change: the machine or a neighbour moved, not this row. Never fails.
+* ``GPU OFF`` (stored): measured on a GPU of the host whose reference rows sit away from the
+  other GPUs': not judged; the run is exit 2 (cannot judge) if nothing else fails.
+* ``VARIANT REMOVED`` (stored): in the baseline, but its variant is no longer in the registry
+  (removed, not renamed). Fails, with the expectations it takes with it, until the baseline
+  drops it.
+* ``SLOWER`` (ab, upgrade): slower than the tolerance, significant (the A/B: the whole interval
+  of the median ratio, and a majority of the runs; the upgrade: the effect on the ratio to the
+  reference, Welch's t-test). Fails (the upgrade: unless its runs are smoke runs).
+* ``FASTER`` (ab, upgrade): faster than the tolerance, likewise significant. Never fails.
+* ``SAME`` (ab, upgrade): within the tolerance (the A/B: the whole interval). Never fails.
+* ``AMBIGUOUS`` (ab, upgrade): neither: the data cannot decide, measure more. Never fails.
+* ``UNCHANGED CODE`` (ab): the same compiled-code identity on both sides: cannot be blamed,
+  whatever its ratio says (the ratio is noise).
+* ``REMOVED`` (ab): a variant only the base has (removed, not renamed). Fails unless
+  acknowledged (--accept-baseline-change).
+* ``SAME CODE, TIME MOVED`` (ab): the same identity on both sides, but a ratio A/A noise cannot
+  give: something outside the identity changed. Exit 2 (cannot judge).
+* ``PASS`` (expectation, outcome): it holds: the expectation's same-run ratio its bound in a
+  majority of the runs; the run: nothing failed (exit 0).
+* ``FAIL`` (expectation, outcome): it does not: the expectation's ratio exceeds its bound in a
+  majority of the runs (broken: the run fails); the run: something failed (exit 1).
+* ``CANNOT JUDGE`` (outcome): the run cannot be judged (exit 2): bad input, a GPU off, the
+  same identity with a ratio A/A noise cannot give.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+
+
+class Word(str, enum.Enum):
+    """Every word of every judgement, once (the module's docstring says what each means)."""
+
+    # stored
+    REGRESSED = "REGRESSED"
+    UNSURE = "UNSURE"
+    IMPROVED = "IMPROVED"
+    OK = "OK"
+    SHIFTED = "SHIFTED"
+    OFF_GPU = "GPU OFF"
+    GONE = "VARIANT REMOVED"
+    # stored and ab
+    NEW = "NEW"
+    # stored and expectation
+    NOT_MEASURED = "NOT MEASURED"
+    # ab and upgrade
+    SLOWER = "SLOWER"
+    FASTER = "FASTER"
+    SAME = "SAME"
+    AMBIGUOUS = "AMBIGUOUS"
+    # ab
+    UNCHANGED = "UNCHANGED CODE"
+    REMOVED = "REMOVED"
+    INCONSISTENT = "SAME CODE, TIME MOVED"
+    # expectation and outcome
+    PASS = "PASS"
+    FAIL = "FAIL"
+    # outcome
+    CANNOT_JUDGE = "CANNOT JUDGE"
+
+
+class Verdict(str, enum.Enum):
+    """A row against the stored baseline (tilegate.judge.verdict)."""
+
+    REGRESSED = Word.REGRESSED.value
+    UNSURE = Word.UNSURE.value
+    IMPROVED = Word.IMPROVED.value
+    OK = Word.OK.value
+    NEW = Word.NEW.value  # measured, not in the baseline
+    NOT_MEASURED = Word.NOT_MEASURED.value  # in the baseline, not in this run
+    # slower beyond the tolerance, but so was the reference in the same rounds and the row's
+    # code did not change: the machine or a neighbour moved, not this row (never fails)
+    SHIFTED = Word.SHIFTED.value
+    # measured on a GPU of the host that is off (its cuBLAS rows outside the others'): not judged
+    OFF_GPU = Word.OFF_GPU.value
+    # in the baseline, but its variant is no longer in the registry (removed, not renamed):
+    # fails, with the expectations it takes with it, until the baseline drops it (reviewed)
+    GONE = Word.GONE.value
+
+
+class ABVerdict(str, enum.Enum):
+    """A case of the head against its base, measured in the same rounds (tilegate.judge.ab)."""
+
+    SLOWER = Word.SLOWER.value
+    FASTER = Word.FASTER.value
+    SAME = Word.SAME.value
+    AMBIGUOUS = Word.AMBIGUOUS.value
+    UNCHANGED = Word.UNCHANGED.value
+    NEW = Word.NEW.value
+    REMOVED = Word.REMOVED.value
+    # the same identity on both sides, but a ratio A/A noise cannot give: cannot judge (exit 2)
+    INCONSISTENT = Word.INCONSISTENT.value
+
+
+class Change(str, enum.Enum):
+    """A case under the new environment against the old one (tilegate.run.upgrade)."""
+
+    SLOWER = Word.SLOWER.value
+    FASTER = Word.FASTER.value
+    SAME = Word.SAME.value
+    AMBIGUOUS = Word.AMBIGUOUS.value
+
+
+class Status(str, enum.Enum):
+    """An expectation at one value of its axis (tilegate.judge.crosstile)."""
+
+    PASS = Word.PASS.value
+    FAIL = Word.FAIL.value
+    NOT_MEASURED = Word.NOT_MEASURED.value
+
+
+class Headline(str, enum.Enum):
+    """The whole run, from its exit code (tilegate.judge.outcome.headline)."""
+
+    PASS = Word.PASS.value
+    FAIL = Word.FAIL.value
+    CANNOT_JUDGE = Word.CANNOT_JUDGE.value
+
+
+# each judgement by the name the module's docstring gives it
+JUDGEMENTS: Mapping[str, type[enum.Enum]] = MappingProxyType(
+    {
+        "stored": Verdict,
+        "ab": ABVerdict,
+        "upgrade": Change,
+        "expectation": Status,
+        "outcome": Headline,
+    }
+)
+
+
+def used_by(word: Word) -> list[str]:
+    """The judgements that can give `word`, in JUDGEMENTS' order."""
+    return [name for name, kind in JUDGEMENTS.items() if word.value in {m.value for m in kind}]
