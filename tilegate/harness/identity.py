@@ -468,7 +468,7 @@ def _host_code(sink: list[Any]) -> Iterator[None]:
             break
     _SINK.append(sink)
     try:
-        if _MONITOR:
+        if _MONITOR and mon is not None:
             mon.set_events(_MONITOR[0], mon.events.PY_START)
             try:
                 yield
@@ -631,7 +631,7 @@ def _roots(captured: Captured) -> tuple[str, ...]:
     between the sides); without owners, the packages whose kernels were launched. A library
     both sides share (liger_kernel under a user's wrappers) is left out: it is one code object
     on both sides, and what it runs first in a process (a cache filled once) is not a change."""
-    got = captured.roots or [package_root(p) for p in captured.packages]
+    got: list[str | None] = [*captured.roots] or [package_root(p) for p in captured.packages]
     return tuple(dict.fromkeys(r for r in got if r))
 
 

@@ -23,7 +23,7 @@ from tilegate.errors import EXIT_CANNOT_JUDGE
 from tilegate.judge.ab import ABComparison, ABVerdict
 from tilegate.judge.baseline import Baseline
 from tilegate.judge.crosstile import CrossTilePair, ExpectationResult, Status, crosstile_pairs
-from tilegate.judge.outcome import Outcome, outcome
+from tilegate.judge.outcome import Outcome, headline, outcome
 from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison, Verdict
 from tilegate.report.comment import DECIDING
@@ -161,7 +161,7 @@ def _headline(cmp: Comparison | None, ab: ABComparison | None, report_only: bool
     if cmp is None and ab is None:
         return "# tilegate: REPORT ONLY (no baseline, no verdict)"
     result = outcome(cmp, ab)
-    word = {0: "PASS", 1: "FAIL"}.get(result.code, "CANNOT JUDGE")
+    word = headline(result.code).value
     if report_only:
         word = f"REPORT ONLY (would {word.lower()})"
     parts = result.parts
