@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -348,3 +350,134 @@ def test_rebaseline_diff_out(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     )
     assert diff.read_text() == capsys.readouterr().out
     assert "Wrote" in diff.read_text()
+
+
+# --- --profile: the configured benchmark's profiles ------------------------------------------------------
+
+REPO = Path(__file__).parents[1]
+PROFILE_COMMANDS = {  # every command that takes --profile, with what it needs to get that far
+    "perf": ["--out-dir", "{tmp}/perf"],
+    "rebaseline": ["--measure", "1"],
+    "ab-noise": ["--measure", "1"],
+    "upgrade-ab": ["--new", "{tmp}"],
+    "fingerprint": ["--report", "{tmp}/fingerprint.md", "--json-dir", "{tmp}/fingerprint"],
+}
+
+
+def _no_gpu_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever would look for a GPU or run the suite fails the test."""
+    import tilegate.harness.device
+    import tilegate.run.perf
+    import tilegate.run.upgrade
+
+    def gpu_work(*_args: object, **_kwargs: object) -> None:
+        pytest.fail("the profile is checked before any GPU work")
+
+    monkeypatch.setattr(tilegate.harness.device, "gpu_info", gpu_work)
+    monkeypatch.setattr(tilegate.run.perf, "measure_runs", gpu_work)
+    monkeypatch.setattr(tilegate.run.perf, "run_suite", gpu_work)
+    monkeypatch.setattr(tilegate.run.upgrade, "measure_sides", gpu_work)
+
+
+@pytest.mark.parametrize("command", sorted(PROFILE_COMMANDS))
+def test_an_unknown_profile_is_2_naming_the_benchmarks_profiles(
+    command: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(REPO)
+    _no_gpu_work(monkeypatch)
+    options = [o.format(tmp=tmp_path) for o in PROFILE_COMMANDS[command]]
+    assert main([command, *options, "--profile", "nightly"]) == 2
+    err = capsys.readouterr().err
+    assert "'nightly' is not a profile of benchmark 'matmul'" in err
+    assert "its profiles: quick, default, full, smoke" in err
+
+
+def test_an_unknown_profile_fails_perf_with_a_cannot_judge_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    _no_gpu_work(monkeypatch)
+    assert main(["perf", "--out-dir", str(tmp_path), "--profile", "nightly"]) == 2
+    report = (tmp_path / "report.md").read_text()
+    assert report.startswith("# tilegate: CANNOT JUDGE")
+    assert "its profiles: quick, default, full, smoke" in report
+
+
+@pytest.mark.parametrize("command", sorted(PROFILE_COMMANDS))
+def test_help_lists_the_benchmarks_profiles(
+    command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(REPO)
+    assert main([command, "--help"]) == 0
+    assert "--profile {quick,default,full,smoke}" in capsys.readouterr().out
+
+
+def test_help_and_parsing_work_outside_a_configured_repo(tmp_path: Path) -> None:
+    """No [tool.tilegate]: --help is exit 0 (no choices listed), nothing imports torch, and a
+    command that needs the benchmark says there is no configuration (exit 2)."""
+    script = f"""
+import contextlib, io, sys
+from tilegate.cli import main
+from tilegate.fingerprint.cli import main as fingerprint_main
+for command in {sorted(PROFILE_COMMANDS)!r} + ["compare", "report", "baseline-diff"]:
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert main([command, "--help"]) == 0, command
+    assert command not in {sorted(PROFILE_COMMANDS)!r} or "--profile PROFILE" in out.getvalue()
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    try:
+        fingerprint_main(["--help"])
+    except SystemExit as exc:
+        assert exc.code == 0, exc.code
+assert "--profile PROFILE" in out.getvalue()
+with contextlib.redirect_stderr(io.StringIO()) as err:
+    assert main(["rebaseline", "--measure", "1", "--profile", "nightly"]) == 2
+assert "no [tool.tilegate] configuration" in err.getvalue(), err.getvalue()
+assert "torch" not in sys.modules, "parsing imported torch"
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.fixture
+def starter_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A repository configured by `tilegate init`: its benchmark 'scale' has profiles quick, smoke."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    assert main(["init", "--package", "clistarter"]) == 0
+    yield tmp_path
+    for name in [m for m in sys.modules if m == "clistarter" or m.startswith("clistarter.")]:
+        del sys.modules[name]
+
+
+def test_the_profiles_are_the_configured_benchmarks(
+    starter_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _no_gpu_work(monkeypatch)
+    capsys.readouterr()
+    assert main(["ab-noise", "--help"]) == 0
+    assert "--profile {quick,smoke}" in capsys.readouterr().out
+    # rebaseline's default profile, 'default', is not one of this benchmark's
+    assert main(["rebaseline", "--measure", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "'default' is not a profile of benchmark 'scale'" in err
+    assert "its profiles: quick, smoke" in err
+
+
+def test_wants_help() -> None:
+    from tilegate.run.profiles import wants_help
+
+    assert wants_help(["perf", "--help"]) and wants_help(["perf", "-h"])
+    assert wants_help(["perf", "--he"])  # argparse takes an unambiguous abbreviation
+    assert not wants_help(["perf", "--", "--help"])  # pytest's
+    assert not wants_help(["perf", "--profile", "quick"])

@@ -21,6 +21,7 @@ from tilegate.judge.gate import judge
 from tilegate.judge.policy import load_tolerances
 from tilegate.judge.results import load_results
 from tilegate.run.crash import guarded, replace_reports
+from tilegate.run.profiles import add_profile_argument, check_profile, profile_names, wants_help
 
 PERF_DIR = Path(".perf")
 
@@ -56,48 +57,98 @@ def _judge(args: argparse.Namespace, *, report_only: bool) -> int:
     return judged.code
 
 
-def _add_judge_arguments(
-    p: argparse.ArgumentParser, *, default_report: str | None, default_plots: str | None
-) -> None:
-    p.add_argument(
-        "results", help="results JSON of a perf run (pytest-benchmark JSON with tilegate's keys)"
-    )
-    p.add_argument(
-        "baseline",
-        nargs="?",
-        help="baseline JSON (default: BASELINES/<gpu-slug>.json for the results' GPU)",
-    )
-    p.add_argument(
-        "--baselines",
-        default=str(DEFAULT_DIR),
-        metavar="DIR",
-        help="where <gpu-slug>.json is looked up (default: %(default)s)",
-    )
-    p.add_argument(
-        "--allow-missing",
-        action="store_true",
-        help="judge the rest when baseline rows of measured groups are missing from the results (default: exit 2)",
-    )
-    p.add_argument(
-        "--quiet", action="store_true", help="print only the headline (the report file is complete)"
-    )
-    p.add_argument(
-        "--plots",
-        default=default_plots,
-        metavar="DIR",
-        help="write PNG plots here and link them from the report"
-        + (" (default: %(default)s)" if default_plots else ""),
-    )
-    p.add_argument("--no-plots", action="store_true", help="no plots")
-    p.add_argument(
-        "--report",
-        "--out",
-        dest="report",
-        default=default_report,
-        metavar="PATH",
-        help="also write the markdown report here"
-        + (" (default: %(default)s)" if default_report else ""),
-    )
+def _parent() -> argparse.ArgumentParser:
+    """A parent parser: options that several subcommand parsers take (`parents=[...]`)."""
+    return argparse.ArgumentParser(add_help=False)
+
+
+class _Shared:
+    """The options that several commands take, each written once: argparse parent parsers.
+
+    `argv` asking for one command's --help (build_parser) loads the configured benchmark's
+    profiles for that command's --profile choices; nothing else loads the benchmark here.
+    """
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        self._help_for = argv[0] if argv and wants_help(argv) else None
+        # compare, report
+        self.judged = _parent()
+        self.judged.add_argument(
+            "results",
+            help="results JSON of a perf run (pytest-benchmark JSON with tilegate's keys)",
+        )
+        self.judged.add_argument(
+            "baseline",
+            nargs="?",
+            help="baseline JSON (default: BASELINES/<gpu-slug>.json for the results' GPU)",
+        )
+        self.judged.add_argument(
+            "--allow-missing",
+            action="store_true",
+            help="judge the rest when baseline rows of measured groups are missing from the results (default: exit 2)",
+        )
+        self.judged.add_argument(
+            "--quiet",
+            action="store_true",
+            help="print only the headline (the report file is complete)",
+        )
+        # compare, report, perf
+        self.baselines = _parent()
+        self.baselines.add_argument(
+            "--baselines",
+            default=str(DEFAULT_DIR),
+            metavar="DIR",
+            help="where <gpu-slug>.json is looked up (default: %(default)s)",
+        )
+        self.no_plots = _parent()
+        self.no_plots.add_argument("--no-plots", action="store_true", help="no plots")
+
+    def outputs(
+        self, *, default_report: str | None, default_plots: str | None
+    ) -> argparse.ArgumentParser:
+        """compare, report: where the report and its plots go (each command its defaults)."""
+        p = _parent()
+        p.add_argument(
+            "--plots",
+            default=default_plots,
+            metavar="DIR",
+            help="write PNG plots here and link them from the report"
+            + (" (default: %(default)s)" if default_plots else ""),
+        )
+        p.add_argument(
+            "--report",
+            "--out",
+            dest="report",
+            default=default_report,
+            metavar="PATH",
+            help="also write the markdown report here"
+            + (" (default: %(default)s)" if default_report else ""),
+        )
+        return p
+
+    def measure(self, what: str) -> argparse.ArgumentParser:
+        """rebaseline, ab-noise: `--measure N` runs the suite N times first; `what` they are for."""
+        p = _parent()
+        p.add_argument(
+            "--measure",
+            "--repeats",
+            dest="measure",
+            type=int,
+            metavar="N",
+            help=f"{what} (unknown options go to pytest)",
+        )
+        return p
+
+    def profile(self, command: str, *, default: str, use: str) -> argparse.ArgumentParser:
+        """`--profile` of `command`, checked by main before the command runs (check_profile)."""
+        p = _parent()
+        add_profile_argument(p, default=default, use=use, names=self.profile_names(command))
+        p.set_defaults(profile_checked_here=True)
+        return p
+
+    def profile_names(self, command: str) -> Sequence[str] | None:
+        """The benchmark's profiles for `command`'s --help (None: no help asked, or no config)."""
+        return profile_names() if command == self._help_for else None
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -337,7 +388,9 @@ def _cmd_upgrade_ab(args: argparse.Namespace) -> int:
 
 
 def _add_fingerprint(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], wanted: bool
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    wanted: bool,
+    profiles: Sequence[str] | None,
 ) -> None:
     help_text = "compile the kernels ahead of time and check their TTGIR / ptxas facts (no GPU)"
     if not wanted:
@@ -350,7 +403,7 @@ def _add_fingerprint(
         reason = str(err)
         p.set_defaults(func=lambda _args: _missing_fingerprint(reason))
         return
-    add_arguments(p)
+    add_arguments(p, profiles=profiles)
     p.set_defaults(func=run)
 
 
@@ -370,13 +423,19 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"tilegate {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    shared = _Shared(argv)
 
     p = sub.add_parser(
         "compare",
         help="judge a results file against its GPU's baseline (exit 0/1/2)",
         description="Judge RESULTS against BASELINE: per-row verdicts, expectations, a report.",
+        parents=[
+            shared.judged,
+            shared.baselines,
+            shared.no_plots,
+            shared.outputs(default_report=str(PERF_DIR / "report.md"), default_plots=str(PERF_DIR)),
+        ],
     )
-    _add_judge_arguments(p, default_report=str(PERF_DIR / "report.md"), default_plots=str(PERF_DIR))
     p.add_argument(
         "--confirm",
         action="append",
@@ -402,21 +461,14 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         "BASELINES/<gpu-slug>.json, measure suspect rows again before accusing them, write "
         ".perf/results.json, report.md and plots. Unknown options go to pytest (e.g. "
         "--perf-variants, --perf-axis K=128,4096, --perf-set M=8192, --inject).",
-    )
-    p.add_argument(
-        "--profile",
-        default="quick",
-        help="a profile of the configured benchmark (this repo's: quick | default | full | "
-        "smoke; default: quick)",
+        parents=[
+            shared.profile("perf", default="quick", use="a profile of the configured benchmark"),
+            shared.baselines,
+            shared.no_plots,
+        ],
     )
     p.add_argument(
         "--baseline", metavar="BASELINE", help="baseline file (default: BASELINES/<gpu-slug>.json)"
-    )
-    p.add_argument(
-        "--baselines",
-        default=str(DEFAULT_DIR),
-        metavar="DIR",
-        help="where <gpu-slug>.json is looked up",
     )
     p.add_argument("--report-only", action="store_true", help="no baseline needed: report, exit 0")
     p.add_argument(
@@ -446,7 +498,6 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument(
         "--out-dir", default=str(PERF_DIR), metavar="DIR", help="where results, report and plots go"
     )
-    p.add_argument("--no-plots", action="store_true", help="no plots")
     p.add_argument(
         "--gpus",
         default="1",
@@ -475,8 +526,13 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         "report",
         help="write the markdown report (with the baseline's columns when there is one); exit 0",
         description="The report of RESULTS, with the baseline's comparison when one exists; never fails.",
+        parents=[
+            shared.judged,
+            shared.baselines,
+            shared.no_plots,
+            shared.outputs(default_report=None, default_plots=None),
+        ],
     )
-    _add_judge_arguments(p, default_report=None, default_plots=None)
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser(
@@ -484,6 +540,12 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         help="build baselines/<gpu>.json from repeated runs; print old vs new",
         description="Build a baseline from RESULTS (several runs of the suite on one GPU), keep the old "
         "baseline's rows that were not measured, print the diff, write atomically.",
+        parents=[
+            shared.measure(
+                "run the perf suite N times on this GPU first and rebaseline from those runs"
+            ),
+            shared.profile("rebaseline", default="default", use="with --measure: the profile"),
+        ],
     )
     p.add_argument(
         "results",
@@ -496,18 +558,6 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         metavar="BASELINE",
         help="the baseline to write, e.g. baselines/nvidia-h200.json (with --measure: "
         "default baselines/<gpu-slug>.json)",
-    )
-    p.add_argument(
-        "--measure",
-        "--repeats",
-        dest="measure",
-        type=int,
-        metavar="N",
-        help="run the perf suite N times on this GPU first and rebaseline from those runs "
-        "(unknown options go to pytest)",
-    )
-    p.add_argument(
-        "--profile", default="default", help="with --measure: the profile (default: default)"
     )
     p.add_argument(
         "--old",
@@ -533,20 +583,13 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         help="record the A/A noise of the A/B paired ratio on this GPU (sets the A/B tolerances)",
         description="Build baselines/<gpu-slug>.ab.json from A/A runs (`tilegate perf --ab HEAD`: "
         "both sides the same code), or measure N of them first with --measure N.",
+        parents=[
+            shared.measure("run N A/A runs on this GPU first"),
+            shared.profile("ab-noise", default="quick", use="with --measure: the profile"),
+        ],
     )
     p.add_argument("results", nargs="*", help="results JSON of A/A runs")
     p.add_argument("--out", metavar="FILE", help="default: baselines/<gpu-slug>.ab.json")
-    p.add_argument(
-        "--measure",
-        "--repeats",
-        dest="measure",
-        type=int,
-        metavar="N",
-        help="run N A/A runs on this GPU first (unknown options go to pytest)",
-    )
-    p.add_argument(
-        "--profile", default="quick", help="with --measure: the profile (default: quick)"
-    )
     p.add_argument("--check", action="store_true", help="print the noise, write nothing")
     p.set_defaults(func=_cmd_ab_noise, takes_pytest_args=True)
 
@@ -557,6 +600,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         description="Run the perf suite --repeats times under each environment, alternating, and "
         "judge each case and kernel on its ratio to cuBLAS (torch is the same on both sides); the "
         "fingerprint's upgrade report beside it. Unknown options go to pytest.",
+        parents=[shared.profile("upgrade-ab", default="quick", use="the profile")],
     )
     p.add_argument(
         "--new", required=True, metavar="DIR", help="a directory holding the new triton/"
@@ -565,13 +609,16 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         "--old", metavar="DIR", help="the old side's triton/ (default: the runner's own)"
     )
     p.add_argument("--repeats", type=int, default=3, help="processes per side (default: 3)")
-    p.add_argument("--profile", default="quick", help="the profile (default: quick)")
     p.add_argument(
         "--no-fingerprint", action="store_true", help="skip the compile fingerprint's diff"
     )
     p.set_defaults(func=_cmd_upgrade_ab, takes_pytest_args=True)
 
-    _add_fingerprint(sub, wanted=bool(argv) and "fingerprint" in argv[:1])
+    _add_fingerprint(
+        sub,
+        wanted=bool(argv) and "fingerprint" in argv[:1],
+        profiles=shared.profile_names("fingerprint"),
+    )
     from tilegate.history import add_subcommand as add_history
 
     add_history(sub)
@@ -590,6 +637,19 @@ def _reports(args: argparse.Namespace) -> list[Path]:
     if args.command == "rebaseline":
         return [Path(args.diff_out)] if args.diff_out else []
     return []  # fingerprint writes its own (tilegate.fingerprint.cli); the others write none
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, its --profile checked first (InputError: exit 2, before any GPU work).
+
+    rebaseline and ab-noise use theirs only with --measure; fingerprint checks its own
+    (tilegate.fingerprint.cli: its CANNOT JUDGE report says why).
+    """
+    if getattr(args, "profile_checked_here", False) and (
+        not hasattr(args, "measure") or args.measure is not None
+    ):
+        check_profile(args.profile)
+    return int(args.func(args))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -612,7 +672,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     directory = Path(args.out_dir) if args.command == "perf" else PERF_DIR
     return guarded(
         args.command,
-        lambda: int(args.func(args)),
+        lambda: _run(args),
         reports=_reports(args),
         directory=directory,
         say=_err,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tilegate.errors import InputError
 from tilegate.run.crash import crash_reason, guarded, save_traceback
+from tilegate.run.profiles import add_profile_argument, check_profile, profile_names, wants_help
 
 from .compile import DEFAULT_CACHE_DIR
 from .gate import (
@@ -37,8 +38,11 @@ from .rules import DEFAULT_RULES
 from .store import DEFAULT_DIR
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the fingerprint options to `parser` (the `tilegate fingerprint` subcommand uses this)."""
+def add_arguments(parser: argparse.ArgumentParser, profiles: Sequence[str] | None = None) -> None:
+    """Add the fingerprint options to `parser` (the `tilegate fingerprint` subcommand uses this).
+
+    `profiles`: the configured benchmark's, for --help to list (tilegate.run.profiles).
+    """
     parser.add_argument(
         "--record",
         "--rebaseline",
@@ -67,10 +71,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="registry variant to fingerprint, wildcards allowed (repeatable; default: all "
         "Triton variants)",
     )
-    parser.add_argument(
-        "--profile",
+    add_profile_argument(
+        parser,
         default="default",
-        help="perf profile whose dtypes, layouts and Ks are compiled (default: default)",
+        use="perf profile whose dtypes, layouts and Ks are compiled",
+        names=profiles,
     )
     parser.add_argument(
         "--baseline-dir",
@@ -128,10 +133,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         from tilegate.fingerprint.suite import profiles
 
+        check_profile(args.profile)
         PROFILES = profiles()
-
         if args.profile not in PROFILES:
-            raise InputError(f"unknown profile {args.profile!r}; known: {sorted(PROFILES)}")
+            raise InputError(
+                f"--profile {args.profile!r} is not matmul-shaped (axes dtype, layout, K; "
+                f"fixed M, N): the fingerprint plans {', '.join(PROFILES)}"
+            )
         if args.jobs < 0:
             raise InputError("--jobs must be >= 0")
         opts.profile = PROFILES[args.profile]
@@ -160,7 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "GPU and catch pipelining regressions (fusion, multi-buffering, wgmma wait, shared "
         "memory, registers, spills).",
     )
-    add_arguments(parser)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    add_arguments(parser, profiles=profile_names() if wants_help(argv) else None)
     args = parser.parse_args(argv)
     # `run` turns a crash into a CANNOT JUDGE report; this catches one while writing that
     return guarded(
