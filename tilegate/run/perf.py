@@ -23,6 +23,7 @@ from tilegate.fileio import atomic_write_text
 from tilegate.judge.baseline import baseline_path
 from tilegate.judge.gate import Judgement, judge
 from tilegate.run.crash import cannot_judge_report, crash_reason, save_traceback
+from tilegate.run.profiles import check_profile
 
 HOME = Path(__file__).resolve().parents[2]  # the directory holding the tilegate package
 SUITE = (
@@ -196,19 +197,6 @@ def gpu_slug() -> str:
 Suite = Callable[[Path, str, Sequence[str]], int]
 
 
-def _check_profile(name: str) -> None:
-    """InputError unless `name` is a profile of the configured benchmark (before any GPU work)."""
-    from tilegate.config import find
-
-    config = find()
-    bench = config.load_benchmark()
-    if name not in bench.profile_map:
-        raise InputError(
-            f"--profile {name!r} is not a profile of benchmark {bench.name!r} "
-            f"({config.benchmark}); its profiles: {', '.join(bench.profile_map)}"
-        )
-
-
 @dataclass
 class Perf:
     """One `tilegate perf` invocation: where it writes, what it measures, what judges it."""
@@ -267,7 +255,7 @@ class Perf:
 
     def _run(self) -> int:
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        _check_profile(self.profile)
+        check_profile(self.profile)  # the API path too, not only the command line
         slug = self._slug()
         if slug is None:
             return self._fail("no GPU here")
