@@ -265,3 +265,105 @@ def build_store(directory: Path, *, step: bool, seed: int, salt: str) -> tuple[P
     )
     assert code == 0
     return store, paths
+
+
+# --- a toy benchmark that is not the matmul one ------------------------------------------------
+# SYNTHETIC, not resampled from anything real: a row-wise "norm" kernel with axes op, rows and
+# width (no dtype, layout or K), variants `fused` and `eager` beside the reference `ref`, and one
+# declared expectation: `fused` faster than `eager` per width, where op is "norm" (not "scale").
+TOY_AXES = ("op", "rows", "width")
+TOY_OPS = ("norm", "scale")
+TOY_ROWS = (32, 4096)
+TOY_WIDTHS = (64, 512, 4096)
+TOY_VARIANTS = ("ref", "eager", "fused")
+TOY_EXPECTATION = {"faster": "fused", "than": "eager", "per": "width", "where": {"op": ["norm"]}}
+
+
+def toy_case(variant: str, op: str, rows: int, width: int) -> str:
+    return f"{variant}-{op}-R{rows}-W{width}"
+
+
+def toy_run(
+    i: int, rng: np.random.Generator, *, rounds: int = 60, salt: str = "toy"
+) -> dict[str, Any]:
+    """Synthetic toy run number i (commit i) as pytest-benchmark JSON: `fused` takes 0.6 of
+    `eager`'s time at width 64, 0.9 at 512 and 1.2 at 4096 (its crossover: width 4096)."""
+    share = {64: 0.6, 512: 0.9, 4096: 1.2}
+    benchmarks = []
+    for op in TOY_OPS:
+        for rows in TOY_ROWS:
+            for width in TOY_WIDTHS:
+                group = f"{op}-R{rows}-W{width}"
+                common = np.exp(rng.normal(0.0, 0.01, rounds))
+                base = 1e-6 * rows * width / 64
+                times = {
+                    "ref": base,
+                    "eager": base * 1.5,
+                    "fused": base * 1.5 * share[width],
+                }
+                samples = {
+                    v: [float(x) for x in t * common * np.exp(rng.normal(0, 0.005, rounds))]
+                    for v, t in times.items()
+                }
+                for v in TOY_VARIANTS:
+                    key = toy_case(v, op, rows, width)
+                    x = samples[v]
+                    tg: dict[str, Any] = {
+                        "key": key,
+                        "variant": v,
+                        "params": {"op": op, "rows": rows, "width": width},
+                        "group": group,
+                        "correct": True,
+                        "samples_s": x,
+                        "median_s": float(np.median(x)),
+                        "ratio_to_reference": None
+                        if v == "ref"
+                        else paired_ratio(x, samples["ref"]),
+                    }
+                    if v == "ref":
+                        tg["reference"] = True
+                    benchmarks.append(
+                        {
+                            "group": group,
+                            "name": f"test_toy[{key}]",
+                            "param": key,
+                            "extra_info": {"tilegate": tg},
+                            "stats": _stats(np.asarray(x)),
+                        }
+                    )
+    mi = _machine_info(
+        mode="gpu",
+        profile="default",
+        m=0,
+        n=0,
+        ks=(),
+        rounds=rounds,
+        gpu=H200_GPU,
+        software=SOFTWARE,
+        throttled=False,
+        injected=(),
+    )
+    tg_env = mi["tilegate"]
+    for legacy in ("M", "N", "ks"):
+        del tg_env[legacy]
+    tg_env.update(
+        synthetic=True,
+        benchmark="toy",
+        fixed={},
+        axes=list(TOY_AXES),
+        expectations=[TOY_EXPECTATION],
+    )
+    when = START + dt.timedelta(hours=i)
+    return {
+        "machine_info": mi,
+        "commit_info": {
+            "id": commit_id(i, salt),
+            "time": when.isoformat(),
+            "dirty": False,
+            "project": "toy",
+            "branch": "main",
+        },
+        "benchmarks": benchmarks,
+        "datetime": when.isoformat(),
+        "version": "5.3.1",
+    }

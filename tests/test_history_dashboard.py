@@ -116,7 +116,7 @@ def test_the_dashboard_prints_the_page_it_wrote_and_removes_a_stale_one_on_exit_
 
 
 def test_the_page_data_holds_the_series_change_points_and_crossovers(
-    page: Path, step_history: tuple[Path, list[Path]]
+    page: Path, linked_store: Path
 ) -> None:
     data = _data(page.read_text())
     (gpu,) = data["gpus"]
@@ -137,14 +137,32 @@ def test_the_page_data_holds_the_series_change_points_and_crossovers(
     assert all(v is not None for v in c["v"]) and len(c["verdict"]) == 62
     assert set(c["verdict"]) <= set("OUIR")  # judged against the real baseline at add time
     assert c["band"][0][0] == 0 and c["band"][0][2] == 0.04  # the baseline row's tolerance
-    # the crossover per run is the gate's (tilegate.judge.verdict.CrossTilePair.crossover)
+    # the matmul benchmark's pairs: each twin pair along K at each dtype and layout, its case
+    # ids the store's; the crossover per run is the gate's (tilegate.judge.crosstile)
+    assert gpu["pairs"] and all(fam["per"] == "K" for fam in gpu["pairs"])
+    with open_store(linked_store) as s:
+        table = s.case_table()
+    twin_ratio = {
+        (str(cid), int(rid)): r
+        for cid, rid, r in zip(
+            table["case_id"], table["run_id"], table["ratio_to_twin"], strict=True
+        )
+    }
     for fam in gpu["pairs"]:
-        rt = {
-            K: cases[f"{fam['faster']}-{fam['dtype']}-{fam['layout']}-K{K}"]["rt"]
-            for K in fam["Ks"]
-        }
+        where = fam["where"]
+        assert (
+            set(where) == {"dtype", "layout"}
+            and fam["label"] == f"{where['dtype']} {where['layout']}"
+        )
+        ids = [f"{fam['faster']}-{where['dtype']}-{where['layout']}-K{K}" for K in fam["values"]]
+        assert fam["cases"] == ids and all(i in cases for i in ids)
+        assert cases[ids[0]]["twin"] == fam["than"]
+        rt = dict(zip(fam["values"], fam["rt"], strict=True))
         for i in (0, 30, 59):
-            want = CrossTilePair.crossover({K: rt[K][i] for K in fam["Ks"]})
+            run_id = gpu["runs"]["id"][i]
+            for K, case in zip(fam["values"], ids, strict=True):
+                assert rt[K][i] == pytest.approx(twin_ratio[(case, run_id)], abs=6e-5)
+            want = CrossTilePair.crossover({K: rt[K][i] for K in fam["values"]})
             assert fam["crossover"][i] == (0 if want is None else want)
 
 
@@ -167,6 +185,11 @@ def test_1000_runs_of_96_cases_make_a_page_under_5_mb(
             "INSERT INTO cases SELECT * REPLACE (run_id + ? * 1000 AS run_id, median_s * (1 + ? * 1e-4) AS median_s) "
             "FROM cases WHERE run_id < 1000",
             [k, k],
+        )
+        con.execute(
+            "INSERT INTO pairs SELECT * REPLACE (run_id + ? * 1000 AS run_id) FROM pairs "
+            "WHERE run_id < 1000",
+            [k],
         )
     con.close()
     with open_store(store) as s:
@@ -351,3 +374,68 @@ def test_chromium_screenshot_shows_the_charts(page: Path, tmp_path: Path) -> Non
     artifacts.mkdir(exist_ok=True)
     shutil.copy(shot, artifacts / "dashboard-screenshot.png")  # CI uploads .perf/
     assert green.sum() >= 0
+
+
+# --- another benchmark: no dtype, layout or K ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def toy_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SYNTHETIC history of the toy benchmark (tests/_synthetic_history.py): 4 runs, stored and
+    drawn as CI would."""
+    from tests._synthetic_history import toy_run
+
+    d = tmp_path_factory.mktemp("toy")
+    rng = np.random.default_rng(11)
+    for i in range(4):
+        (d / f"toy-{i}.json").write_text(json.dumps(toy_run(i, rng)))
+    store = d / "history.duckdb"
+    assert main(["import", str(d), "--store", str(store)]) == 0
+    out = d / "dashboard.html"
+    assert main(["dashboard", "--store", str(store), "--out", str(out)]) == 0
+    return out
+
+
+def test_a_benchmark_of_other_axes_gets_its_pairs_along_its_expectations_axis(
+    toy_page: Path,
+) -> None:
+    from tests._synthetic_history import TOY_ROWS, TOY_WIDTHS, toy_case
+
+    (gpu,) = _data(toy_page.read_text())["gpus"]
+    assert len(gpu["runs"]["id"]) == 4 and len(gpu["cases"]) == 36
+    cases = {c["id"]: c for c in gpu["cases"]}
+    assert cases[toy_case("fused", "norm", 32, 64)]["K"] is None  # no such parameter
+    # one pair per setting of the other axes where the expectation holds (op "norm" only), along
+    # width; its case ids the benchmark's own
+    assert [(p["faster"], p["than"], p["per"], p["where"]) for p in gpu["pairs"]] == [
+        ("fused", "eager", "width", {"op": "norm", "rows": rows}) for rows in TOY_ROWS
+    ]
+    for p, rows in zip(gpu["pairs"], TOY_ROWS, strict=True):
+        assert p["label"] == f"norm rows={rows}"
+        assert p["values"] == list(TOY_WIDTHS)
+        assert p["cases"] == [toy_case("fused", "norm", rows, w) for w in TOY_WIDTHS]
+        assert all(c in cases for c in p["cases"])
+        for want, series in zip((0.6, 0.9, 1.2), p["rt"], strict=True):
+            assert series == [pytest.approx(want, rel=0.02)] * 4
+        assert p["crossover"] == [4096] * 4  # where fused stops winning
+
+
+def test_chromium_draws_the_pairs_of_another_benchmark_against_its_axis(
+    toy_page: Path, tmp_path: Path
+) -> None:
+    done = _chromium(toy_page, "", tmp_path, "--dump-dom", "--window-size=1280,2000")
+    assert done.returncode == 0, done.stderr[-2000:]
+    attrs = _body(done.stdout)
+    assert attrs.get("drawn") == DRAWN, attrs
+    assert "errors" not in attrs, done.stdout[-2000:]
+    assert _console(done.stderr) == []
+    assert "Relational pairs (faster / than, same run)" in done.stdout
+    ratio = done.stdout[done.stdout.index('id="ratio-k"') : done.stdout.index('id="crossover"')]
+    assert re.search(r'class="xtitle"[^>]*>width<', ratio), ratio[-3000:]
+    assert "ratio against width" in ratio
+    assert "fused / eager norm rows=32 (selected)" in ratio
+    for w in TOY_WIDTHS_TEXT:
+        assert re.search(rf'class="xtick"[^>]*>.*?>{w}<', ratio, re.S)
+
+
+TOY_WIDTHS_TEXT = ("64", "512", "4096")

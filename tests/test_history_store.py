@@ -322,25 +322,42 @@ def test_add_stores_the_repository_and_ci_run_links(
     )
 
 
-def test_a_version_1_store_is_read_and_upgraded_by_the_first_write(
+def test_a_version_1_store_is_read_and_upgraded_by_the_first_write_its_twins_its_pairs(
     tmp_path: Path, runs: list[Path]
 ) -> None:
     store = tmp_path / "h.duckdb"
     assert main(["add", str(runs[0]), "--store", str(store)]) == EXIT_OK
+    with open_store(store) as s:
+        written = s.pairs()  # as schema version 3 stores them
     con = duckdb.connect(str(store))  # make it what schema version 1 wrote
     con.execute("ALTER TABLE runs DROP COLUMN repo_url")
     con.execute("ALTER TABLE runs DROP COLUMN run_url")
+    con.execute("DROP TABLE pairs")
+    con.execute("ALTER TABLE cases DROP COLUMN params")
+    for col in ("dtype", "layout", "K"):
+        con.execute(f"ALTER TABLE cases ALTER COLUMN {col} SET NOT NULL")
     con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     con.close()
     with open_store(store) as s:  # read-only: nothing changes, links read as none
         assert [(r.repo_url, r.run_url) for r in s.runs()] == [(None, None)]
+        # its pairs are its twin rows, along K: what version 3 stores, to the last bit of the
+        # ratio the file recorded
+        old = s.pairs()
+        assert list(s.case_table()["params"]) == [None] * 96
+    key = lambda p: (p.faster, p.than, p.per, tuple(p.setting.items()), p.value, p.case_id)
+    assert sorted(map(key, old)) == sorted(map(key, written)) and len(written) == 24
+    assert {p.per for p in old} == {"K"}
+    assert sorted(p.ratio for p in old) == pytest.approx(sorted(p.ratio for p in written), rel=1e-9)
     assert (
         main(["add", str(runs[1]), "--store", str(store), "--repo-url", "https://h/o/r"]) == EXIT_OK
     )
     with open_store(store) as s:
         assert [r.repo_url for r in s.runs()] == [None, "https://h/o/r"]
+        both = s.pairs()
+    assert [sum(p.run_id == r for p in both) for r in (1, 2)] == [24, 24]  # the first: filled in
+    assert sorted(map(key, both[:24])) == sorted(map(key, written))
     con = duckdb.connect(str(store), read_only=True)
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("3",)
     con.close()
 
 

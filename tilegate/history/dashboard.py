@@ -7,22 +7,31 @@ base64-encoded (`<script type="application/gzip+base64">`; the browser's Decompr
 unpacks them), which keeps 1,000 runs x 100 cases under 5 MB. The data is one JSON object,
 columnar and rounded:
 
-    {"version": 1, "generated": ISO, "store": path, "method": {...},
+    {"version": 3, "generated": ISO, "store": path, "method": {...},
      "gpus": [{"slug", "name",
                "runs": {"id": [...], "commit": [...], "when": [...], "profile": [...],
                         "triton": [...], "torch": [...], "driver": [...], "cuda": [...],
                         "dirty": [...], "throttled": [...], "M": [...], "N": [...],
                         "repo": [repository URL per run or null], "url": [CI run URL or null]},
-               "cases": [{"id", "variant", "dtype", "layout", "K", "twin", "metric",
+               "cases": [{"id", "variant", "dtype", "layout", "K",   # null where the benchmark
+                          "twin", "metric",                         # has no such parameter
                           "v": [value per run or null],   # ratio to reference (4 decimals) or median us
                           "med", "q1", "q3": [us per run or null],
-                          "rt": [ratio to twin per run or null],   # cross-tile rows only
                           "verdict": "one letter per run",  # see VERDICT_CODES; "." none, " " not measured
                           "band": [[from run, base value of v, tolerance], ...],   # run-length coded
                           "bandMed": [[from run, base median us, tolerance], ...],
                           "cps": [{"i", "size", "p", "before", "after", "env"}]}],
-               "pairs": [{"faster", "than", "dtype", "layout", "Ks": [...],
-                             "crossover": [K per run, 0: wins at every measured K, null: not measured]}]}]}
+               "pairs": [{"faster", "than",        # an expectation's two variants
+                          "per": axis name, "where": {other axis: value}, "label": from `where`,
+                          "values": [value of `per`, ...],
+                          "cases": [case id of the `faster` row at each value],
+                          "rt": [[faster / than, same run, per run or null] at each value],
+                          "crossover": [value per run, 0: wins at every measured value,
+                                        null: not measured]}]}]}
+
+Version 3: the pairs are any benchmark's (tilegate.judge.crosstile: over their axis `per`, their
+case ids from the store), not the matmul benchmark's twins along K, and their ratios are in the
+pair, not in the case ("rt").
 """
 
 from __future__ import annotations
@@ -46,7 +55,7 @@ import numpy as np
 from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_text
 from tilegate.history import changepoints as cpmod
-from tilegate.history.store import Judged, Store, StoredRun
+from tilegate.history.store import Judged, Store, StoredPair, StoredRun
 from tilegate.history.verdicts import baseline_levels, crossover
 
 VERDICT_CODES = {
@@ -117,7 +126,6 @@ def _gpu_data(
     metric_of = {s.case_id: s.metric for s in series}
     case_ids = table["case_id"]
     cases = []
-    rt_of: dict[str, list[float | None]] = {}
     for s, e in store.case_slices(table):
         key = str(case_ids[s])
         metric = metric_of.get(key, "median_s")
@@ -125,7 +133,6 @@ def _gpu_data(
         med: list[float | None] = [None] * n
         q1: list[float | None] = [None] * n
         q3: list[float | None] = [None] * n
-        rt: list[float | None] = [None] * n
         verdict = [" "] * n
         band: list[tuple[float | None, float | None] | None] = [None] * n
         band_med: list[tuple[float | None, float | None] | None] = [None] * n
@@ -139,7 +146,6 @@ def _gpu_data(
             med[i] = _sig(table["median_s"][j] * 1e6)
             q1[i] = _sig(table["q1_s"][j] * 1e6)
             q3[i] = _sig(table["q3_s"][j] * 1e6)
-            rt[i] = _round(table["ratio_to_twin"][j], 4)
             code = table["verdict"][j]
             verdict[i] = VERDICT_CODES.get(str(code), "?") if code is not None else "."
             tol = table["tolerance"][j]
@@ -160,9 +166,9 @@ def _gpu_data(
         entry: dict[str, Any] = {
             "id": key,
             "variant": str(table["variant"][s]),
-            "dtype": str(table["dtype"][s]),
-            "layout": str(table["layout"][s]),
-            "K": int(table["K"][s]),
+            "dtype": _opt(table["dtype"][e - 1]),
+            "layout": _opt(table["layout"][e - 1]),
+            "K": int(table["K"][e - 1]) if _opt(table["K"][e - 1]) is not None else None,
             "twin": str(twin) if twin is not None else None,
             "metric": metric,
             "order": int(np.min(table["position"][s:e])),  # the suite's run order
@@ -185,9 +191,6 @@ def _gpu_data(
                 for cp in by_case.get(key, [])
             ],
         }
-        if entry["twin"]:
-            entry["rt"] = rt
-            rt_of[key] = rt
         cases.append(entry)
     cases.sort(key=lambda c: (c["order"], c["id"]))
     data = {
@@ -195,7 +198,7 @@ def _gpu_data(
         "name": runs[-1].gpu_name if runs else gpu,
         "runs": _runs(runs, repo_url),
         "cases": cases,
-        "pairs": _pairs(cases, rt_of, n),
+        "pairs": _pairs(store.pairs(gpu), position, cases),
     }
     return data, len(cps)
 
@@ -220,36 +223,63 @@ def _runs(runs: Sequence[StoredRun], repo_url: str | None) -> dict[str, list[Any
     }
 
 
+def _opt(x: Any) -> Any:
+    """A nullable column's value: None for NULL (None or NaN), else a plain str."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return None
+    return x if isinstance(x, (int, np.integer)) else str(x)
+
+
+def _label(where: dict[str, Any]) -> str:
+    """'fp16 nt', 'rms_norm-fwd fp16 tokens=4096': a text value as it is, a number with its axis."""
+    return " ".join(v if isinstance(v, str) else f"{k}={v}" for k, v in where.items())
+
+
+def _value_order(v: Any) -> tuple[bool, Any]:
+    return (isinstance(v, str), v)
+
+
 def _pairs(
-    cases: Sequence[dict[str, Any]], rt_of: dict[str, list[float | None]], n: int
+    stored: Sequence[StoredPair], position: dict[int, int], cases: Sequence[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """Each (cross-tile variant, twin, dtype, layout): its Ks and the crossover K of every run."""
-    groups: dict[tuple[str, str, str, str], dict[int, list[float | None]]] = {}
-    for c in cases:
-        if c["twin"]:
-            fam = (c["variant"], c["twin"], c["dtype"], c["layout"])
-            groups.setdefault(fam, {})[c["K"]] = rt_of[c["id"]]
+    """Each pair (faster, than, its axis `per`, the setting of the other axes): its values, the
+    case id of its `faster` row at each, its same-run ratio per run and the crossover per run."""
+    n = len(position)
+    groups: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for p in stored:
+        where = dict(p.setting)
+        fam = (p.faster, p.than, p.per, json.dumps(where, sort_keys=True))
+        g = groups.setdefault(fam, {"where": where, "cases": {}, "rt": {}})
+        g["cases"][p.value] = p.case_id  # runs come in time order: the latest id wins
+        g["rt"].setdefault(p.value, [None] * n)[position[p.run_id]] = _round(p.ratio, 4)
+    order = {c["id"]: c["order"] for c in cases}
     out = []
-    for (faster, than, dtype, layout), by_k in groups.items():
-        ks = sorted(by_k)
-        cross: list[int | None] = []
+    for (faster, than, per, _), g in groups.items():
+        values = sorted(g["cases"], key=_value_order)
+        cross: list[Any] = []
         for i in range(n):
-            ratios = {k: by_k[k][i] for k in ks if by_k[k][i] is not None}
+            ratios = {v: g["rt"][v][i] for v in values if g["rt"][v][i] is not None}
             if not ratios:
                 cross.append(None)
                 continue
-            k = crossover({kk: float(r) for kk, r in ratios.items() if r is not None})
-            cross.append(0 if k is None else k)
+            v = crossover({vv: float(r) for vv, r in ratios.items()})
+            cross.append(0 if v is None else v)
         out.append(
             {
                 "faster": faster,
                 "than": than,
-                "dtype": dtype,
-                "layout": layout,
-                "Ks": ks,
+                "per": per,
+                "where": g["where"],
+                "label": _label(g["where"]),
+                "values": values,
+                "cases": [g["cases"][v] for v in values],
+                "rt": [g["rt"][v] for v in values],
                 "crossover": cross,
             }
         )
+    # the suite's order: where their `faster` rows ran first
+    big = len(order) + 1
+    out.sort(key=lambda p: min(order.get(c, big) for c in p["cases"]))
     return out
 
 
@@ -272,7 +302,7 @@ def build_data(
     when = (now or dt.datetime.now(dt.timezone.utc)).isoformat(timespec="seconds")
     return (
         {
-            "version": 2,
+            "version": 3,
             "generated": when,
             "store": str(store.path),
             "method": {

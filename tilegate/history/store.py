@@ -1,7 +1,9 @@
 """The history store: an embedded DuckDB database file of measured runs, appended, never rewritten.
 
-Schema version 2 (docs/history.md has the column meanings; a version-1 store gains the two link
-columns the first time a command writes to it, and reads as NULL links until then)::
+Schema version 3 (docs/history.md has the column meanings). An older store is read as it is and
+upgraded by the first command that writes to it: version 1 gains the two link columns (NULL links
+until then), versions 1 and 2 gain `cases.params`, lose NOT NULL on the matmul columns, and gain
+the `pairs` table, filled from their twin rows (the matmul benchmark's pairs along K)::
 
     meta(key PRIMARY KEY, value)          -- schema_version, created_by, created_at
     runs(run_id PRIMARY KEY, gpu, gpu_name, commit, datetime, measured_at, profile, mode, dirty,
@@ -9,7 +11,10 @@ columns the first time a command writes to it, and reads as NULL links until the
          repo_url, run_url, UNIQUE (gpu, commit, datetime, profile))
     cases(run_id -> runs, case_id, position, variant, dtype, layout, K, twin, n_samples,
           median_s, q1_s, q3_s, ratio_to_torch, ratio_to_twin, code_hash,
-          verdict, tolerance, base_median_s, base_ratio_to_torch, PRIMARY KEY (run_id, case_id))
+          verdict, tolerance, base_median_s, base_ratio_to_torch, params,
+          PRIMARY KEY (run_id, case_id))
+    pairs(run_id -> runs, faster, than, per, setting, value, case_id, ratio,
+          PRIMARY KEY (run_id, faster, than, per, setting, value))
 
 A run's identity is (GPU slug, commit, datetime, profile): pytest-benchmark's `datetime` is the
 moment the run started, so two runs of one commit on one GPU differ in it, and the same file
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import statistics
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -41,8 +47,10 @@ from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.judge.results import Run
 
-SCHEMA_VERSION = 2
-_READS = (1, 2)  # version 1: the same without runs.repo_url / runs.run_url
+SCHEMA_VERSION = 3
+# version 1: without runs.repo_url / runs.run_url; versions 1 and 2: without cases.params and the
+# pairs table, and with the matmul columns (dtype, layout, K) NOT NULL
+_READS = (1, 2, 3)
 DEFAULT_STORE = Path(".perf/history.duckdb")
 DEFAULT_LOCK_TIMEOUT_S = 120.0
 
@@ -82,9 +90,9 @@ CREATE TABLE cases (
     case_id VARCHAR NOT NULL,
     position INTEGER NOT NULL,
     variant VARCHAR NOT NULL,
-    dtype VARCHAR NOT NULL,
-    layout VARCHAR NOT NULL,
-    K INTEGER NOT NULL,
+    dtype VARCHAR,
+    layout VARCHAR,
+    K INTEGER,
     twin VARCHAR,
     n_samples INTEGER NOT NULL,
     median_s DOUBLE NOT NULL,
@@ -97,7 +105,19 @@ CREATE TABLE cases (
     tolerance DOUBLE,
     base_median_s DOUBLE,
     base_ratio_to_torch DOUBLE,
+    params VARCHAR,
     PRIMARY KEY (run_id, case_id)
+);
+CREATE TABLE pairs (
+    run_id INTEGER NOT NULL,
+    faster VARCHAR NOT NULL,
+    than VARCHAR NOT NULL,
+    per VARCHAR NOT NULL,
+    setting VARCHAR NOT NULL,
+    value VARCHAR NOT NULL,
+    case_id VARCHAR NOT NULL,
+    ratio DOUBLE NOT NULL,
+    PRIMARY KEY (run_id, faster, than, per, setting, value)
 );
 """
 
@@ -146,7 +166,30 @@ CASE_COLUMNS = (
     "tolerance",
     "base_median_s",
     "base_ratio_to_torch",
+    "params",
 )
+_MATMUL_NOT_NULL = ("dtype", "layout", "K")  # NOT NULL before schema version 3
+PAIR_COLUMNS = ("run_id", "faster", "than", "per", "setting", "value", "case_id", "ratio")
+
+
+def _json(value: Any) -> str:
+    """The stored text of a parameter value or setting: compact JSON, key order kept."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class StoredPair:
+    """One relational pair (tilegate.judge.crosstile) at one value of its axis in one run: the
+    same-run ratio faster / than, and the case id of the `faster` row."""
+
+    run_id: int
+    faster: str
+    than: str
+    per: str
+    setting: Mapping[str, Any]  # the other axes' values (the pair's `where`)
+    value: Any  # the value of `per`
+    case_id: str
+    ratio: float
 
 
 @dataclass(frozen=True)
@@ -291,7 +334,10 @@ class Store:
     def case_table(self, gpu: str | None = None) -> dict[str, np.ndarray]:
         """Every stored case row (of one GPU), as columns (numpy arrays; NULL is None / NaN)."""
         where = "WHERE r.gpu = ?" if gpu else ""
-        cols = ", ".join(f"c.{c}" for c in CASE_COLUMNS)
+        cols = ", ".join(
+            "NULL::VARCHAR AS params" if c == "params" and self._version < 3 else f"c.{c}"
+            for c in CASE_COLUMNS
+        )
         try:
             res = self._con.execute(
                 f"SELECT r.gpu, {cols} FROM cases c JOIN runs r USING (run_id) {where} "
@@ -315,6 +361,26 @@ class Store:
                     )
             out[name] = np.asarray(col)
         return out
+
+    def pairs(self, gpu: str | None = None) -> list[StoredPair]:
+        """Every stored pair point (of one GPU), by run, pair and value. A store older than schema
+        version 3 has no pairs table: its twin rows are its pairs (the matmul benchmark's, along K
+        at each dtype and layout), as its upgrade stores them."""
+        where = "WHERE r.gpu = ?" if gpu else ""
+        args = [gpu] if gpu else []
+        if self._version < 3:
+            sql = _TWIN_ROWS.format(where="AND r.gpu = ?" if gpu else "")
+            return [_twin_pair(*row) for row in self._query(sql, args)]
+        rows = self._query(
+            f"SELECT {', '.join(f'p.{c}' for c in PAIR_COLUMNS)} FROM pairs p "
+            f"JOIN runs r USING (run_id) {where} ORDER BY r.measured_at, p.run_id, p.faster, "
+            "p.than, p.per, p.setting, p.value",
+            args,
+        )
+        return [
+            StoredPair(rid, f, t, per, json.loads(setting), json.loads(value), case, ratio)
+            for rid, f, t, per, setting, value, case, ratio in rows
+        ]
 
     @staticmethod
     def case_slices(table: Mapping[str, np.ndarray]) -> list[tuple[int, int]]:
@@ -400,6 +466,7 @@ class Store:
             self._con.execute("BEGIN TRANSACTION")
             (gone,) = self._con.execute(f"SELECT count(*) FROM ({old})", [keep]).fetchone() or (0,)
             self._con.execute(f"DELETE FROM cases WHERE run_id IN ({old})", [keep])
+            self._con.execute(f"DELETE FROM pairs WHERE run_id IN ({old})", [keep])
             self._con.execute(f"DELETE FROM runs WHERE run_id IN ({old})", [keep])
             self._con.execute("COMMIT")
         except duckdb.Error as err:
@@ -491,9 +558,10 @@ class Store:
                 ("case_id", key),
                 ("position", position),  # the suite's order (registry order of variants)
                 ("variant", r.variant),
-                ("dtype", r.dtype),
-                ("layout", r.layout),
-                ("K", r.K),
+                # the matmul benchmark's parameters (NULL where a benchmark has none); all: params
+                ("dtype", None if r.dtype is None else str(r.dtype)),
+                ("layout", None if r.layout is None else str(r.layout)),
+                ("K", r.K if isinstance(r.K, int) and not isinstance(r.K, bool) else None),
                 ("twin", r.twin),
                 ("n_samples", len(r.samples_s)),
                 ("median_s", r.median_s),
@@ -506,12 +574,52 @@ class Store:
                 ("tolerance", j.tolerance),
                 ("base_median_s", j.base_median_s),
                 ("base_ratio_to_torch", j.base_ratio_to_torch),
+                ("params", _json(dict(r.params))),
             ):
                 cols[name].append(value)
         # DuckDB scans a dict of numpy arrays in one statement; executemany costs ~2 ms a row.
         frame = {c: np.array(v, dtype=object) for c, v in cols.items()}  # noqa: F841 (read by SQL)
         self._con.execute(f"INSERT INTO cases ({', '.join(CASE_COLUMNS)}) SELECT * FROM frame")
+        pairs = run_pairs(run, stored.run_id)
+        if pairs:
+            pframe = {  # noqa: F841 (read by SQL)
+                c: np.array([p[k] for p in pairs], dtype=object) for k, c in enumerate(PAIR_COLUMNS)
+            }
+            self._con.execute(f"INSERT INTO pairs ({', '.join(PAIR_COLUMNS)}) SELECT * FROM pframe")
         return stored
+
+
+def run_pairs(run: Run, run_id: int) -> list[tuple[Any, ...]]:
+    """The rows of `pairs` for a run: every declared relation (tilegate.judge.crosstile) at each
+    setting of the other axes and each value of its axis where both rows were measured."""
+    from tilegate.judge.crosstile import relation_points
+
+    out: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    for faster, than, per, where in run.relations():
+        for setting, groups in relation_points(run, faster, than, per, where).items():
+            for value, group in groups.items():
+                row = run.find(faster, group)
+                ratio = run.ratio(faster, than, group)
+                if row is None or ratio is None:
+                    continue
+                key = (faster, than, per, _json(dict(setting)), _json(value))
+                out[key] = (run_id, *key, row.key, float(ratio))
+    return list(out.values())
+
+
+# A store before schema version 3: its pairs are its twin rows, along K at each dtype and layout.
+_TWIN_ROWS = (
+    "SELECT c.run_id, c.variant, c.twin, c.dtype, c.layout, c.K, c.case_id, c.ratio_to_twin "
+    "FROM cases c JOIN runs r USING (run_id) "
+    "WHERE c.twin IS NOT NULL AND c.ratio_to_twin IS NOT NULL {where} "
+    "ORDER BY r.measured_at, c.run_id, c.case_id"
+)
+
+
+def _twin_pair(
+    run_id: int, faster: str, than: str, dtype: str, layout: str, K: int, case: str, ratio: float
+) -> StoredPair:
+    return StoredPair(run_id, faster, than, "K", {"dtype": dtype, "layout": layout}, K, case, ratio)
 
 
 def _check_schema(path: Path, con: duckdb.DuckDBPyConnection) -> int:
@@ -540,12 +648,34 @@ def _check_schema(path: Path, con: duckdb.DuckDBPyConnection) -> int:
     return int(version[0])
 
 
-def _upgrade(path: Path, con: duckdb.DuckDBPyConnection) -> None:
-    """Version 1 -> 2 in one transaction: the two link columns (NULL for the runs already stored)."""
+def _upgrade(path: Path, con: duckdb.DuckDBPyConnection, version: int) -> None:
+    """Up to SCHEMA_VERSION in one transaction. 1 -> 2: the two link columns (NULL for the runs
+    already stored). 2 -> 3: `cases.params` (NULL for the rows already stored), the matmul columns
+    nullable, and the `pairs` table with the stored twin rows as pairs (along K)."""
     try:
         con.execute("BEGIN TRANSACTION")
-        for col in _LINK_COLUMNS:
-            con.execute(f"ALTER TABLE runs ADD COLUMN {col} VARCHAR")
+        if version < 2:
+            for col in _LINK_COLUMNS:
+                con.execute(f"ALTER TABLE runs ADD COLUMN {col} VARCHAR")
+        if version < 3:
+            for col in _MATMUL_NOT_NULL:
+                con.execute(f"ALTER TABLE cases ALTER COLUMN {col} DROP NOT NULL")
+            con.execute("ALTER TABLE cases ADD COLUMN params VARCHAR")
+            con.execute(_SCHEMA[_SCHEMA.index("CREATE TABLE pairs") :])
+            twins = con.execute(_TWIN_ROWS.format(where="")).fetchall()
+            if twins:
+                rows = [_twin_pair(*t) for t in twins]
+                pframe = {  # noqa: F841 (read by SQL)
+                    "run_id": np.array([p.run_id for p in rows], dtype=object),
+                    "faster": np.array([p.faster for p in rows], dtype=object),
+                    "than": np.array([p.than for p in rows], dtype=object),
+                    "per": np.array([p.per for p in rows], dtype=object),
+                    "setting": np.array([_json(dict(p.setting)) for p in rows], dtype=object),
+                    "value": np.array([_json(p.value) for p in rows], dtype=object),
+                    "case_id": np.array([p.case_id for p in rows], dtype=object),
+                    "ratio": np.array([p.ratio for p in rows], dtype=object),
+                }
+                con.execute(f"INSERT INTO pairs ({', '.join(PAIR_COLUMNS)}) SELECT * FROM pframe")
         con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
         con.execute("COMMIT")
         con.execute("CHECKPOINT")
@@ -607,7 +737,7 @@ def open_store(
                 _create(p, con)
             version = _check_schema(p, con)
             if write and version < SCHEMA_VERSION:
-                _upgrade(p, con)
+                _upgrade(p, con, version)
                 version = SCHEMA_VERSION
             yield Store(p, con, write, version)
         except BaseException:

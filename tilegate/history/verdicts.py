@@ -91,8 +91,9 @@ def baseline_levels(path: Path) -> dict[str, Judged]:
     return _levels(load_baseline(path))
 
 
-def crossover(ratios: dict[int, float]) -> int | None:
-    """The gate's crossover K: the smallest K where cross-tile stops winning (ratio >= 1)."""
+def crossover(ratios: dict[Any, float]) -> Any:
+    """The gate's crossover: the smallest value of the pair's axis (K for the matmul benchmark)
+    where `faster` stops winning (ratio >= 1); None if it wins at every one."""
     from tilegate.judge.crosstile import CrossTilePair
 
     return CrossTilePair.crossover(ratios)

@@ -382,33 +382,46 @@
     });
   }
 
-  // --- cross-tile ----------------------------------------------------------------------------
+  // --- relational pairs (faster / than, same run) ---------------------------------------------
+  // Each pair (the page's data: g.pairs) runs over one axis, p.per, at p.values; p.rt[j][i] is its
+  // same-run ratio at p.values[j] in run i, p.cases[j] the case id of its `faster` row there.
+  function pairAxes(g) {
+    const pers = [...new Set(g.pairs.map((p) => p.per))];
+    const values = [...new Set(g.pairs.flatMap((p) => p.values))];
+    const numeric = values.length > 0 && values.every((v) => typeof v === "number");
+    if (numeric) values.sort((a, b) => a - b);
+    // a log axis only for positive values spanning more than 8x (K 128..8192); else linear
+    const log = numeric && values[0] > 0 && values[values.length - 1] / values[0] > 8;
+    return { per: pers.join(", ") || "value", values: values, numeric: numeric, log: log };
+  }
   function drawRatioK() {
     const g = gpu();
-    const ids = byId(g);
     const first = clean(g)[0] ?? 0;
+    const ax = pairAxes(g);
     const traces = [];
     g.pairs.forEach((p, k) => {
       const color = COLORS[k % COLORS.length];
-      const name = p.faster + " / " + p.than + " " + p.dtype + " " + p.layout;
+      const name = p.faster + " / " + p.than + " " + p.label;
       for (const [i, dash, what] of [[state.run, "solid", "selected"], [first, "dot", "first run"]]) {
-        const ks = [], ys = [];
-        for (const K of p.Ks) {
-          const c = ids[p.faster + "-" + p.dtype + "-" + p.layout + "-K" + K];
-          if (c && c.rt[i] !== null) { ks.push(K); ys.push(c.rt[i]); }
-        }
-        if (ks.length) traces.push({ type: "scatter", mode: "lines+markers", x: ks, y: ys, name: name + " (" + what + ")", line: { color: color, dash: dash, width: dash === "solid" ? 2 : 1 }, marker: { size: dash === "solid" ? 6 : 4 }, legendgroup: name, hovertemplate: name + " K=%{x}: %{y:.3f}<extra>" + what + "</extra>" });
+        const xs = [], ys = [], ids = [];
+        p.values.forEach((v, j) => {
+          if (p.rt[j][i] !== null) { xs.push(v); ys.push(p.rt[j][i]); ids.push(p.cases[j]); }
+        });
+        if (xs.length) traces.push({ type: "scatter", mode: "lines+markers", x: xs, y: ys, customdata: ids, name: name + " (" + what + ")", line: { color: color, dash: dash, width: dash === "solid" ? 2 : 1 }, marker: { size: dash === "solid" ? 6 : 4 }, legendgroup: name, hovertemplate: name + " " + p.per + "=%{x}: %{y:.3f} (%{customdata})<extra>" + what + "</extra>" });
       }
     });
+    const xaxis = ax.numeric ? { type: ax.log ? "log" : "linear", tickvals: ax.values } : { type: "category", categoryorder: "array", categoryarray: ax.values };
     const div = $("ratio-k");
-    return Plotly.react(div, traces, layout({ height: 440, title: { text: "ratio against K: run " + g.runs.id[state.run] + " solid, first run dotted", font: { size: 12 }, x: 0, xanchor: "left" }, margin: { l: 60, r: 20, t: 36, b: 40 }, xaxis: axis("K", { type: "log", tickvals: [128, 256, 512, 1024, 2048, 4096, 8192] }), yaxis: axis("cross-tile / twin (same run)"), shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, yref: "y", y0: 1, y1: 1, line: { color: "#555", width: 1 } }], legend: { orientation: "h", y: -0.2, yanchor: "top", x: 0, font: { size: 10 } } }), CONFIG);
+    return Plotly.react(div, traces, layout({ height: 440, title: { text: "ratio against " + ax.per + ": run " + g.runs.id[state.run] + " solid, first run dotted", font: { size: 12 }, x: 0, xanchor: "left" }, margin: { l: 60, r: 20, t: 36, b: 40 }, xaxis: axis(ax.per, xaxis), yaxis: axis("faster / than (same run)"), shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, yref: "y", y0: 1, y1: 1, line: { color: "#555", width: 1 } }], legend: { orientation: "h", y: -0.2, yanchor: "top", x: 0, font: { size: 10 } } }), CONFIG);
   }
   function drawCrossover() {
     const g = gpu();
+    const ax = pairAxes(g);
     const traces = [];
-    let top = 0;
-    for (const p of g.pairs) top = Math.max(top, ...p.Ks);
-    const none = top * 2;
+    // "none" (wins at every measured value) is drawn above the largest value: at twice it on a
+    // numeric axis, as its own last category otherwise
+    const top = ax.numeric && ax.values.length ? ax.values[ax.values.length - 1] : 0;
+    const none = ax.numeric ? top * 2 : "none";
     g.pairs.forEach((p, k) => {
       const idx = [];
       for (let i = 0; i < nRuns(g); i++) if (p.crossover[i] !== null && !g.runs.dirty[i]) idx.push(i);
@@ -421,11 +434,14 @@
         x.push(g.runs.when[i]); y.push(p.crossover[i] === 0 ? none : p.crossover[i]);
         prev = i;
       }
-      traces.push({ type: "scatter", mode: "lines+markers", x: x, y: y, connectgaps: false, name: p.faster + " " + p.dtype + " " + p.layout, line: { color: COLORS[k % COLORS.length], shape: "hv", width: 1.5 }, marker: { size: 5 }, hovertemplate: "%{x}: crossover K %{y}<extra></extra>" });
+      traces.push({ type: "scatter", mode: "lines+markers", x: x, y: y, connectgaps: false, name: p.faster + " " + p.label, line: { color: COLORS[k % COLORS.length], shape: "hv", width: 1.5 }, marker: { size: 5 }, hovertemplate: "%{x}: crossover " + p.per + " %{y}<extra></extra>" });
     });
-    const tickvals = [128, 256, 512, 1024, 2048, 4096, 8192].filter((v) => v <= top).concat([none]);
+    const tickvals = ax.values.concat([none]);
+    const yaxis = ax.numeric
+      ? { type: ax.log ? "log" : "linear", tickvals: tickvals, ticktext: tickvals.map((v) => (v === none ? "none" : String(v))) }
+      : { type: "category", categoryorder: "array", categoryarray: tickvals };
     const div = $("crossover");
-    return Plotly.react(div, traces, layout({ height: 440, title: { text: "crossover K per run", font: { size: 12 }, x: 0, xanchor: "left" }, margin: { l: 60, r: 20, t: 36, b: 40 }, xaxis: axis("measured (UTC)", { type: "date" }), yaxis: axis("crossover K", { type: "log", tickvals: tickvals, ticktext: tickvals.map((v) => (v === none ? "none" : String(v))) }), legend: { orientation: "h", y: -0.2, yanchor: "top", x: 0, font: { size: 10 } } }), CONFIG);
+    return Plotly.react(div, traces, layout({ height: 440, title: { text: "crossover " + ax.per + " per run", font: { size: 12 }, x: 0, xanchor: "left" }, margin: { l: 60, r: 20, t: 36, b: 40 }, xaxis: axis("measured (UTC)", { type: "date" }), yaxis: axis("crossover " + ax.per, yaxis), legend: { orientation: "h", y: -0.2, yanchor: "top", x: 0, font: { size: 10 } } }), CONFIG);
   }
 
   // --- controls ------------------------------------------------------------------------------
