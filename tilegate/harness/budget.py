@@ -43,88 +43,12 @@ from typing import Any
 
 from tilegate.errors import InputError
 from tilegate.judge import stats
+from tilegate.judge.ab import MOVED_MIN, MOVED_TOLERANCES
+from tilegate.judge.rounds import Ranges, add_range, aligned, covered
+from tilegate.judge.rounds import check_ranges as check_ranges  # re-exported (results, tests)
 
-# the consistency rule's threshold (tilegate.judge.ab: MOVED_TOLERANCES, MOVED_MIN), restated
-# here only as defaults: tilegate.judge.ab is imported lazily where it exists
-MOVED_TOLERANCES = 5.0
-MOVED_MIN = 0.03
 CAP_FACTOR = 3  # a changed pair is timed for at most this many times the profile's rounds
 STORED_PASSES = 3  # sweeps an unchanged case's head gets: what the stored check needs
-
-Ranges = tuple[tuple[int, int], ...]
-
-
-def _moved() -> tuple[float, float]:
-    try:
-        from tilegate.judge import ab
-
-        return float(getattr(ab, "MOVED_TOLERANCES", MOVED_TOLERANCES)), float(
-            getattr(ab, "MOVED_MIN", MOVED_MIN)
-        )
-    except ImportError:  # pragma: no cover
-        return MOVED_TOLERANCES, MOVED_MIN
-
-
-# --- the rounds a row was timed in --------------------------------------------------------------
-
-
-def add_range(ranges: Ranges, start: int, stop: int) -> Ranges:
-    """`ranges` with [start, stop) appended (merged into the last range when adjacent)."""
-    if stop <= start:
-        return ranges
-    if ranges and ranges[-1][1] > start:
-        raise ValueError(f"rounds must be added in order: {ranges[-1]} then [{start}, {stop})")
-    if ranges and ranges[-1][1] == start:
-        return (*ranges[:-1], (ranges[-1][0], stop))
-    return (*ranges, (start, stop))
-
-
-def covered(ranges: Ranges) -> int:
-    return sum(b - a for a, b in ranges)
-
-
-def check_ranges(ranges: Any, samples: int) -> Ranges:
-    """`ranges` read from a file, validated against the row's sample count; ValueError why not."""
-    if not isinstance(ranges, list) or not all(
-        isinstance(r, list)
-        and len(r) == 2
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in r)
-        for r in ranges
-    ):
-        raise ValueError(f"timed_in is {ranges!r}; expected [[start, stop], ...] round ranges")
-    out: Ranges = ()
-    last = 0
-    for a, b in ranges:
-        if a < last or b <= a:
-            raise ValueError(f"timed_in {ranges!r}: ranges must be ordered, disjoint, non-empty")
-        out, last = (*out, (a, b)), b
-    if covered(out) != samples:
-        raise ValueError(
-            f"timed_in {ranges!r} covers {covered(out)} rounds but the row has {samples} samples"
-        )
-    return out
-
-
-def aligned(
-    x: Sequence[float], x_in: Ranges | None, y: Sequence[float], y_in: Ranges | None
-) -> tuple[list[float], list[float]]:
-    """The samples of x and y in the rounds both were timed in (None: every round, 0..len)."""
-    x_in = x_in if x_in is not None else ((0, len(x)),)
-    y_in = y_in if y_in is not None else ((0, len(y)),)
-    if x_in == y_in:
-        return list(x), list(y)
-
-    def index(ranges: Ranges) -> dict[int, int]:
-        out, i = {}, 0
-        for a, b in ranges:
-            for r in range(a, b):
-                out[r] = i
-                i += 1
-        return out
-
-    xi, yi = index(x_in), index(y_in)
-    common = sorted(set(xi) & set(yi))
-    return [x[xi[r]] for r in common], [y[yi[r]] for r in common]
 
 
 # --- the decision after a sweep ----------------------------------------------------------------
@@ -200,7 +124,7 @@ class Tolerances:
 
     def moved(self, key: str) -> float:
         """The consistency rule's threshold for an UNCHANGED CODE case: max(5 x tol, 3 %)."""
-        k, least = _moved()
+        k, least = MOVED_TOLERANCES, MOVED_MIN
         tol = self.per_case.get(key, self.ceiling)
         return max(k * tol, least)
 

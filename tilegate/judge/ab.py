@@ -121,7 +121,7 @@ def _per_round(run: Run, head: Row, base: Row) -> np.ndarray:
     fewer rounds: Row.timed_in, tilegate.harness.budget); InputError when they share none or, with
     no round ranges, the counts differ."""
     if head.timed_in is not None or base.timed_in is not None:
-        from tilegate.harness.budget import aligned
+        from tilegate.judge.rounds import aligned
 
         h, b = aligned(head.samples_s, head.timed_in, base.samples_s, base.timed_in)
         if not h:

@@ -579,7 +579,7 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
         )
     timed_in = None
     if tg.get("timed_in") is not None:
-        from tilegate.harness.budget import check_ranges
+        from tilegate.judge.rounds import check_ranges
 
         try:
             timed_in = check_ranges(tg["timed_in"], len(samples))
@@ -617,7 +617,7 @@ RATIO_AGREEMENT = 5e-4
 
 def paired(x: Row, y: Row) -> float:
     """x / y over the rounds both rows were timed in (`stats.paired_ratio`)."""
-    from tilegate.harness.budget import aligned
+    from tilegate.judge.rounds import aligned
 
     return stats.paired_ratio(*aligned(x.samples_s, x.timed_in, y.samples_s, y.timed_in))
 
