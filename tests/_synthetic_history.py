@@ -269,13 +269,16 @@ def build_store(directory: Path, *, step: bool, seed: int, salt: str) -> tuple[P
 
 # --- a toy benchmark that is not the matmul one ------------------------------------------------
 # SYNTHETIC, not resampled from anything real: a row-wise "norm" kernel with axes op, rows and
-# width (no dtype, layout or K), variants `fused` and `eager` beside the reference `ref`, and one
-# declared expectation: `fused` faster than `eager` per width, where op is "norm" (not "scale").
+# width (no dtype, layout or K), variants `fused` and `eager` beside the reference `naive` (not
+# this repo's `torch`: the page and the store name it), rows with `gbps` (a memory-bound kernel:
+# no `tflops`), and one declared expectation: `fused` faster than `eager` per width, where op is
+# "norm" (not "scale").
 TOY_AXES = ("op", "rows", "width")
 TOY_OPS = ("norm", "scale")
 TOY_ROWS = (32, 4096)
 TOY_WIDTHS = (64, 512, 4096)
-TOY_VARIANTS = ("ref", "eager", "fused")
+TOY_REFERENCE = "naive"
+TOY_VARIANTS = (TOY_REFERENCE, "eager", "fused")
 TOY_EXPECTATION = {"faster": "fused", "than": "eager", "per": "width", "where": {"op": ["norm"]}}
 
 
@@ -297,7 +300,7 @@ def toy_run(
                 common = np.exp(rng.normal(0.0, 0.01, rounds))
                 base = 1e-6 * rows * width / 64
                 times = {
-                    "ref": base,
+                    TOY_REFERENCE: base,
                     "eager": base * 1.5,
                     "fused": base * 1.5 * share[width],
                 }
@@ -316,11 +319,13 @@ def toy_run(
                         "correct": True,
                         "samples_s": x,
                         "median_s": float(np.median(x)),
+                        # the row's bytes (read and write, 2 bytes an element) / median
+                        "gbps": round(4.0 * rows * width / float(np.median(x)) / 1e9, 3),
                         "ratio_to_reference": None
-                        if v == "ref"
-                        else paired_ratio(x, samples["ref"]),
+                        if v == TOY_REFERENCE
+                        else paired_ratio(x, samples[TOY_REFERENCE]),
                     }
-                    if v == "ref":
+                    if v == TOY_REFERENCE:
                         tg["reference"] = True
                     benchmarks.append(
                         {

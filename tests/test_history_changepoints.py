@@ -23,7 +23,8 @@ def test_a_3_percent_step_is_found_at_its_commit_and_nowhere_else(
         runs = s.runs()
     assert sorted(cp.case_id for cp in points) == sorted(STEPPED)
     for cp in points:
-        assert cp.metric == "ratio_to_torch"
+        assert cp.metric == "ratio_to_reference"
+        assert cp.after_run.reference == "torch"
         assert cp.index == STEP_AT
         assert cp.before_run.commit == commit_id(STEP_AT - 1, "step")
         assert cp.after_run.commit == commit_id(STEP_AT, "step")
@@ -83,6 +84,9 @@ def test_markdown_and_the_command_name_case_commits_size_and_environment(
         assert f"`{case}`" in text
     assert f"`{commit_id(STEP_AT - 1, 'step')[:10]}..{commit_id(STEP_AT, 'step')[:10]}`" in text
     assert "triton 3.6.0 -> 3.9.0" in text and "(slower)" in text
+    # named for the run's reference variant (this repo's: `torch`), not for what it calls
+    assert "ratio to torch " in text and "reference variant (torch)" in text
+    assert "cuBLAS" not in text
     assert main(["changepoints", "--store", str(store)]) == 0
     assert capsys.readouterr().out.count("\n| `") == len(STEPPED)
     assert main(["changepoints", "--store", str(store), "--new"]) == 0

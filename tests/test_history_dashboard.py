@@ -177,7 +177,7 @@ def test_1000_runs_of_96_cases_make_a_page_under_5_mb(
         con.execute(
             "INSERT INTO runs SELECT run_id + ? * 1000, gpu, gpu_name, commit || ?, datetime || ?, "
             "measured_at + ? * INTERVAL 3 DAY, profile, mode, dirty, triton, torch, python, driver, "
-            "cuda, harness_version, M, N, throttled, source, added_at, repo_url, run_url "
+            "cuda, harness_version, M, N, throttled, source, added_at, repo_url, run_url, reference "
             "FROM runs WHERE run_id < 1000",
             [k, f"-{k}", f"-{k}", k],
         )
@@ -239,6 +239,11 @@ def _chromium(
         timeout=120,
         check=False,
     )
+
+
+def _visible(dom: str) -> str:
+    """The dumped DOM without its scripts and styles: what the page shows."""
+    return re.sub(r"<(script|style)\b.*?</\1>", "", dom, flags=re.S)
 
 
 def _console(stderr: str) -> list[str]:
@@ -316,6 +321,12 @@ def test_chromium_draws_every_chart_inside_its_frame_with_links_to_the_stored_co
         assert json.loads(attrs["check-problems"]) == []
         assert int(attrs["check-marks"]) > 300  # the check saw the charts' marks
         assert attrs["check-resources"] == "0"  # nothing loaded from outside the page
+        # every ratio named for the reference variant (this repo's: `torch`)
+        assert "cuBLAS" not in _visible(done.stdout)
+        assert '> ratio to <span class="ref-name">torch</span> (same run)' in done.stdout
+        if not fragment:  # the default view: the ratio of a case that is not the reference
+            assert re.search(r'class="ytitle"[^>]*>ratio to torch \(same run\)<', done.stdout)
+        assert "ratio to torch, or the median for torch itself" in done.stdout
         links = json.loads(attrs["check-links"])
         kinds = {k for k, *_ in links}
         assert {"commit", "compare", "ci-run"} <= kinds, links
@@ -337,6 +348,9 @@ def test_chromium_draws_every_chart_inside_its_frame_with_links_to_the_stored_co
         r'id="case-chart"[^>]*data-case="tma_xtile_persistent-fp16-nn-K4096"', done.stdout
     )
     assert re.search(r'id="case-chart"[^>]*data-metric="tflops"', done.stdout)
+    chart = done.stdout[done.stdout.index('id="case-chart"') : done.stdout.index('id="case-notes"')]
+    assert re.search(r'class="ytitle"[^>]*>TFLOP/s \(the benchmark\'s work / median\)<', chart)
+    assert "throughput<span" in done.stdout and 'id="tp-unit"> (TFLOP/s)<' in done.stdout
     assert (
         re.search(r'id="run-box"[^>]*data-run="61"', done.stdout)
         and "DIRTY work tree" in done.stdout
@@ -404,6 +418,12 @@ def test_a_benchmark_of_other_axes_gets_its_pairs_along_its_expectations_axis(
     (gpu,) = _data(toy_page.read_text())["gpus"]
     assert len(gpu["runs"]["id"]) == 4 and len(gpu["cases"]) == 36
     cases = {c["id"]: c for c in gpu["cases"]}
+    # its reference is `naive`: the page names it; its rows carry GB/s, not TFLOP/s
+    assert gpu["reference"] == "naive" and gpu["runs"]["reference"] == ["naive"] * 4
+    fused = cases[toy_case("fused", "norm", 32, 64)]
+    assert fused["metric"] == "ratio_to_reference" and fused["unit"] == "GB/s"
+    assert all(x is not None and x > 0 for x in fused["tp"])
+    assert cases[toy_case("naive", "norm", 32, 64)]["metric"] == "median_s"
     assert cases[toy_case("fused", "norm", 32, 64)]["K"] is None  # no such parameter
     # one pair per setting of the other axes where the expectation holds (op "norm" only), along
     # width; its case ids the benchmark's own
@@ -436,6 +456,46 @@ def test_chromium_draws_the_pairs_of_another_benchmark_against_its_axis(
     assert "fused / eager norm rows=32 (selected)" in ratio
     for w in TOY_WIDTHS_TEXT:
         assert re.search(rf'class="xtick"[^>]*>.*?>{w}<', ratio, re.S)
+
+
+def test_chromium_names_the_reference_and_the_throughput_of_another_benchmark(
+    toy_page: Path, tmp_path: Path
+) -> None:
+    """The toy's reference is `naive` and its rows carry GB/s: every text says so, none says
+    cuBLAS, torch or TFLOP/s."""
+    from tests._synthetic_history import toy_case
+
+    case = toy_case("fused", "norm", 4096, 512)
+    texts = {}
+    for metric in ("v", "tflops"):
+        done = _chromium(
+            toy_page,
+            f"#case={case}&metric={metric}",
+            tmp_path,
+            "--dump-dom",
+            "--window-size=1280,2000",
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        attrs = _body(done.stdout)
+        assert attrs.get("drawn") == DRAWN and "errors" not in attrs, attrs
+        assert _console(done.stderr) == []
+        dom = done.stdout
+        chart = dom[dom.index('id="case-chart"') : dom.index('id="case-notes"')]
+        texts[metric] = re.findall(r'class="ytitle"[^>]*>([^<]*)<', chart)
+        assert "cuBLAS" not in _visible(dom) and "TFLOP" not in _visible(dom)
+        help_text = dom[dom.index('id="overview-section"') : dom.index('id="overview"')]
+        assert 'same-run ratio to <span class="ref-name">naive</span>' in help_text
+        assert (
+            'value="v"' in dom
+            and '> ratio to <span class="ref-name">naive</span> (same run)' in dom
+        )
+        assert "ratio to naive, or the median for naive itself" in dom
+        assert 'id="tp-unit"> (GB/s)<' in dom
+        assert "reference variant naive" in dom  # the selected run's box
+    assert texts == {
+        "v": ["ratio to naive (same run)"],
+        "tflops": ["GB/s (the benchmark's bytes / median)"],
+    }
 
 
 TOY_WIDTHS_TEXT = ("64", "512", "4096")

@@ -61,12 +61,14 @@ def test_add_keeps_each_case_with_its_summary_and_environment(
     q = statistics.quantiles(row.samples_s, n=4, method="inclusive")
     assert table["median_s"][i] == pytest.approx(row.median_s)
     assert (table["q1_s"][i], table["q3_s"][i]) == pytest.approx((q[0], q[2]))
-    assert table["ratio_to_torch"][i] == pytest.approx(row.ratio_to_torch)
+    assert table["ratio_to_reference"][i] == pytest.approx(row.ratio_to_reference)
+    assert stored.reference == run.reference == "torch"  # the reference variant, by its name
+    assert table["tflops"][i] == pytest.approx(row.tflops) and np.isnan(table["gbps"][i])
     assert table["ratio_to_twin"][i] == pytest.approx(row.ratio_to_twin)
     assert table["twin"][i] == "swizzle_persistent"
     assert table["verdict"][i] is None and np.isnan(table["tolerance"][i])
     torch = list(table["case_id"]).index("torch-fp16-nt-K128")
-    assert np.isnan(table["ratio_to_torch"][torch])  # the reference has no ratio to itself
+    assert np.isnan(table["ratio_to_reference"][torch])  # the reference has no ratio to itself
 
 
 def test_verdicts_from_the_baseline_and_from_a_file(tmp_path: Path, runs: list[Path]) -> None:
@@ -88,7 +90,7 @@ def test_verdicts_from_the_baseline_and_from_a_file(tmp_path: Path, runs: list[P
     b = base["xtile_persistent-fp16-nt-K128"]
     assert t["tolerance"][mine][i] == b["tolerance"]
     assert t["base_median_s"][mine][i] == b["median_s"]
-    assert t["base_ratio_to_torch"][mine][i] == pytest.approx(
+    assert t["base_ratio_to_reference"][mine][i] == pytest.approx(
         b["median_s"] / base["torch-fp16-nt-K128"]["median_s"]
     )
     other = t["run_id"] == second.run_id
@@ -322,24 +324,38 @@ def test_add_stores_the_repository_and_ci_run_links(
     )
 
 
-def test_a_version_1_store_is_read_and_upgraded_by_the_first_write_its_twins_its_pairs(
-    tmp_path: Path, runs: list[Path]
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_store_is_read_and_upgraded_by_the_first_write_its_twins_its_pairs(
+    tmp_path: Path, runs: list[Path], version: int
 ) -> None:
     store = tmp_path / "h.duckdb"
     assert main(["add", str(runs[0]), "--store", str(store)]) == EXIT_OK
     with open_store(store) as s:
         written = s.pairs()  # as schema version 3 stores them
-    con = duckdb.connect(str(store))  # make it what schema version 1 wrote
-    con.execute("ALTER TABLE runs DROP COLUMN repo_url")
-    con.execute("ALTER TABLE runs DROP COLUMN run_url")
+        table = s.case_table()
+    con = duckdb.connect(str(store))  # make it what schema version 1 or 2 wrote
+    if version == 1:
+        con.execute("ALTER TABLE runs DROP COLUMN repo_url")
+        con.execute("ALTER TABLE runs DROP COLUMN run_url")
+    con.execute("ALTER TABLE runs DROP COLUMN reference")
     con.execute("DROP TABLE pairs")
-    con.execute("ALTER TABLE cases DROP COLUMN params")
+    for col in ("params", "tflops", "gbps"):
+        con.execute(f"ALTER TABLE cases DROP COLUMN {col}")
+    for col in ("ratio_to_reference", "base_ratio_to_reference"):  # their names then
+        con.execute(f"ALTER TABLE cases RENAME COLUMN {col} TO {col.replace('reference', 'torch')}")
     for col in ("dtype", "layout", "K"):
         con.execute(f"ALTER TABLE cases ALTER COLUMN {col} SET NOT NULL")
-    con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    con.execute(f"UPDATE meta SET value = '{version}' WHERE key = 'schema_version'")
     con.close()
     with open_store(store) as s:  # read-only: nothing changes, links read as none
-        assert [(r.repo_url, r.run_url) for r in s.runs()] == [(None, None)]
+        assert [(r.repo_url is None, r.run_url is None) for r in s.runs()] == [(True, True)]
+        # their ratio_to_torch was the ratio to their reference, `torch`
+        assert [r.reference for r in s.runs()] == ["torch"]
+        old_table = s.case_table()
+        np.testing.assert_array_equal(old_table["ratio_to_reference"], table["ratio_to_reference"])
+        # the throughput the rows had: 2·M·N·K / median (rounded to 3 decimals in the file)
+        np.testing.assert_allclose(old_table["tflops"], table["tflops"], rtol=1e-3)
+        assert np.isnan(old_table["gbps"]).all()
         # its pairs are its twin rows, along K: what version 3 stores, to the last bit of the
         # ratio the file recorded
         old = s.pairs()
@@ -353,12 +369,46 @@ def test_a_version_1_store_is_read_and_upgraded_by_the_first_write_its_twins_its
     )
     with open_store(store) as s:
         assert [r.repo_url for r in s.runs()] == [None, "https://h/o/r"]
+        assert [r.reference for r in s.runs()] == ["torch", "torch"]
         both = s.pairs()
+        upgraded = s.case_table()
+    first = upgraded["run_id"] == 1
+    np.testing.assert_array_equal(
+        upgraded["ratio_to_reference"][first], table["ratio_to_reference"]
+    )
+    np.testing.assert_allclose(upgraded["tflops"][first], table["tflops"], rtol=1e-3)
     assert [sum(p.run_id == r for p in both) for r in (1, 2)] == [24, 24]  # the first: filled in
     assert sorted(map(key, both[:24])) == sorted(map(key, written))
     con = duckdb.connect(str(store), read_only=True)
     assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("3",)
+    names = {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns()").fetchall()}
     con.close()
+    assert {"ratio_to_reference", "base_ratio_to_reference", "reference", "tflops"} <= names
+    assert not names & {"ratio_to_torch", "base_ratio_to_torch"}
+
+
+def test_a_benchmark_whose_reference_has_another_name_is_stored_under_that_name(
+    tmp_path: Path,
+) -> None:
+    """A SYNTHETIC toy run (tests/_synthetic_history.py): reference `naive`, rows with gbps."""
+    from tests._synthetic_history import TOY_REFERENCE, toy_case, toy_run
+
+    path = tmp_path / "toy.json"
+    path.write_text(json.dumps(toy_run(0, np.random.default_rng(3))))
+    store = tmp_path / "h.duckdb"
+    assert main(["add", str(path), "--store", str(store)]) == EXIT_OK
+    run = load_results(path)
+    with open_store(store) as s:
+        (stored,) = s.runs()
+        table = s.case_table()
+    assert stored.reference == run.reference == TOY_REFERENCE == "naive"
+    ids = list(table["case_id"])
+    fused = toy_case("fused", "norm", 32, 64)
+    i = ids.index(fused)
+    assert table["ratio_to_reference"][i] == pytest.approx(run.rows[fused].ratio_to_reference)
+    assert np.isnan(table["ratio_to_reference"][ids.index(toy_case("naive", "norm", 32, 64))])
+    assert table["gbps"][i] == pytest.approx(run.rows[fused].gbps)
+    assert np.isnan(table["tflops"]).all()  # no flops declared: no 2·M·N·K made up
 
 
 def test_a_dirty_run_is_stored_but_never_part_of_a_series(tmp_path: Path) -> None:

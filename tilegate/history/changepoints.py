@@ -1,7 +1,7 @@
 """Change points per case, on the reference-normalised series of its runs in measurement order.
 
-The series of a case is its same-run ratio to the reference (`ratio_to_torch`: cuBLAS measured in
-the same rounds), one point per stored run of one GPU, ordered by when the run was measured. The
+The series of a case is its same-run ratio to the reference (`ratio_to_reference`: the run's
+reference variant, `runs.reference`, measured in the same rounds), one point per stored run of one GPU, ordered by when the run was measured. The
 reference row itself has no such ratio; its series is its median. Ratios are taken in log space,
 so a step is relative whatever the level.
 
@@ -60,7 +60,7 @@ class Step:
 class Series:
     gpu: str
     case_id: str
-    metric: str  # "ratio_to_torch" or "median_s"
+    metric: str  # "ratio_to_reference" or "median_s"
     positions: np.ndarray  # index of each point's run in the GPU's run list
     values: np.ndarray
 
@@ -165,9 +165,9 @@ def series(store: Store, gpu: str) -> tuple[list[StoredRun], list[Series]]:
     out: list[Series] = []
     case_ids = table["case_id"]
     for s, e in store.case_slices(table):
-        ratio = table["ratio_to_torch"][s:e].astype(float)
+        ratio = table["ratio_to_reference"][s:e].astype(float)
         metric, vals = (
-            ("ratio_to_torch", ratio)
+            ("ratio_to_reference", ratio)
             if np.isfinite(ratio).any()
             else ("median_s", table["median_s"][s:e].astype(float))
         )
@@ -268,15 +268,19 @@ def markdown(points: Sequence[ChangePoint], title: str) -> str:
         "|---|---|--:|---|---|--:|---|",
     ]
     for cp in sorted(points, key=lambda c: -abs(c.size)):
-        what = "ratio to reference" if cp.metric == "ratio_to_torch" else "median"
+        ref = cp.after_run.reference or "reference"
+        what = f"ratio to {ref}" if cp.metric == "ratio_to_reference" else "median"
         lines.append(
             f"| `{cp.case_id}` | {cp.gpu} | {cp.size:+.1%} ({'slower' if cp.size > 0 else 'faster'}) | "
             f"{what} {_fmt_value(cp.metric, cp.before)} -> {_fmt_value(cp.metric, cp.after)} | "
             f"`{cp.commit_range}` | {cp.p_value:.1e} | {', '.join(cp.env_change) or '-'} |"
         )
+    refs = sorted({cp.after_run.reference for cp in points if cp.after_run.reference})
+    named = f" ({', '.join(refs)})" if refs else ""
     lines += [
         "",
-        "Sizes are relative to cuBLAS measured in the same runs (the reference row: its median). "
+        f"Sizes are relative to the reference variant{named} measured in the same runs (the "
+        "reference's own rows: their median). "
         "Bisect within the commit range; an environment change there is the usual suspect.",
         "",
     ]

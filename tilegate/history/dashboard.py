@@ -8,15 +8,17 @@ unpacks them), which keeps 1,000 runs x 100 cases under 5 MB. The data is one JS
 columnar and rounded:
 
     {"version": 3, "generated": ISO, "store": path, "method": {...},
-     "gpus": [{"slug", "name",
+     "gpus": [{"slug", "name", "reference": the reference variant's name (latest clean run) or null,
                "runs": {"id": [...], "commit": [...], "when": [...], "profile": [...],
                         "triton": [...], "torch": [...], "driver": [...], "cuda": [...],
                         "dirty": [...], "throttled": [...], "M": [...], "N": [...],
-                        "repo": [repository URL per run or null], "url": [CI run URL or null]},
+                        "repo": [repository URL per run or null], "url": [CI run URL or null],
+                        "reference": [the run's reference variant or null]},
                "cases": [{"id", "variant", "dtype", "layout", "K",   # null where the benchmark
                           "twin", "metric",                         # has no such parameter
                           "v": [value per run or null],   # ratio to reference (4 decimals) or median us
                           "med", "q1", "q3": [us per run or null],
+                          "tp": [throughput per run or null], "unit": "TFLOP/s", "GB/s" or null,
                           "verdict": "one letter per run",  # see VERDICT_CODES; "." none, " " not measured
                           "band": [[from run, base value of v, tolerance], ...],   # run-length coded
                           "bandMed": [[from run, base median us, tolerance], ...],
@@ -31,7 +33,8 @@ columnar and rounded:
 
 Version 3: the pairs are any benchmark's (tilegate.judge.crosstile: over their axis `per`, their
 case ids from the store), not the matmul benchmark's twins along K, and their ratios are in the
-pair, not in the case ("rt").
+pair, not in the case ("rt"); every ratio to the reference is named for the run's reference variant
+("reference"), and the throughput is the results rows' (their `tflops`, else `gbps`).
 """
 
 from __future__ import annotations
@@ -136,13 +139,22 @@ def _gpu_data(
         verdict = [" "] * n
         band: list[tuple[float | None, float | None] | None] = [None] * n
         band_med: list[tuple[float | None, float | None] | None] = [None] * n
+        tp: list[float | None] = [None] * n
+        units: dict[str, int] = {}  # the throughput's unit -> the latest run that has it
         fb = fallback.get(key)
         for j in range(s, e):
             i = position[int(table["run_id"][j])]
-            ratio = table["ratio_to_torch"][j]
+            ratio = table["ratio_to_reference"][j]
             v[i] = (
-                _round(ratio, 4) if metric == "ratio_to_torch" else _sig(table["median_s"][j] * 1e6)
+                _round(ratio, 4)
+                if metric == "ratio_to_reference"
+                else _sig(table["median_s"][j] * 1e6)
             )
+            tflops, gbps = table["tflops"][j], table["gbps"][j]
+            if np.isfinite(tflops):
+                tp[i], units["TFLOP/s"] = _sig(tflops, 4), i
+            elif np.isfinite(gbps):
+                tp[i], units["GB/s"] = _sig(gbps, 4), i
             med[i] = _sig(table["median_s"][j] * 1e6)
             q1[i] = _sig(table["q1_s"][j] * 1e6)
             q3[i] = _sig(table["q3_s"][j] * 1e6)
@@ -150,14 +162,14 @@ def _gpu_data(
             verdict[i] = VERDICT_CODES.get(str(code), "?") if code is not None else "."
             tol = table["tolerance"][j]
             base_med = table["base_median_s"][j]
-            base_ratio = table["base_ratio_to_torch"][j]
+            base_ratio = table["base_ratio_to_reference"][j]
             if not np.isfinite(tol) and fb is not None:
                 tol, base_med = fb.tolerance, fb.base_median_s
-                base_ratio = fb.base_ratio_to_torch
+                base_ratio = fb.base_ratio_to_reference
             tol_r = _round(tol, 4) if tol is not None else None
             base_v = (
                 _round(base_ratio, 4)
-                if metric == "ratio_to_torch"
+                if metric == "ratio_to_reference"
                 else (_sig(base_med * 1e6) if base_med is not None else None)
             )
             band[i] = (base_v, tol_r)
@@ -176,6 +188,9 @@ def _gpu_data(
             "med": med,
             "q1": q1,
             "q3": q3,
+            # the results rows' throughput: the benchmark's work (flops or bytes) / median
+            "tp": tp,
+            "unit": max(units, key=units.__getitem__) if units else None,
             "verdict": "".join(verdict),
             "band": _rle(band),
             "bandMed": _rle(band_med),
@@ -196,6 +211,7 @@ def _gpu_data(
     data = {
         "slug": gpu,
         "name": runs[-1].gpu_name if runs else gpu,
+        "reference": _reference(runs),
         "runs": _runs(runs, repo_url),
         "cases": cases,
         "pairs": _pairs(store.pairs(gpu), position, cases),
@@ -220,7 +236,15 @@ def _runs(runs: Sequence[StoredRun], repo_url: str | None) -> dict[str, list[Any
         # the URL stored with the run (where it was measured), else the page's --repo-url
         "repo": [r.repo_url or repo_url for r in runs],
         "url": [r.run_url for r in runs],
+        "reference": [r.reference for r in runs],
     }
+
+
+def _reference(runs: Sequence[StoredRun]) -> str | None:
+    """The name the page gives the reference: that of the latest clean run that measured one."""
+    named = [r for r in runs if r.reference]
+    clean = [r for r in named if not r.dirty] or named
+    return clean[-1].reference if clean else None
 
 
 def _opt(x: Any) -> Any:

@@ -3,15 +3,18 @@
 Schema version 3 (docs/history.md has the column meanings). An older store is read as it is and
 upgraded by the first command that writes to it: version 1 gains the two link columns (NULL links
 until then), versions 1 and 2 gain `cases.params`, lose NOT NULL on the matmul columns, and gain
-the `pairs` table, filled from their twin rows (the matmul benchmark's pairs along K)::
+the `pairs` table, filled from their twin rows (the matmul benchmark's pairs along K). Their
+`ratio_to_torch` and `base_ratio_to_torch` were the ratios to their reference variant, `torch`:
+they become `ratio_to_reference` and `base_ratio_to_reference`, `runs.reference` says `torch`
+(where the run measured it), and `cases.tflops` is 2·M·N·K / median (they were all matmul runs)::
 
     meta(key PRIMARY KEY, value)          -- schema_version, created_by, created_at
     runs(run_id PRIMARY KEY, gpu, gpu_name, commit, datetime, measured_at, profile, mode, dirty,
          triton, torch, python, driver, cuda, harness_version, M, N, throttled, source, added_at,
-         repo_url, run_url, UNIQUE (gpu, commit, datetime, profile))
+         repo_url, run_url, reference, UNIQUE (gpu, commit, datetime, profile))
     cases(run_id -> runs, case_id, position, variant, dtype, layout, K, twin, n_samples,
-          median_s, q1_s, q3_s, ratio_to_torch, ratio_to_twin, code_hash,
-          verdict, tolerance, base_median_s, base_ratio_to_torch, params,
+          median_s, q1_s, q3_s, ratio_to_reference, ratio_to_twin, code_hash,
+          verdict, tolerance, base_median_s, base_ratio_to_reference, params, tflops, gbps,
           PRIMARY KEY (run_id, case_id))
     pairs(run_id -> runs, faster, than, per, setting, value, case_id, ratio,
           PRIMARY KEY (run_id, faster, than, per, setting, value))
@@ -49,7 +52,10 @@ from tilegate.judge.results import Run
 
 SCHEMA_VERSION = 3
 # version 1: without runs.repo_url / runs.run_url; versions 1 and 2: without cases.params and the
-# pairs table, and with the matmul columns (dtype, layout, K) NOT NULL
+# pairs table, with the matmul columns (dtype, layout, K) NOT NULL, without runs.reference and
+# cases.tflops / cases.gbps, and with the ratios to the reference named for it (ratio_to_torch,
+# base_ratio_to_torch). A version-3 store written before those columns (never released) is read
+# and upgraded as versions 1 and 2 are: by its columns.
 _READS = (1, 2, 3)
 DEFAULT_STORE = Path(".perf/history.duckdb")
 DEFAULT_LOCK_TIMEOUT_S = 120.0
@@ -83,6 +89,7 @@ CREATE TABLE runs (
     added_at TIMESTAMP NOT NULL,
     repo_url VARCHAR,
     run_url VARCHAR,
+    reference VARCHAR,
     UNIQUE (gpu, commit, datetime, profile)
 );
 CREATE TABLE cases (
@@ -98,14 +105,16 @@ CREATE TABLE cases (
     median_s DOUBLE NOT NULL,
     q1_s DOUBLE NOT NULL,
     q3_s DOUBLE NOT NULL,
-    ratio_to_torch DOUBLE,
+    ratio_to_reference DOUBLE,
     ratio_to_twin DOUBLE,
     code_hash VARCHAR,
     verdict VARCHAR,
     tolerance DOUBLE,
     base_median_s DOUBLE,
-    base_ratio_to_torch DOUBLE,
+    base_ratio_to_reference DOUBLE,
     params VARCHAR,
+    tflops DOUBLE,
+    gbps DOUBLE,
     PRIMARY KEY (run_id, case_id)
 );
 CREATE TABLE pairs (
@@ -144,6 +153,7 @@ _RUN_COLUMNS = (
     "added_at",
     "repo_url",
     "run_url",
+    "reference",
 )
 _LINK_COLUMNS = ("repo_url", "run_url")  # added by schema version 2
 CASE_COLUMNS = (
@@ -159,14 +169,28 @@ CASE_COLUMNS = (
     "median_s",
     "q1_s",
     "q3_s",
-    "ratio_to_torch",
+    "ratio_to_reference",
     "ratio_to_twin",
     "code_hash",
     "verdict",
     "tolerance",
     "base_median_s",
-    "base_ratio_to_torch",
+    "base_ratio_to_reference",
     "params",
+    "tflops",
+    "gbps",
+)
+# the columns' names before schema version 3: the ratios were named for this repo's reference
+_RENAMED = {
+    "ratio_to_torch": "ratio_to_reference",
+    "base_ratio_to_torch": "base_ratio_to_reference",
+}
+LEGACY_REFERENCE = "torch"  # the reference variant of every run stored before runs.reference
+# a stored matmul run's throughput (versions 1 and 2 stored none): the harness's flops / median
+_MATMUL_TFLOPS = "2.0 * r.M * r.N * c.K / c.median_s / 1e12"
+_LEGACY_REFERENCE_SQL = (
+    f"(SELECT '{LEGACY_REFERENCE}' WHERE EXISTS (SELECT 1 FROM cases c "
+    f"WHERE c.run_id = runs.run_id AND c.variant = '{LEGACY_REFERENCE}'))"
 )
 _MATMUL_NOT_NULL = ("dtype", "layout", "K")  # NOT NULL before schema version 3
 PAIR_COLUMNS = ("run_id", "faster", "than", "per", "setting", "value", "case_id", "ratio")
@@ -199,7 +223,7 @@ class Judged:
     verdict: str | None = None
     tolerance: float | None = None  # the baseline row's allowed relative slowdown
     base_median_s: float | None = None  # the baseline row's median
-    base_ratio_to_torch: float | None = None  # the baseline's median over its reference's
+    base_ratio_to_reference: float | None = None  # the baseline's median over its reference's
 
 
 @dataclass(frozen=True)
@@ -226,6 +250,7 @@ class StoredRun:
     added_at: dt.datetime
     repo_url: str | None = None  # e.g. https://github.com/owner/repo: commit links
     run_url: str | None = None  # the CI run that measured it
+    reference: str | None = None  # the reference variant's name: every ratio_to_reference's
 
     @property
     def identity(self) -> str:
@@ -307,6 +332,7 @@ class Store:
         self._con = con
         self._writable = writable
         self._version = version
+        self._columns = _columns(con)
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -319,14 +345,31 @@ class Store:
     def runs(self, gpu: str | None = None) -> list[StoredRun]:
         """Stored runs in measurement order (measured_at, then run id), optionally of one GPU."""
         where = "WHERE gpu = ?" if gpu else ""
-        cols = [
-            f"NULL AS {c}" if c in _LINK_COLUMNS and self._version < 2 else c for c in _RUN_COLUMNS
-        ]
+        cols = [self._run_column(c) for c in _RUN_COLUMNS]
         rows = self._query(
             f"SELECT {', '.join(cols)} FROM runs {where} ORDER BY measured_at, run_id",
             [gpu] if gpu else [],
         )
         return [StoredRun(*r) for r in rows]
+
+    def _run_column(self, name: str) -> str:
+        """A column of `runs` as this store holds it (an older store: what it stands for)."""
+        if ("runs", name) in self._columns:
+            return name
+        if name == "reference":
+            return f"{_LEGACY_REFERENCE_SQL} AS reference"
+        return f"NULL AS {name}"  # the links, before version 2
+
+    def _case_column(self, name: str) -> str:
+        """A column of `cases` (c, joined with runs r) as this store holds it."""
+        if ("cases", name) in self._columns:
+            return f"c.{name}"
+        old = next((o for o, n in _RENAMED.items() if n == name), None)
+        if old is not None and ("cases", old) in self._columns:
+            return f"c.{old} AS {name}"
+        if name == "tflops":
+            return f"{_MATMUL_TFLOPS} AS tflops"
+        return f"NULL::{'VARCHAR' if name == 'params' else 'DOUBLE'} AS {name}"
 
     def gpus(self) -> list[str]:
         return [r[0] for r in self._query("SELECT DISTINCT gpu FROM runs ORDER BY gpu")]
@@ -334,10 +377,7 @@ class Store:
     def case_table(self, gpu: str | None = None) -> dict[str, np.ndarray]:
         """Every stored case row (of one GPU), as columns (numpy arrays; NULL is None / NaN)."""
         where = "WHERE r.gpu = ?" if gpu else ""
-        cols = ", ".join(
-            "NULL::VARCHAR AS params" if c == "params" and self._version < 3 else f"c.{c}"
-            for c in CASE_COLUMNS
-        )
+        cols = ", ".join(self._case_column(c) for c in CASE_COLUMNS)
         try:
             res = self._con.execute(
                 f"SELECT r.gpu, {cols} FROM cases c JOIN runs r USING (run_id) {where} "
@@ -541,6 +581,7 @@ class Store:
             stamp,
             link.repo_url,
             link.run_url,
+            run.reference,
         )
         row = self._con.execute(
             f"INSERT INTO runs ({', '.join(_RUN_COLUMNS[1:])}) VALUES ({', '.join('?' * len(values))}) "
@@ -567,14 +608,16 @@ class Store:
                 ("median_s", r.median_s),
                 ("q1_s", q1),
                 ("q3_s", q3),
-                ("ratio_to_torch", r.ratio_to_torch),
+                ("ratio_to_reference", r.ratio_to_reference),
                 ("ratio_to_twin", r.ratio_to_twin),
                 ("code_hash", getattr(r, "code_hash", None)),
                 ("verdict", j.verdict),
                 ("tolerance", j.tolerance),
                 ("base_median_s", j.base_median_s),
-                ("base_ratio_to_torch", j.base_ratio_to_torch),
+                ("base_ratio_to_reference", j.base_ratio_to_reference),
                 ("params", _json(dict(r.params))),
+                ("tflops", r.tflops),
+                ("gbps", r.gbps),
             ):
                 cols[name].append(value)
         # DuckDB scans a dict of numpy arrays in one statement; executemany costs ~2 ms a row.
@@ -648,15 +691,50 @@ def _check_schema(path: Path, con: duckdb.DuckDBPyConnection) -> int:
     return int(version[0])
 
 
+def _columns(con: duckdb.DuckDBPyConnection) -> set[tuple[str, str]]:
+    """(table, column) of the store's runs and cases tables."""
+    rows = con.execute(
+        "SELECT table_name, column_name FROM duckdb_columns() "
+        "WHERE table_name IN ('runs', 'cases') AND NOT internal"
+    ).fetchall()
+    return {(str(t), str(c)) for t, c in rows}
+
+
+def _outdated(con: duckdb.DuckDBPyConnection, version: int) -> bool:
+    """Whether the store needs `_upgrade`: an older version, or a version-3 store written
+    before runs.reference, cases.tflops / gbps and the renamed ratios."""
+    cols = _columns(con)
+    want = {("runs", "reference"), ("cases", "tflops"), ("cases", "gbps")}
+    want |= {("cases", n) for n in _RENAMED.values()}
+    return version < SCHEMA_VERSION or not want <= cols
+
+
 def _upgrade(path: Path, con: duckdb.DuckDBPyConnection, version: int) -> None:
     """Up to SCHEMA_VERSION in one transaction. 1 -> 2: the two link columns (NULL for the runs
     already stored). 2 -> 3: `cases.params` (NULL for the rows already stored), the matmul columns
-    nullable, and the `pairs` table with the stored twin rows as pairs (along K)."""
+    nullable, the `pairs` table with the stored twin rows as pairs (along K), the ratios to the
+    reference under their names (`ratio_to_torch` -> `ratio_to_reference`, the base's too),
+    `runs.reference` (`torch`, where the run measured it) and `cases.tflops` (2·M·N·K / median,
+    where the row has M, N and K) / `cases.gbps` (NULL)."""
     try:
+        cols = _columns(con)
         con.execute("BEGIN TRANSACTION")
         if version < 2:
             for col in _LINK_COLUMNS:
                 con.execute(f"ALTER TABLE runs ADD COLUMN {col} VARCHAR")
+        for old, new in _RENAMED.items():
+            if ("cases", old) in cols:
+                con.execute(f"ALTER TABLE cases RENAME COLUMN {old} TO {new}")
+        if ("runs", "reference") not in cols:
+            con.execute("ALTER TABLE runs ADD COLUMN reference VARCHAR")
+            con.execute(f"UPDATE runs SET reference = {_LEGACY_REFERENCE_SQL}")
+        if ("cases", "tflops") not in cols:
+            con.execute("ALTER TABLE cases ADD COLUMN tflops DOUBLE")
+            con.execute(
+                f"UPDATE cases c SET tflops = {_MATMUL_TFLOPS} FROM runs r WHERE r.run_id = c.run_id"
+            )
+        if ("cases", "gbps") not in cols:
+            con.execute("ALTER TABLE cases ADD COLUMN gbps DOUBLE")
         if version < 3:
             for col in _MATMUL_NOT_NULL:
                 con.execute(f"ALTER TABLE cases ALTER COLUMN {col} DROP NOT NULL")
@@ -736,7 +814,7 @@ def open_store(
             if new:
                 _create(p, con)
             version = _check_schema(p, con)
-            if write and version < SCHEMA_VERSION:
+            if write and _outdated(con, version):
                 _upgrade(p, con, version)
                 version = SCHEMA_VERSION
             yield Store(p, con, write, version)

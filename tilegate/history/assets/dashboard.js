@@ -56,6 +56,9 @@
   const day = (w) => (w || "").slice(0, 16).replace("T", " ");
   const pct = (x) => (x >= 0 ? "+" : "") + (100 * x).toFixed(2) + " %";
   const gpu = () => DATA.gpus[state.gpu];
+  // the reference variant every ratio is to, by its name in the results (e.g. "torch")
+  const refName = (g) => g.reference || "the reference";
+  const TP_TITLE = { "TFLOP/s": "TFLOP/s (the benchmark's work / median)", "GB/s": "GB/s (the benchmark's bytes / median)" };
   const nRuns = (g) => g.runs.id.length;
   const median = (xs) => {
     const s = xs.filter((x) => x !== null && x !== undefined).sort((a, b) => a - b);
@@ -232,7 +235,7 @@
     box.replaceChildren(
       el("strong", { text: "run " + g.runs.id[i] + " " }),
       commitLink(g, i), " · ", runLink(g, i), " · ",
-      el("span", { text: day(g.runs.when[i]) + " · " + g.runs.profile[i] + " profile · " + ENV_KEYS.map((k) => k + " " + g.runs[k][i]).join(", ") }),
+      el("span", { text: day(g.runs.when[i]) + " · " + g.runs.profile[i] + " profile · " + ENV_KEYS.map((k) => k + " " + g.runs[k][i]).join(", ") + (g.runs.reference[i] ? " · reference variant " + g.runs.reference[i] : "") }),
       g.runs.dirty[i] ? el("span", { class: "dirty", text: " · DIRTY work tree: not the commit's code, left out of every series" }) : "",
       g.runs.throttled[i] ? el("span", { class: "dirty", text: " · throttled" }) : ""
     );
@@ -270,8 +273,7 @@
   function values(g, c, i, metric) {
     if (metric === "v") return c.v[i];
     if (metric === "med") return c.med[i];
-    const m = g.runs.M[i], n = g.runs.N[i];
-    return c.med[i] === null || !m || !n ? null : (2 * m * n * c.K) / (c.med[i] * 1e-6) / 1e12;
+    return c.tp[i];  // the results row's tflops (else gbps)
   }
   function caseTraces(g, c, color, own) {
     const metric = c.metric === "median_s" && state.metric === "v" ? "med" : state.metric;
@@ -284,7 +286,7 @@
     const out = [];
     if (own && metric !== "tflops") {
       // the tolerance band of the baseline in force at each run: base .. base x (1 + tolerance)
-      const band = metric === "v" && c.metric === "ratio_to_torch" ? c.band : c.bandMed;
+      const band = metric === "v" && c.metric === "ratio_to_reference" ? c.band : c.bandMed;
       const lo = [], hi = [], bx = [];
       let b = -1;
       for (const i of cl) {
@@ -343,7 +345,8 @@
       annotations.push({ xref: "x", yref: "paper", x: g.runs.when[e.i], y: 0, yanchor: "bottom", xanchor: "left", text: e.what, showarrow: false, font: { color: "#6a1b9a", size: 10 }, bgcolor: "rgba(255,255,255,0.8)" });
     }
     if (state.run !== null && c.v[state.run] !== null) shapes.push({ type: "line", xref: "x", yref: "paper", x0: g.runs.when[state.run], x1: g.runs.when[state.run], y0: 0, y1: 1, line: { color: "#1565c0", width: 1, dash: "dot" } });
-    const ytitle = { v: "time / cuBLAS's (same run)", med: "median time (µs), IQR bars", tflops: "TFLOP/s (2·M·N·K / median)" }[own.metric];
+    const ytitle = { v: "ratio to " + refName(g) + " (same run)", med: "median time (µs), IQR bars", tflops: TP_TITLE[c.unit] || "throughput (not in these results)" }[own.metric];
+    $("tp-unit").textContent = c.unit ? " (" + c.unit + ")" : "";
     const div = $("case-chart");
     div.dataset.case = c.id;
     div.dataset.metric = own.metric;
@@ -370,7 +373,7 @@
     }
     rows.sort((x, y) => x.d - y.d);
     const sub = $("compare-sub");
-    sub.replaceChildren(rows.length + " cases in both; ", commitLink(g, a), " → ", commitLink(g, b), " (ratio to cuBLAS, or the median for cuBLAS itself; red: slower)");
+    sub.replaceChildren(rows.length + " cases in both; ", commitLink(g, a), " → ", commitLink(g, b), " (ratio to " + refName(g) + ", or the median for " + refName(g) + " itself; red: slower)");
     const div = $("compare");
     return Plotly.react(div, [{
       type: "bar", orientation: "h", y: rows.map((r) => r.id), x: rows.map((r) => r.d),
@@ -451,6 +454,7 @@
     sel.replaceChildren(...g.cases.map((c) => el("option", { value: c.id, text: c.id + (c.cps.length ? "  ⚑" : "") })));
     for (const id of ["run-a", "run-b"]) $(id).replaceChildren(...g.runs.id.map((_, i) => el("option", { value: String(i), text: runLabel(g, i) })));
     document.querySelectorAll('input[name="metric"]').forEach((r) => { r.checked = r.value === state.metric; });
+    document.querySelectorAll(".ref-name").forEach((e) => { e.textContent = refName(g); });
     $("all-gpus").checked = state.all;
     $("all-gpus").disabled = DATA.gpus.length < 2;
     const c = clean(g).length;
