@@ -12,7 +12,7 @@ run here:
   median for that case;
 * ties the rounds of one (dtype, layout, K) group together with a Gaussian copula (correlation
   `rho`, an assumption): interleaved rounds share the GPU's momentary state;
-* computes `ratio_to_torch` and `ratio_to_twin` as the suite does (median over rounds of
+* computes `ratio_to_reference` and `ratio_to_twin` as the suite does (median over rounds of
   x_i / ref_i, `tilegate.judge.stats.paired_ratio`).
 
 `rounds` defaults to 200 per case, fewer than the real 300-1900, so these series are somewhat

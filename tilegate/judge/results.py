@@ -206,11 +206,6 @@ class Row(MatmulNames):
         """How rows sort: by their parameters, in the benchmark's order."""
         return tuple(self.params.values())
 
-    # legacy name (the history store's column): ratio_to_torch was ratio_to_reference's name
-    @property
-    def ratio_to_torch(self) -> float | None:
-        return self.ratio_to_reference
-
 
 def matches(params: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
     """Whether every parameter `where` names has that value in `params`."""
