@@ -428,3 +428,16 @@ def test_what_only_a_process_first_call_does_is_not_a_changed_case() -> None:
     assert res["a-K1"].identity.hash == res["a-K1@base"].identity.hash
     assert res["a-K1"].extra["budget"]["role"] == "head"
     assert res["a-K1@base"].extra["budget"]["role"] == "sentinel-base"
+
+
+def test_the_measurer_keeps_an_expectation_partner_of_a_changed_row_full() -> None:
+    """`a` changed (injected); an expectation pairs `b` with it, so `b` keeps the profile's
+    rounds (that expectation judges the pull request); `c` gets the stored minimum."""
+    from types import SimpleNamespace
+
+    m, cases, _timer = _ab_measurer(True)
+    m.benchmark.expectations = [SimpleNamespace(faster="a", than="b")]
+    res = {c.test_id: m.result(c) for c in cases}
+    assert len(res["a-K1"].samples_s) == len(res["b-K1"].samples_s) == 150
+    assert len(res["c-K1"].samples_s) == 30 * STORED_PASSES
+    assert res["b-K1"].extra["budget"]["stopped"] == "profile"

@@ -286,12 +286,16 @@ class GroupMeasurer:
         )
 
     def _kept(self, pairs: Mapping[str, str], unchanged: set[str]) -> set[str]:
-        """Unchanged heads an expectation pairs with a changed (or new) row of the group: that
+        """Unchanged heads an expectation pairs with a changed row of the group: that
         expectation judges the pull request, so both keep the profile's rounds."""
         changed = {h for h in pairs if h not in unchanged}
-        kept = set()
+        kept: set[str] = set()
         for e in getattr(self.benchmark, "expectations", ()) or ():
-            sides = {getattr(e, "faster", None), getattr(e, "than", None)}
+            sides = {
+                s
+                for s in (getattr(e, "faster", None), getattr(e, "than", None))
+                if isinstance(s, str)
+            }
             if sides & changed:
                 kept |= sides & unchanged
         return kept
