@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -538,27 +539,26 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, (tuple, frozenset)) and all(isinstance(v, _SCALARS) for v in value)
 
 
-_FILES: dict[str, tuple[str, str]] = {}  # module name -> (resolved file, path in its package)
+_GLOBALS: dict[str, dict[str, Any]] = {}  # resolved .py file -> its module's globals
+_GLOBALS_FROM = 0  # len(sys.modules) when _GLOBALS was last filled
 
 
-def _module_files() -> dict[str, tuple[str, dict[str, Any]]]:
-    """file -> (its path inside its top-level package, the module's globals)."""
-    out: dict[str, tuple[str, dict[str, Any]]] = {}
-    for name, module in list(sys.modules.items()):
-        f = getattr(module, "__file__", None)
-        if not f or not f.endswith(".py"):
-            continue
-        if name not in _FILES or not _FILES[name][0].endswith(Path(f).name):
-            top = sys.modules.get(name.split(".", 1)[0])
-            roots = list(getattr(top, "__path__", None) or [])
-            real, rel = str(Path(f).resolve()), Path(f).name
-            if roots:
-                with contextlib.suppress(ValueError):
-                    rel = str(Path(real).relative_to(Path(roots[0]).resolve()))
-            _FILES[name] = (real, rel)
-        real, rel = _FILES[name]
-        out[real] = (rel, vars(module))
-    return out
+@functools.cache
+def _real(filename: str) -> str:
+    return str(Path(filename).resolve())
+
+
+def _module_globals(real: str) -> dict[str, Any]:
+    """The globals of the module loaded from `real` ({} for none); sys.modules is scanned again
+    only when a file is not known and modules were imported since the last scan."""
+    global _GLOBALS_FROM
+    if real not in _GLOBALS and len(sys.modules) != _GLOBALS_FROM:
+        _GLOBALS_FROM = len(sys.modules)
+        for module in list(sys.modules.values()):
+            f = getattr(module, "__file__", None)
+            if f and f.endswith(".py"):
+                _GLOBALS[_real(f)] = vars(module)
+    return _GLOBALS.get(real, {})
 
 
 def package_root(owner: Any) -> str | None:
@@ -591,18 +591,18 @@ def host_code_hash(codes: list[Any], roots: list[str] | tuple[str, ...]) -> str:
     under test; anything else is the same code object on both sides of an A/B run, one
     process), its place in its package, its def's AST and the module-level scalars it reads;
     sorted, so the order of first calls does not matter."""
-    files = _module_files()
     parts = set()
-    roots = tuple(roots)
+    roots = tuple(sorted(roots, key=len, reverse=True))  # the innermost root first
     for code in dict.fromkeys(codes):
         if code.co_name.startswith("<") and code.co_name != "<lambda>":
             continue  # a comprehension or genexpr: part of the def it lies in
         if not code.co_flags & _CO_OPTIMIZED:
             continue  # a module or class body running: an import, not the call's work
-        real = str(Path(code.co_filename).resolve())
-        if not real.startswith(roots):
+        real = _real(code.co_filename)
+        root = next((r for r in roots if real.startswith(r)), None)
+        if root is None:
             continue
-        rel, module_globals = files.get(real, (Path(real).name, {}))
+        rel, module_globals = real[len(root) :], _module_globals(real)  # its path in its package
         try:
             body = _defs(real).get((code.co_firstlineno, code.co_name))
         except OSError:
