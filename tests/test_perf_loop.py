@@ -200,3 +200,20 @@ def test_the_host_hold_covers_twice_the_longest_enqueue_and_names_the_timer() ->
     assert held.hold_cycles(["b"]) == int(1e-4 * timing.HOLD_CLOCK_HZ)
     held._enqueue_s = {"c": [1.0]}
     assert held.hold_seconds(["c"]) == timing.HOLD_MAX_S
+
+
+def test_the_host_hold_is_the_warmed_groups_own() -> None:
+    """Slot names recur in every group ("liger", "torch"): the hold comes from the enqueue times
+    of the group just warmed, not from every group warmed before it."""
+    import time as _time
+    from types import SimpleNamespace
+
+    from tilegate.harness import timing
+
+    held = timing.CudaTimer(timing.TimerConfig(l2_flush=False, hold_host=True))
+    held._torch = SimpleNamespace(cuda=SimpleNamespace(synchronize=lambda: None))
+    held.warm({"liger": lambda: _time.sleep(0.004)}, 0.0)  # a heavy group first
+    heavy = held.hold_seconds(["liger"])
+    held.warm({"liger": lambda: None}, 0.0)  # then a light one, same slot name
+    light = held.hold_seconds(["liger"])
+    assert heavy >= 0.008 and light == timing.HOLD_MIN_S

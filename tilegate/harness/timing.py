@@ -116,6 +116,9 @@ class CudaTimer:
         """Run the callables in turn for about `seconds` (at least 3 rounds); return seconds per round."""
         torch = self._torch
         names = list(fns)
+        # this group's host enqueue times only: slot names ("liger", "torch") recur in every
+        # group, and time() follows the warm-up of its own group
+        self._enqueue_s = {}
         rounds = 0
         start = time.perf_counter()
         paced_from = start
