@@ -166,20 +166,7 @@ def make_run(
         injected=(),
     )
     mi["tilegate"]["synthetic"] = True
-    when = START + dt.timedelta(hours=i)
-    return {
-        "machine_info": mi,
-        "commit_info": {
-            "id": commit_id(i, salt),
-            "time": when.isoformat(),
-            "dirty": False,
-            "project": "tilegate",
-            "branch": "main",
-        },
-        "benchmarks": benchmarks,
-        "datetime": when.isoformat(),
-        "version": "5.3.1",
-    }
+    return _results_file(mi, benchmarks, i, salt, "tilegate")
 
 
 def write_history(
@@ -358,6 +345,13 @@ def toy_run(
         axes=list(TOY_AXES),
         expectations=[TOY_EXPECTATION],
     )
+    return _results_file(mi, benchmarks, i, salt, "toy")
+
+
+def _results_file(
+    mi: dict[str, Any], benchmarks: list[dict[str, Any]], i: int, salt: str, project: str
+) -> dict[str, Any]:
+    """A pytest-benchmark results file of run `i` (one hour after run i - 1) on main."""
     when = START + dt.timedelta(hours=i)
     return {
         "machine_info": mi,
@@ -365,7 +359,7 @@ def toy_run(
             "id": commit_id(i, salt),
             "time": when.isoformat(),
             "dirty": False,
-            "project": "toy",
+            "project": project,
             "branch": "main",
         },
         "benchmarks": benchmarks,
