@@ -10,7 +10,17 @@
 # xtile_persistent_v2, its flatten off, no renamed_from) | zero (c.zero_() in the host wrapper
 # before the launch) | comment (a comment in kernels/persistent.py) | onepct[:N]
 # (tma_xtile_persistent launches 2 programs fewer: 262 of 264, one SM of 132 left idle, +0.8 %
-# predicted) | groupmab (pointer sm_90 GROUP_M 8 -> 1, default profile: one family changed)
+# predicted) | kstep[:N] (tma_xtile_persistent does one K step more per tile at K >= 4096, 65
+# instead of 64, the extra one fully out of bounds (TMA zero-fills it): +1/64 = +1.56 % of its
+# MMA work at K = 4096, nothing at K < 4096; tma_swizzle_persistent's code stays the same) |
+# groupmab (pointer sm_90 GROUP_M 8 -> 1, default profile: one family changed) |
+# aafull[:N] (A/A with both sides of every case timed every round, --perf-ab-full: the runs
+# `tilegate ab-noise RESULTS...` builds the A/B noise file from) | aafulldefault[:N] (the same,
+# default profile) | stored[:N] (the committed code alone, default profile, --report-only: the
+# runs `tilegate rebaseline RESULTS...` builds the stored baseline from) | wsab (tma_ws sm_90
+# 128x256x64 -> 256x128x64, the WS sweep's best, A/B against HEAD; kept for the later steps, and
+# committed as HEAD, when every K is faster with its whole 99 % interval below 1).
+# Each step's log lines carry the seconds since the step began (where the wall time goes).
 # Environment: EXTRA="..." extra options for every run.
 set -uo pipefail
 out=${1:?usage: tools/gpu-escapes.sh OUTDIR STEP...}; shift
@@ -29,11 +39,18 @@ assert s.count(old) == 1, f"{p}: snippet not found once: {old!r}"
 p.write_text(s.replace(old, new))
 PY
 }
-step() {  # step NAME ARGS...: one A/B run
+stamp() {  # each line of stdin with the seconds since the step began
+  python3 -u -c 'import sys, time
+t0 = time.time()
+for line in sys.stdin:
+    sys.stdout.write(f"{time.time() - t0:7.1f} {line}")'
+}
+step() {  # step NAME ARGS...: one A/B run (AB="" for a run without the A/B)
   local name=$1; shift; local t0 rc
   t0=$(date +%s.%N)
-  python3 -m tilegate perf --ab HEAD --no-plots --out-dir "/tmp/gate-$name" "$@" ${EXTRA:-} > "$out/$name.log" 2>&1
-  rc=$?
+  # shellcheck disable=SC2086
+  python3 -m tilegate perf ${AB---ab HEAD} --no-plots --out-dir "/tmp/gate-$name" "$@" ${EXTRA:-} 2>&1 | stamp > "$out/$name.log"
+  rc=${PIPESTATUS[0]}
   printf '%-10s exit %s %6.1f s  %s\n' "$name" "$rc" "$(python3 -c "import time;print(time.time()-$t0)")" \
     "$(head -n 1 /tmp/gate-$name/report.md 2>/dev/null)" | tee -a "$summary"
   grep -m 6 -E "^\- \*\*|SLOWER|REMOVED|TIME MOVED|rounds:" "/tmp/gate-$name/report.md" 2>/dev/null | cut -c1-400 | sed 's/^/    /' >> "$summary"
@@ -63,6 +80,36 @@ for spec in "$@"; do
       edit kernels/tma.py 'programs = min(cfg.programs_per_sm * num_sms, num_tiles)' \
         'programs = min(cfg.programs_per_sm * num_sms - (2 if flatten else 0), num_tiles)'
       for i in $(seq 1 "$n"); do step "onepct$i" --confirm-runs 0; done; revert ;;
+    kstep)
+      edit kernels/tma.py '    k_tiles = cdiv(K, BLOCK_K)
+    start = tl.program_id(0)' '    k_tiles = cdiv(K, BLOCK_K)
+    if FLATTEN:
+        k_tiles += K // 4096
+    start = tl.program_id(0)'
+      for i in $(seq 1 "$n"); do step "kstep$i" --confirm-runs 0; done; revert ;;
+    aafull) for i in $(seq 1 "$n"); do step "aafull$i" --perf-ab-full --confirm-runs 0; done ;;
+    aafulldefault)
+      for i in $(seq 1 "$n"); do step "aafulldefault$i" --profile default --perf-ab-full --confirm-runs 0; done ;;
+    stored) for i in $(seq 1 "$n"); do AB="" step "stored$i" --profile default --report-only; done ;;
+    wsab)
+      edit kernels/configs.py '("tma_ws", "sm_90"): Config(128, 256, 64, 8,' '("tma_ws", "sm_90"): Config(256, 128, 64, 8,'
+      step wsab --confirm-runs 0
+      if python3 - /tmp/gate-wsab/results.json >> "$summary" <<'PY'
+import sys
+from tilegate.judge.ab import compare_ab
+from tilegate.judge.results import load_results
+ws = [c for c in compare_ab(load_results(sys.argv[1]), None).cases if c.variant == "tma_ws_persistent"]
+for c in ws:
+    print(f"    {c.key}: 256x128x64 / 128x256x64 = {c.ratio:.4f} (99 % {c.ci[0]:.4f}..{c.ci[1]:.4f})")
+sys.exit(0 if ws and all(c.ci is not None and c.ci[1] < 1.0 for c in ws) else 1)
+PY
+      then
+        echo "    wsab: 256x128x64 adopted for the later steps (committed as HEAD)" | tee -a "$summary"
+        git -c user.name=gpu -c user.email=gpu@localhost commit -qam "tma_ws sm_90: 256x128x64"
+        rm -rf "$pristine/kernels" && cp -r kernels "$pristine/"
+      else
+        echo "    wsab: 128x256x64 kept" | tee -a "$summary"; revert
+      fi ;;
     groupmab)
       edit kernels/configs.py '("pointer", "sm_90"): Config(128, 256, 64, 8,' '("pointer", "sm_90"): Config(128, 256, 64, 1,'
       step groupmab --profile default; revert ;;

@@ -80,7 +80,18 @@ def aot_table(family: str, arch: str, texts: list[str], layout: str, m: int, k: 
     ruleset = load_rules()
     if arch not in ruleset.targets:
         raise SystemExit(f"--aot: unknown arch {arch!r}; known: {sorted(ruleset.targets)}")
-    target, limit = ruleset.targets[arch], ruleset.smem_limits.get(arch)
+    target = ruleset.targets[arch]
+    # the arch's shared-memory limit is a rule's check (rules.json: smem-fits-<arch>)
+    limit = next(
+        (
+            c.value
+            for r in ruleset.rules
+            if arch in r.applies_to.get("archs", ())
+            for c in r.checks
+            if c.field == "shared_bytes" and c.op == "<="
+        ),
+        None,
+    )
     module = {"tma": tma, "tma_ws": tma_ws, "pointer": persistent}[family]
     extra = {"grouped": True} if family == "pointer" else {}
     print(f"{family} {layout} M=N={m} K={k}, compiled for {arch} ({target.gpu}), no GPU")
@@ -95,7 +106,7 @@ def aot_table(family: str, arch: str, texts: list[str], layout: str, m: int, k: 
                     m, m, k, dtype="fp16", layout=layout, capability=target.capability,
                     num_sms=target.num_sms, variant=text, flatten=flat, config=cfg, **extra,
                 )  # fmt: skip
-                f, _ = compile_one(launch, target, cache_dir=None)
+                f = compile_one(launch, target, cache_dir=None).facts
             except Exception as exc:  # a candidate that does not compile is reported, not fatal
                 print(f"{text:<24} {flat!s:>4} FAILED {type(exc).__name__}: {str(exc)[:60]}")
                 continue
