@@ -47,7 +47,7 @@ CONFIGS: dict[tuple[str, str], Config] = {
     # per SM; docs/tuning-sm90.md). 4 warps: with 8, Triton 3.6 silently drops the warp
     # specialization. Compiled: a 4-warp TMA producer and two 4-warp MMA consumers, each with a
     # 64 x 256 half of the tile; 208 KiB of shared memory (3 stages of A and B, and C).
-    ("tma_ws", "sm_90"): Config(128, 256, 64, 8, num_warps=4, num_stages=3, programs_per_sm=1),
+    ("tma_ws", "sm_90"): Config(256, 128, 64, 8, num_warps=4, num_stages=3, programs_per_sm=1),
     # B200 (only the flattened, cross-tile kernel is warp-specialized there in Triton 3.6): the
     # sm_90 tile, untuned (no B200 to measure on); 208 KiB of shared memory of 227, no spills (AOT).
     ("tma_ws", "sm_100"): Config(128, 256, 64, 8, num_warps=4, num_stages=3, programs_per_sm=1),
