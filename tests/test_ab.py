@@ -18,7 +18,16 @@ from tilegate.errors import InputError
 from tilegate.harness.base import SOURCE_FILE, load, materialise, package_name
 from tilegate.harness.identity import capture, identity
 from tilegate.harness.timing import round_order
-from tilegate.judge.ab import ABPolicy, ABVerdict, build_noise, compare_ab, load_noise, save_noise
+from tilegate.judge.ab import (
+    MIN_NOISE_RUNS,
+    POOLED,
+    ABPolicy,
+    ABVerdict,
+    build_noise,
+    compare_ab,
+    load_noise,
+    save_noise,
+)
 from tilegate.judge.outcome import outcome
 from tilegate.judge.results import load_results
 from tilegate.judge.verdict import Verdict, compare
@@ -338,6 +347,28 @@ def test_noise_from_aa_runs_sets_tolerances_and_round_trips(tmp_path: Path) -> N
     again = load_noise(tmp_path / "nvidia-h200.ab.json")
     assert again.rows[row.key].tolerance == pytest.approx(row.tolerance, abs=1e-4)
     assert noise.tolerance("nope-fp16-nt-K1")[1].startswith("uncalibrated")
+
+
+def test_noise_a_case_seen_in_too_few_runs_gets_the_pooled_tolerance(tmp_path: Path) -> None:
+    # three quick runs (K = 128) and one run with K = 4096 too: the K = 4096 cases' own spread is
+    # one ratio, which says little of the next run; they get the largest tolerance of the K = 128
+    # cases, which were seen MIN_NOISE_RUNS times
+    runs = [
+        ab_run(tmp_path, f"q-{s}.json", seed=s, rounds=200, ks=(128,), ab={}) for s in (1, 2, 3)
+    ]
+    one_off = key("tiled", K=4096)
+    runs.append(ab_run(tmp_path, "d.json", seed=4, rounds=200, ks=(128, 4096), ab={one_off: 1.002}))
+    noise = build_noise(runs, tmp_path / "n.json")
+    seen = [r for r in noise.rows.values() if len(r.run_ratios) >= MIN_NOISE_RUNS]
+    few = [r for r in noise.rows.values() if len(r.run_ratios) < MIN_NOISE_RUNS]
+    assert seen and few and all(r.key.endswith("K4096") for r in few)
+    pooled = max(r.tolerance for r in seen)
+    assert all(r.tolerance == pytest.approx(max(pooled, 3 * r.spread)) for r in few)
+    assert all(r.source == POOLED for r in few if 3 * r.spread < pooled)
+    assert noise.rows[one_off].tolerance >= pooled
+    # with no case seen often enough, every case gets at least the ceiling's caution
+    alone = build_noise(runs[3:], tmp_path / "alone.json")
+    assert {r.tolerance for r in alone.rows.values()} == {ABPolicy().ceiling}
 
 
 def test_noise_refuses_runs_that_are_not_aa(tmp_path: Path) -> None:

@@ -393,3 +393,24 @@ def test_bad_baselines_name_file_and_row(tmp_path: Path, mutate, needle: str) ->
 def test_bad_baseline_fixtures(fixture: str) -> None:
     with pytest.raises(InputError, match=fixture):
         load_baseline(FIXTURES / fixture)
+
+
+def test_a_run_of_fewer_groups_sorts_beside_a_saved_baseline(tmp_path: Path) -> None:
+    """A saved baseline's rows come back with their parameters in the file's (sorted) key order,
+    a run's in the suite's; their verdicts sort together by the run's axes. Sorted by each
+    mapping's own order they compared "fp16" with 128: the first GPU run judged against a
+    baseline written with "params" crashed (exit 2)."""
+    from tilegate.judge.verdict import compare
+
+    built = build(tmp_path, runs_of(tmp_path, ks=(128, 4096)))
+    save_baseline(tmp_path / "saved.json", built.baseline)
+    saved = load_baseline(tmp_path / "saved.json")
+    assert list(next(iter(saved.rows.values())).params) == sorted(
+        next(iter(saved.rows.values())).params
+    )
+    run = load_run(tmp_path, "quick.json", seed=7, ks=(128,))
+    run_params = next(iter(run.rows.values())).params
+    assert list(run_params) != sorted(run_params)  # the two orders differ, as on the GPU
+    cmp = compare(run, saved)
+    ks = [v.params["K"] for v in cmp.rows]
+    assert 4096 in ks and ks == sorted(ks)  # the unmeasured group's rows too, after K = 128

@@ -287,7 +287,7 @@ def _cmd_rebaseline(args: argparse.Namespace) -> int:
 
 
 def _cmd_ab_noise(args: argparse.Namespace) -> int:
-    from tilegate.judge.ab import build_noise, noise_path, save_noise
+    from tilegate.judge.ab import MIN_NOISE_RUNS, POOLED, build_noise, noise_path, save_noise
     from tilegate.report.markdown import table
 
     try:
@@ -333,7 +333,9 @@ def _cmd_ab_noise(args: argparse.Namespace) -> int:
         "",
         f"From {len(runs)} A/A run(s) (REF = the head: both sides the same compiled code). "
         f"Tolerance = clamp({noise.policy.multiple:g} x max |ratio - 1|, "
-        f"{noise.policy.floor:.1%}, {noise.policy.ceiling:.1%}).",
+        f"{noise.policy.floor:.1%}, {noise.policy.ceiling:.1%}); a case seen in fewer than "
+        f"{MIN_NOISE_RUNS} runs gets at least the largest tolerance of those seen that often "
+        f"({POOLED}).",
         "",
         *table(["case", "A/A ratio per run", "spread", "tolerance", "bound"], "llrrl", rows),
     ]

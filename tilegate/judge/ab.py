@@ -22,7 +22,8 @@ buffer), so the per-round ratio head/base cancels them; a stored baseline cannot
 
 The noise file: per case, the A/A paired ratio of each of several runs with REF = HEAD (both
 sides the same code), its spread max |r_j - 1| and tolerance = clamp(multiple x spread, floor,
-ceiling). A case it lacks gets the ceiling, marked uncalibrated.
+ceiling); a case seen in fewer than MIN_NOISE_RUNS runs gets at least the largest tolerance of
+the cases seen that often (POOLED). A case it lacks gets the ceiling, marked uncalibrated.
 
 The words (ABVerdict) are tilegate.judge.vocabulary's; the exit rule is tilegate.judge.outcome.
 """
@@ -44,7 +45,7 @@ from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_json, is_finite_number, read_json
 from tilegate.judge import stats
 from tilegate.judge.policy import TolerancePolicy
-from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch
+from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, param_order
 from tilegate.judge.vocabulary import ABVerdict
 from tilegate.report.markdown import listing
 
@@ -87,13 +88,19 @@ class ABPolicy(TolerancePolicy):
 # --- the A/A noise file ----------------------------------------------------------------------
 
 
+# A case's own A/A spread counts from this many runs on; below, its tolerance is at least the
+# largest of the cases measured that often (source POOLED): one run's ratio says little of the next
+MIN_NOISE_RUNS = 3
+POOLED = "pooled"
+
+
 @dataclass(frozen=True)
 class NoiseRow:
     key: str
     run_ratios: tuple[float, ...]  # the A/A head/base ratio of each calibration run
     spread: float  # max |r - 1| over those runs
     tolerance: float
-    source: str  # "noise", "floor" or "ceiling"
+    source: str  # "noise", "floor", "ceiling" or POOLED (too few runs of its own)
 
 
 @dataclass(frozen=True)
@@ -184,11 +191,23 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
             pair = _pairs(run, key)
             if pair is not None:
                 per_key.setdefault(key, []).append(float(np.median(_per_round(run, *pair))))
+    own = {
+        key: policy.tolerance(max(abs(r - 1.0) for r in ratios)) for key, ratios in per_key.items()
+    }
+    # A case seen in fewer than MIN_NOISE_RUNS runs (a default-profile case beside quick runs)
+    # has a spread that says too little: it gets at least the largest tolerance of the cases
+    # that were seen often enough, or the ceiling when none was.
+    pooled = max(
+        (t.value for key, t in own.items() if len(per_key[key]) >= MIN_NOISE_RUNS),
+        default=policy.ceiling,
+    )
     rows = {}
     for key, ratios in sorted(per_key.items()):
-        spread = max(abs(r - 1.0) for r in ratios)
-        tol = policy.tolerance(spread)
-        rows[key] = NoiseRow(key, tuple(ratios), spread, tol.value, tol.bound)
+        spread, tol = max(abs(r - 1.0) for r in ratios), own[key]
+        if len(ratios) < MIN_NOISE_RUNS and tol.value < pooled:
+            rows[key] = NoiseRow(key, tuple(ratios), spread, pooled, POOLED)
+        else:
+            rows[key] = NoiseRow(key, tuple(ratios), spread, tol.value, tol.bound)
     env = runs[0].env
     provenance = {
         "tool": f"tilegate {__version__}",
@@ -498,6 +517,6 @@ def _order(run: Run) -> Any:
 
     def key(case_id: str) -> tuple[Any, ...]:
         row = run.rows.get(case_id) or run.base_rows[case_id]
-        return (row.order, order.get(row.variant, 99), row.variant)
+        return (param_order(row.params, run.env.axes), order.get(row.variant, 99), row.variant)
 
     return key

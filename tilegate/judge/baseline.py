@@ -111,10 +111,6 @@ class BaselineRow(MatmulNames):
     ratio_to_reference: float | None = None
     code_hash: str | None = None  # the compiled code measured (tilegate.harness.identity)
 
-    @property
-    def order(self) -> tuple[Any, ...]:
-        return tuple(self.params.values())
-
 
 @dataclass(frozen=True)
 class Bound:

@@ -30,7 +30,7 @@ from tilegate.judge.baseline import (
     save_baseline,
 )
 from tilegate.judge.policy import Policy, Tolerances
-from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch
+from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, param_order
 from tilegate.report.markdown import listing, ms, pct, table
 
 
@@ -503,7 +503,8 @@ def rebaseline(
             "## Environment vs the old baseline",
             *(_env_lines(old, provenance) or ["- unchanged"]),
         ]
-    row_lines, loosened, slower = _row_diff(rows, old, per_key, kept)
+    axes = runs[0].env.axes if runs else ()
+    row_lines, loosened, slower = _row_diff(rows, old, per_key, kept, axes)
     lines += ["", "## Rows", *row_lines]
     lines += ["", "## Expectations (`faster` must beat `than`: same-run ratio <= max_ratio)"]
     lines += exp_lines or ["- unchanged"]
@@ -537,12 +538,15 @@ def _row_diff(
     old: Baseline | None,
     per_key: Mapping[str, Any],
     kept: Sequence[str],
+    axes: Sequence[str],
 ) -> tuple[list[str], int, list[str]]:
     """The per-row table, how many tolerances loosened, and the rows slower than the old tolerance."""
     refusals: list[str] = []
     cells: list[list[str]] = []
     loosened = 0
-    for key, row in sorted(rows.items(), key=lambda kv: (kv[1].order, kv[1].variant)):
+    for key, row in sorted(
+        rows.items(), key=lambda kv: (param_order(kv[1].params, axes), kv[1].variant)
+    ):
         before = old.rows.get(key) if old is not None else None
         notes = []
         if key in kept:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -201,10 +201,19 @@ class Row(MatmulNames):
     # None: every round of the group. An A/B run's budget times some base rows in fewer rounds
     timed_in: tuple[tuple[int, int], ...] | None = None
 
-    @property
-    def order(self) -> tuple[Any, ...]:
-        """How rows sort: by their parameters, in the benchmark's order."""
-        return tuple(self.params.values())
+
+def param_order(params: Mapping[str, Any], axes: Sequence[str]) -> tuple[Any, ...]:
+    """How rows sort: by the grid's `axes` in their order, then every other parameter by name.
+
+    Never by a mapping's own key order: a baseline's rows come back from its file with their
+    parameters in the file's (sorted) key order, a results file's in the suite's, and sorting
+    both together by their values compared "fp16" with 128 (a crash of every GPU run judged
+    against a baseline written with "params"). Numbers sort before text at one position."""
+    names = [a for a in axes if a in params] + sorted(k for k in params if k not in axes)
+    return tuple(
+        (name, 0, v, "") if isinstance(v, (int, float)) else (name, 1, 0, str(v))
+        for name, v in ((n, params[n]) for n in names)
+    )
 
 
 def matches(params: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
@@ -646,6 +655,32 @@ def _ensure_paired(path: Path, sides: Mapping[str, Mapping[str, Row]]) -> None:
             )
 
 
+def _ensure_same_params(
+    path: Path, env: Environment, sides: Mapping[str, Mapping[str, Row]]
+) -> None:
+    """Every row holds the run's fixed parameters, and the rows of a group (both sides) hold the
+    same parameters: a row whose M or K was edited would otherwise be judged, or baselined, as a
+    case it was not measured as."""
+    first: dict[str, Row] = {}
+    for rows in sides.values():
+        for row in rows.values():
+            wrong = {k: row.params.get(k) for k, v in env.fixed.items() if row.params.get(k) != v}
+            if wrong:
+                raise InputError(
+                    f"results file {path}, row {row.key}: parameters {wrong} differ from the "
+                    f"run's fixed {dict(env.fixed)} (machine_info.tilegate.fixed); the file was "
+                    "edited or assembled by hand: measure again"
+                )
+            seen = first.setdefault(row.group, row)
+            if dict(row.params) != dict(seen.params):
+                raise InputError(
+                    f"results file {path}: rows {seen.key} and {row.key} of group {row.group} "
+                    f"have different parameters ({dict(seen.params)} vs {dict(row.params)}); a "
+                    "group's rows are one grid point: the file was edited or assembled by hand, "
+                    "measure again"
+                )
+
+
 def _checked_ratios(
     path: Path, side: str, sides: Mapping[str, Mapping[str, Row]]
 ) -> dict[str, Row]:
@@ -735,6 +770,7 @@ def load_results(path: str | Path) -> Run:
             )
         rows[row.key] = row
     _ensure_paired(p, sides)
+    _ensure_same_params(p, env, sides)
     sides = {side: _checked_ratios(p, side, sides) for side in sides}
     rows = sides["head"]
     if sides["base"] and env.ab is None:

@@ -38,7 +38,7 @@ from tilegate.judge.baseline import (
 )
 from tilegate.judge.crosstile import ExpectationResult, Status, check_expectation
 from tilegate.judge.policy import Policy
-from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch
+from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, param_order
 from tilegate.judge.vocabulary import Verdict
 from tilegate.report.markdown import listing
 from tilegate.run.shard import OffGpu, off_gpus
@@ -71,10 +71,6 @@ class RowVerdict:
     @property
     def variant(self) -> str:
         return self._row.variant
-
-    @property
-    def order(self) -> tuple[Any, ...]:
-        return self._row.order
 
     @property
     def params(self) -> Mapping[str, Any]:
@@ -401,7 +397,8 @@ def compare(
             for v in verdicts
         ]
     order = {v: i for i, v in enumerate(run.variant_order)}
-    verdicts.sort(key=lambda v: (v.order, order.get(v.variant, 99), v.variant))
+    axes = run.env.axes
+    verdicts.sort(key=lambda v: (param_order(v.params, axes), order.get(v.variant, 99), v.variant))
     return Comparison(
         run,
         baseline,
