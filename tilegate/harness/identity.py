@@ -212,11 +212,13 @@ def _interpreted_launch(fn: Any, grid: Any, kwargs: dict[str, Any]) -> Launch:
 
 
 @contextlib.contextmanager
-def capture(*owners: Any) -> Iterator[Captured]:
+def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
     """Record the Triton launches made inside the `with` block (this thread's process), and
     what else the call runs. `owners`: objects (the variants' `make`s, head's and base's) whose
     top-level packages hold the code under test: their functions are the host-code part (none
-    given: the packages whose kernels were launched)."""
+    given: the packages whose kernels were launched). `host_only`: the launches and the host
+    code, without the torch ops and the CUDA profiler (a first call, whose identity is taken
+    from a second one: tilegate.harness.measure)."""
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
@@ -260,6 +262,9 @@ def capture(*owners: Any) -> Iterator[Captured]:
     try:
         with contextlib.ExitStack() as stack:
             stack.enter_context(_host_code(seen.code))
+            if host_only:
+                yield seen
+                return
             stack.enter_context(_dispatched(seen.ops))
             profiled = stack.enter_context(_gpu_activity(seen.kernels))
             yield seen
