@@ -43,13 +43,15 @@ CONFIGS: dict[tuple[str, str], Config] = {
     ("tma", "sm_90"): Config(
         128, 128, 64, 8, num_warps=4, num_stages=3, programs_per_sm=2, epilogue_subtile=True
     ),
-    # H200: the best of the calibration's warp-specialized probes (128x256x64 w4 s3, one program
-    # per SM; docs/tuning-sm90.md). 4 warps: with 8, Triton 3.6 silently drops the warp
-    # specialization. Compiled: a 4-warp TMA producer and two 4-warp MMA consumers, each with a
-    # 64 x 256 half of the tile; 208 KiB of shared memory (3 stages of A and B, and C).
+    # H200: 256x128x64 w4 s3, one program per SM, 0.8-2.1 % faster than the calibration's
+    # 128x256x64 in an A/B on the H200 (docs/tuning-sm90.md, "Chosen"). 4 warps: with 8, Triton
+    # 3.6 silently drops the warp specialization. Compiled: a 4-warp TMA producer and two 4-warp
+    # MMA consumers, each with a 128 x 128 half of the tile; 208 KiB of shared memory (3 stages
+    # of A and B, and C).
     ("tma_ws", "sm_90"): Config(256, 128, 64, 8, num_warps=4, num_stages=3, programs_per_sm=1),
     # B200 (only the flattened, cross-tile kernel is warp-specialized there in Triton 3.6): the
-    # sm_90 tile, untuned (no B200 to measure on); 208 KiB of shared memory of 227, no spills (AOT).
+    # first sm_90 tile (128x256x64), untuned (no B200 to measure on); 208 KiB of shared memory
+    # of 227, no spills (AOT).
     ("tma_ws", "sm_100"): Config(128, 256, 64, 8, num_warps=4, num_stages=3, programs_per_sm=1),
     # RTX 5090: 99 KiB of shared memory per block; 128x256 tiles spill and do not fit. Untuned,
     # 80 KiB and no spills (AOT).

@@ -1,6 +1,8 @@
 """SYNTHETIC histories of results files, built by resampling REAL H200 measurements.
 
-Provenance: `baselines/nvidia-h200.json` holds, for each of the 96 default-profile cases, a
+Provenance: tests/fixtures/h200-baseline-2026-11-30/nvidia-h200.json (the repository's
+baselines/nvidia-h200.json until round 6 rebaselined it, frozen here so that a rebaseline does
+not move these histories) holds, for each of the 96 default-profile cases, a
 41-quantile summary of the pooled per-round samples of 3 real `default` runs on one NVIDIA H200
 (2026-11-30, commit 8fe361a, Triton 3.6.0, torch 2.11.0+cu130) and each run's median. A synthetic
 run here:
@@ -37,7 +39,9 @@ from tests._factories import H200_GPU, SOFTWARE, VARIANTS, _machine_info
 from tilegate.judge.stats import paired_ratio
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL_BASELINE = ROOT / "baselines" / "nvidia-h200.json"
+# the baselines directory the synthetic runs are resampled from and judged against
+REAL_BASELINES = ROOT / "tests" / "fixtures" / "h200-baseline-2026-11-30"
+REAL_BASELINE = REAL_BASELINES / "nvidia-h200.json"
 START = dt.datetime(2026, 12, 1, 0, 0, tzinfo=dt.timezone.utc)
 
 
@@ -247,7 +251,7 @@ def build_store(directory: Path, *, step: bool, seed: int, salt: str) -> tuple[P
             "--store",
             str(store),
             "--baselines",
-            str(ROOT / "baselines"),
+            str(REAL_BASELINES),
         ]
     )
     assert code == 0

@@ -367,6 +367,7 @@ def _write_and_judge(tmp_path, cases, res) -> None:
         bd.summarize([r.extra["budget"] for r in res.values() if "budget" in r.extra])
     )
     mi["tilegate"]["budget"] = {"summary": line}
+    mi["tilegate"]["fixed"] = {}  # the toy benchmark's cases fix no parameter (the factory's M, N)
     path = tmp_path / "results.json"
     path.write_text(
         json.dumps({"machine_info": mi, "benchmarks": bench, "datetime": "2026-12-01T00:00:00"})

@@ -589,3 +589,29 @@ def test_aot_specialization_equals_the_jits(
     assert kernel.metadata.shared == ours["shared_bytes"]
     # docs/pitfalls.md: without the JIT's divisibility hints the loads are not pipelined at all
     assert ours["a_load"] in ("cp.async", "tma") and ours["a_multi_buffered"]
+
+
+def test_tune_aot_compiles_a_candidate_and_says_whether_it_fits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """tools/tune.py --aot, the step before a GPU sweep: it had rotted twice unseen (the
+    shared-memory limit moved into rules.json, compile_one began to return a KernelResult) and
+    printed FAILED for every candidate."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "tune", Path(__file__).resolve().parents[1] / "tools" / "tune.py"
+    )
+    assert spec is not None and spec.loader is not None
+    tune = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tune)
+    assert tune.aot_table("tma_ws", "sm_90", ["256x128x64w4s3p1"], "nt", 16384, 4096) == 0
+    rows = [
+        line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("256x")
+    ]
+    # the unflattened kernel is warp-specialized (4/4/4 warps) and fits; flattened, it is not
+    assert [r[:3] for r in rows] == [
+        ["256x128x64w4s3p1", "False", "True"],
+        ["256x128x64w4s3p1", "True", "False"],
+    ]
+    assert rows[0][3] == "4/4/4" and rows[0][5] == "True" and "FAILED" not in " ".join(rows[0])

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tests._browser import BROWSERS, CHROMIUM_FLAGS
-from tests._synthetic_history import ROOT, STEP_AT, STEPPED
+from tests._synthetic_history import REAL_BASELINES, ROOT, STEP_AT, STEPPED
 from tilegate.history.cli import main
 from tilegate.history.dashboard import unpack, write_dashboard
 from tilegate.history.store import open_store
@@ -69,7 +69,7 @@ def linked_store(
                 "--store",
                 str(copy),
                 "--baselines",
-                str(ROOT / "baselines"),
+                str(REAL_BASELINES),
                 "--repo-url",
                 REPO,
                 "--run-url",

@@ -15,7 +15,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from tests._synthetic_history import ROOT, make_run
+from tests._synthetic_history import REAL_BASELINE, REAL_BASELINES, ROOT, make_run
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.history.cli import main
 from tilegate.history.store import open_store
@@ -74,13 +74,13 @@ def test_add_keeps_each_case_with_its_summary_and_environment(
 def test_verdicts_from_the_baseline_and_from_a_file(tmp_path: Path, runs: list[Path]) -> None:
     store = tmp_path / "h.duckdb"
     assert (
-        main(["add", str(runs[0]), "--store", str(store), "--baselines", str(ROOT / "baselines")])
+        main(["add", str(runs[0]), "--store", str(store), "--baselines", str(REAL_BASELINES)])
         == 0
     )
     verdicts = tmp_path / "verdicts.json"
     verdicts.write_text(json.dumps({"tiled-fp16-nn-K128": "REGRESSED"}))
     assert main(["add", str(runs[1]), "--store", str(store), "--verdicts", str(verdicts)]) == 0
-    base = json.loads((ROOT / "baselines" / "nvidia-h200.json").read_text())["rows"]
+    base = json.loads(REAL_BASELINE.read_text())["rows"]
     with open_store(store) as s:
         first, second = s.runs()
         t = s.case_table()

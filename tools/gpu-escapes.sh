@@ -12,7 +12,8 @@
 # (tma_xtile_persistent launches 2 programs fewer: 262 of 264, one SM of 132 left idle, +0.8 %
 # predicted) | kstep[:N] (tma_xtile_persistent does one K step more per tile at K >= 4096, 65
 # instead of 64, the extra one fully out of bounds (TMA zero-fills it): +1/64 = +1.56 % of its
-# MMA work at K = 4096, nothing at K < 4096; tma_swizzle_persistent's code stays the same) |
+# MMA work at K = 4096, nothing at K < 4096; tma_swizzle_persistent's code stays the same;
+# measured +11 % on the H200: an out-of-bounds step is not a cheap one, results-h200.md) |
 # groupmab (pointer sm_90 GROUP_M 8 -> 1, default profile: one family changed) |
 # aafull[:N] (A/A with both sides of every case timed every round, --perf-ab-full: the runs
 # `tilegate ab-noise RESULTS...` builds the A/B noise file from) | aafulldefault[:N] (the same,

@@ -39,7 +39,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests._browser import CHROMIUM_FLAGS, page_timings  # noqa: E402
-from tests._synthetic_history import STEP_AT, STEPPED, make_run, write_history  # noqa: E402
+from tests._synthetic_history import (  # noqa: E402
+    REAL_BASELINES,
+    STEP_AT,
+    STEPPED,
+    make_run,
+    write_history,
+)
 
 
 def _cmd(*args: str) -> float:
@@ -65,14 +71,14 @@ def bench_add(out: Path, repeat: int) -> None:
     for k in range(repeat):
         store = out / f"fresh-{k}.duckdb"
         store.unlink(missing_ok=True)
-        fresh.append(_cmd("add", str(big), "--store", str(store), "--baselines", "baselines"))
+        fresh.append(_cmd("add", str(big), "--store", str(store), "--baselines", str(REAL_BASELINES)))
         store = out / f"full-{k}.duckdb"
         store.unlink(missing_ok=True)
         _cmd("import", str(out / "history"), "--store", str(store))
-        full.append(_cmd("add", str(big), "--store", str(store), "--baselines", "baselines"))
+        full.append(_cmd("add", str(big), "--store", str(store), "--baselines", str(REAL_BASELINES)))
     print(f"- results file: 96 cases, {samples} samples, {big.stat().st_size / 1e6:.1f} MB")
     print(
-        f"- `history add` (verdicts from baselines/) into a new store: median {statistics.median(fresh):.2f} s of {repeat}"
+        f"- `history add` (verdicts from the frozen H200 baseline) into a new store: median {statistics.median(fresh):.2f} s of {repeat}"
     )
     print(
         f"- the same into a store of {len(history)} runs: median {statistics.median(full):.2f} s of {repeat}"
@@ -198,7 +204,7 @@ def demo(out: Path, chromium: str | None) -> Path:
     ]
     write_history(out / "runs", 60, seed=2026, steps=steps, triton_change_at=STEP_AT, salt="demo")
     store = out / "history.duckdb"
-    _cmd("import", str(out / "runs"), "--store", str(store), "--baselines", "baselines")
+    _cmd("import", str(out / "runs"), "--store", str(store), "--baselines", str(REAL_BASELINES))
     page = out / "dashboard.html"
     _cmd("dashboard", "--store", str(store), "--out", str(page))
     print(f"- demo page: {page}")
