@@ -15,6 +15,9 @@
 # MMA work at K = 4096, nothing at K < 4096; tma_swizzle_persistent's code stays the same;
 # measured +11 % on the H200: an out-of-bounds step is not a cheap one, results-h200.md) |
 # groupmab (pointer sm_90 GROUP_M 8 -> 1, default profile: one family changed) |
+# wsgroup4[:N] (tma_ws sm_90 GROUP_M 8 -> 4, a retune a pull request could make: +1.7, +0.8 and
+# +0.4 % at K = 128, 512, 4096 in round 6's 20-round sweep, results-h200.md; the ~1 % change of
+# issue 21's sensitivity target, not yet run) |
 # aafull[:N] (A/A with both sides of every case timed every round, --perf-ab-full: the runs
 # `tilegate ab-noise RESULTS...` builds the A/B noise file from) | aafulldefault[:N] (the same,
 # default profile) | stored[:N] (the committed code alone, default profile, --report-only: the
@@ -111,6 +114,9 @@ PY
       else
         echo "    wsab: 128x256x64 kept" | tee -a "$summary"; revert
       fi ;;
+    wsgroup4)
+      edit kernels/configs.py '("tma_ws", "sm_90"): Config(256, 128, 64, 8,' '("tma_ws", "sm_90"): Config(256, 128, 64, 4,'
+      for i in $(seq 1 "$n"); do step "wsgroup4-$i" --confirm-runs 0; done; revert ;;
     groupmab)
       edit kernels/configs.py '("pointer", "sm_90"): Config(128, 256, 64, 8,' '("pointer", "sm_90"): Config(128, 256, 64, 1,'
       step groupmab --profile default; revert ;;
