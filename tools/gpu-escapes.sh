@@ -30,6 +30,11 @@ set -uo pipefail
 out=${1:?usage: tools/gpu-escapes.sh OUTDIR STEP...}; shift
 mkdir -p "$out"; summary=$out/summary.txt; touch "$summary"
 export PYTHONUNBUFFERED=1
+# `--ab HEAD` must compare against the work tree's own code: on the lent GPU the copy of .git
+# is the session's starting main, not the commits made since, so commit the tree as HEAD first
+if [ -n "$(git status --porcelain)" ]; then
+  git add -A && git -c user.name=gpu -c user.email=gpu@localhost commit -qm "gpu-escapes: the work tree as HEAD"
+fi
 pristine=$(mktemp -d); cp -r kernels "$pristine/"
 revert() { rm -rf kernels && cp -r "$pristine/kernels" kernels; }
 trap revert EXIT
