@@ -142,8 +142,9 @@ def rebaseline(session: nox.Session) -> None:
 @nox.session(venv_backend="none", default=False)
 @_gate
 def ab_noise(session: nox.Session) -> None:
-    """Measure 5 A/A runs (A/B against HEAD) on this GPU and record the A/B tolerances; commit them."""
-    _end(session, "ab_noise", _tilegate(session, "ab-noise", "--measure", "5", *session.posargs))
+    """Measure 5 A/A runs (4 quick, 1 default) on this GPU and record the A/B tolerances; commit them."""
+    args = ("ab-noise", "--measure", "4", "--also", "default=1", *session.posargs)
+    _end(session, "ab_noise", _tilegate(session, *args))
 
 
 @nox.session(venv_backend="none", default=False)

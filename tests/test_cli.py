@@ -481,3 +481,43 @@ def test_wants_help() -> None:
     assert wants_help(["perf", "--he"])  # argparse takes an unambiguous abbreviation
     assert not wants_help(["perf", "--", "--help"])  # pytest's
     assert not wants_help(["perf", "--profile", "quick"])
+
+
+def test_ab_noise_also_measures_another_profile_and_pools_its_cases(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ab-noise --measure 2 --also default=1`: the quick runs, then one default run, one noise
+    file from all of them; the default-only cases, seen once, get the pooled tolerance."""
+    import tilegate.run.perf
+
+    monkeypatch.chdir(REPO)
+    calls: list[tuple[int, str, str]] = []
+
+    def measure_runs(n, profile, extra, out_dir, *, name):  # type: ignore[no-untyped-def]
+        calls.append((n, profile, name))
+        assert "--perf-ab-full" in extra  # A/A calibration: both sides every round
+        ks = (128,) if profile == "quick" else (128, 4096)
+        made = [
+            results_file(tmp_path, f"{name}-{i}.json", seed=10 * len(calls) + i, ks=ks, ab={})
+            for i in range(n)
+        ]
+        return made, None
+
+    monkeypatch.setattr(tilegate.run.perf, "measure_runs", measure_runs)
+    monkeypatch.setattr(tilegate.run.perf, "gpu_slug", lambda: "nvidia-h200")
+    monkeypatch.setattr(tilegate.run.perf, "ab_args", lambda ref, out: [])
+    out = tmp_path / "noise.json"
+    argv = ["ab-noise", "--measure", "3", "--also", "default=1", "--out", str(out)]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert calls == [(3, "quick", "ab-noise"), (1, "default", "ab-noise-default")]
+    rows = json.loads(out.read_text())["rows"]
+    assert len(rows[key("tiled", K=128)]["run_ratios"]) == 4
+    assert rows[key("tiled", K=4096)]["source"] == "pooled"
+    # a profile the benchmark lacks, or a malformed spec: exit 2 before anything is measured
+    calls.clear()
+    assert main(["ab-noise", "--measure", "1", "--also", "nightly=1"]) == 2
+    assert "'nightly' is not a profile of benchmark 'matmul'" in capsys.readouterr().err
+    assert main(["ab-noise", "--measure", "1", "--also", "default"]) == 2
+    assert "expected PROFILE=N" in capsys.readouterr().err
+    assert main(["ab-noise", "--also", "default=1", str(out)]) == 2
+    assert calls == []

@@ -286,17 +286,31 @@ def _cmd_rebaseline(args: argparse.Namespace) -> int:
 # --- ab-noise: the A/A noise that sets the A/B tolerances -------------------------------------------------
 
 
+def _profile_count(spec: str) -> tuple[str, int]:
+    """`--also PROFILE=N`: (PROFILE, N); InputError naming the spec otherwise."""
+    profile, _, n = spec.partition("=")
+    if not profile or not n.isdigit() or int(n) < 1:
+        raise InputError(f"--also {spec!r}: expected PROFILE=N with N >= 1, e.g. default=1")
+    return profile, int(n)
+
+
 def _cmd_ab_noise(args: argparse.Namespace) -> int:
     from tilegate.judge.ab import MIN_NOISE_RUNS, POOLED, build_noise, noise_path, save_noise
     from tilegate.report.markdown import table
 
     try:
         results = list(args.results)
+        also = [_profile_count(spec) for spec in args.also]
+        if also and args.measure is None:
+            raise InputError("--also PROFILE=N measures more A/A runs: give it with --measure N")
         if args.measure is not None:
             from tilegate.run.perf import SMOKE_PROFILE, ab_args, gpu_slug, measure_runs
+            from tilegate.run.profiles import check_profile
 
             if results:
                 raise InputError("give either A/A results files or --measure N, not both")
+            for profile, _ in also:
+                check_profile(profile)
             try:
                 if args.profile != SMOKE_PROFILE:
                     gpu_slug()  # no GPU: say so before materialising anything
@@ -304,12 +318,14 @@ def _cmd_ab_noise(args: argparse.Namespace) -> int:
                 raise InputError(f"cannot measure: {err}") from err
             # A/A calibration needs the full ratio distribution: no budget (--perf-ab-full)
             extra = [*args.pytest_args, *ab_args("HEAD", PERF_DIR), "--perf-ab-full"]
-            runs_made, failed = measure_runs(
-                args.measure, args.profile, extra, PERF_DIR, name="ab-noise"
-            )
-            if failed:
-                raise InputError(failed)
-            results = [str(r) for r in runs_made]
+            # the main profile's runs, then --also's: each profile's cases get their own runs
+            plan = [(args.profile, args.measure, "ab-noise")]
+            plan += [(profile, n, f"ab-noise-{profile}") for profile, n in also]
+            for profile, n, name in plan:
+                runs_made, failed = measure_runs(n, profile, extra, PERF_DIR, name=name)
+                if failed:
+                    raise InputError(f"{profile}: {failed}")
+                results += [str(r) for r in runs_made]
         runs = [load_results(r) for r in results]
         out = Path(args.out) if args.out else noise_path(runs[0].env.gpu.slug) if runs else None
         if out is None:
@@ -591,6 +607,14 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         ],
     )
     p.add_argument("results", nargs="*", help="results JSON of A/A runs")
+    p.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="PROFILE=N",
+        help="with --measure: N A/A runs of another profile too (repeatable), so that its cases "
+        "are calibrated: `--measure 4 --also default=1`",
+    )
     p.add_argument("--out", metavar="FILE", help="default: baselines/<gpu-slug>.ab.json")
     p.add_argument("--check", action="store_true", help="print the noise, write nothing")
     p.set_defaults(func=_cmd_ab_noise, takes_pytest_args=True)
