@@ -74,8 +74,7 @@ def test_add_keeps_each_case_with_its_summary_and_environment(
 def test_verdicts_from_the_baseline_and_from_a_file(tmp_path: Path, runs: list[Path]) -> None:
     store = tmp_path / "h.duckdb"
     assert (
-        main(["add", str(runs[0]), "--store", str(store), "--baselines", str(REAL_BASELINES)])
-        == 0
+        main(["add", str(runs[0]), "--store", str(store), "--baselines", str(REAL_BASELINES)]) == 0
     )
     verdicts = tmp_path / "verdicts.json"
     verdicts.write_text(json.dumps({"tiled-fp16-nn-K128": "REGRESSED"}))
