@@ -2,10 +2,13 @@
 
 GPU sessions (`perf`, `rebaseline`, `ab_noise`) run on the interpreter that runs nox
 (`venv_backend="none"`): a GPU runner already has its CUDA torch and Triton, and downloading
-torch on every run is not acceptable. CPU sessions get their own virtualenv from the `test`
-dependency group (torch's CPU build, Triton 3.6.0) or, for `kernels`, `fingerprint` and
-`upgrade`, the `kernels` group with the Triton they are asked for. Each session is a few lines:
-the orchestration is `python -m tilegate ...` (tilegate/run/perf.py, tilegate/fingerprint/).
+torch on every run is not acceptable. `tests`, `liger`, `kernels` and `fingerprint` share one
+virtualenv per Triton version, of the `test` dependency group (torch's CPU build, Triton 3.6.0 or
+the one they are asked for; `_test_env`): torch and Triton install once, not once per session.
+Other CPU sessions get their own virtualenv (`upgrade`: the `kernels` group with the Triton it
+is asked for). Each session is a few lines: the orchestration is `python -m tilegate ...`
+(tilegate/run/perf.py, tilegate/fingerprint/). The test sessions run pytest on every CPU core
+(pytest-xdist, `-n auto`; `-- -n 0` runs one process).
 
 Exit codes of `perf` (and of `tilegate`): 0 all holds, 1 regression or broken expectation,
 2 cannot judge. nox itself only knows 0 and 1, so these sessions end the process with the
@@ -40,11 +43,15 @@ def _install_group(session: nox.Session, group: str) -> None:
     session.install(*nox.project.dependency_groups(nox.project.load_toml("pyproject.toml"), group))
 
 
-def _python(session: nox.Session, *args: str, venv: bool = True) -> int:
+def _python(session: nox.Session, *args: str, venv: bool | str = True) -> int:
     """Run `python ARGS` in the repo root with the checkout on PYTHONPATH; return its exit code
-    (nox alone knows only 0/1). `venv`: the session's virtualenv python; otherwise the runner's
-    own (the GPU sessions), keeping its PYTHONPATH (`PYTHONPATH=DIR nox -s perf` for a new Triton)."""
-    python = str(Path(session.bin) / "python") if venv else sys.executable
+    (nox alone knows only 0/1). `venv`: the session's virtualenv python, or that of the bin
+    directory it names (`_test_env`); otherwise the runner's own (the GPU sessions), keeping its
+    PYTHONPATH (`PYTHONPATH=DIR nox -s perf` for a new Triton)."""
+    if isinstance(venv, str):
+        python = str(Path(venv) / "python")
+    else:
+        python = str(Path(session.bin) / "python") if venv else sys.executable
     inherited = [] if venv else [os.environ.get("PYTHONPATH")]
     session.log(" ".join(["python", *args]))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), *inherited]))}
@@ -174,11 +181,18 @@ def smoke(session: nox.Session) -> None:
     session.run("pytest-benchmark", "compare", *runs, "--columns=median,rounds")
 
 
-@nox.session
+# pytest on every core (pytest-xdist); tests that share an expensive fixture run on one worker
+# (tests/conftest.py's pytest_collection_modifyitems marks them). `-- -n 0`: one process.
+# The CPU sessions may run side by side (`nox -j N`, as .ci/run does: allow_parallel): each
+# writes only its own files, and the virtualenv they share is built once (`_test_env`).
+XDIST = ("-n", "auto", "--dist", "loadgroup")
+
+
+@nox.session(venv_backend="none", allow_parallel=True)
 def tests(session: nox.Session) -> None:
     """Run every test that needs no GPU (unit, interpreter, smoke pipeline)."""
-    _install_group(session, "test")
-    session.run("python", "-m", "pytest", *session.posargs, env={"PYTHONPATH": str(ROOT)})
+    bindir, _ = _test_env(session)
+    _run_in(session, bindir, "-m", "pytest", *XDIST, *session.posargs)
 
 
 # The pytest-benchmark versions whose private API tilegate/harness/bench.py relies on: the GPU
@@ -187,25 +201,35 @@ def tests(session: nox.Session) -> None:
 LIGER_OLD = "liger-kernel==0.8.4"
 
 
-@nox.session
+@nox.session(venv_backend="none", allow_parallel=True)
 def liger(session: nox.Session) -> None:
     """examples/liger: Liger-Kernel's ops and tilegate's CPU pipeline on them (interpreter)."""
-    _install_group(session, "liger")
-    old = str(Path(session.create_tmp()).resolve() / "liger-old")  # absolute: the session moves
-    session.install("--no-deps", "--target", old, LIGER_OLD)
+    bindir, _ = _test_env(session)
+    # the `liger` group is the `test` group and the Liger release: that release goes into a
+    # directory of its own on PYTHONPATH (as the older one does), the shared virtualenv stays
+    # the `test` group's
+    release = [r for r in _group("liger") if r not in _group("test")]
+    tmp = Path(session.create_tmp()).resolve()  # absolute: the session moves
+    new, old = str(tmp / "liger-new"), str(tmp / "liger-old")
+    for target, pins in ((new, release), (old, [LIGER_OLD])):
+        shutil.rmtree(target, ignore_errors=True)
+        pip = [str(Path(bindir) / "python"), "-m", "pip", "install", "--no-deps", "--target"]
+        session.run_install(*pip, target, *pins, external=True, silent=True)
     session.chdir(ROOT / "examples" / "liger")  # its pyproject.toml is these tests' pytest config
-    session.run(
-        "python",
+    _run_in(
+        session,
+        bindir,
         "-m",
         "pytest",
         "-q",
+        *XDIST,
         "tests",
         *session.posargs,
-        env={"PYTHONPATH": str(ROOT), "LIGER_OLD_DIR": old},
+        env={"PYTHONPATH": os.pathsep.join([new, str(ROOT)]), "LIGER_OLD_DIR": old},
     )
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 @nox.parametrize(
     "pins",
     [("pytest-benchmark==5.2.3", "pytest==8.4.2"), ("pytest-benchmark==5.3.1", "pytest==9.0.3")],
@@ -225,7 +249,7 @@ def bench_adapter(session: nox.Session, pins: tuple[str, str]) -> None:
     )
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 def lint(session: nox.Session) -> None:
     """Lint and type-check the code; lint and audit the GitHub workflows (actionlint, zizmor)."""
     _install_group(session, "lint")
@@ -269,6 +293,49 @@ def _triton_version(session: nox.Session, triton: str) -> str:
         raise
 
 
+def _test_env(session: nox.Session, triton: str = "pinned") -> tuple[str, str]:
+    """The virtualenv of the `test` group with Triton `triton` (`pinned`, `newest` or X.Y.Z) and
+    the NumPy its interpreter runs on: (its bin directory, the Triton version).
+
+    One per Triton version, shared by `tests`, `liger`, `kernels` and `fingerprint` (the `kernels`
+    group it needs is part of `test`), in nox's cache directory (.nox/.cache/): torch and Triton
+    install once per version, not once per session. Built afresh when the requirements or the
+    Python nox runs on change; sessions run side by side (`nox -j`) wait for one another's build."""
+    import fcntl  # POSIX, as every CPU session here
+
+    version = _triton_version(session, triton)
+    reqs = list(_tritonenv().requirements(_group("test"), _group("triton-newest"), version))
+    where = session.cache_dir.resolve() / f"test-triton-{version}"  # absolute: sessions move
+    stamp = where / "tilegate-requirements.txt"  # written once the install has succeeded
+    want = "\n".join([sys.executable, sys.version, *reqs]) + "\n"
+    with (session.cache_dir / f"test-triton-{version}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.is_file() and stamp.read_text() == want:
+            session.log(f"Triton {version}: reusing the virtualenv {where}")
+        else:
+            shutil.rmtree(where, ignore_errors=True)
+            session.run_install(sys.executable, "-m", "venv", str(where), external=True)
+            try:
+                python = str(where / "bin" / "python")
+                session.run_install(
+                    python, "-m", "pip", "install", *reqs, external=True, silent=True
+                )
+            except nox.command.CommandFailed:  # e.g. a Triton that PyPI does not have
+                _exit(session, 2, f"{session.name}: cannot judge: Triton {version} did not install")
+            stamp.write_text(want)
+    return str(where / "bin"), version
+
+
+def _run_in(
+    session: nox.Session, bindir: str, *args: str, env: dict[str, str] | None = None
+) -> None:
+    """`python ARGS` of the virtualenv `bindir` (first on PATH, as in a session's own), with the
+    checkout on PYTHONPATH unless `env` says otherwise."""
+    path = os.pathsep.join([bindir, os.environ.get("PATH", "")])
+    base = {"PATH": path, "VIRTUAL_ENV": str(Path(bindir).parent), "PYTHONPATH": str(ROOT)}
+    session.run(str(Path(bindir) / "python"), *args, env={**base, **(env or {})}, external=True)
+
+
 def _kernels_env(session: nox.Session, group: str, triton: str) -> str:
     """Install `group` (`kernels`, or `test` which includes it) with Triton `triton` (`pinned`,
     `newest` or X.Y.Z) and the NumPy its interpreter runs on; return the Triton version."""
@@ -305,13 +372,13 @@ _FINGERPRINT_VERDICT = {
 }
 
 
-@nox.session
+@nox.session(venv_backend="none", allow_parallel=True)
 @_gate
 def fingerprint(session: nox.Session) -> None:
     """Compile every Triton variant for sm_90, sm_100 and sm_120 (no GPU) and gate its facts."""
     args, rest = _triton_args(session)
-    version = _kernels_env(session, "kernels", args.triton or "pinned")
-    code = _python(session, "-m", "tilegate.fingerprint", *rest)
+    bindir, version = _test_env(session, args.triton or "pinned")
+    code = _python(session, "-m", "tilegate.fingerprint", *rest, venv=bindir)
     verdict = _FINGERPRINT_VERDICT.get(code, "crashed")
     _exit(
         session,
@@ -359,13 +426,13 @@ KERNEL_TESTS = (
 )
 
 
-@nox.session(default=False)
+@nox.session(venv_backend="none", default=False, allow_parallel=True)
 def kernels(session: nox.Session) -> None:
     """Kernel tests (interpreter) and fingerprint tests under one Triton: `-- --triton newest`."""
     args, rest = _triton_args(session)
-    version = _kernels_env(session, "test", args.triton or "pinned")
+    bindir, version = _test_env(session, args.triton or "pinned")
     session.log(f"kernels: Triton {version}")
-    session.run("python", "-m", "pytest", *KERNEL_TESTS, *rest, env={"PYTHONPATH": str(ROOT)})
+    _run_in(session, bindir, "-m", "pytest", *XDIST, *KERNEL_TESTS, *rest)
 
 
 @nox.session(default=False)

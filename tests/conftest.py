@@ -2,9 +2,40 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# pytest-xdist (`nox -s tests` runs `-n auto --dist loadgroup`) marks its workers with these
+# variables, and every process a test starts would inherit them: pytest-benchmark then takes the
+# perf suite's own pytest (`tilegate perf`, tests/test_pipeline_smoke.py) for an xdist worker and
+# disables its benchmarks. The processes tests start are not workers.
+for _name in [n for n in os.environ if n.startswith("PYTEST_XDIST_")]:
+    del os.environ[_name]
+
+# Under pytest-xdist's loadgroup, the tests that use one of these module- or session-scoped
+# fixtures run on one worker, which builds it once (seconds to a minute each: two smoke runs of
+# the suite, a synthetic history store, AOT compiles); every other test goes to whichever worker
+# is free.
+SHARED_FIXTURES = (
+    "smoke_runs",
+    "step_history",
+    "aa_history",
+    "toy_page",
+    "recorded",
+    "recorded_ws",
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        used = [f for f in SHARED_FIXTURES if f in getattr(item, "fixturenames", ())]
+        if used:
+            item.add_marker(pytest.mark.xdist_group(used[0]))
 
 
 @pytest.fixture(autouse=True)
