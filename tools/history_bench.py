@@ -71,11 +71,15 @@ def bench_add(out: Path, repeat: int) -> None:
     for k in range(repeat):
         store = out / f"fresh-{k}.duckdb"
         store.unlink(missing_ok=True)
-        fresh.append(_cmd("add", str(big), "--store", str(store), "--baselines", str(REAL_BASELINES)))
+        fresh.append(
+            _cmd("add", str(big), "--store", str(store), "--baselines", str(REAL_BASELINES))
+        )
         store = out / f"full-{k}.duckdb"
         store.unlink(missing_ok=True)
         _cmd("import", str(out / "history"), "--store", str(store))
-        full.append(_cmd("add", str(big), "--store", str(store), "--baselines", str(REAL_BASELINES)))
+        full.append(
+            _cmd("add", str(big), "--store", str(store), "--baselines", str(REAL_BASELINES))
+        )
     print(f"- results file: 96 cases, {samples} samples, {big.stat().st_size / 1e6:.1f} MB")
     print(
         f"- `history add` (verdicts from the frozen H200 baseline) into a new store: median {statistics.median(fresh):.2f} s of {repeat}"
