@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -56,8 +57,20 @@ def smoke_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
         path = out / f"run-{i}.json"
         proc = _run(*SMOKE, f"--benchmark-json={path}")
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        path.with_suffix(".log").write_text(proc.stdout)
         runs.append(path)
     return runs
+
+
+def test_progress_lines_are_shown_while_measuring(smoke_runs: list[Path]) -> None:
+    # the measuring runs inside the first test, where pytest captures output: the progress
+    # lines (where a run's minutes go) must reach the terminal although that test passed
+    log = smoke_runs[0].with_suffix(".log").read_text()
+    stamped = re.findall(r"^\[tilegate +([0-9.]+) s\] (checked|timing pass|group) ", log, re.M)
+    kinds = {kind for _, kind in stamped}
+    assert kinds == {"checked", "timing pass", "group"}, log[-2000:]
+    seconds = [float(t) for t, _ in stamped]
+    assert seconds == sorted(seconds)  # seconds since the session began, in order
 
 
 def test_suite_writes_pytest_benchmark_json_with_device_keys(smoke_runs: list[Path]) -> None:

@@ -15,8 +15,10 @@ terminal table and its own `pytest-benchmark compare` all show GPU time per call
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -318,6 +320,7 @@ class PerfRun:
         from tilegate.harness.timing import CudaTimer, HostTimer, TimerConfig
 
         self.config = config
+        self._t0 = time.monotonic()  # progress lines carry the seconds since
         bench = self.benchmark = config.stash[BENCH]
         profile = bench.profile(config.getoption("--perf-profile"))
         self.profile = profile
@@ -418,9 +421,16 @@ class PerfRun:
         return {**total, "summary": summary_line(total)}
 
     def _say(self, line: str) -> None:
+        """A progress line, with the seconds since the session began, shown as it happens: the
+        measuring runs inside the first test, where pytest captures output (the line would only
+        be shown with a failure), so capture is suspended for it."""
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(f"[tilegate] {line}")
+        if reporter is None:
+            return
+        capman = self.config.pluginmanager.get_plugin("capturemanager")
+        suspended = capman.global_and_fixture_disabled() if capman else contextlib.nullcontext()
+        with suspended:
+            reporter.write_line(f"[tilegate {time.monotonic() - self._t0:6.1f} s] {line}")
 
     def _on_group(self, group: str, results: dict[str, Any], seconds: float) -> None:
         self._done += 1

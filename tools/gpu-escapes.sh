@@ -56,6 +56,7 @@ for line in sys.stdin:
 }
 step() {  # step NAME ARGS...: one A/B run (AB="" for a run without the A/B)
   local name=$1; shift; local t0 rc
+  while [ -e "$out/$name.log" ]; do name="$name+"; done  # a step given twice keeps both runs
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086
   python3 -m tilegate perf ${AB---ab HEAD} --no-plots --out-dir "/tmp/gate-$name" "$@" ${EXTRA:-} 2>&1 | stamp > "$out/$name.log"

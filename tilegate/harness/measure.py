@@ -71,6 +71,10 @@ class _Prepared:
     pass_medians: dict[str, list[float]] = field(default_factory=dict)
     spans: list[tuple[float, float]] = field(default_factory=list)  # timed windows (perf_counter)
     seconds: float = 0.0
+    # where the preparing went: drawing the inputs and the reference output, the correctness
+    # calls (the first call compiles on a cold cache), the identity calls (a second call under
+    # the CUDA profiler): the progress line says it, so a slow run's minutes can be placed
+    phases: dict[str, float] = field(default_factory=dict)
     budget: GroupBudget | None = None  # A/B: which slots each sweep times (tilegate.harness.budget)
 
 
@@ -166,6 +170,7 @@ class GroupMeasurer:
         tol = self.benchmark.tolerance_for(params)
         metric = getattr(self.benchmark, "error", None)  # None: relative_error
         prep = _Prepared(group, {}, {})
+        prep.phases = {"inputs": time.perf_counter() - t0, "checks": 0.0, "identity": 0.0}
         for case in group_cases:
             res = prep.results[case.slot] = CaseResult(case, tolerance=tol)
             variant = self.registry.get(case.slot)
@@ -177,6 +182,8 @@ class GroupMeasurer:
                 res.skip_reason = f"{case.variant} cannot run here: {reason}"
                 continue
             warned: list[Warned] = []
+            t_case = time.perf_counter()
+            t_second = None
             try:
                 # the correctness call: its host code counts; its torch ops and GPU activity
                 # would be the first call's (compiling), so they come from the second call only
@@ -189,6 +196,7 @@ class GroupMeasurer:
                     got = check_call(call, ref, tol, error=metric, params=params)
                 warned += seen_warnings
                 launches = first
+                t_second = time.perf_counter()
                 if got.error is None:
                     # the identity of a second call: what is timed, in steady state. A first call
                     # also does what a process does once (compiling, a library's cache filled,
@@ -204,6 +212,9 @@ class GroupMeasurer:
                 continue
             finally:
                 res.warnings = list(warned)
+                t_end = time.perf_counter()
+                prep.phases["checks"] += (t_second or t_end) - t_case
+                prep.phases["identity"] += t_end - (t_second or t_end)
             res.correct, res.rel_err, res.error = got.correct, got.rel_err, got.error
             res.identity = identity(launches)
             injected = getattr(call, "injected", None) or getattr(variant, "injected", None)
@@ -231,7 +242,9 @@ class GroupMeasurer:
             self.on_progress(
                 f"checked {n}/{len(self.groups)} {group}: {len(prep.fns)} to time"
                 + (f", {failed} FAILED" if failed else "")
-                + f" ({prep.seconds:.1f} s)"
+                + f" ({prep.seconds:.1f} s: "
+                + ", ".join(f"{k} {v:.1f}" for k, v in prep.phases.items())
+                + ")"
             )
         config = self.timer.config
         with warnlog.recording() as warned:
