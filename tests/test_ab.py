@@ -5,6 +5,7 @@ the H200's (tests/_factories.py)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import textwrap
@@ -458,6 +459,37 @@ def test_in_ab_mode_a_stored_regression_of_unchanged_code_does_not_fail(
     assert outcome(cmp, None).code == 1, "without the A/B side the same row fails"
 
 
+def test_a_confirmation_measures_again_only_what_can_fail(tmp_path: Path) -> None:
+    """In A/B mode a stored-baseline slowdown of unchanged code is drift, never a failure: the
+    suspects file (what the confirmation run measures, whole groups) leaves it out, and keeps
+    the changed case slower than the stored baseline (round 7's default A/B: two unchanged
+    K = 4096 rows, power-capped, cost a confirmation of their group)."""
+    from tilegate.judge.baseline import save_baseline
+    from tilegate.judge.gate import judge
+
+    save_baseline(tmp_path / "nvidia-h200.json", build_baseline(tmp_path, code={}))
+    drift, changed = key("tiled", K=4096), key("grouped", K=128)
+    results = write(
+        tmp_path / "ab.json",
+        make_run(
+            seed=26,
+            slow={drift: 1.12, changed: 1.12},
+            drift=False,
+            code={},
+            ab={changed: 1.12},
+            base_code={"grouped": "sha256:old"},
+        ),
+    )
+    suspects = tmp_path / "suspects.txt"
+    got = judge(
+        results, tmp_path / "nvidia-h200.json", baselines_dir=tmp_path, suspects_path=suspects
+    )
+    assert got.comparison is not None and got.ab is not None
+    stored_suspects = got.comparison.suspects()
+    assert drift in stored_suspects and changed in stored_suspects  # both slower than stored
+    assert suspects.read_text().split() == [changed]
+
+
 def test_under_another_triton_hashes_do_not_blame_only_the_ratio_to_the_reference(
     tmp_path: Path, hashed_baseline
 ) -> None:  # type: ignore[no-untyped-def]
@@ -490,3 +522,38 @@ def test_the_headline_counts_in_words() -> None:
         "2 cases slower than their base",
         "1 broken expectation",
     ]
+
+
+def test_ab_rejudge_same_code_only_judges_the_sentinels_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tools/ab_rejudge.py --same-code-only: a real pull request's run as A/A evidence, its
+    changed case left out (else every caught change would count as a false alarm)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "ab_rejudge", Path(__file__).resolve().parents[1] / "tools" / "ab_rejudge.py"
+    )
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    changed = key("tma_xtile_persistent", K=512)
+    path = write(
+        tmp_path / "pr.json",
+        make_run(
+            seed=27,
+            rounds=300,
+            code={},
+            ab={changed: 1.05},
+            base_code={"tma_xtile_persistent": "sha256:old"},
+        ),
+    )
+    assert tool.main([str(path)]) == 0
+    everything = capsys.readouterr().out
+    assert "'SLOWER': 1" in everything  # judged on ratios alone, the change is caught
+    assert tool.main(["--same-code-only", str(path)]) == 0
+    same = capsys.readouterr().out
+    assert "SLOWER" not in same and changed not in same
+    counts = ast.literal_eval(same.splitlines()[0].split(": ", 1)[1])  # the run's counts
+    unchanged = [c for c in compare_ab(load_results(path), None).cases if c.code_changed is False]
+    assert 0 < sum(counts.values()) == len(unchanged)

@@ -4,6 +4,7 @@ and how often would they catch a slowdown of a given size?
     python3 tools/ab_rejudge.py [--noise baselines/nvidia-h200.ab.json] RESULTS.json...
     python3 tools/ab_rejudge.py --leave-one-out RESULTS.json...            # false alarms
     python3 tools/ab_rejudge.py --leave-one-out --slowdown 0.01 RESULTS.json...   # power at 1 %
+    python3 tools/ab_rejudge.py --noise NOISE --same-code-only AB_RUN.json...      # false alarms
 
 An A/A run (`nox -s perf -- --ab HEAD` with nothing changed) has the same compiled code on both
 sides, so the gate calls every case UNCHANGED CODE without looking at the ratio. This tool drops
@@ -13,6 +14,12 @@ without one. With `--leave-one-out` each run is judged against a noise file buil
 runs (tilegate.judge.ab.build_noise), never from itself: an out-of-sample false-alarm count.
 Runs with both sides timed every round (`--perf-ab-full`, `tilegate ab-noise --measure`) are
 what it needs; a budgeted A/A run has almost no base rounds.
+
+`--same-code-only` judges only the cases whose compiled code is the base's, in any A/B run: in
+a real pull request's run (budgeted) those are the sentinels, the base timed beside the head for
+30-155 rounds to check the identity; judged on their ratio alone they are A/A measurements taken
+in the very runs that caught a change, free of extra GPU time. Fewer rounds than a full A/A
+run: wider intervals, so more AMBIGUOUS, and a SLOWER or FASTER among them is a false alarm.
 
 `--slowdown S` multiplies every head sample by 1 + S before judging: a uniform slowdown of that
 size injected into real per-round noise. Each case is judged on its own pair, so injecting into
@@ -66,6 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--slowdown", type=float, default=0.0, help="inject this slowdown (0.01 = 1 %%) first"
     )
+    ap.add_argument(
+        "--same-code-only",
+        action="store_true",
+        help="judge only the cases whose compiled code is the base's (a real A/B run's sentinels)",
+    )
     args = ap.parse_args(argv)
     if args.leave_one_out and args.noise:
         ap.error("--leave-one-out builds its own noise files: give no --noise")
@@ -83,9 +95,13 @@ def main(argv: list[str] | None = None) -> int:
                 others = runs[:i] + runs[i + 1 :]
                 noise = build_noise(others, Path(tmp) / f"noise-{i}.json")
             ab = compare_ab(blind(run, args.slowdown), noise)
-            run_counts = Counter(c.verdict.value for c in ab.cases)
+            cases = ab.cases
+            if args.same_code_only:
+                same = {c.key for c in compare_ab(run, noise).cases if c.code_changed is False}
+                cases = tuple(c for c in cases if c.key in same)
+            run_counts = Counter(c.verdict.value for c in cases)
             counts.update(run_counts)
-            for c in ab.cases:
+            for c in cases:
                 per_case[c.key][c.verdict.value] += 1
                 if c.ratio is not None and c.tolerance:
                     score = abs(c.ratio / (1 + args.slowdown) - 1) / c.tolerance

@@ -14,7 +14,7 @@
 # instead of 64, the extra one fully out of bounds (TMA zero-fills it): +1/64 = +1.56 % of its
 # MMA work at K = 4096, nothing at K < 4096; tma_swizzle_persistent's code stays the same;
 # measured +11 % on the H200: an out-of-bounds step is not a cheap one, results-h200.md) |
-# groupmab (pointer sm_90 GROUP_M 8 -> 1, default profile: one family changed) |
+# groupmab[:N] (pointer sm_90 GROUP_M 8 -> 1, default profile: one family changed) |
 # wsgroup4[:N] (tma_ws sm_90 GROUP_M 8 -> 4, a retune a pull request could make: +1.7, +0.8 and
 # +0.4 % at K = 128, 512, 4096 in round 6's 20-round sweep, results-h200.md; the ~1 % change of
 # issue 21's sensitivity target, not yet run) |
@@ -25,6 +25,7 @@
 # 128x256x64 -> 256x128x64, the WS sweep's best, A/B against HEAD; kept for the later steps, and
 # committed as HEAD, when every K is faster with its whole 99 % interval below 1).
 # Each step's log lines carry the seconds since the step began (where the wall time goes).
+# A step written cold+STEP runs each of its runs with a fresh TRITON_CACHE_DIR (all compiled).
 # Environment: EXTRA="..." extra options for every run.
 set -uo pipefail
 out=${1:?usage: tools/gpu-escapes.sh OUTDIR STEP...}; shift
@@ -59,7 +60,10 @@ step() {  # step NAME ARGS...: one A/B run (AB="" for a run without the A/B)
   while [ -e "$out/$name.log" ]; do name="$name+"; done  # a step given twice keeps both runs
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086
-  python3 -m tilegate perf ${AB---ab HEAD} --no-plots --out-dir "/tmp/gate-$name" "$@" ${EXTRA:-} 2>&1 | stamp > "$out/$name.log"
+  local cache=${TRITON_CACHE_DIR:-}
+  if [ -n "${COLD:-}" ]; then cache=$(mktemp -d); fi  # a fresh Triton cache: everything compiles
+  env ${cache:+TRITON_CACHE_DIR=$cache} \
+    python3 -m tilegate perf ${AB---ab HEAD} --no-plots --out-dir "/tmp/gate-$name" "$@" ${EXTRA:-} 2>&1 | stamp > "$out/$name.log"
   rc=${PIPESTATUS[0]}
   printf '%-10s exit %s %6.1f s  %s\n' "$name" "$rc" "$(python3 -c "import time;print(time.time()-$t0)")" \
     "$(head -n 1 /tmp/gate-$name/report.md 2>/dev/null)" | tee -a "$summary"
@@ -69,6 +73,7 @@ step() {  # step NAME ARGS...: one A/B run (AB="" for a run without the A/B)
   return 0
 }
 for spec in "$@"; do
+  COLD=""; if [ "${spec#cold+}" != "$spec" ]; then COLD=1; spec=${spec#cold+}; fi
   what=${spec%%:*}; n=${spec#*:}; [ "$n" = "$spec" ] && n=1
   case $what in
     aacold) TRITON_CACHE_DIR=$(mktemp -d) step aacold ;;
@@ -125,7 +130,7 @@ PY
       for i in $(seq 1 "$n"); do step "wsgroup4-$i" --confirm-runs 0; done; revert ;;
     groupmab)
       edit kernels/configs.py '("pointer", "sm_90"): Config(128, 256, 64, 8,' '("pointer", "sm_90"): Config(128, 256, 64, 1,'
-      step groupmab --profile default; revert ;;
+      for i in $(seq 1 "$n"); do step "groupmab$i" --profile default; done; revert ;;
     *) echo "unknown step $spec" | tee -a "$summary" ;;
   esac
 done

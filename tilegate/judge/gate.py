@@ -143,8 +143,13 @@ def judge(
             check_baseline(stored, load_tolerances(tols) if tols.exists() else None)
             cmp = compare(run, stored, reruns, allow_missing=allow_missing)
         if suspects_path is not None:
+            # in A/B mode a stored-baseline slowdown of a case whose code is the base's is drift
+            # (tilegate.judge.outcome): a confirmation run would spend its rounds for nothing
+            same_code = [c.key for c in ab.cases if c.code_changed is False] if ab else []
             keys = list(
-                dict.fromkeys([*(ab.suspects() if ab else []), *(cmp.suspects() if cmp else [])])
+                dict.fromkeys(
+                    [*(ab.suspects() if ab else []), *(cmp.suspects(same_code) if cmp else [])]
+                )
             )
             atomic_write_text(suspects_path, "".join(f"{k}\n" for k in keys))
         plot_files, plot_note = _plots(run, cmp, plots_dir)

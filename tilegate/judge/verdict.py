@@ -21,7 +21,7 @@ The words (Verdict, Status) are tilegate.judge.vocabulary's; the exit rule is ti
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
@@ -119,9 +119,16 @@ class Comparison:
         """The expectations that failed."""
         return [c for c in self.expectations if c.status is Status.FAIL]
 
-    def suspects(self) -> list[str]:
-        """Case ids to measure again: regressed or unsure rows, and both rows of a broken expectation."""
-        keys = [r.key for r in self.by(Verdict.REGRESSED, Verdict.UNSURE) if not r.reference]
+    def suspects(self, cannot_fail: Collection[str] = ()) -> list[str]:
+        """Case ids to measure again: regressed or unsure rows, and both rows of a broken
+        expectation. `cannot_fail`: rows whose slowdown is drift, never a failure (an A/B run's
+        cases whose code is the base's, tilegate.judge.outcome): measuring them again decides
+        nothing, so they are not, unless a broken expectation names them."""
+        keys = [
+            r.key
+            for r in self.by(Verdict.REGRESSED, Verdict.UNSURE)
+            if not r.reference and r.key not in cannot_fail
+        ]
         for c in self.broken:
             keys += [k for k in c.rows if k in self.run.rows]
         return list(dict.fromkeys(keys))
