@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             ab = compare_ab(blind(run, args.slowdown), noise)
             cases = ab.cases
             if args.same_code_only:
-                same = {c.key for c in compare_ab(run, noise).cases if c.code_changed is False}
+                same = compare_ab(run, noise).same_code
                 cases = tuple(c for c in cases if c.key in same)
             run_counts = Counter(c.verdict.value for c in cases)
             counts.update(run_counts)

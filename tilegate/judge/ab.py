@@ -357,6 +357,12 @@ class ABComparison:
         return [c.key for c in self.by(ABVerdict.SLOWER, ABVerdict.AMBIGUOUS)]
 
     @property
+    def same_code(self) -> frozenset[str]:
+        """The cases whose compiled code is the base's: never blamed, and a stored-baseline
+        slowdown of theirs is drift, not this pull request's (tilegate.judge.outcome)."""
+        return frozenset(c.key for c in self.cases if c.code_changed is False)
+
+    @property
     def changed_code(self) -> list[str]:
         """The variants whose compiled code differs between head and base (any case)."""
         return sorted({c.variant for c in self.cases if c.code_changed})

@@ -145,7 +145,7 @@ def judge(
         if suspects_path is not None:
             # in A/B mode a stored-baseline slowdown of a case whose code is the base's is drift
             # (tilegate.judge.outcome): a confirmation run would spend its rounds for nothing
-            same_code = [c.key for c in ab.cases if c.code_changed is False] if ab else []
+            same_code = ab.same_code if ab else frozenset()
             keys = list(
                 dict.fromkeys(
                     [*(ab.suspects() if ab else []), *(cmp.suspects(same_code) if cmp else [])]

@@ -105,7 +105,7 @@ def outcome(
 
 
 def _outcome(cmp: Comparison | None, ab: ABComparison | None) -> Outcome:
-    unchanged = {c.key for c in ab.cases if c.code_changed is False} if ab else set()
+    unchanged = ab.same_code if ab else frozenset()
     failing = [r for r in cmp.rows if r.fails] if cmp else []
     regressions = tuple(r for r in failing if r.key not in unchanged)
     drift = tuple(r for r in failing if r.key in unchanged)
