@@ -31,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
+import triton
 
 from kernels import VARIANTS, configs, persistent, tma, tma_ws
 from kernels._host import run_matmul
@@ -223,7 +224,8 @@ def main() -> int:
             )
         print(f"K={k} done", flush=True)
     print(
-        f"\n{info.name} {args.family} {args.layout} M=N={args.m}, {args.rounds} rounds, L2 flushed"
+        f"\n{info.name} {args.family} {args.layout} M=N={args.m}, {args.rounds} rounds, L2 flushed,"
+        f" Triton {triton.__version__}"
     )
     vs = f"/{also[0]}" if also else ""
     print(f"{'K':>5} {'config':<28} {'median ms':>10} {'/cuBLAS':>8} {'xtile/swz':>10} {vs}")
