@@ -149,8 +149,8 @@ def rebaseline(session: nox.Session) -> None:
 @nox.session(venv_backend="none", default=False)
 @_gate
 def ab_noise(session: nox.Session) -> None:
-    """Measure 5 A/A runs (4 quick, 1 default) on this GPU and record the A/B tolerances; commit them."""
-    args = ("ab-noise", "--measure", "4", "--also", "default=1", *session.posargs)
+    """Measure 7 A/A runs (4 quick, 3 default) on this GPU and record the A/B tolerances; commit them."""
+    args = ("ab-noise", "--measure", "4", "--also", "default=3", *session.posargs)
     _end(session, "ab_noise", _tilegate(session, *args))
 
 

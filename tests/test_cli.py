@@ -512,7 +512,11 @@ def test_ab_noise_also_measures_another_profile_and_pools_its_cases(
     assert calls == [(3, "quick", "ab-noise"), (1, "default", "ab-noise-default")]
     rows = json.loads(out.read_text())["rows"]
     assert len(rows[key("tiled", K=128)]["run_ratios"]) == 4
-    assert rows[key("tiled", K=4096)]["source"] == "pooled"
+    # seen once: at least the largest tolerance of the cases seen 4 times (pooled), or more
+    # when its own one-run bound is wider still (8 x |r - 1| at 90 %: up to the ceiling)
+    seen4 = max(r["tolerance"] for r in rows.values() if len(r["run_ratios"]) == 4)
+    once = rows[key("tiled", K=4096)]
+    assert once["source"] in ("pooled", "ceiling") and once["tolerance"] >= seen4
     # a profile the benchmark lacks, or a malformed spec: exit 2 before anything is measured
     calls.clear()
     assert main(["ab-noise", "--measure", "1", "--also", "nightly=1"]) == 2

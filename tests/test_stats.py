@@ -52,6 +52,25 @@ def test_run_drift_does_not_grow_with_more_runs() -> None:
     assert ten == pytest.approx(three, rel=0.1)  # the raw range of 10 runs would be ~1.8x larger
 
 
+def test_rms_upper_bound_is_the_chi_square_bound_and_tightens_with_more_runs() -> None:
+    # sum(d^2) = 3 x 0.002^2 over 3 deviations: the 90 % bound divides by chi2.ppf(0.1, 3) = 0.5844
+    assert stats.rms_upper_bound([0.002, -0.002, 0.002], 0.9) == pytest.approx(
+        0.002 * (3 / 0.58437) ** 0.5, rel=1e-4
+    )
+    # the same RMS from more runs: a tighter bound, never a looser one (a max would grow)
+    bounds = [stats.rms_upper_bound([0.002, -0.002] * n, 0.9) for n in (2, 5, 11)]
+    assert bounds == sorted(bounds, reverse=True) and bounds[-1] < 1.3 * 0.002
+    rng = np.random.default_rng(3)
+    covered = np.mean(
+        [stats.rms_upper_bound(list(rng.normal(0, 0.01, 5)), 0.9) >= 0.01 for _ in range(4000)]
+    )
+    assert covered == pytest.approx(0.9, abs=0.02)  # it bounds the true sigma 90 % of the time
+    with pytest.raises(ValueError, match="no deviations"):
+        stats.rms_upper_bound([], 0.9)
+    with pytest.raises(ValueError, match="confidence"):
+        stats.rms_upper_bound([0.001], 1.0)
+
+
 def test_single_run_drift_sees_the_jitter_of_the_median() -> None:
     tight = stats.single_run_drift(samples(1e-3, 0, **QUIET))
     loose = stats.single_run_drift(samples(1e-3, 0, core=0.05, tail_frac=0.0, tail_mean=0.0))

@@ -339,6 +339,7 @@ def _cmd_ab_noise(args: argparse.Namespace) -> int:
             f"`{r.key}`",
             ", ".join(f"{x:.4f}" for x in r.run_ratios),
             f"{r.spread:.2%}",
+            f"{r.noise:.2%}",
             f"{r.tolerance:.2%}",
             r.source,
         )
@@ -348,12 +349,16 @@ def _cmd_ab_noise(args: argparse.Namespace) -> int:
         f"# A/B noise {noise.gpu.get('slug')} -> {out}",
         "",
         f"From {len(runs)} A/A run(s) (REF = the head: both sides the same compiled code). "
-        f"Tolerance = clamp({noise.policy.multiple:g} x max |ratio - 1|, "
+        f"Spread: max |ratio - 1|. Noise: the {noise.policy.noise_confidence:.0%} upper bound "
+        "of the RMS of ratio - 1 (wide from few runs, tighter with more). Tolerance = "
+        f"clamp({noise.policy.multiple:g} x noise, "
         f"{noise.policy.floor:.1%}, {noise.policy.ceiling:.1%}); a case seen in fewer than "
         f"{MIN_NOISE_RUNS} runs gets at least the largest tolerance of those seen that often "
         f"({POOLED}).",
         "",
-        *table(["case", "A/A ratio per run", "spread", "tolerance", "bound"], "llrrl", rows),
+        *table(
+            ["case", "A/A ratio per run", "spread", "noise", "tolerance", "bound"], "llrrrl", rows
+        ),
     ]
     if args.check:
         text += ["", f"--check: {out} not written."]
@@ -613,7 +618,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         default=[],
         metavar="PROFILE=N",
         help="with --measure: N A/A runs of another profile too (repeatable), so that its cases "
-        "are calibrated: `--measure 4 --also default=1`",
+        "are calibrated (3 runs each at least, MIN_NOISE_RUNS): `--measure 4 --also default=3`",
     )
     p.add_argument("--out", metavar="FILE", help="default: baselines/<gpu-slug>.ab.json")
     p.add_argument("--check", action="store_true", help="print the noise, write nothing")

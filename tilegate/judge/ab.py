@@ -21,8 +21,9 @@ buffer), so the per-round ratio head/base cancels them; a stored baseline cannot
   SAME CODE, TIME MOVED: exit 2, something outside the identity changed.
 
 The noise file: per case, the A/A paired ratio of each of several runs with REF = HEAD (both
-sides the same code), its spread max |r_j - 1| and tolerance = clamp(multiple x spread, floor,
-ceiling); a case seen in fewer than MIN_NOISE_RUNS runs gets at least the largest tolerance of
+sides the same code), its noise (the `noise_confidence` upper bound of the RMS of r_j - 1:
+tilegate.judge.stats.rms_upper_bound) and tolerance = clamp(multiple x noise, floor, ceiling), so
+more runs give a tighter tolerance, never a looser one; a case seen in fewer than MIN_NOISE_RUNS runs gets at least the largest tolerance of
 the cases seen that often (POOLED). A case it lacks gets the ceiling, marked uncalibrated.
 
 The words (ABVerdict) are tilegate.judge.vocabulary's; the exit rule is tilegate.judge.outcome.
@@ -63,7 +64,9 @@ class ABPolicy(TolerancePolicy):
 
     floor: float = 0.005  # 0.5 %: paired ratios hold far tighter than stored medians
     ceiling: float = 0.03  # also the tolerance of an uncalibrated case
+    multiple: float = 3.5  # on the noise below: 4.4 x the RMS from 22 runs, 8 x from 3
     confidence: float = 0.99  # of the interval of the median ratio
+    noise_confidence: float = 0.9  # of the upper bound of the A/A ratios' RMS (the noise)
 
     def as_json(self) -> dict[str, float]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -98,9 +101,10 @@ POOLED = "pooled"
 class NoiseRow:
     key: str
     run_ratios: tuple[float, ...]  # the A/A head/base ratio of each calibration run
-    spread: float  # max |r - 1| over those runs
+    spread: float  # max |r - 1| over those runs (shown; the tolerance comes from `noise`)
     tolerance: float
     source: str  # "noise", "floor", "ceiling" or POOLED (too few runs of its own)
+    noise: float  # upper bound of the RMS of r - 1 (stats.rms_upper_bound): tolerance / multiple
 
 
 @dataclass(frozen=True)
@@ -191,9 +195,11 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
             pair = _pairs(run, key)
             if pair is not None:
                 per_key.setdefault(key, []).append(float(np.median(_per_round(run, *pair))))
-    own = {
-        key: policy.tolerance(max(abs(r - 1.0) for r in ratios)) for key, ratios in per_key.items()
+    noise_of = {
+        key: stats.rms_upper_bound([r - 1.0 for r in ratios], policy.noise_confidence)
+        for key, ratios in per_key.items()
     }
+    own = {key: policy.tolerance(noise_of[key]) for key in per_key}
     # A case seen in fewer than MIN_NOISE_RUNS runs (a default-profile case beside quick runs)
     # has a spread that says too little: it gets at least the largest tolerance of the cases
     # that were seen often enough, or the ceiling when none was.
@@ -205,9 +211,9 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
     for key, ratios in sorted(per_key.items()):
         spread, tol = max(abs(r - 1.0) for r in ratios), own[key]
         if len(ratios) < MIN_NOISE_RUNS and tol.value < pooled:
-            rows[key] = NoiseRow(key, tuple(ratios), spread, pooled, POOLED)
+            rows[key] = NoiseRow(key, tuple(ratios), spread, pooled, POOLED, noise_of[key])
         else:
-            rows[key] = NoiseRow(key, tuple(ratios), spread, tol.value, tol.bound)
+            rows[key] = NoiseRow(key, tuple(ratios), spread, tol.value, tol.bound, noise_of[key])
     env = runs[0].env
     provenance = {
         "tool": f"tilegate {__version__}",
@@ -240,6 +246,7 @@ def save_noise(noise: Noise) -> None:
                 k: {
                     "run_ratios": [round(r, 5) for r in row.run_ratios],
                     "spread": round(row.spread, 5),
+                    "noise": round(row.noise, 5),
                     "tolerance": round(row.tolerance, 4),
                     "source": row.source,
                 }
@@ -274,6 +281,7 @@ def load_noise(path: Path) -> Noise:
             and is_finite_number(raw.get("spread"))
             and is_finite_number(raw.get("tolerance"))
             and 0 < raw["tolerance"] < 1
+            and (raw.get("noise") is None or is_finite_number(raw["noise"]))
         )
         if not ok:
             raise InputError(
@@ -285,6 +293,12 @@ def load_noise(path: Path) -> Noise:
             float(raw["spread"]),
             float(raw["tolerance"]),
             str(raw.get("source", "")),
+            # a file written before the noise was stored: the same bound, from its ratios
+            float(raw["noise"])
+            if raw.get("noise") is not None
+            else stats.rms_upper_bound(
+                [float(r) - 1.0 for r in raw["run_ratios"]] or [0.0], policy.noise_confidence
+            ),
         )
     raw_prov = data.get("provenance")
     provenance: dict[str, Any] = raw_prov if isinstance(raw_prov, dict) else {}
