@@ -11,7 +11,7 @@ import pytest
 
 from tests._factories import bench, key, make_run, set_samples, write
 from tilegate.errors import InputError
-from tilegate.judge.results import SMOKE_SLUG, load_results
+from tilegate.judge.results import SMOKE_SLUG, load_results, row_order
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -220,3 +220,25 @@ def test_fixtures_are_what_pytest_benchmark_writes() -> None:
         "stats",
     } <= set(first)
     assert first["stats"]["data"] == first["extra_info"]["tilegate"]["samples_s"]
+
+
+def test_row_order_sorts_by_the_axes_then_the_suites_variant_order() -> None:
+    axes = ["dtype", "K"]
+    rows = [
+        ({"K": 4096, "dtype": "fp16"}, "tiled"),
+        ({"dtype": "fp16", "K": 128}, "zeta"),  # a variant the run lacks: after those it has
+        ({"K": 128, "dtype": "fp16"}, "tiled"),
+        ({"K": 128, "dtype": "fp16"}, "xtile"),
+        ({"K": 128, "dtype": "bf16"}, "xtile"),
+    ]
+    got = sorted(rows, key=lambda r: row_order(r[0], r[1], axes, ["xtile", "tiled"]))
+    assert [(p["dtype"], p["K"], v) for p, v in got] == [
+        ("bf16", 128, "xtile"),
+        ("fp16", 128, "xtile"),
+        ("fp16", 128, "tiled"),
+        ("fp16", 128, "zeta"),
+        ("fp16", 4096, "tiled"),
+    ]
+    # without a variant order (a baseline's rows): by name within one set of parameters
+    plain = sorted(rows[2:4], key=lambda r: row_order(r[0], r[1], axes))
+    assert [v for _, v in plain] == ["tiled", "xtile"]

@@ -46,7 +46,7 @@ from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_json, is_finite_number, read_json
 from tilegate.judge import stats
 from tilegate.judge.policy import TolerancePolicy
-from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, param_order
+from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, row_order
 from tilegate.judge.vocabulary import ABVerdict
 from tilegate.report.markdown import listing
 
@@ -533,10 +533,10 @@ def compare_ab(
 
 
 def _order(run: Run) -> Any:
-    order = {v: i for i, v in enumerate(run.variant_order)}
+    order = run.variant_order
 
     def key(case_id: str) -> tuple[Any, ...]:
         row = run.rows.get(case_id) or run.base_rows[case_id]
-        return (param_order(row.params, run.env.axes), order.get(row.variant, 99), row.variant)
+        return row_order(row.params, row.variant, run.env.axes, order)
 
     return key

@@ -30,7 +30,7 @@ from tilegate.judge.baseline import (
     save_baseline,
 )
 from tilegate.judge.policy import Policy, Tolerances
-from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, param_order
+from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, row_order
 from tilegate.report.markdown import listing, ms, pct, table
 
 
@@ -545,7 +545,7 @@ def _row_diff(
     cells: list[list[str]] = []
     loosened = 0
     for key, row in sorted(
-        rows.items(), key=lambda kv: (param_order(kv[1].params, axes), kv[1].variant)
+        rows.items(), key=lambda kv: row_order(kv[1].params, kv[1].variant, axes)
     ):
         before = old.rows.get(key) if old is not None else None
         notes = []

@@ -216,6 +216,18 @@ def param_order(params: Mapping[str, Any], axes: Sequence[str]) -> tuple[Any, ..
     )
 
 
+def row_order(
+    params: Mapping[str, Any],
+    variant: str,
+    axes: Sequence[str],
+    variant_order: Sequence[str] = (),
+) -> tuple[Any, ...]:
+    """How the rows of every table sort: by their parameters (param_order), then in the suite's
+    variant order (Run.variant_order; a variant it lacks comes after those it has), then by name."""
+    rank = variant_order.index(variant) if variant in variant_order else len(variant_order)
+    return (param_order(params, axes), rank, variant)
+
+
 def matches(params: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
     """Whether every parameter `where` names has that value in `params`."""
     return all(params.get(k) == v for k, v in where.items())

@@ -38,7 +38,7 @@ from tilegate.judge.baseline import (
 )
 from tilegate.judge.crosstile import ExpectationResult, Status, check_expectation
 from tilegate.judge.policy import Policy
-from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, param_order
+from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, row_order
 from tilegate.judge.vocabulary import Verdict
 from tilegate.report.markdown import listing
 from tilegate.run.shard import OffGpu, off_gpus
@@ -403,9 +403,8 @@ def compare(
             else v
             for v in verdicts
         ]
-    order = {v: i for i, v in enumerate(run.variant_order)}
-    axes = run.env.axes
-    verdicts.sort(key=lambda v: (param_order(v.params, axes), order.get(v.variant, 99), v.variant))
+    order, axes = run.variant_order, run.env.axes
+    verdicts.sort(key=lambda v: row_order(v.params, v.variant, axes, order))
     return Comparison(
         run,
         baseline,

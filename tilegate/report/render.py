@@ -24,7 +24,7 @@ from tilegate.judge.ab import ABComparison, ABVerdict
 from tilegate.judge.baseline import Baseline
 from tilegate.judge.crosstile import CrossTilePair, ExpectationResult, Status, crosstile_pairs
 from tilegate.judge.outcome import Outcome, headline, outcome
-from tilegate.judge.results import Run, param_order
+from tilegate.judge.results import Run, row_order
 from tilegate.judge.verdict import Comparison, Verdict
 from tilegate.report.comment import DECIDING
 from tilegate.report.markdown import listing, ms, p_value, pct, table
@@ -766,7 +766,7 @@ def _rows_only(run: Run) -> list[str]:
         )
         for r in sorted(
             run.rows.values(),
-            key=lambda r: (param_order(r.params, run.env.axes), run.variant_order.index(r.variant)),
+            key=lambda r: row_order(r.params, r.variant, run.env.axes, run.variant_order),
         )
     ]
     header = ["case", "median (ms)", "TFLOP/s", "time / reference (same run)", "rounds"]
