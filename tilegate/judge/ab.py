@@ -23,8 +23,8 @@ buffer), so the per-round ratio head/base cancels them; a stored baseline cannot
 The noise file: per case, the A/A paired ratio of each of several runs with REF = HEAD (both
 sides the same code), its noise (the `noise_confidence` upper bound of the RMS of r_j - 1:
 tilegate.judge.stats.rms_upper_bound) and tolerance = clamp(multiple x noise, floor, ceiling), so
-more runs give a tighter tolerance, never a looser one; a case seen in fewer than MIN_NOISE_RUNS runs gets at least the largest tolerance of
-the cases seen that often (POOLED). A case it lacks gets the ceiling, marked uncalibrated.
+more runs give a tighter tolerance, never a looser one; a case seen in fewer than
+MIN_NOISE_RUNS runs gets at least the largest tolerance of the cases seen that often (POOLED). A case it lacks gets the ceiling, marked uncalibrated.
 
 The words (ABVerdict) are tilegate.judge.vocabulary's; the exit rule is tilegate.judge.outcome.
 """

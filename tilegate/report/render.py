@@ -756,6 +756,7 @@ def _rows(cmp: Comparison) -> list[str]:
 
 
 def _rows_only(run: Run) -> list[str]:
+    order = run.variant_order
     rows = [
         (
             f"`{r.key}`",
@@ -766,7 +767,7 @@ def _rows_only(run: Run) -> list[str]:
         )
         for r in sorted(
             run.rows.values(),
-            key=lambda r: row_order(r.params, r.variant, run.env.axes, run.variant_order),
+            key=lambda r: row_order(r.params, r.variant, run.env.axes, order),
         )
     ]
     header = ["case", "median (ms)", "TFLOP/s", "time / reference (same run)", "rounds"]
