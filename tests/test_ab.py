@@ -249,6 +249,28 @@ def ab_run(tmp_path: Path, name: str, **kwargs: object):  # type: ignore[no-unty
 CHANGED = {"tma_xtile_persistent": "sha256:new"}
 
 
+def test_a_change_the_size_of_its_tolerance_is_ambiguous_and_says_which_side(
+    tmp_path: Path,
+) -> None:
+    # On the H200, xtile_persistent nn K = 4096 was +0.95 % and +1.13 % against a 1.07 %
+    # tolerance: AMBIGUOUS at the round cap, with "measure more" though the cap was reached.
+    # Significant on one side and straddling the tolerance: the note names the side and size.
+    slow = key("tma_xtile_persistent", K=512)
+    run = ab_run(
+        tmp_path,
+        "ab.json",
+        seed=3,
+        rounds=300,
+        ab={slow: 1.01},
+        base_code={"tma_xtile_persistent": "sha256:old"},
+    )
+    case = {c.key: c for c in compare_ab(run, None, policy=ABPolicy(ceiling=0.01)).cases}[slow]
+    assert case.verdict is ABVerdict.AMBIGUOUS, case
+    assert case.ci is not None and case.ci[0] > 1 and case.ci[0] - 1 < 0.01 < case.ci[1] - 1
+    assert case.note.startswith("slower than the base (+") and "1.00% tolerance" in case.note
+    assert "measure more" not in case.note
+
+
 def test_a_two_percent_slowdown_is_found_and_only_there(tmp_path: Path) -> None:
     slow = key("tma_xtile_persistent", K=512)
     run = ab_run(

@@ -455,6 +455,15 @@ def judge_case(
         verdict, note = ABVerdict.FASTER, "faster than the tolerance over the whole interval"
     elif lo - 1 >= -tolerance and hi - 1 <= tolerance:
         verdict, note = ABVerdict.SAME, ""
+    elif (lo > 1 and p_slower < policy.alpha) or (hi < 1 and p_faster < policy.alpha):
+        # significant, but by about the tolerance: more rounds narrow the interval around the
+        # tolerance and seldom decide it; say what is known (a change of that size, and its side)
+        side = "slower" if lo > 1 else "faster"
+        verdict, note = (
+            ABVerdict.AMBIGUOUS,
+            f"{side} than the base ({lo - 1:+.2%} .. {hi - 1:+.2%}), by about its "
+            f"{tolerance:.2%} tolerance: the interval crosses it",
+        )
     else:
         verdict, note = ABVerdict.AMBIGUOUS, "the interval crosses the tolerance: measure more"
     if changed is None:

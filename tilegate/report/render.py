@@ -298,7 +298,9 @@ def _ab_summary(ab: ABComparison) -> list[str]:
         out,
         "Ambiguous, measure more",
         [case(c) for c in ab.by(ABVerdict.AMBIGUOUS)],
-        "The interval crosses the tolerance: not a failure; more rounds decide.",
+        "The interval crosses the tolerance: not a failure. Where the note says slower or "
+        "faster, the change is real and about the size of its tolerance: more rounds narrow the "
+        "interval around the tolerance and seldom decide it.",
     )
     _bullet(out, "Faster than the base", [case(c) for c in ab.by(ABVerdict.FASTER)])
     changed = ab.changed_code
