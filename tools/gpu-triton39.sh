@@ -5,7 +5,7 @@
 #   tools/gpu-triton39.sh OUTDIR [ROUNDS]
 #
 # Needs, carried to the GPU machine (both git-ignored):
-#   .triton/triton-3.9.0.tar.xz   ../shared/tools/slim-triton.sh 3.9.0 .triton (Triton 3.9 for sm_90)
+#   .triton/triton-3.9.0.tar.xz   tools/slim-triton.sh 3.9.0 .triton (Triton 3.9 for sm_90)
 #   .perf/no-fence/               the 3.9 PTX of persistent, swizzle_persistent and xtile_persistent
 #                                 minus `fence.proxy.async`, written on a CPU machine by
 #     for v in persistent swizzle_persistent xtile_persistent; do
