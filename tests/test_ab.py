@@ -249,21 +249,28 @@ def ab_run(tmp_path: Path, name: str, **kwargs: object):  # type: ignore[no-unty
 CHANGED = {"tma_xtile_persistent": "sha256:new"}
 
 
-def test_a_change_the_size_of_its_tolerance_is_ambiguous_and_says_which_side(
-    tmp_path: Path,
-) -> None:
-    # On the H200, xtile_persistent nn K = 4096 was +0.95 % and +1.13 % against a 1.07 %
-    # tolerance: AMBIGUOUS at the round cap, with "measure more" though the cap was reached.
-    # Significant on one side and straddling the tolerance: the note names the side and size.
+def _one_changed_case_slower(tmp_path: Path, ratio: float):  # type: ignore[no-untyped-def]
+    """A run whose only changed code is tma_xtile_persistent's, its K = 512 case `ratio` x the
+    base's: (that case's id, the run)."""
     slow = key("tma_xtile_persistent", K=512)
     run = ab_run(
         tmp_path,
         "ab.json",
         seed=3,
         rounds=300,
-        ab={slow: 1.01},
+        ab={slow: ratio},
         base_code={"tma_xtile_persistent": "sha256:old"},
     )
+    return slow, run
+
+
+def test_a_change_the_size_of_its_tolerance_is_ambiguous_and_says_which_side(
+    tmp_path: Path,
+) -> None:
+    # On the H200, xtile_persistent nn K = 4096 was +0.95 % and +1.13 % against a 1.07 %
+    # tolerance: AMBIGUOUS at the round cap, with "measure more" though the cap was reached.
+    # Significant on one side and straddling the tolerance: the note names the side and size.
+    slow, run = _one_changed_case_slower(tmp_path, 1.01)
     case = {c.key: c for c in compare_ab(run, None, policy=ABPolicy(ceiling=0.01)).cases}[slow]
     assert case.verdict is ABVerdict.AMBIGUOUS, case
     assert case.ci is not None and case.ci[0] > 1 and case.ci[0] - 1 < 0.01 < case.ci[1] - 1
@@ -272,15 +279,7 @@ def test_a_change_the_size_of_its_tolerance_is_ambiguous_and_says_which_side(
 
 
 def test_a_two_percent_slowdown_is_found_and_only_there(tmp_path: Path) -> None:
-    slow = key("tma_xtile_persistent", K=512)
-    run = ab_run(
-        tmp_path,
-        "ab.json",
-        seed=3,
-        rounds=300,
-        ab={slow: 1.02},
-        base_code={"tma_xtile_persistent": "sha256:old"},
-    )
+    slow, run = _one_changed_case_slower(tmp_path, 1.02)
     cmp = compare_ab(run, None, policy=ABPolicy(ceiling=0.01))
     by = {c.key: c for c in cmp.cases}
     assert by[slow].verdict is ABVerdict.SLOWER, by[slow]
@@ -446,6 +445,15 @@ def test_a_corrupt_noise_file_is_named(tmp_path: Path) -> None:
         )
     )
     with pytest.raises(InputError, match=r"nvidia-h200.ab.json, row x"):
+        load_noise(bad)
+    # a row complete but for a noise that is not a number: named too, with what to do
+    row = {"run_ratios": [1.001], "spread": 0.001, "tolerance": 0.005, "noise": "wide"}
+    bad.write_text(
+        json.dumps(
+            {"schema": "tilegate.ab-noise/1", "gpu": {"slug": "nvidia-h200"}, "rows": {"y": row}}
+        )
+    )
+    with pytest.raises(InputError, match=r"row y: .*finite noise.*nox -s ab_noise"):
         load_noise(bad)
 
 

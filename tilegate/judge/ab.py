@@ -24,7 +24,8 @@ The noise file: per case, the A/A paired ratio of each of several runs with REF 
 sides the same code), its noise (the `noise_confidence` upper bound of the RMS of r_j - 1:
 tilegate.judge.stats.rms_upper_bound) and tolerance = clamp(multiple x noise, floor, ceiling), so
 more runs give a tighter tolerance, never a looser one; a case seen in fewer than
-MIN_NOISE_RUNS runs gets at least the largest tolerance of the cases seen that often (POOLED). A case it lacks gets the ceiling, marked uncalibrated.
+MIN_NOISE_RUNS runs gets at least the largest tolerance of the cases seen that often (POOLED).
+A case it lacks gets the ceiling, marked uncalibrated.
 
 The words (ABVerdict) are tilegate.judge.vocabulary's; the exit rule is tilegate.judge.outcome.
 """
@@ -285,7 +286,8 @@ def load_noise(path: Path) -> Noise:
         )
         if not ok:
             raise InputError(
-                f"{where}, row {key}: needs run_ratios, spread and a tolerance in (0, 1)"
+                f"{where}, row {key}: needs run_ratios, spread, a tolerance in (0, 1) and a "
+                "finite noise if it has one; re-record it with `nox -s ab_noise`"
             )
         rows[key] = NoiseRow(
             key,
