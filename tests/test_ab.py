@@ -9,6 +9,7 @@ import ast
 import json
 import subprocess
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ from tilegate.judge.ab import (
     ABVerdict,
     build_noise,
     compare_ab,
+    judge_case,
     load_noise,
     save_noise,
 )
@@ -276,6 +278,62 @@ def test_a_change_the_size_of_its_tolerance_is_ambiguous_and_says_which_side(
     assert case.ci is not None and case.ci[0] > 1 and case.ci[0] - 1 < 0.01 < case.ci[1] - 1
     assert case.note.startswith("slower than the base (+") and "1.00% tolerance" in case.note
     assert "measure more" not in case.note
+
+
+def _judged_at(run, slow: str, tolerance: float, stopped: str | None):  # type: ignore[no-untyped-def]
+    """The case `slow` of `run` judged against `tolerance`, its head's budget having stopped
+    for `stopped` (tilegate.harness.budget: "cap" when every round it may have was spent)."""
+    head = replace(run.rows[slow], budget_stopped=stopped)
+    return judge_case(slow, [(run, head, run.base_rows[slow])], tolerance, "test", ABPolicy())
+
+
+def test_a_change_the_size_of_its_tolerance_is_decided_by_its_median_at_the_cap(
+    tmp_path: Path,
+) -> None:
+    # The H200's xtile_persistent nn K = 4096 (+0.95 % and +1.13 % against 1.07 %) ran to the
+    # cap AMBIGUOUS: no number of rounds decides a change the size of its tolerance. At the cap
+    # the sequential test's boundaries meet: the median decides, on either side of it.
+    slow, run = _one_changed_case_slower(tmp_path, 1.01)
+    probe = _judged_at(run, slow, 0.01, None)
+    lo, hi = probe.ci
+    assert lo > 1 and probe.p_slower < 0.01, probe  # significant: slower than the base
+    # tolerances just under and just over its median, both inside its interval
+    under, over = probe.ratio - 1 - 0.0003, probe.ratio - 1 + 0.0003
+    assert lo - 1 < under < over < hi - 1
+    for tol in (under, over):
+        assert _judged_at(run, slow, tol, None).verdict is ABVerdict.AMBIGUOUS
+        assert _judged_at(run, slow, tol, "profile").verdict is ABVerdict.AMBIGUOUS
+    beyond = _judged_at(run, slow, under, "cap")
+    assert beyond.verdict is ABVerdict.SLOWER, beyond
+    assert "reached the cap" in beyond.note and "beyond the tolerance" in beyond.note
+    within = _judged_at(run, slow, over, "cap")
+    assert within.verdict is ABVerdict.SAME, within
+    assert "within the tolerance" in within.note
+    # the same on the faster side (the base / head swapped)
+    fast = replace(run.base_rows[slow], budget_stopped="cap")
+    mirror = judge_case(slow, [(run, fast, run.rows[slow])], under, "test", ABPolicy())
+    assert mirror.verdict is ABVerdict.FASTER, mirror
+
+
+def test_at_the_cap_a_change_that_is_not_significant_stays_ambiguous(tmp_path: Path) -> None:
+    slow, run = _one_changed_case_slower(tmp_path, 1.0)
+    case = _judged_at(run, slow, 0.0005, "cap")  # an interval around 1 that crosses +-0.05 %
+    assert case.ci[0] < 1 < case.ci[1]
+    assert case.verdict is ABVerdict.AMBIGUOUS and "measure more" in case.note, case
+
+
+def test_a_rows_budget_stop_is_read_and_a_bad_one_is_named(tmp_path: Path) -> None:
+    data = make_run(rounds=40, code={}, ab={}, base_code={"tiled": "sha256:old"})
+    data["benchmarks"][0]["extra_info"]["tilegate"]["budget"] = {"stopped": "cap"}
+    first = data["benchmarks"][0]["name"]
+    run = load_results(write(tmp_path / "ok.json", data))
+    assert [r.budget_stopped for r in (*run.rows.values(), *run.base_rows.values())].count(
+        "cap"
+    ) == 1
+    data["benchmarks"][0]["extra_info"]["tilegate"]["budget"] = {"stopped": 3}
+    with pytest.raises(InputError, match=r"budget\.stopped is 3; expected a string") as err:
+        load_results(write(tmp_path / "bad.json", data))
+    assert "bad.json" in str(err.value) and first.split("[")[1].rstrip("]") in str(err.value)
 
 
 def test_a_two_percent_slowdown_is_found_and_only_there(tmp_path: Path) -> None:

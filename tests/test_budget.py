@@ -116,6 +116,8 @@ def test_an_undecided_pair_is_extended_up_to_the_cap() -> None:
     assert info["stopped"] == "cap" and info["extended"] == cap - PASSES * PER_PASS
     assert info["looks"] == bd.max_looks(PASSES)
     assert got["sweeps"] == bd.max_looks(PASSES)
+    line = bd.summary_line(bd.summarize([g.info(n) for n in g.slots]))
+    assert f"1 extended to {cap:,}, 1 ran to the cap)" in line, line
 
 
 def test_budget_off_times_every_slot_every_profile_round() -> None:

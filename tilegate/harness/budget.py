@@ -22,7 +22,8 @@ so the measurer can plan per group which slots each sweep times:
 * a changed pair is looked at after every sweep: when its interval clears the tolerance
   decisively (entirely above +tol, entirely below -tol, entirely inside +-tol) its base stops;
   an undecided pair gets extension sweeps beyond the profile's (head, base and the group's
-  reference) up to CAP_FACTOR x the profile's rounds;
+  reference) up to CAP_FACTOR x the profile's rounds, where the verdict decides it by its median
+  if the change is significant (tilegate.judge.ab: the boundaries meet at the last look);
 * multiple looks: every look before the verdict uses confidence 1 - alpha / max_looks
   (Bonferroni over the most looks a pair can get); the verdict itself (tilegate.judge.ab,
   after the run) uses the policy's alpha. A false SLOWER at the boundary is then at most
@@ -432,7 +433,7 @@ def summary_line(total: Mapping[str, Any]) -> str:
         f"(median {total['changed_median_rounds']:,}, {total['stopped_early']} stopped early, "
         f"{total['extended']} extended"
         + (f" to {total['max_rounds']:,}" if total["extended"] else "")
-        + (f", {total['capped']} at the cap undecided" if total.get("capped") else "")
+        + (f", {total['capped']} ran to the cap" if total.get("capped") else "")
         + f"), {total['unchanged_cases']} unchanged case(s) head-only + {sent} sentinel base rounds"
         + (f" ({full} timed in full: their sentinel did not settle)" if full else "")
         + _cut_part(total)

@@ -13,7 +13,10 @@ buffer), so the per-round ratio head/base cancels them; a stored baseline cannot
 * SLOWER (fails): the whole interval above +tolerance, significant, and slower than the
   tolerance in a majority of the runs; FASTER likewise below -tolerance; SAME: the whole
   interval inside +-tolerance; AMBIGUOUS otherwise: the data cannot decide, measure more
-  (`tilegate perf` re-measures SLOWER and AMBIGUOUS cases before they can fail);
+  (`tilegate perf` re-measures SLOWER and AMBIGUOUS cases before they can fail). A significant
+  change whose interval crosses the tolerance after the A/B budget's every round (its cap,
+  tilegate.harness.budget) is decided by its median: the sequential test's boundaries meet at
+  its last look;
 * a variant only the head has is NEW (not judged), one only the base has is REMOVED: it fails
   (its cases and the expectations they carry would escape the gate) unless acknowledged; a
   renamed variant (`renamed_from=`, tilegate.harness.base.renames) is paired with its old self;
@@ -461,16 +464,43 @@ def judge_case(
         # significant, but by about the tolerance: more rounds narrow the interval around the
         # tolerance and seldom decide it; say what is known (a change of that size, and its side)
         side = "slower" if lo > 1 else "faster"
-        verdict, note = (
-            ABVerdict.AMBIGUOUS,
+        about = (
             f"{side} than the base ({lo - 1:+.2%} .. {hi - 1:+.2%}), by about its "
-            f"{tolerance:.2%} tolerance: the interval crosses it",
+            f"{tolerance:.2%} tolerance"
         )
+        if any(h.budget_stopped == "cap" for _, h, _ in pairs):
+            # its rounds are spent: the boundaries meet at the cap, the median decides
+            verdict, note = _at_cap(ratio, tolerance, side, runs_slower, runs_faster, about)
+        else:
+            verdict, note = ABVerdict.AMBIGUOUS, f"{about}: the interval crosses it"
     else:
         verdict, note = ABVerdict.AMBIGUOUS, "the interval crosses the tolerance: measure more"
     if changed is None:
         note = "; ".join(filter(None, [note, "no code hash on a side: identity unknown"]))
     return replace(measured, verdict=verdict, note=note)
+
+
+def _at_cap(
+    ratio: float,
+    tolerance: float,
+    side: str,
+    runs_slower: bool,
+    runs_faster: bool,
+    about: str,
+) -> tuple[ABVerdict, str]:
+    """A significant change whose interval still crosses the tolerance after every round the
+    budget allows (the cap): decided by its median, as a sequential test whose boundaries meet
+    at its last look. Its interval says it is within about a half-width of the tolerance, so a
+    change of that size may go either way; one that is not significant stays AMBIGUOUS."""
+    beyond = ratio - 1 > tolerance if side == "slower" else ratio - 1 < -tolerance
+    majority = runs_slower if side == "slower" else runs_faster
+    how = f"{about}; its rounds reached the cap, so its median ({ratio - 1:+.2%}) decides"
+    if not beyond:
+        return ABVerdict.SAME, f"{how}: within the tolerance"
+    if not majority:
+        return ABVerdict.AMBIGUOUS, f"{how}, but most of its runs are within the tolerance"
+    verdict = ABVerdict.SLOWER if side == "slower" else ABVerdict.FASTER
+    return verdict, f"{how}: beyond the tolerance"
 
 
 def compare_ab(

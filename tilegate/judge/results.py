@@ -200,6 +200,9 @@ class Row(MatmulNames):
     # which of its group's rounds the samples are (half-open ranges, tilegate.harness.budget);
     # None: every round of the group. An A/B run's budget times some base rows in fewer rounds
     timed_in: tuple[tuple[int, int], ...] | None = None
+    # why the A/B budget stopped timing it (extra_info.tilegate.budget.stopped): "cap" when a
+    # changed pair used every round it may have (tilegate.harness.budget.CAP_FACTOR)
+    budget_stopped: str | None = None
 
 
 def param_order(params: Mapping[str, Any], axes: Sequence[str]) -> tuple[Any, ...]:
@@ -601,8 +604,15 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
             timed_in = check_ranges(tg["timed_in"], len(samples))
         except ValueError as err:
             raise InputError(f"{where}: extra_info.tilegate.{err}") from err
+    budget = tg.get("budget")
+    stopped = budget.get("stopped") if isinstance(budget, dict) else None
+    if stopped is not None and not isinstance(stopped, str):
+        raise InputError(
+            f"{where}: extra_info.tilegate.budget.stopped is {stopped!r}; expected a string"
+        )
     return Row(
         timed_in=timed_in,
+        budget_stopped=stopped,
         gpu_index=gpu_index,
         gpu_serial=str(tg["gpu_serial"]) if tg.get("gpu_serial") is not None else None,
         reference=tg.get("reference") is True,
