@@ -302,10 +302,18 @@ def test_a_change_the_size_of_its_tolerance_is_decided_by_its_median_at_the_cap(
     assert lo - 1 < under < over < hi - 1
     for tol in (under, over):
         assert _judged_at(run, slow, tol, None).verdict is ABVerdict.AMBIGUOUS
+        assert not _judged_at(run, slow, tol, None).by_median
         assert _judged_at(run, slow, tol, "profile").verdict is ABVerdict.AMBIGUOUS
     beyond = _judged_at(run, slow, under, "cap")
-    assert beyond.verdict is ABVerdict.SLOWER, beyond
+    assert beyond.verdict is ABVerdict.SLOWER and beyond.by_median, beyond
     assert "reached the cap" in beyond.note and "beyond the tolerance" in beyond.note
+    # the report's deciding cases (and so the PR comment) say how it was decided
+    from tilegate.judge.ab import ABComparison
+    from tilegate.report.render import _deciding
+
+    deciding = _deciding(None, ABComparison(run, (), (beyond,), None, ABPolicy()), False)
+    row = [x for x in deciding if f"`{slow}` | SLOWER than the base, by its median at the" in x]
+    assert row and f"| {beyond.ratio - 1:+.2%} |" in row[0] and f"| {under:.2%} |" in row[0], row
     within = _judged_at(run, slow, over, "cap")
     assert within.verdict is ABVerdict.SAME, within
     assert "within the tolerance" in within.note

@@ -1,3 +1,3 @@
-"""tilegate: a CI performance-regression gate for Triton matmul kernels."""
+"""tilegate: a CI performance-regression gate for Triton kernels."""
 
 __version__ = "0.1.0"

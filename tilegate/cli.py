@@ -441,7 +441,7 @@ def _missing_fingerprint(reason: str) -> int:
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tilegate",
-        description="CI performance gate for Triton matmul kernels. Exit 0: holds; 1: regression or broken "
+        description="CI performance gate for Triton kernels. Exit 0: holds; 1: regression or broken "
         "expectation; 2: cannot judge.",
     )
     parser.add_argument("--version", action="version", version=f"tilegate {__version__}")

@@ -27,7 +27,8 @@ so the measurer can plan per group which slots each sweep times:
 * multiple looks: every look before the verdict uses confidence 1 - alpha / max_looks
   (Bonferroni over the most looks a pair can get); the verdict itself (tilegate.judge.ab,
   after the run) uses the policy's alpha. A false SLOWER at the boundary is then at most
-  alpha / 2 from all interim looks together plus alpha / 2 from the verdict: alpha.
+  alpha / 2 from all interim looks together plus alpha / 2 from the verdict: alpha, for a pair
+  decided before the cap (one that reaches it is decided by its median, tilegate.judge.ab).
 
 Samples of a row are kept in round order; `timed_in` says which of the group's rounds (numbered
 in time order over all sweeps) they are, as half-open ranges; two rows are paired over the

@@ -337,6 +337,7 @@ class ABCase:
     code_changed: bool | None = None  # None: a side has no code hash (cannot tell)
     note: str = ""
     acknowledged: bool = False  # REMOVED: a maintainer accepted it (--accept-baseline-change)
+    by_median: bool = False  # decided by its median at the budget's cap (interval crosses tol)
 
     @property
     def fails(self) -> bool:
@@ -471,6 +472,7 @@ def judge_case(
         if any(h.budget_stopped == "cap" for _, h, _ in pairs):
             # its rounds are spent: the boundaries meet at the cap, the median decides
             verdict, note = _at_cap(ratio, tolerance, side, runs_slower, runs_faster, about)
+            measured = replace(measured, by_median=verdict is not ABVerdict.AMBIGUOUS)
         else:
             verdict, note = ABVerdict.AMBIGUOUS, f"{about}: the interval crosses it"
     else:

@@ -90,8 +90,15 @@ def _deciding(
     for line in integrity:
         rows.append((line, "baseline loosened (not acknowledged)", "", "", ""))
     for c in result.slower:
-        what = "SLOWER than the base" + (", confirmed" if ab and ab.confirmations else "")
-        rows.append((f"`{c.key}`", what, pct((c.ratio or 1) - 1), interval(c), tol(c.tolerance)))
+        what = (
+            "SLOWER than the base"
+            + (", by its median at the round cap" if c.by_median else "")
+            + (", confirmed" if ab and ab.confirmations else "")
+        )
+        change, limit = pct((c.ratio or 1) - 1), tol(c.tolerance)
+        if c.by_median:  # about its tolerance: 0.1 % would print both alike
+            change, limit = f"{(c.ratio or 1) - 1:+.2%}", f"{c.tolerance or 0:.2%}"
+        rows.append((f"`{c.key}`", what, change, interval(c), limit))
     for c in result.inconsistent:
         rows.append(
             (
