@@ -471,7 +471,8 @@ def judge_case(
         )
         if any(h.budget_stopped == "cap" for _, h, _ in pairs):
             # its rounds are spent: the boundaries meet at the cap, the median decides
-            verdict, note = _at_cap(ratio, tolerance, side, runs_slower, runs_faster, about)
+            majority = runs_slower if side == "slower" else runs_faster
+            verdict, note = _at_cap(ratio, tolerance, side, majority, about)
             measured = replace(measured, by_median=verdict is not ABVerdict.AMBIGUOUS)
         else:
             verdict, note = ABVerdict.AMBIGUOUS, f"{about}: the interval crosses it"
@@ -483,19 +484,13 @@ def judge_case(
 
 
 def _at_cap(
-    ratio: float,
-    tolerance: float,
-    side: str,
-    runs_slower: bool,
-    runs_faster: bool,
-    about: str,
+    ratio: float, tolerance: float, side: str, majority: bool, about: str
 ) -> tuple[ABVerdict, str]:
     """A significant change whose interval still crosses the tolerance after every round the
     budget allows (the cap): decided by its median, as a sequential test whose boundaries meet
     at its last look. Its interval says it is within about a half-width of the tolerance, so a
     change of that size may go either way; one that is not significant stays AMBIGUOUS."""
     beyond = ratio - 1 > tolerance if side == "slower" else ratio - 1 < -tolerance
-    majority = runs_slower if side == "slower" else runs_faster
     how = f"{about}; its rounds reached the cap, so its median ({ratio - 1:+.2%}) decides"
     if not beyond:
         return ABVerdict.SAME, f"{how}: within the tolerance"
