@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Download the pure-Python wheels that an offline GPU machine needs to run `nox -s perf` on top of
-# its preinstalled CUDA torch, Triton, pytest and pytest-benchmark: nox and its dependencies.
+# Download the pure-Python wheels that an offline GPU runner needs to run `nox -s perf` on top of
+# its preinstalled CUDA torch, Triton, pytest and pytest-benchmark: nox and every package it
+# imports, pinned in tools/gpu-wheels.txt (versions that install on Python 3.10 to 3.13).
 # Usage: tools/fetch-gpu-wheels.sh [DIR]   (default .whl, git-ignored)
-# Then, on the GPU machine:
-#   python3 -m pip install -q --no-index --no-deps --target /tmp/site DIR/*.whl
-#   PYTHONPATH=/tmp/site python3 -m nox -s perf
+# Then, on the GPU machine (tools/gpu-nox.sh installs nox from DIR with --no-index --target):
+#   TILEGATE_WHEELHOUSE=DIR bash tools/gpu-nox.sh -s perf
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
 dir=${1:-.whl}
 mkdir -p "$dir"
-python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation py \
-  -d "$dir" \
-  nox==2026.10.20 argcomplete==3.7.2 colorlog==6.12.0 dependency-groups==1.3.2 \
-  virtualenv==21.15.11 distlib==0.4.4 platformdirs==4.14.8 python-discovery==1.9.6
+# --python-version 3.10: the oldest Python tilegate supports, so every pin resolves for it and
+# for the newer ones (tests/test_wheelhouse.py checks 3.10 to 3.13 against the folder)
+python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+  --python-version 3.10 --implementation py -d "$dir" -r "$here/gpu-wheels.txt"
 ls "$dir"

@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-NOX_VERSION=2026.10.20  # same pin as tools/fetch-gpu-wheels.sh and .github/workflows/ci.yml
+NOX_VERSION=2026.10.20  # same pin as tools/gpu-wheels.txt and .github/workflows/ci.yml
 python=${TILEGATE_PYTHON:-python3}
 # RUNNER_TEMP is emptied after every job, so nothing a job installs here outlives it.
 site=${RUNNER_TEMP:-${TMPDIR:-/tmp}}/tilegate-nox-$NOX_VERSION
