@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Pull requests judged on a GPU machine exactly the way perf.yml judges them: the work tree is
+# committed as the base, each step commits one change on top of it (the pull request), and the
+# BASE's copy of tools/ci/gate_from_base.py runs with `--base HEAD^1 --via nox` (nox from the
+# runner's own python3 through tools/gpu-nox.sh; TILEGATE_WHEELHOUSE for a runner without PyPI),
+# confirmation as shipped. Each step's exit code, wall time, headline and deciding lines go to
+# OUTDIR/summary.txt, its report / results / gate.json to OUTDIR/<step>.*.
+#
+#   tools/gpu-ci-path.sh OUTDIR STEP...
+#
+# Steps (quick profile unless said; STEP:N repeats it N times; cold+STEP: a bare Triton cache):
+#   aa          nothing changed (an empty commit): A/A
+#   aadefault   the same, default profile
+#   onepct      tma_xtile_persistent launches 2 programs fewer (262 of 264): a ~1 % slowdown
+#   stages      pointer sm_90 num_stages 3 -> 4 (default profile): one family changed
+#   groupm      pointer sm_90 GROUP_M 8 -> 1 (default profile): one family changed
+#   clone       `b = b.clone()` in the host wrapper: work outside the Triton kernels
+#   rename      xtile_persistent renamed xtile_persistent_v2 with its flatten off
+#   dropk       the PR drops K = 128 from perf_tests/ and makes tma_xtile_persistent ~1 % slower
+#               at K = 128 only (its protocol edit is a change of the gate; the base's measures)
+#   unsupported the PR's registry declares tma_xtile_persistent unsupported on sm_90 (a skip)
+# Environment: EXTRA="..." more options for tilegate perf in every step.
+set -uo pipefail
+out=${1:?usage: tools/gpu-ci-path.sh OUTDIR STEP...}; shift
+out=$(mkdir -p "$out" && cd "$out" && pwd); summary=$out/summary.txt; touch "$summary"
+export PYTHONUNBUFFERED=1
+if [ -n "$(git status --porcelain)" ]; then
+  git add -A && git -c user.name=gpu -c user.email=gpu@localhost commit -qm "gpu-ci-path: the work tree as the base"
+fi
+base=$(git rev-parse HEAD)
+trap 'git reset -q --hard "$base"' EXIT
+edit() {  # edit FILE OLD NEW: replace one exact snippet, or stop the step
+  python3 - "$@" <<'PY'
+import sys
+from pathlib import Path
+p, old, new = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+s = p.read_text()
+assert s.count(old) == 1, f"{p}: snippet not found once: {old!r}"
+p.write_text(s.replace(old, new))
+PY
+}
+stamp() {  # each line of stdin with the seconds since the step began
+  python3 -u -c 'import sys, time
+t0 = time.time()
+for line in sys.stdin:
+    sys.stdout.write(f"{time.time() - t0:7.1f} {line}")'
+}
+step() {  # step NAME [tilegate perf options...]: commit the work tree as the PR, judge it
+  local name=$1; shift; local t0 rc dir gate cache
+  while [ -e "$out/$name.log" ]; do name="$name+"; done
+  git -c user.name=gpu -c user.email=gpu@localhost commit -q --allow-empty -am "pr: $name"
+  dir=$(mktemp -d); gate=$(mktemp)
+  git show HEAD^1:tools/ci/gate_from_base.py > "$gate"  # the base's copy, as perf.yml runs it
+  cache=${TRITON_CACHE_DIR:-}
+  if [ -n "${COLD:-}" ]; then cache=$(mktemp -d); fi
+  t0=$(date +%s.%N)
+  # shellcheck disable=SC2086
+  env ${cache:+TRITON_CACHE_DIR=$cache} python3 "$gate" --base HEAD^1 --via nox --out-dir "$dir" \
+    -- --no-plots "$@" ${EXTRA:-} 2>&1 | stamp > "$out/$name.log"
+  rc=${PIPESTATUS[0]}
+  printf '%-12s exit %s %6.1f s  %s\n' "$name" "$rc" "$(python3 -c "import time;print(time.time()-$t0)")" \
+    "$(head -n 1 "$dir/report.md" 2>/dev/null)" | tee -a "$summary"
+  grep -m 8 -E "^\- \*\*|SLOWER|UNSTABLE|REMOVED|NOT MEASURED|not measured|TIME MOVED|rounds:|confirm" "$dir/report.md" 2>/dev/null \
+    | cut -c1-300 | sed 's/^/    /' >> "$summary"
+  for f in report.md results.json gate.json; do cp "$dir/$f" "$out/$name.$f" 2>/dev/null; done
+  git reset -q --hard "$base"
+  return 0
+}
+for spec in "$@"; do
+  COLD=""; if [ "${spec#cold+}" != "$spec" ]; then COLD=1; spec=${spec#cold+}; fi
+  what=${spec%%:*}; n=${spec#*:}; [ "$n" = "$spec" ] && n=1
+  for i in $(seq 1 "$n"); do
+    case $what in
+      aa) step aa ;;
+      aadefault) step aadefault --profile default ;;
+      onepct)
+        edit kernels/tma.py 'programs = min(cfg.programs_per_sm * num_sms, num_tiles)' \
+          'programs = min(cfg.programs_per_sm * num_sms - (2 if flatten else 0), num_tiles)'
+        step onepct ;;
+      stages)
+        edit kernels/configs.py '("pointer", "sm_90"): Config(128, 256, 64, 8, num_warps=8, num_stages=3,' \
+          '("pointer", "sm_90"): Config(128, 256, 64, 8, num_warps=8, num_stages=4,'
+        step stages --profile default ;;
+      groupm)
+        edit kernels/configs.py '("pointer", "sm_90"): Config(128, 256, 64, 8,' '("pointer", "sm_90"): Config(128, 256, 64, 1,'
+        step groupm --profile default ;;
+      clone)
+        edit kernels/_host.py '    return launch_kernel(variant, launch, a, b, c)' '    b = b.clone()
+    return launch_kernel(variant, launch, a, b, c)'
+        step clone ;;
+      rename)
+        edit kernels/registry.py '"xtile_persistent",
+        "pointer",' '"xtile_persistent_v2",
+        "pointer",'
+        edit kernels/registry.py 'grouped=True,
+        flatten=True,
+        xtile_twin_of="swizzle_persistent",' 'grouped=True,
+        flatten=False,
+        xtile_twin_of="swizzle_persistent",'
+        step rename ;;
+      dropk)
+        edit perf_tests/test_matmul.py '(128, 512, 4096)' '(512, 4096)'
+        edit kernels/tma.py 'programs = min(cfg.programs_per_sm * num_sms, num_tiles)' \
+          'programs = min(cfg.programs_per_sm * num_sms - (2 if flatten and K <= 128 else 0), num_tiles)'
+        step dropk ;;
+      unsupported)
+        edit kernels/registry.py 'xtile_twin_of="tma_swizzle_persistent",' \
+          'xtile_twin_of="tma_swizzle_persistent",
+        capabilities=((10, 0),),'
+        step unsupported ;;
+      *) echo "unknown step $spec" | tee -a "$summary" ;;
+    esac
+  done
+done
