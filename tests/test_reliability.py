@@ -134,11 +134,11 @@ def _boom(*_args: object, **_kwargs: object) -> None:
 CRASHES = {
     # command: (what to break, arguments after the command, the report it writes)
     "compare": (
-        "tilegate.judge.gate.render",
+        "tilegate.report.gate.render",
         [str(RECORDED), str(BASELINE), "--no-plots"],
         "--report",
     ),
-    "report": ("tilegate.judge.gate.render", [str(RECORDED), str(BASELINE)], "--out"),
+    "report": ("tilegate.report.gate.render", [str(RECORDED), str(BASELINE)], "--out"),
     "rebaseline": (
         "tilegate.judge.rebaseline.rebaseline",
         [str(RECORDED), "--out", "b.json"],

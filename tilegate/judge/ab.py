@@ -52,7 +52,7 @@ from tilegate.judge import stats
 from tilegate.judge.policy import TolerancePolicy
 from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, row_order
 from tilegate.judge.vocabulary import ABVerdict
-from tilegate.report.markdown import listing
+from tilegate.markdown import listing
 
 NOISE_SCHEMA = "tilegate.ab-noise/1"
 

@@ -53,6 +53,13 @@ _POLICY_LOOSER = {
     "confidence": +1,  # A/B: a wider interval is harder to put wholly above the tolerance
 }
 
+# how to make a ref's commit available (the A/B base: tilegate.harness.base; its baselines/: here)
+FETCH_HINT = (
+    "In GitHub Actions check out with `fetch-depth: 2` (a pull request's merge commit and its "
+    "parents: the base is HEAD^1), or `fetch-depth: 0` for any other ref; locally, "
+    "`git fetch origin <ref>`."
+)
+
 
 @dataclass(frozen=True)
 class Change:
@@ -265,8 +272,6 @@ def diff_dirs(base_dir: Path, head_dir: Path) -> list[Change]:
 
 def materialise_baselines(ref: str, repo: Path, dest_root: Path) -> Path:
     """REF's baselines/ extracted under dest_root/<sha>/ (empty when REF has none)."""
-    from tilegate.harness.base import FETCH_HINT
-
     found = subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
         capture_output=True,

@@ -26,8 +26,8 @@ from tilegate.judge.crosstile import CrossTilePair, ExpectationResult, Status, c
 from tilegate.judge.outcome import Outcome, headline, outcome
 from tilegate.judge.results import Run, row_order
 from tilegate.judge.verdict import Comparison, Verdict
+from tilegate.markdown import listing, ms, p_value, pct, table
 from tilegate.report.comment import DECIDING
-from tilegate.report.markdown import listing, ms, p_value, pct, table
 
 _VERDICT_TEXT = {
     Verdict.REGRESSED: "**REGRESSED**",
