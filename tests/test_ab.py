@@ -519,7 +519,7 @@ def test_a_corrupt_noise_file_is_named(tmp_path: Path) -> None:
             {"schema": "tilegate.ab-noise/1", "gpu": {"slug": "nvidia-h200"}, "rows": {"y": row}}
         )
     )
-    with pytest.raises(InputError, match=r"row y: .*finite noise.*nox -s ab_noise"):
+    with pytest.raises(InputError, match=r"row y: .*finite noise.*tilegate ab-noise --measure 4"):
         load_noise(bad)
 
 

@@ -351,7 +351,9 @@ def test_bad_baselines_say_what_to_do(
 ) -> None:
     bad = _write(tmp_path / "nvidia-h200.json", data)
     assert compare(tmp_path, RECORDED, bad) == 2
-    cannot_judge(capsys, str(bad), needle, f"git checkout -- {bad}", "nox -s rebaseline")
+    cannot_judge(
+        capsys, str(bad), needle, f"git checkout -- {bad}", "tilegate rebaseline --measure 3"
+    )
 
 
 @pytest.mark.parametrize("which", ["results", "baseline", "tolerances", "old baseline"])

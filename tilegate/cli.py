@@ -485,7 +485,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         description="Run the perf suite on this GPU, judge the results against "
         "BASELINES/<gpu-slug>.json, measure suspect rows again before accusing them, write "
         ".perf/results.json, report.md and plots. Unknown options go to pytest (e.g. "
-        "--perf-variants, --perf-axis K=128,4096, --perf-set M=8192, --inject).",
+        "--perf-variants, --perf-axis AXIS=V1,V2, --perf-set NAME=VALUE, --inject).",
         parents=[
             shared.profile("perf", default="quick", use="a profile of the configured benchmark"),
             shared.baselines,
@@ -628,11 +628,13 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "upgrade-ab",
-        help="a Triton upgrade on this GPU: the suite under the runner's Triton and a new one "
-        "(DIR first on PYTHONPATH), alternating processes, each case on its ratio to cuBLAS",
+        help="a Triton (or library) upgrade on this GPU: the suite under the runner's "
+        "environment and a new one (DIR first on PYTHONPATH), alternating processes, each case "
+        "on its ratio to the benchmark's reference",
         description="Run the perf suite --repeats times under each environment, alternating, and "
-        "judge each case and kernel on its ratio to cuBLAS (torch is the same on both sides); the "
-        "fingerprint's upgrade report beside it. Unknown options go to pytest.",
+        "judge each case and kernel on its ratio to the benchmark's reference variant, measured "
+        "in the same process (the reference is the same on both sides); for a Triton upgrade, "
+        "the compile fingerprint's upgrade report beside it. Unknown options go to pytest.",
         parents=[shared.profile("upgrade-ab", default="quick", use="the profile")],
     )
     p.add_argument(

@@ -120,7 +120,7 @@ def check_noise(noise: Noise) -> None:
             raise InputError(
                 f"A/B noise file {noise.path}, row {key}: tolerance {row.tolerance:g} is outside "
                 f"its policy's [floor {p.floor:g}, ceiling {p.ceiling:g}]: the file contradicts "
-                "itself (hand-edited?). Restore it from git or re-record it with `nox -s ab_noise`."
+                "itself (hand-edited?). Restore it from git or re-record it with `tilegate ab-noise --measure 4`."
             )
 
 

@@ -38,10 +38,18 @@ def off_gpus(
         why = "{} against the baseline, the other GPU's {}; with two GPUs, which one is off cannot be told"
         return [
             OffGpu(
-                i, serials.get(i), a, b, why.format(f"its cuBLAS rows moved {a:+.1%}", f"{b:+.1%}")
+                i,
+                serials.get(i),
+                a,
+                b,
+                why.format(f"its reference rows moved {a:+.1%}", f"{b:+.1%}"),
             ),
             OffGpu(
-                j, serials.get(j), b, a, why.format(f"its cuBLAS rows moved {b:+.1%}", f"{a:+.1%}")
+                j,
+                serials.get(j),
+                b,
+                a,
+                why.format(f"its reference rows moved {b:+.1%}", f"{a:+.1%}"),
             ),
         ]
     center = statistics.median(med.values())  # the model's level on this host, robust to one
@@ -51,7 +59,7 @@ def off_gpus(
             serials.get(i),
             m,
             center,
-            f"its cuBLAS rows moved {m:+.1%} against the baseline, the host's GPUs {center:+.1%}",
+            f"its reference rows moved {m:+.1%} against the baseline, the host's GPUs {center:+.1%}",
         )
         for i, m in sorted(med.items())
         if abs(m - center) > tolerance

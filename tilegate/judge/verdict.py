@@ -202,7 +202,7 @@ def ensure_comparable(run: Run, baseline: Baseline) -> None:
             f"baseline {baseline.path} was recorded on {describe_gpu(baseline.gpu)} but results "
             f"{run.path} on {describe_gpu(run.env.gpu)}, both labelled {slug}: {', '.join(differs)}. "
             "These are different GPUs: fix the label (the runner's, or machine_info.tilegate.gpu."
-            "slug), or record a baseline on this GPU with `nox -s rebaseline`."
+            "slug), or record a baseline on this GPU with `tilegate rebaseline --measure 3`."
         )
     if baseline.mode != run.env.mode:
         raise InputError(

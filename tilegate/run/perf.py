@@ -289,8 +289,8 @@ class Perf:
         elif not baseline.exists() and not self.report_only:
             return self._fail(
                 f"no baseline {baseline} for GPU '{slug}'. Record one on this GPU with "
-                "`nox -s rebaseline` (and commit it through review), or run "
-                "`nox -s perf -- --report-only`."
+                "`tilegate rebaseline --measure 3` (and commit it through review), or run "
+                "`tilegate perf --report-only`."
             )
         results = self.out_dir / "results.json"
         results.unlink(missing_ok=True)
