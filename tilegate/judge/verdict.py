@@ -475,7 +475,7 @@ def _gone_check(c: ExpectationResult, gone: set[str]) -> ExpectationResult:
 
 
 def _off_gpus(run: Run, baseline: Baseline) -> list[OffGpu]:
-    """The host's GPUs whose reference rows (cuBLAS) sit away from the other GPUs' (offgpu.off_gpus)."""
+    """The host's GPUs whose reference rows sit away from the other GPUs' (offgpu.off_gpus)."""
     if len(run.env.gpus) < 2:
         return []
     shifts: dict[int, list[float]] = {}
@@ -506,7 +506,7 @@ def _judge(
     verdict, delta, run_deltas, ps, pf = judge_row(base, runs, policy)
     note = _row_note(verdict, delta, base.tolerance, ps, policy.alpha, len(runs))
     if is_ref and verdict is Verdict.REGRESSED:
-        note += "; reference row: never fails the gate, but says the machine or torch changed"
+        note += "; reference row: never fails the gate, but says the machine or the reference's libraries changed"
     now = stats.median([stats.median(s) for s in runs])
     return RowVerdict(
         key,
