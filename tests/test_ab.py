@@ -519,7 +519,7 @@ def test_a_corrupt_noise_file_is_named(tmp_path: Path) -> None:
             {"schema": "tilegate.ab-noise/1", "gpu": {"slug": "nvidia-h200"}, "rows": {"y": row}}
         )
     )
-    with pytest.raises(InputError, match=r"row y: .*finite noise.*nox -s ab_noise"):
+    with pytest.raises(InputError, match=r"row y: .*finite noise.*tilegate ab-noise --measure 4"):
         load_noise(bad)
 
 
@@ -596,7 +596,7 @@ def test_a_confirmation_measures_again_only_what_can_fail(tmp_path: Path) -> Non
     the changed case slower than the stored baseline (round 7's default A/B: two unchanged
     K = 4096 rows, power-capped, cost a confirmation of their group)."""
     from tilegate.judge.baseline import save_baseline
-    from tilegate.judge.gate import judge
+    from tilegate.run.gate import gate
 
     save_baseline(tmp_path / "nvidia-h200.json", build_baseline(tmp_path, code={}))
     drift, changed = key("tiled", K=4096), key("grouped", K=128)
@@ -612,7 +612,7 @@ def test_a_confirmation_measures_again_only_what_can_fail(tmp_path: Path) -> Non
         ),
     )
     suspects = tmp_path / "suspects.txt"
-    got = judge(
+    got = gate(
         results, tmp_path / "nvidia-h200.json", baselines_dir=tmp_path, suspects_path=suspects
     )
     assert got.comparison is not None and got.ab is not None

@@ -143,7 +143,7 @@ def test_missing_baseline_is_2_or_report_only(
     err = capsys.readouterr().err
     assert (
         f"{tmp_path / 'nvidia-h200.json'} does not exist" in err
-        and "nox -s rebaseline" in err
+        and "tilegate rebaseline --measure 3" in err
         and "--report-only" in err
     )
     assert main([*args, "--report-only"]) == 0

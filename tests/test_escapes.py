@@ -21,7 +21,6 @@ from _factories import build_baseline, key, make_run, write
 from tilegate.errors import InputError
 from tilegate.harness.base import paired_base, registry_facts, renames
 from tilegate.judge.ab import ABVerdict, compare_ab
-from tilegate.judge.gate import judge
 from tilegate.judge.integrity import (
     check_consistent,
     check_pull_request,
@@ -30,6 +29,7 @@ from tilegate.judge.integrity import (
 from tilegate.judge.outcome import outcome
 from tilegate.judge.results import load_results
 from tilegate.judge.verdict import Verdict, compare
+from tilegate.run.gate import gate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -437,11 +437,11 @@ def test_the_gate_refuses_a_contradicting_baseline_and_a_missing_baselines_dir(
         tmp_path / "nvidia-h200.json",
         lambda x: next(iter(x["rows"].values())).update(tolerance=0.9),
     )
-    judged = judge(results, baselines_dir=tmp_path)
+    judged = gate(results, baselines_dir=tmp_path)
     assert judged.code == 2 and "contradicts itself" in (judged.error or "")
-    missing = judge(results, baselines_dir=tmp_path / "nope")
+    missing = gate(results, baselines_dir=tmp_path / "nope")
     assert missing.code == 2 and "nope does not exist" in (missing.error or "")
-    gone = judge(results, tmp_path / "nope.json")
+    gone = gate(results, tmp_path / "nope.json")
     assert gone.code == 2 and "nope.json does not exist" in (gone.error or "")
 
 
@@ -554,7 +554,7 @@ def test_an_unacknowledged_loosening_is_a_row_of_the_deciding_cases(tmp_path: Pa
     repo = _repo(tmp_path)
     _loosen_tolerance(repo / "baselines")
     found = check_pull_request("HEAD", repo / "baselines", repo, tmp_path / "work")
-    judged = judge(
+    judged = gate(
         ROOT / "tests/fixtures/recorded-h200-quick.json",
         baselines_dir=found.judge_dir,
         integrity=found,

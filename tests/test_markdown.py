@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tilegate.report.markdown import cell, table
+from tilegate.markdown import cell, table
 
 
 def test_table_aligns_columns_and_escapes_every_cell() -> None:

@@ -134,7 +134,7 @@ def test_no_baseline_is_2_unless_report_only(tmp_path: Path) -> None:
     missing = tmp_path / "nvidia-h200.json"
     code, p = perf(tmp_path, None, FakeSuite({"seed": 56}), baselines_dir=tmp_path)
     assert code == 2
-    assert any("nox -s rebaseline" in line for line in p.lines)  # type: ignore[attr-defined]
+    assert any("tilegate rebaseline --measure 3" in line for line in p.lines)  # type: ignore[attr-defined]
     assert not missing.exists()
     code, _ = perf(
         tmp_path, None, FakeSuite({"seed": 56}), baselines_dir=tmp_path, report_only=True

@@ -134,11 +134,11 @@ def _boom(*_args: object, **_kwargs: object) -> None:
 CRASHES = {
     # command: (what to break, arguments after the command, the report it writes)
     "compare": (
-        "tilegate.judge.gate.render",
+        "tilegate.report.gate.render",
         [str(RECORDED), str(BASELINE), "--no-plots"],
         "--report",
     ),
-    "report": ("tilegate.judge.gate.render", [str(RECORDED), str(BASELINE)], "--out"),
+    "report": ("tilegate.report.gate.render", [str(RECORDED), str(BASELINE)], "--out"),
     "rebaseline": (
         "tilegate.judge.rebaseline.rebaseline",
         [str(RECORDED), "--out", "b.json"],
@@ -351,7 +351,9 @@ def test_bad_baselines_say_what_to_do(
 ) -> None:
     bad = _write(tmp_path / "nvidia-h200.json", data)
     assert compare(tmp_path, RECORDED, bad) == 2
-    cannot_judge(capsys, str(bad), needle, f"git checkout -- {bad}", "nox -s rebaseline")
+    cannot_judge(
+        capsys, str(bad), needle, f"git checkout -- {bad}", "tilegate rebaseline --measure 3"
+    )
 
 
 @pytest.mark.parametrize("which", ["results", "baseline", "tolerances", "old baseline"])

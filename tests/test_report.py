@@ -45,7 +45,10 @@ def test_summary_names_the_rows_and_the_fix() -> None:
     text = regressed_report()
     assert "`xtile_persistent-fp16-nt-K128` +4" in text  # +40 % against the baseline
     assert "`persistent-fp16-nt-K4096` +" in text
-    assert "**Improved** (1): `grouped-fp16-nt-K512`" in text and "nox -s rebaseline" in text
+    assert (
+        "**Improved** (1): `grouped-fp16-nt-K512`" in text
+        and "`tilegate rebaseline --measure 3` on this GPU" in text
+    )
     assert "xtile_persistent stopped winning" in text
 
 

@@ -254,7 +254,7 @@ def test_other_gpu_baseline(workdir: Path) -> None:
     alone = replace(
         load_baseline_fixture(), path=workdir / "nvidia-h200.json"
     )  # no RTX baseline beside it
-    with pytest.raises(InputError, match="nox -s rebaseline"):
+    with pytest.raises(InputError, match="tilegate rebaseline --measure 3"):
         compare(rtx, alone)
 
 

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tilegate.judge import ab, crosstile, outcome, verdict, vocabulary
+from tilegate.judge import ab, crosstile, outcome, upgrade, verdict, vocabulary
 from tilegate.judge.vocabulary import JUDGEMENTS, Word, used_by
-from tilegate.run import upgrade
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -74,6 +73,7 @@ def test_each_judging_module_uses_the_vocabularys_enum() -> None:
         "tilegate/judge/ab.py",
         "tilegate/judge/crosstile.py",
         "tilegate/judge/outcome.py",
+        "tilegate/judge/upgrade.py",
         "tilegate/run/upgrade.py",
     ],
 )

@@ -17,10 +17,10 @@ from tilegate import __version__
 from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
 from tilegate.fileio import atomic_write_text
 from tilegate.judge.baseline import DEFAULT_DIR, Baseline, baseline_path, load_baseline
-from tilegate.judge.gate import judge
 from tilegate.judge.policy import load_tolerances
 from tilegate.judge.results import load_results
 from tilegate.run.crash import guarded, replace_reports
+from tilegate.run.gate import gate
 from tilegate.run.profiles import add_profile_argument, check_profile, profile_names, wants_help
 
 PERF_DIR = Path(".perf")
@@ -35,7 +35,7 @@ def _err(message: str) -> None:
 
 def _judge(args: argparse.Namespace, *, report_only: bool) -> int:
     report_path: Path | None = Path(args.report) if args.report else None
-    judged = judge(
+    judged = gate(
         Path(args.results),
         Path(args.baseline) if args.baseline else None,
         [Path(c) for c in args.confirm or []],
@@ -296,7 +296,7 @@ def _profile_count(spec: str) -> tuple[str, int]:
 
 def _cmd_ab_noise(args: argparse.Namespace) -> int:
     from tilegate.judge.ab import MIN_NOISE_RUNS, POOLED, build_noise, noise_path, save_noise
-    from tilegate.report.markdown import table
+    from tilegate.markdown import table
 
     try:
         results = list(args.results)
@@ -373,8 +373,10 @@ def _cmd_ab_noise(args: argparse.Namespace) -> int:
 
 
 def _cmd_upgrade_ab(args: argparse.Namespace) -> int:
+    from tilegate.judge.outcome import upgrade_outcome
+    from tilegate.judge.upgrade import judge_upgrade
     from tilegate.run.perf import run_suite
-    from tilegate.run.upgrade import fingerprint_diff, judge_upgrade, measure_sides, render
+    from tilegate.run.upgrade import fingerprint_diff, measure_sides, render
 
     out_dir = PERF_DIR / "upgrade-ab"
     try:
@@ -404,7 +406,7 @@ def _cmd_upgrade_ab(args: argparse.Namespace) -> int:
     atomic_write_text(out_dir / "report.md", text)
     print(text, end="")
     print(f"(report written to {out_dir / 'report.md'})", file=sys.stderr)
-    return cmp.exit_code
+    return upgrade_outcome(cmp).code
 
 
 # --- fingerprint (another module; imported only when asked for) ------------------------------------------
@@ -483,7 +485,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         description="Run the perf suite on this GPU, judge the results against "
         "BASELINES/<gpu-slug>.json, measure suspect rows again before accusing them, write "
         ".perf/results.json, report.md and plots. Unknown options go to pytest (e.g. "
-        "--perf-variants, --perf-axis K=128,4096, --perf-set M=8192, --inject).",
+        "--perf-variants, --perf-axis AXIS=V1,V2, --perf-set NAME=VALUE, --inject).",
         parents=[
             shared.profile("perf", default="quick", use="a profile of the configured benchmark"),
             shared.baselines,
@@ -626,11 +628,13 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "upgrade-ab",
-        help="a Triton upgrade on this GPU: the suite under the runner's Triton and a new one "
-        "(DIR first on PYTHONPATH), alternating processes, each case on its ratio to cuBLAS",
+        help="a Triton (or library) upgrade on this GPU: the suite under the runner's "
+        "environment and a new one (DIR first on PYTHONPATH), alternating processes, each case "
+        "on its ratio to the benchmark's reference",
         description="Run the perf suite --repeats times under each environment, alternating, and "
-        "judge each case and kernel on its ratio to cuBLAS (torch is the same on both sides); the "
-        "fingerprint's upgrade report beside it. Unknown options go to pytest.",
+        "judge each case and kernel on its ratio to the benchmark's reference variant, measured "
+        "in the same process (the reference is the same on both sides); for a Triton upgrade, "
+        "the compile fingerprint's upgrade report beside it. Unknown options go to pytest.",
         parents=[shared.profile("upgrade-ab", default="quick", use="the profile")],
     )
     p.add_argument(

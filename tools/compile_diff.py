@@ -1,7 +1,7 @@
 """Compile one variant at one shape under the current Triton, with no GPU; dump every stage.
 
     python tools/compile_diff.py persistent --k 128 --out /tmp/cd/3.6/persistent-K128
-    /work/venv39/bin/python tools/compile_diff.py persistent --k 128 --out /tmp/cd/3.9/persistent-K128
+    .venv39/bin/python tools/compile_diff.py persistent --k 128 --out /tmp/cd/3.9/persistent-K128
     python tools/compile_diff.py swizzle_persistent --config 128x256x64w8s4p1 --out /tmp/cd/s4
     python tools/compile_diff.py --diff /tmp/cd/3.6/persistent-K128 /tmp/cd/3.9/persistent-K128
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tilegate.harness import warnlog
-from tilegate.report.markdown import table
+from tilegate.markdown import table
 
 from .store import ALLOCATION_FIELDS, Change, is_pipelining, record_hint, version_key
 

@@ -26,13 +26,9 @@ from types import ModuleType
 from typing import Any
 
 from tilegate.errors import InputError
+from tilegate.judge.integrity import FETCH_HINT
 
 SOURCE_FILE = "tilegate-source.json"  # in the base's directory: its package and benchmark
-FETCH_HINT = (
-    "In GitHub Actions check out with `fetch-depth: 2` (a pull request's merge commit and its "
-    "parents: the base is HEAD^1), or `fetch-depth: 0` for any other ref; locally, "
-    "`git fetch origin <ref>`."
-)
 
 
 @dataclass(frozen=True)

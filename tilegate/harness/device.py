@@ -114,8 +114,8 @@ def gpu_count() -> int:
 
 
 NO_GPU_HINT = (
-    "  `nox -s perf` needs a CUDA GPU and the runner's CUDA build of torch and Triton.\n"
-    "  Without a GPU: `nox -s tests` (CPU tests), `nox -s smoke` (pipeline on the interpreter),\n"
+    "  `tilegate perf` needs a CUDA GPU and the runner's CUDA build of torch and Triton.\n"
+    "  Without a GPU: `tilegate perf --profile smoke --report-only` (the CPU interpreter),\n"
     "  `tilegate compare RESULTS BASELINE` (judge results measured elsewhere)."
 )
 

@@ -659,8 +659,3 @@ def identity(captured: Captured) -> Identity:
     kind = kinds.pop() if len(kinds) == 1 else "+".join(sorted(kinds))
     digest = _sha(whole)
     return Identity(f"{SCHEME}:sha256:{digest}", kind, len(captured.launches), parts)
-
-
-def same_scheme(a: str, b: str) -> bool:
-    """Whether two code hashes were taken the same way (a hash of another scheme: not comparable)."""
-    return a.rsplit("sha256:", 1)[0] == b.rsplit("sha256:", 1)[0]

@@ -21,14 +21,14 @@ from typing import Any
 def add_subcommand(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `tilegate history` to tilegate's parser.
 
-    Without the `history` dependency group (duckdb, filelock, ruptures), e.g. on a GPU runner's
+    Without the `history` extra (duckdb, filelock, ruptures, plotly), e.g. on a GPU runner's
     python, the command is still listed and says what to install (exit 2) instead of breaking
     every other tilegate command.
     """
     try:
         from tilegate.history.cli import add_subcommand as add
     except ImportError as err:
-        reason = f"history is not available here: {err} (install the `history` dependency group)"
+        reason = f"history is not available here: {err} (install it with `pip install 'tilegate[history]'`)"
 
         def unavailable(_args: Any) -> int:
             print(f"tilegate: {reason}", file=sys.stderr)

@@ -366,7 +366,7 @@ def plotly_js() -> tuple[str, str]:
     except ImportError as err:
         raise InputError(
             f"the dashboard draws its charts with Plotly, which is not installed here ({err}): "
-            "`pip install 'tilegate[history]'` (or the `history` dependency group)"
+            "`pip install 'tilegate[history]'`"
         ) from err
     return str(plotly.__version__), _packed(get_plotlyjs())
 

@@ -52,7 +52,7 @@ from tilegate.judge import stats
 from tilegate.judge.policy import TolerancePolicy
 from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, row_order
 from tilegate.judge.vocabulary import ABVerdict
-from tilegate.report.markdown import listing
+from tilegate.markdown import listing
 
 NOISE_SCHEMA = "tilegate.ab-noise/1"
 
@@ -268,7 +268,7 @@ def load_noise(path: Path) -> Noise:
     if not isinstance(data, dict) or data.get("schema") != NOISE_SCHEMA:
         raise InputError(
             f"{where} is not a tilegate A/B noise file (schema {NOISE_SCHEMA}); "
-            "re-record it with `nox -s ab_noise`"
+            "re-record it with `tilegate ab-noise --measure 4`"
         )
     gpu, rows_raw = data.get("gpu"), data.get("rows")
     if not isinstance(gpu, dict) or not isinstance(gpu.get("slug"), str):
@@ -290,7 +290,7 @@ def load_noise(path: Path) -> Noise:
         if not ok:
             raise InputError(
                 f"{where}, row {key}: needs run_ratios, spread, a tolerance in (0, 1) and a "
-                "finite noise if it has one; re-record it with `nox -s ab_noise`"
+                "finite noise if it has one; re-record it with `tilegate ab-noise --measure 4`"
             )
         rows[key] = NoiseRow(
             key,
@@ -514,7 +514,7 @@ def compare_ab(
     if noise is not None and noise.gpu.get("slug") != run.env.gpu.slug:
         raise InputError(
             f"A/B noise file {noise.path} is for {noise.gpu.get('slug')}, the run for "
-            f"{run.env.gpu.slug}: record one on this GPU with `nox -s ab_noise`"
+            f"{run.env.gpu.slug}: record one on this GPU with `tilegate ab-noise --measure 4`"
         )
     differs = gpu_mismatch(noise.gpu, run.env.gpu) if noise is not None else []
     if noise is not None and differs:
@@ -522,7 +522,7 @@ def compare_ab(
             f"A/B noise file {noise.path} was recorded on {describe_gpu(noise.gpu)} but results "
             f"{run.path} on {describe_gpu(run.env.gpu)}, both labelled {run.env.gpu.slug}: "
             f"{', '.join(differs)}. Another GPU's noise is not this one's: fix the label, or "
-            "record its noise with `nox -s ab_noise`"
+            "record its noise with `tilegate ab-noise --measure 4`"
         )
     for conf in confirmations:
         if (conf.env.ab or {}).get("sha") != run.env.ab.get("sha"):

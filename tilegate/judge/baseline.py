@@ -81,8 +81,8 @@ def how_to_create(slug: str, path: Path) -> str:
             f"committed. Use --report-only, or build a throwaway one: `tilegate rebaseline RESULTS --out {path}`."
         )
     return (
-        f"Create it on a {slug} machine with `nox -s rebaseline` (measures the suite several times, "
-        f"then runs `tilegate rebaseline RESULTS... --out {path}`), review the printed diff and commit it."
+        f"Create it on a {slug} machine with `tilegate rebaseline --measure 3 --out {path}` (measures "
+        "the suite 3 times, then builds it from the runs), review the printed diff and commit it."
     )
 
 
@@ -447,7 +447,7 @@ def load_baseline(path: str | Path) -> Baseline:
     where = f"baseline {p}"
     data = read_json(p, "baseline")
     remedy = (
-        f"restore it from git (`git checkout -- {p}`) or record a new one with `nox -s rebaseline` "
+        f"restore it from git (`git checkout -- {p}`) or record a new one with `tilegate rebaseline --measure 3` "
         "on that GPU"
     )
     if not isinstance(data, dict):

@@ -53,6 +53,13 @@ _POLICY_LOOSER = {
     "confidence": +1,  # A/B: a wider interval is harder to put wholly above the tolerance
 }
 
+# how to make a ref's commit available (the A/B base: tilegate.harness.base; its baselines/: here)
+FETCH_HINT = (
+    "In GitHub Actions check out with `fetch-depth: 2` (a pull request's merge commit and its "
+    "parents: the base is HEAD^1), or `fetch-depth: 0` for any other ref; locally, "
+    "`git fetch origin <ref>`."
+)
+
 
 @dataclass(frozen=True)
 class Change:
@@ -113,7 +120,7 @@ def check_noise(noise: Noise) -> None:
             raise InputError(
                 f"A/B noise file {noise.path}, row {key}: tolerance {row.tolerance:g} is outside "
                 f"its policy's [floor {p.floor:g}, ceiling {p.ceiling:g}]: the file contradicts "
-                "itself (hand-edited?). Restore it from git or re-record it with `nox -s ab_noise`."
+                "itself (hand-edited?). Restore it from git or re-record it with `tilegate ab-noise --measure 4`."
             )
 
 
@@ -265,8 +272,6 @@ def diff_dirs(base_dir: Path, head_dir: Path) -> list[Change]:
 
 def materialise_baselines(ref: str, repo: Path, dest_root: Path) -> Path:
     """REF's baselines/ extracted under dest_root/<sha>/ (empty when REF has none)."""
-    from tilegate.harness.base import FETCH_HINT
-
     found = subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
         capture_output=True,

@@ -25,16 +25,13 @@ The words the verdicts give, and what each means: tilegate.judge.vocabulary.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK
 from tilegate.judge.ab import ABCase, ABComparison
 from tilegate.judge.crosstile import ExpectationResult
+from tilegate.judge.upgrade import UpgradeCase, UpgradeComparison
 from tilegate.judge.verdict import Comparison, RowVerdict
 from tilegate.judge.vocabulary import ABVerdict, Headline, Verdict
-
-if TYPE_CHECKING:  # tilegate.run.upgrade takes its exit code from here
-    from tilegate.run.upgrade import UpgradeCase, UpgradeComparison
 
 
 @dataclass(frozen=True)

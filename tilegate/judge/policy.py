@@ -23,7 +23,7 @@ from tilegate.judge import stats
 class TolerancePolicy:
     """The one shape of every tolerance of the gate: the stored baseline's (`Policy`, noise = the
     drift of the run medians), the A/B's (`tilegate.judge.ab.ABPolicy`, noise = the A/A spread
-    of the run ratios) and the upgrade's (`tilegate.run.upgrade.UPGRADE`, noise = the spread of
+    of the run ratios) and the upgrade's (`tilegate.judge.upgrade.UPGRADE`, noise = the spread of
     each side's ratios): tolerance = clamp(multiple x noise, floor, ceiling), and a change must
     also be significant at alpha."""
 

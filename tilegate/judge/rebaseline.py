@@ -31,7 +31,7 @@ from tilegate.judge.baseline import (
 )
 from tilegate.judge.policy import Policy, Tolerances
 from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, row_order
-from tilegate.report.markdown import listing, ms, pct, table
+from tilegate.markdown import listing, ms, pct, table
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,6 @@ from types import MappingProxyType
 from typing import Any
 
 from tilegate.errors import InputError
-from tilegate.harness.identity import same_scheme
 from tilegate.judge import stats
 from tilegate.judge.baseline import (
     Baseline,
@@ -37,11 +36,11 @@ from tilegate.judge.baseline import (
     how_to_create,
 )
 from tilegate.judge.crosstile import ExpectationResult, Status, check_expectation
+from tilegate.judge.offgpu import OffGpu, off_gpus
 from tilegate.judge.policy import Policy
 from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, row_order
 from tilegate.judge.vocabulary import Verdict
-from tilegate.report.markdown import listing
-from tilegate.run.shard import OffGpu, off_gpus
+from tilegate.markdown import listing
 
 
 @dataclass(frozen=True)
@@ -109,7 +108,7 @@ class Comparison:
     missing_allowed: tuple[str, ...] = ()  # baseline rows of measured groups absent from the run
     off_gpus: tuple[
         OffGpu, ...
-    ] = ()  # GPUs of the host whose rows were not judged (tilegate.run.shard)
+    ] = ()  # GPUs of the host whose rows were not judged (tilegate.judge.offgpu)
 
     def by(self, *verdicts: Verdict) -> list[RowVerdict]:
         return [r for r in self.rows if r.verdict in verdicts]
@@ -203,7 +202,7 @@ def ensure_comparable(run: Run, baseline: Baseline) -> None:
             f"baseline {baseline.path} was recorded on {describe_gpu(baseline.gpu)} but results "
             f"{run.path} on {describe_gpu(run.env.gpu)}, both labelled {slug}: {', '.join(differs)}. "
             "These are different GPUs: fix the label (the runner's, or machine_info.tilegate.gpu."
-            "slug), or record a baseline on this GPU with `nox -s rebaseline`."
+            "slug), or record a baseline on this GPU with `tilegate rebaseline --measure 3`."
         )
     if baseline.mode != run.env.mode:
         raise InputError(
@@ -476,7 +475,7 @@ def _gone_check(c: ExpectationResult, gone: set[str]) -> ExpectationResult:
 
 
 def _off_gpus(run: Run, baseline: Baseline) -> list[OffGpu]:
-    """The host's GPUs whose reference rows (cuBLAS) sit away from the other GPUs' (shard.off_gpus)."""
+    """The host's GPUs whose reference rows sit away from the other GPUs' (offgpu.off_gpus)."""
     if len(run.env.gpus) < 2:
         return []
     shifts: dict[int, list[float]] = {}
@@ -507,7 +506,7 @@ def _judge(
     verdict, delta, run_deltas, ps, pf = judge_row(base, runs, policy)
     note = _row_note(verdict, delta, base.tolerance, ps, policy.alpha, len(runs))
     if is_ref and verdict is Verdict.REGRESSED:
-        note += "; reference row: never fails the gate, but says the machine or torch changed"
+        note += "; reference row: never fails the gate, but says the machine or the reference's libraries changed"
     now = stats.median([stats.median(s) for s in runs])
     return RowVerdict(
         key,
@@ -606,3 +605,8 @@ def _confirm(v: RowVerdict, run: Run, confirmations: Sequence[Run], policy: Poli
     if judged.verdict is Verdict.OK:
         note += "; not confirmed: the first run was noise"
     return replace(judged, note=note)
+
+
+def same_scheme(a: str, b: str) -> bool:
+    """Whether two code hashes were taken the same way (a hash of another scheme: not comparable)."""
+    return a.rsplit("sha256:", 1)[0] == b.rsplit("sha256:", 1)[0]

@@ -9,7 +9,7 @@ meaning, spelled once.
 * stored: a row against the stored baseline (`Verdict`, tilegate.judge.verdict);
 * ab: a case of the head against its base, in the same rounds (`ABVerdict`, tilegate.judge.ab);
 * upgrade: a case under a new environment against the old one, in alternating processes
-  (`Change`, tilegate.run.upgrade);
+  (`Change`, tilegate.judge.upgrade);
 * expectation: a relational expectation at one value of its axis (`Status`,
   tilegate.judge.crosstile);
 * outcome: the whole run, from its exit code (`Headline`, tilegate.judge.outcome.headline):
@@ -127,7 +127,7 @@ class ABVerdict(str, enum.Enum):
 
 
 class Change(str, enum.Enum):
-    """A case under the new environment against the old one (tilegate.run.upgrade)."""
+    """A case under the new environment against the old one (tilegate.judge.upgrade)."""
 
     SLOWER = Word.SLOWER.value
     FASTER = Word.FASTER.value

@@ -308,7 +308,7 @@ def main(argv: Sequence[str] | None = None, transport: Transport = urllib_transp
     w.add_argument("--pr", type=int, required=True, help="the pull request number")
     w.add_argument("--head-sha", required=True, help="the PR head commit measured")
     w.add_argument("--gpu", required=True, help="the GPU slug (the matrix entry)")
-    w.add_argument("--exit-code", default="", help="nox -s perf's exit code ('' if none)")
+    w.add_argument("--exit-code", default="", help="the perf run's exit code ('' if none)")
     w.add_argument("--not-judged", action="store_true", help="no baseline for this GPU yet")
     w.add_argument("--headline", default="", help="the job summary's headline")
     args = p.parse_args(argv)

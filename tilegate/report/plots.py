@@ -8,7 +8,7 @@ of the other axes (``fp16-nt`` for matmul):
 * ``crosstile-<setting>.png``: the declared pairs' same-run time ratio against x, now and at
   rebaseline, with the expectation's max_ratio and the crossover.
 
-Importing this module without matplotlib raises ImportError (tilegate.judge.gate reports it).
+Importing this module without matplotlib raises ImportError (tilegate.run.gate reports it).
 """
 
 from __future__ import annotations

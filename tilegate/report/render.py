@@ -26,8 +26,8 @@ from tilegate.judge.crosstile import CrossTilePair, ExpectationResult, Status, c
 from tilegate.judge.outcome import Outcome, headline, outcome
 from tilegate.judge.results import Run, row_order
 from tilegate.judge.verdict import Comparison, Verdict
+from tilegate.markdown import listing, ms, p_value, pct, table
 from tilegate.report.comment import DECIDING
-from tilegate.report.markdown import listing, ms, p_value, pct, table
 
 _VERDICT_TEXT = {
     Verdict.REGRESSED: "**REGRESSED**",
@@ -205,7 +205,7 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         "Slower than the baseline, code unchanged by this pull request",
         [f"`{r.key}` {pct(r.delta)}" for r in result.drift],
         "Their compiled code is the base's (A/B above): drift since the baseline, not this "
-        "change. Not a failure here; `nox -s rebaseline` once understood.",
+        "change. Not a failure here; `tilegate rebaseline --measure 3` once understood.",
     )
     bullet(
         "GPUs off",
@@ -237,7 +237,7 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
     bullet(
         "Unsure, measure again",
         [f"`{r.key}` {pct(r.delta)}" for r in cmp.by(Verdict.UNSURE)],
-        "Not counted as failures: re-measure them (`nox -s perf` does; by hand, `--suspects-out` then `--confirm`).",
+        "Not counted as failures: re-measure them (`tilegate perf` does; by hand, `--suspects-out` then `--confirm`).",
     )
     bullet(
         "Reference rows slower",
@@ -246,12 +246,13 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
             for r in cmp.rows
             if r.reference and r.verdict is Verdict.REGRESSED
         ],
-        "cuBLAS is not our code: when it moves, suspect the machine, the driver or torch.",
+        f"The reference (`{cmp.run.reference or 'reference'}`) is not the code under test: when it "
+        "moves, suspect the machine, the driver or the libraries it calls.",
     )
     bullet(
         "Improved",
         [f"`{r.key}` {pct(r.delta)}" for r in cmp.by(Verdict.IMPROVED)],
-        f"Not a failure. Lock it in: `nox -s rebaseline` on this GPU (writes {cmp.baseline.path}).",
+        f"Not a failure. Lock it in: `tilegate rebaseline --measure 3` on this GPU (writes {cmp.baseline.path}).",
     )
     bullet(
         "New rows",
@@ -342,7 +343,7 @@ def _ab_summary(ab: ABComparison) -> list[str]:
     else:
         out.append(
             f"- No A/A noise file for this GPU: every case uses the {ab.policy.ceiling:.1%} "
-            "ceiling. Record one with `nox -s ab_noise`."
+            "ceiling. Record one with `tilegate ab-noise --measure 4`."
         )
     return out
 
@@ -766,11 +767,20 @@ def _rows(cmp: Comparison) -> list[str]:
 
 def _rows_only(run: Run) -> list[str]:
     order = run.variant_order
+    # the work's own unit, from what the rows record: TFLOP/s, else GB/s, else no column
+    unit, rate = next(
+        (
+            (u, f)
+            for u, f in (("TFLOP/s", "tflops"), ("GB/s", "gbps"))
+            if any(getattr(r, f) for r in run.rows.values())
+        ),
+        ("", ""),
+    )
     rows = [
         (
             f"`{r.key}`",
             ms(r.median_s),
-            f"{r.tflops:.1f}" if r.tflops else "",
+            *([f"{getattr(r, rate):.1f}" if getattr(r, rate) else ""] if unit else []),
             f"{r.ratio_to_reference:.3f}" if r.ratio_to_reference else "",
             str(len(r.samples_s)),
         )
@@ -779,8 +789,14 @@ def _rows_only(run: Run) -> list[str]:
             key=lambda r: row_order(r.params, r.variant, run.env.axes, order),
         )
     ]
-    header = ["case", "median (ms)", "TFLOP/s", "time / reference (same run)", "rounds"]
-    return ["## All rows", "", *table(header, "lrrrr", rows), ""]
+    header = [
+        "case",
+        "median (ms)",
+        *([unit] if unit else []),
+        "time / reference (same run)",
+        "rounds",
+    ]
+    return ["## All rows", "", *table(header, "lrr" + "r" * len(header[3:]), rows), ""]
 
 
 # What a runner image upgrade changes under the kernels: each is a reason to read this report
@@ -804,9 +820,10 @@ def _banners(run: Run, baseline: Baseline | None = None) -> list[str]:
         what = ", ".join(f"{k} {b} -> {v}" for k, v, b in changes)
         out.append(
             f"> **The environment differs from the baseline's: {what}.** Every row is measured "
-            "under it: rows that moved together with the reference (cuBLAS) are SHIFTED, not "
-            "blamed; the cross-tile ratios and the expectations show what it did to the kernels "
-            "(`nox -s upgrade` shows what it did to their compiled code)."
+            f"under it: rows that moved together with the reference (`{run.reference}`) are "
+            "SHIFTED, not blamed; the same-run ratios and the expectations show what it did to "
+            "the kernels (`tilegate fingerprint`, where it applies, what it did to their compiled "
+            "code)."
         )
     if e.smoke:
         out.append(

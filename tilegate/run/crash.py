@@ -20,13 +20,9 @@ from pathlib import Path
 
 from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
 from tilegate.fileio import atomic_write_text
+from tilegate.report.cannot_judge import cannot_judge_report
 
 CRASH_DIR = Path(".perf")
-
-
-def cannot_judge_report(reason: str) -> str:
-    """The report of a run that could not be judged (it replaces the previous report)."""
-    return f"# tilegate: CANNOT JUDGE (exit 2)\n\n{reason}\n"
 
 
 def crash_path(command: str, directory: Path = CRASH_DIR) -> Path:

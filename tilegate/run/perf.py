@@ -21,8 +21,9 @@ from typing import Any
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_text
 from tilegate.judge.baseline import baseline_path
-from tilegate.judge.gate import Judgement, judge
-from tilegate.run.crash import cannot_judge_report, crash_reason, save_traceback
+from tilegate.report.cannot_judge import cannot_judge_report
+from tilegate.run.crash import crash_reason, save_traceback
+from tilegate.run.gate import Gated, gate
 from tilegate.run.profiles import check_profile
 
 HOME = Path(__file__).resolve().parents[2]  # the directory holding the tilegate package
@@ -288,8 +289,8 @@ class Perf:
         elif not baseline.exists() and not self.report_only:
             return self._fail(
                 f"no baseline {baseline} for GPU '{slug}'. Record one on this GPU with "
-                "`nox -s rebaseline` (and commit it through review), or run "
-                "`nox -s perf -- --report-only`."
+                "`tilegate rebaseline --measure 3` (and commit it through review), or run "
+                "`tilegate perf --report-only`."
             )
         results = self.out_dir / "results.json"
         results.unlink(missing_ok=True)
@@ -331,10 +332,8 @@ class Perf:
         self.log(f"perf: {what} (exit {code}); report: {self.report_path}")
         return code
 
-    def _judge(
-        self, results: Path, baseline: Path, confirms: list[Path], suspects: Path
-    ) -> Judgement:
-        judged = judge(
+    def _judge(self, results: Path, baseline: Path, confirms: list[Path], suspects: Path) -> Gated:
+        judged = gate(
             results,
             baseline if baseline.exists() else None,
             confirms,

@@ -1,6 +1,6 @@
 """Two Liger-Kernel releases in one process: the second imported under another package name.
 
-    PYTHONPATH=/work/liger-0.8.4:. python tools/two_versions.py /work/liger-0.8.5
+    PYTHONPATH=/tmp/liger-0.8.4:. python tools/two_versions.py /tmp/liger-0.8.5
 
 The first release is plain `liger_kernel` (from PYTHONPATH); the second, DIR/liger_kernel, is
 served as `liger_kernel_b` by an import hook that rewrites the word `liger_kernel` in its source

@@ -1,0 +1,116 @@
+"""The layer rule (docs/architecture.md): lower layers never reach up. The judge returns facts and
+imports neither the report nor the run; no two layers of tilegate import each other, directly or
+through others. Every import counts: top-level, inside a function, under TYPE_CHECKING."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "tilegate"
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(name: str) -> set[str]:
+    """The tilegate modules `name` imports (a name resolved to the module that holds it)."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the package, up level - 1
+                up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*up, *([node.module] if node.module else [])])
+            targets = [base, *(f"{base}.{a.name}" for a in node.names)]
+        else:
+            continue
+        for target in targets:
+            while target and target not in MODULES:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                out.add(target)
+    return out
+
+
+GRAPH = {name: _imports(name) for name in MODULES}
+
+
+def _layer(name: str) -> str:
+    """tilegate.judge.ab -> judge; tilegate.cli -> cli; tilegate -> tilegate."""
+    return name.split(".")[1] if "." in name else name
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_graph_sees_every_kind_of_import() -> None:
+    """The parser itself: a TYPE_CHECKING import, and a function-level one count."""
+    assert "tilegate.judge.outcome" in GRAPH["tilegate.run.upgrade"]  # top level
+    assert "tilegate.run.perf" in GRAPH["tilegate.cli"]  # inside a function
+    assert (
+        "tilegate.report.plots" in GRAPH["tilegate.run.gate"]
+    )  # `from tilegate.report import plots`
+    assert "tilegate.fingerprint.cli" in GRAPH["tilegate.fingerprint.__main__"]
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_judge_imports_neither_the_report_nor_the_run() -> None:
+    reaching_up = {
+        name: sorted(t for t in targets if _layer(t) in ("report", "run"))
+        for name, targets in GRAPH.items()
+        if _layer(name) == "judge"
+    }
+    assert {k: v for k, v in reaching_up.items() if v} == {}
+
+
+def test_no_two_layers_import_each_other() -> None:
+    layers: dict[str, set[str]] = {}
+    for name, targets in GRAPH.items():
+        for target in targets:
+            if _layer(target) != _layer(name):
+                layers.setdefault(_layer(name), set()).add(_layer(target))
+    assert _cycles(layers) == []
+    # the floors docs/architecture.md names, bottom up: none imports one above it
+    floors = ["judge", "harness", "report", "run"]
+    for i, low in enumerate(floors):
+        assert not layers.get(low, set()) & set(floors[i + 1 :]), f"{low} reaches up"

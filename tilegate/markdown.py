@@ -1,0 +1,60 @@
+"""Markdown for every report (the gate's, A/B, rebaseline, fingerprint): tables that escape their cells, numbers.
+
+Text helpers below every layer (like tilegate.fileio): the judge words its messages with them, the
+report and the fingerprint render tables with them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+_RULE = {"l": "---", "r": "---:"}
+
+
+def cell(value: object) -> str:
+    """One table cell: `|` escaped and newlines turned into spaces (a row is one line)."""
+    return str(value).replace("|", "\\|").replace("\r\n", " ").replace("\n", " ")
+
+
+def table(header: Sequence[str], align: str, rows: Iterable[Sequence[object]]) -> list[str]:
+    """A Markdown table as lines; `align` has one letter per column: l(eft) or r(ight).
+
+    Every cell, header included, goes through `cell`; a row whose length differs from the
+    header's is a programming error (ValueError), not a silently shifted table.
+    """
+    if len(align) != len(header) or set(align) - set(_RULE):
+        raise ValueError(f"align {align!r}: one of 'l'/'r' per column ({len(header)} columns)")
+    lines = [
+        "| " + " | ".join(cell(h) for h in header) + " |",
+        "|" + "|".join(_RULE[a] for a in align) + "|",
+    ]
+    for i, row in enumerate(rows):
+        if len(row) != len(header):
+            raise ValueError(f"row {i} has {len(row)} cells, the header {len(header)}")
+        lines.append("| " + " | ".join(cell(c) for c in row) + " |")
+    return lines
+
+
+def ms(seconds: float | None, *, unit: bool = False) -> str:
+    """Seconds as milliseconds with 4 decimals ("" for None)."""
+    if seconds is None:
+        return ""
+    return f"{seconds * 1e3:.4f}" + (" ms" if unit else "")
+
+
+def pct(x: float | None) -> str:
+    """A relative change as a signed percentage: 0.031 -> "+3.1%" ("" for None)."""
+    return "" if x is None else f"{x * 100:+.1f}%"
+
+
+def p_value(p: float | None) -> str:
+    """A p-value as the reports print it ("" for None)."""
+    if p is None:
+        return ""
+    return "<1e-4" if p < 1e-4 else f"{p:.2g}"
+
+
+def listing(items: Sequence[str], limit: int = 8) -> str:
+    """The first `limit` items, comma separated, and how many more."""
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")

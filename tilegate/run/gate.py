@@ -1,0 +1,111 @@
+"""The gate: a results file (and its re-measurements) against its GPU's baseline -> report, exit code.
+
+`gate` is what `tilegate compare` / `tilegate report` and the `tilegate perf` loop call: it judges
+(tilegate.judge.gate: the facts), renders (tilegate.report.gate) and writes the report, the plots
+and the suspects. It raises nothing for bad input: a problem it cannot judge becomes exit 2 with
+the reason, and the report file, when one is asked for, then says CANNOT JUDGE (never a stale
+report).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
+from tilegate.fileio import atomic_write_text
+from tilegate.judge.ab import ABComparison
+from tilegate.judge.gate import judge
+from tilegate.judge.integrity import Integrity
+from tilegate.judge.results import Run
+from tilegate.judge.verdict import Comparison
+from tilegate.report.cannot_judge import cannot_judge_report
+from tilegate.report.gate import report
+
+
+@dataclass(frozen=True)
+class Gated:
+    """One run gated: exit code, report text, and the comparisons if they were made."""
+
+    code: int
+    text: str
+    comparison: Comparison | None = None
+    ab: ABComparison | None = None
+    error: str | None = None  # why it could not judge (exit 2)
+    notes: tuple[str, ...] = ()  # what the caller should tell the user beside the report
+
+    @property
+    def headline(self) -> str:
+        return self.text.splitlines()[0].lstrip("# ") if self.text else ""
+
+
+def _cannot_judge(reason: str, report_path: Path | None) -> Gated:
+    """Exit 2, and the report (if one is asked for) says CANNOT JUDGE: never a stale report."""
+    if report_path is not None:
+        try:
+            atomic_write_text(report_path, cannot_judge_report(reason))
+        except InputError as err:
+            reason = f"{reason}; {err}"
+    return Gated(EXIT_CANNOT_JUDGE, "", error=reason)
+
+
+def _plots(run: Run, cmp: Comparison | None, directory: Path | None) -> tuple[list[Path], str]:
+    if directory is None:
+        return [], ""
+    try:
+        from tilegate.report import plots
+    except ImportError as err:  # matplotlib is optional
+        return [], f"no plots: {err} (install them with `pip install 'tilegate[plots]'`)"
+    return plots.make_plots(run, cmp, directory), ""
+
+
+def gate(
+    results: Path,
+    baseline: Path | None = None,
+    confirmations: Sequence[Path] = (),
+    *,
+    baselines_dir: Path = Path("baselines"),
+    report_path: Path | None = None,
+    plots_dir: Path | None = None,
+    report_only: bool = False,
+    allow_missing: bool = False,
+    suspects_path: Path | None = None,
+    accept_baseline_change: bool = False,
+    integrity: Integrity | None = None,
+) -> Gated:
+    """Judge `results` against `baseline` (default: the results' GPU's file in `baselines_dir`).
+
+    `report_only` never fails (exit 0), and without a baseline reports the run alone. The
+    report is written to `report_path` (atomically) when given, in every outcome; the case ids
+    to measure again (`Judgement.suspects`) to `suspects_path`, one a line.
+    """
+    try:
+        judged = judge(
+            results,
+            baseline,
+            confirmations,
+            baselines_dir=baselines_dir,
+            report_only=report_only,
+            allow_missing=allow_missing,
+            accept_baseline_change=accept_baseline_change,
+            integrity=integrity,
+        )
+        if suspects_path is not None:
+            atomic_write_text(suspects_path, "".join(f"{k}\n" for k in judged.suspects()))
+        plot_files, plot_note = _plots(judged.run, judged.comparison, plots_dir)
+        text = report(
+            judged,
+            plots=plot_files,
+            relative_to=report_path.parent if report_path else None,
+            suspects_path=suspects_path,
+        )
+    except InputError as err:
+        return _cannot_judge(str(err), report_path)
+    if report_path is not None:
+        try:
+            atomic_write_text(report_path, text)
+        except InputError as err:  # e.g. --report names a directory
+            return Gated(EXIT_CANNOT_JUDGE, "", error=str(err))
+    notes = judged.notes + ((plot_note,) if plot_note else ())
+    return Gated(judged.code, text, judged.comparison, judged.ab, notes=notes)
