@@ -20,7 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tools" / "ci" / "gate_from_base.py"
-COPY = ("tilegate", "kernels", "baselines", "tools/ci", "pyproject.toml", "noxfile.py")
+COPY = ("tilegate", "kernels", "perf_tests", "baselines", "tools/ci", "pyproject.toml", "noxfile.py")
 PERF = [
     "--profile",
     "smoke",

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kernels import VARIANTS
-from kernels.registry import BENCHMARK
+from perf_tests.test_matmul import BENCHMARK
 from tests._factories import H200_GPU, build_baseline, key, make_run, write
 from tilegate.cases import build_cases
 from tilegate.errors import InputError

@@ -11,10 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
+from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_text
 from tilegate.judge.ab import ABComparison, compare_ab, load_noise, noise_path
 from tilegate.judge.baseline import baseline_path, how_to_create, load_baseline
+from tilegate.judge.coverage import Coverage, of_run
 from tilegate.judge.integrity import Integrity, check_baseline, check_noise
 from tilegate.judge.outcome import outcome
 from tilegate.judge.policy import load_tolerances
@@ -152,6 +153,7 @@ def judge(
                 )
             )
             atomic_write_text(suspects_path, "".join(f"{k}\n" for k in keys))
+        cov = of_run(run, cmp.baseline if cmp is not None else None)
         plot_files, plot_note = _plots(run, cmp, plots_dir)
         text = render(
             run,
@@ -163,6 +165,7 @@ def judge(
             relative_to=report_path.parent if report_path else None,
             suspects_path=suspects_path,
             integrity=integrity.failing if integrity is not None and not report_only else (),
+            coverage=cov,
         )
         if integrity is not None:
             text = _lead(text, integrity.banner(), 0 if report_only else len(integrity.failing))
@@ -174,7 +177,12 @@ def judge(
         except InputError as err:  # e.g. --report names a directory
             return Judgement(EXIT_CANNOT_JUDGE, "", error=str(err))
     failing = integrity.failing if integrity is not None else ()
-    code = EXIT_OK if report_only else outcome(cmp, ab, failing).code
+    code = outcome(cmp, ab, failing, cov).code if not report_only else _uncovered(cov)
     if plot_note:
         notes.append(plot_note)
     return Judgement(code, text, cmp, ab, notes=tuple(notes))
+
+
+def _uncovered(cov: Coverage | None) -> int:
+    """A report-only run's exit code: what it did not measure still fails it (exit 1)."""
+    return EXIT_FAIL if cov is not None and cov.fails else EXIT_OK

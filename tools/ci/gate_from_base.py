@@ -14,8 +14,11 @@ pull request cannot edit what it runs:
    <PR>/baselines` (through the base's tools/gpu-nox.sh with --via nox, the GPU runner's way), into
    the PR's --out-dir: results.json, report.md, plots where perf.yml uploads them. baselines/ is
    the base's and the PR's own is diffed against it (issue 19, item 3; the base's integrity code).
+   The base's protocol (`[tool.tilegate] protocol`, perf_tests/: the grid, profiles, inputs,
+   reference, expectations) is the worktree's, untouched: the PR's kernels are measured under it,
+   and every case of it must be measured (tilegate.judge.coverage).
 3. "The gate changed": the PR's diff against BASE touches what measures or judges outside the
-   source path (GATE_PATHS, pyproject.toml's [tool.tilegate] / [tool.pytest...] / dependencies /
+   source path (the protocol directory, GATE_PATHS, pyproject.toml's [tool.tilegate] / [tool.pytest...] / dependencies /
    entry points, the benchmark module when it lies outside the source path). Then the head's own
    gate also judges: `tilegate compare` of the base gate's results.json with the PR's code, or a
    full run of the PR's gate where the base's could not judge (the PR's kernels do not import in
@@ -23,8 +26,10 @@ pull request cannot edit what it runs:
    verdicts are shown and the base's decides where it judged; without --accept-gate-change (the
    maintainer label `perf-gate-change`, read by the workflow from the event) the PR fails.
 
-Exit codes are the gate's: 0 holds, 1 a measured regression / broken expectation / unacknowledged
-change of the gate or its baselines, 2 cannot judge (every refusal says what and why). Only the
+Exit codes are the gate's: 0 holds, 1 a measured regression / broken expectation / a case of the
+base's protocol not measured / unacknowledged change of the gate or its baselines, 2 cannot judge
+(every refusal says what and why; a gate that could not run or wrote no report is 2, never 1:
+nox answers 1 for any failed session). Only the
 standard library: this file runs outside both trees, before either gate is imported.
 """
 
@@ -111,19 +116,28 @@ def _part(data: dict[str, Any], keys: Sequence[str]) -> Any:
 
 
 def tilegate_table(text: str | None, where: str) -> dict[str, str]:
-    """[tool.tilegate] of a pyproject.toml text: source, benchmark, baselines (Refusal if none)."""
+    """[tool.tilegate] of a pyproject.toml text: source, protocol, baselines (Refusal if none);
+    benchmark too for a tree from before the protocol left the source."""
     data = _toml_loads(text) if text is not None else None
     table = _part(data, ("tool", "tilegate")) if data is not None else None
     if text is None or not isinstance(table, dict):
         raise Refusal(
             f"{where} has no [tool.tilegate] table (or no pyproject.toml, or this Python reads no "
-            "TOML: Python >= 3.11, or tomli): the base's gate needs its source and benchmark"
+            "TOML: Python >= 3.11, or tomli): the base's gate needs its source and protocol"
         )
-    if not isinstance(table.get("source"), str) or not isinstance(table.get("benchmark"), str):
-        raise Refusal(f"{where}: [tool.tilegate] has no source or benchmark string")
+    if not isinstance(table.get("source"), str):
+        raise Refusal(f"{where}: [tool.tilegate] has no source string")
+    source = table["source"].strip().rstrip("/")
+    protocol = str(table.get("protocol", "perf_tests")).strip().rstrip("/")
+    if _inside(protocol, source) or _inside(source, protocol):
+        raise Refusal(
+            f"{where}: [tool.tilegate] protocol {protocol!r} overlaps source {source!r}: the "
+            "pull request's source would replace the base's protocol; keep them apart"
+        )
     return {
-        "source": table["source"].strip().rstrip("/"),
-        "benchmark": table["benchmark"].strip(),
+        "source": source,
+        "protocol": protocol,
+        "benchmark": str(table.get("benchmark", "")).strip(),
         "baselines": str(table.get("baselines", "baselines")),
     }
 
@@ -152,10 +166,13 @@ def gate_changes(
 ) -> list[str]:
     """What of `paths` changes the gate (outside the source path), each with why."""
     out = []
-    bench_files = _module_files(cfg["benchmark"])
+    bench_files = _module_files(cfg["benchmark"]) if cfg.get("benchmark") else ()
     for path in paths:
         if _inside(path, cfg["source"]) or _inside(path, cfg["baselines"]):
             continue  # the kernels measured; baselines/: judged by the base (item 3)
+        if cfg.get("protocol") and _inside(path, cfg["protocol"]):
+            out.append(f"{path} (the protocol: what is measured, how, and what is expected)")
+            continue
         if path == "pyproject.toml":
             base = _toml_loads(base_pyproject or "")
             head = _toml_loads(head_pyproject or "")
@@ -265,6 +282,16 @@ def headline(report: Path) -> str:
     except (OSError, IndexError, UnicodeDecodeError):
         return "(no report)"
     return first.lstrip("# ").strip()
+
+
+def judged(code: int, report: Path, results: Path) -> bool:
+    """Whether a gate judged: exit 0 or 1 with its results and a report that is a verdict."""
+    return (
+        code in (EXIT_OK, EXIT_FAIL)
+        and results.is_file()
+        and report.is_file()
+        and "CANNOT JUDGE" not in headline(report)
+    )
 
 
 def decide(
@@ -408,7 +435,9 @@ def _main(args: argparse.Namespace, repo: Path, out: Path) -> int:
         remove_worktree(repo, gate)
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
-    base_judged = base_code in (EXIT_OK, EXIT_FAIL) and results.is_file()
+    base_judged = judged(base_code, report, results)
+    if not base_judged:
+        base_code = EXIT_CANNOT_JUDGE  # could not run, or wrote no report: never a 1
     base_verdict = (base_code, headline(report))
     log(f"the base's gate: exit {base_code}: {base_verdict[1]}")
 
@@ -444,6 +473,9 @@ def _main(args: argparse.Namespace, repo: Path, out: Path) -> int:
         else:  # the base's gate could not judge the PR's kernels: the PR's gate measures them
             cmd = perf_command(args.via, repo, [*perf_args, "--out-dir", str(head_out)])
         head_code = run_logged(cmd, repo, _env(repo), head_out / "gate-head.log")
+        head_results = results if base_judged else head_out / "results.json"
+        if not judged(head_code, head_out / "report.md", head_results):
+            head_code = EXIT_CANNOT_JUDGE
         head_verdict = (head_code, headline(head_out / "report.md"))
         log(f"this pull request's gate: exit {head_code}: {head_verdict[1]}")
 
