@@ -188,7 +188,14 @@ def _profile_cases(config: pytest.Config) -> list[Case]:
                 config.getoption("--perf-set"), "set", lambda n: None
             ).items()
         }
-        head = select_variants(tuple(bench.variant_map), wanted)
+        # in an A/B run a name only the base has (a removed variant) selects its base side:
+        # its cases are then reported as not measured (tilegate.judge.coverage), not refused
+        head_wanted = (
+            wanted
+            if wanted is None
+            else [w for w in wanted if w not in base or w in bench.variant_map]
+        )
+        head = select_variants(tuple(bench.variant_map), head_wanted)
         base_names = [n for n in base if wanted is None or n in wanted or n in head]
         cases = build_cases(
             profile, head, axes=axes, fixed=fixed, only=only, base_variants=base_names
@@ -202,9 +209,7 @@ def _profile_cases(config: pytest.Config) -> list[Case]:
 
 
 def _case_facts(cases: list[Case]) -> dict[str, Any]:
-    return {
-        c.id: {"variant": c.variant, "params": dict(c.params)} for c in cases if not c.base
-    }
+    return {c.id: {"variant": c.variant, "params": dict(c.params)} for c in cases if not c.base}
 
 
 def _expectation_facts(expectations: Any, names: Mapping[str, str] | None = None) -> list[Any]:
