@@ -596,7 +596,8 @@ class PerfRun:
     def coverage(self) -> dict[str, Any]:
         """machine_info.tilegate.coverage: what the run must measure, and each case it skipped
         or failed with why (tilegate.judge.coverage)."""
-        skipped, failed = {}, {}
+        skipped: dict[str, str] = {}
+        failed: dict[str, str] = {}
         for result in self.measurer._results.values():
             case = result.case
             if case.base:
@@ -605,7 +606,8 @@ class PerfRun:
                 skipped[case.id] = str(result.skip_reason)
             elif result.failure:
                 failed[case.id] = str(result.failure).splitlines()[0][:300]
-        return {**self.config.stash[COVERAGE], "skipped": skipped, "failed": failed}
+        facts: dict[str, Any] = self.config.stash[COVERAGE]
+        return {**facts, "skipped": skipped, "failed": failed}
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,7 @@ from typing import Any
 
 from tilegate.errors import InputError
 
-DOCS = "docs/plugin.md, \"Layout\""
+DOCS = 'docs/plugin.md, "Layout"'
 
 
 def protocol_files(directory: Path) -> list[Path]:
@@ -47,15 +47,15 @@ def _module_name(file: Path) -> tuple[str, Path]:
 
 
 def _import(file: Path, name: str | None) -> ModuleType:
-    """Import `file` under the name pytest would give it (or `name`), so pytest finds it loaded."""
+    """Import `file` under `name`, by default the name pytest would give it (so that pytest finds
+    it loaded); a module of that name from another file (another repository) is replaced."""
     if name is None:
-        dotted, where = _module_name(file)
+        name, where = _module_name(file)
         if str(where) not in sys.path:
             sys.path.insert(0, str(where))
-        known = sys.modules.get(dotted)
+        known = sys.modules.get(name)
         if known is not None and Path(getattr(known, "__file__", "") or "") == file:
             return known
-        return importlib.import_module(dotted)
     spec = importlib.util.spec_from_file_location(name, file)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -83,7 +83,7 @@ def find_benchmarks(directory: Path, prefix: str | None = None) -> list[tuple[Pa
     for file in protocol_files(directory):
         name = None if prefix is None else f"{prefix}_{file.stem}"
         try:
-            module = _import(file, name)
+            module = _import(file.resolve(), name)
         except Exception as err:
             raise InputError(
                 f"{file}: importing the protocol module failed: {type(err).__name__}: {err}"

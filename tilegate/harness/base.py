@@ -109,7 +109,7 @@ def materialise(
     dest_root: Path,
     *,
     source: str,
-    protocol: str | None = "perf_tests",
+    protocol: str | None = None,
     registry: str | None = None,
 ) -> Base:
     """Extract REF's source path and its protocol under dest_root/<sha>/; InputError naming REF
@@ -121,7 +121,8 @@ def materialise(
             f"A/B base {ref!r} is not a commit of {repo} (missing, or not fetched). {FETCH_HINT}"
         )
     sha = found.stdout.decode().strip()
-    cfg = _base_config(repo, sha) or {
+    own = _base_config(repo, sha)
+    cfg = own or {
         "source": source,
         "protocol": protocol,
         "registry": registry,
@@ -144,7 +145,9 @@ def materialise(
     base_protocol = cfg["protocol"]
     if base_protocol is not None:
         (staging / PROTOCOL_DIR).mkdir()
-        if not _extract(repo, sha, base_protocol, staging / PROTOCOL_DIR):
+        if not _extract(repo, sha, base_protocol, staging / PROTOCOL_DIR) and own is None:
+            base_protocol = None  # a base without a configuration of its own: its code only
+        elif not (staging / PROTOCOL_DIR / base_protocol).is_dir():
             raise InputError(
                 f"A/B base {ref} ({sha[:12]}) has no {base_protocol}/ (its [tool.tilegate] "
                 "protocol): there is no protocol of the base to measure the pull request under"
@@ -212,7 +215,8 @@ def load_benchmark(path: Path, package: str) -> Any:
     source = str(facts["package"])
     if facts.get("protocol"):
         try:
-            return load_base_protocol(path / PROTOCOL_DIR, source, package, facts.get("registry"))
+            where = path / PROTOCOL_DIR / str(facts["protocol"])
+            return load_base_protocol(where, source, package, facts.get("registry"))
         except InputError as err:
             raise InputError(f"A/B base {path}: its protocol: {err}") from err
     benchmark = facts.get("benchmark")

@@ -92,10 +92,13 @@ def _deciding(
     for line in integrity:
         rows.append((line, "baseline loosened (not acknowledged)", "", "", ""))
     if coverage is not None:
-        for m in coverage.missing:
-            rows.append((f"`{m.key}`", "NOT MEASURED (the protocol's case)", "", m.why, ""))
-        for e in coverage.expectations:
-            rows.append((e.split(":")[0], "expectation NOT CHECKED", "", e.split(": ", 1)[-1], ""))
+        for missing in coverage.missing:
+            rows.append(
+                (f"`{missing.key}`", "NOT MEASURED (the protocol's case)", "", missing.why, "")
+            )
+        for unchecked in coverage.expectations:
+            what, _, why = unchecked.partition(": ")
+            rows.append((what, "expectation NOT CHECKED", "", why, ""))
     for c in result.slower:
         what = (
             "SLOWER than the base"
