@@ -250,7 +250,9 @@ def _env(tree: Path) -> dict[str, str]:
 
 
 def check_imports_from(tree: Path, python: str) -> None:
-    """The tilegate that `python -m tilegate` imports in `tree` must be tree's own."""
+    """The tilegate that `python -m tilegate` imports in `tree` must be tree's own; in a
+    repository without a tilegate/ of its own (an adopter's: `tilegate init`), the installed one
+    its environment pins is the judge."""
     done = subprocess.run(
         [python, "-c", "import tilegate; print(tilegate.__file__)"],
         cwd=tree,
@@ -260,6 +262,9 @@ def check_imports_from(tree: Path, python: str) -> None:
         check=False,
     )
     where = Path(done.stdout.strip() or "?").resolve()
+    if done.returncode == 0 and not (tree / "tilegate").is_dir():
+        log(f"{tree} has no tilegate/ of its own: the installed tilegate judges ({where.parent})")
+        return
     if done.returncode != 0 or tree.resolve() not in where.parents:
         raise Refusal(
             f"in {tree}, `import tilegate` gives {where} ({done.stderr.strip()[-300:]}): not that "
