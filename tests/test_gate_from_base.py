@@ -334,6 +334,12 @@ def test_a_protocol_edit_is_a_gate_change_the_base_protocol_measures(tmp_path: P
     assert code == 1, err[-4000:]
     assert report.startswith("# tilegate: this pull request changes the gate (NOT ACKNOWLEDGED")
     assert "`perf_tests/test_matmul.py (the protocol" in report
+    # what the edit stops measuring, named: the base's protocol still measured it here
+    assert (
+        "`xtile_persistent-fp16-nt-K40`: axis value gone: K=40; fixed parameter changed: M 40 -> 32"
+        in report
+    )
+    assert "`torch-fp16-nn-K24`: fixed parameter changed: M 40 -> 32" in report
     results = json.loads((repo / ".perf" / "results.json").read_text())
     assert results["machine_info"]["tilegate"]["fixed"]["M"] == 40  # the base's protocol's
     code, report, err = _gate_with(repo, base, "torch,xtile_persistent", "--accept-gate-change")

@@ -213,6 +213,7 @@ def test_pull_requests_of_an_init_repository_through_the_base_gate(
     code, report, said = _gate(site, repo, base)
     assert code == 1, said
     assert "`perf_tests/test_toykern.py (the protocol" in report
+    assert "`triton_scale-fp32-n256`: axis value gone: n=256" in report
     _git(repo, "reset", "-q", "--hard", base)
 
     # a pull request deleting the Triton variant from the code: its cases are not measured

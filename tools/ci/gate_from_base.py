@@ -289,6 +289,74 @@ def headline(report: Path) -> str:
     return first.lstrip("# ").strip()
 
 
+# what the head's protocol measures at a profile (run in the pull request's tree, with its
+# tilegate): the base's coverage facts are compared with it to name what a protocol edit drops
+HEAD_CASES = """
+import json, sys
+from tilegate.cases import build_cases
+from tilegate.config import find
+bench = find().load_benchmark()
+profile = bench.profile(sys.argv[1])
+print(json.dumps({
+    "axes": {a.name: list(a.values) for a in profile.axes},
+    "fixed": dict(profile.fixed),
+    "cases": {c.id: dict(c.params) for c in build_cases(profile, tuple(bench.variant_map))},
+    "expectations": [[e.faster, e.than, e.per, sorted((k, list(v)) for k, v in e.where.items())]
+                     for e in bench.expectations],
+}))
+"""
+
+
+def dropped_by_protocol(expected: dict[str, Any], head: dict[str, Any]) -> list[str]:
+    """The base's cases (and expectations) that the head's protocol would not measure, each
+    with why: what a pull request's edit of perf_tests/ stops measuring."""
+    out = []
+    cases = head.get("cases") or {}
+    for key, case in sorted((expected.get("cases") or {}).items()):
+        params = case.get("params") or {}
+        if key in cases and cases[key] == params:
+            continue
+        why = []
+        for name, value in params.items():
+            if name in head["axes"] and value not in head["axes"][name]:
+                why.append(f"axis value gone: {name}={value}")
+            elif name in head["fixed"] and head["fixed"][name] != value:
+                why.append(f"fixed parameter changed: {name} {value} -> {head['fixed'][name]}")
+            elif name not in head["axes"] and name not in head["fixed"]:
+                why.append(f"parameter gone: {name}")
+        out.append(f"`{key}`: {'; '.join(why) or 'not in the protocol'}")
+    ran = {json.dumps(e) for e in head.get("expectations") or []}
+    for e in expected.get("expectations") or []:
+        where = sorted((k, list(v)) for k, v in (e.get("where") or {}).items())
+        if json.dumps([e.get("faster"), e.get("than"), e.get("per"), where]) not in ran:
+            out.append(f"expectation {e.get('faster')} beats {e.get('than')} per {e.get('per')}")
+    return out
+
+
+def protocol_drops(repo: Path, results: Path) -> list[str] | None:
+    """What the pull request's protocol would stop measuring of the base's (None: unknown)."""
+    try:
+        tg = json.loads(results.read_text(encoding="utf-8"))["machine_info"]["tilegate"]
+        expected, profile = tg["coverage"]["expected"], tg["profile"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    done = subprocess.run(
+        [sys.executable, "-c", HEAD_CASES, str(profile)],
+        cwd=repo,
+        env=_env(repo),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        log(f"the pull request's protocol does not load: {done.stderr.strip()[-300:]}")
+        return None
+    try:
+        return dropped_by_protocol(expected, json.loads(done.stdout))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 def judged(code: int, report: Path, results: Path) -> bool:
     """Whether a gate judged: exit 0 or 1 with its results and a report that is a verdict."""
     return (
@@ -320,6 +388,7 @@ def banner(
     head: tuple[int | None, str],
     base_judged: bool,
     final: int,
+    drops: Sequence[str] | None = None,
 ) -> str:
     state = "acknowledged" if acked else "NOT ACKNOWLEDGED"
     lines = [
@@ -331,6 +400,14 @@ def banner(
         *[f"- `{c}`" for c in changes],
         "",
     ]
+    if drops:
+        lines += [
+            f"Under this pull request's protocol, {len(drops)} case(s) or expectation(s) of the "
+            "base's would no longer be measured (the base's protocol measured them here):",
+            "",
+            *[f"- {d}" for d in drops],
+            "",
+        ]
     if acked:
         lines.append(
             f"A maintainer acknowledged it (label `{GATE_LABEL}`): the verdict below stands."
@@ -489,7 +566,15 @@ def _main(args: argparse.Namespace, repo: Path, out: Path) -> int:
     if not base_judged and changed and (out / "head" / "report.md").is_file():
         body = (out / "head" / "report.md").read_text(encoding="utf-8")
     if changed:
-        text = banner(sha, changes, acked, base_verdict, head_verdict, base_judged, final) + body
+        drops = (
+            protocol_drops(repo, results)
+            if base_judged and any("(the protocol" in c for c in changes)
+            else None
+        )
+        text = (
+            banner(sha, changes, acked, base_verdict, head_verdict, base_judged, final, drops)
+            + body
+        )
     else:
         text = (
             body
