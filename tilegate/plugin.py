@@ -598,8 +598,13 @@ class PerfRun:
         or failed with why (tilegate.judge.coverage)."""
         skipped: dict[str, str] = {}
         failed: dict[str, str] = {}
+        # the cases a variant's `unsupported` keeps off this machine, per side: one that the
+        # base cannot run here either is not the pull request's doing
+        unsupported: dict[str, list[str]] = {"head": [], "base": []}
         for result in self.measurer._results.values():
             case = result.case
+            if result.skip_reason and self._unsupported(case):
+                unsupported["base" if case.base else "head"].append(case.id)
             if case.base:
                 continue
             if result.skip_reason:
@@ -607,7 +612,12 @@ class PerfRun:
             elif result.failure:
                 failed[case.id] = str(result.failure).splitlines()[0][:300]
         facts: dict[str, Any] = self.config.stash[COVERAGE]
-        return {**facts, "skipped": skipped, "failed": failed}
+        return {**facts, "skipped": skipped, "failed": failed, "unsupported": unsupported}
+
+    def _unsupported(self, case: Case) -> bool:
+        variant = self.measurer.registry.get(case.slot)
+        capability = self.gpu.capability if self.gpu is not None else None
+        return variant is not None and variant.unsupported_reason(capability) is not None
 
 
 @pytest.fixture(scope="session")

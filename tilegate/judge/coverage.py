@@ -40,6 +40,9 @@ class Coverage:
     missing: tuple[Missing, ...] = ()  # not measured: each fails the run
     expectations: tuple[str, ...] = ()  # declared by the protocol, not checked: each fails
     not_selected: tuple[str, ...] = ()  # left out on purpose by the command line
+    # a variant's `unsupported` keeps them off this machine, and the base's version too (or,
+    # outside A/B, no stored baseline row needs them): not measurable here, not a failure
+    not_measurable: tuple[Missing, ...] = ()
     narrowed: tuple[str, ...] = ()  # the options that narrowed the run
 
     @property
@@ -125,6 +128,10 @@ def coverage(
     not_selected = set(facts.get("not_selected") or ()) | set(facts.get("changed") or ())
     skipped = dict(facts.get("skipped") or {})
     failed = dict(facts.get("failed") or {})
+    unsupported = facts.get("unsupported") or {}
+    head_off = set(unsupported.get("head") or ())
+    base_off = set(unsupported.get("base") or ())
+    ab = str(expected.get("protocol", "")).startswith("the base's")
     have = set(measured)
     names = set(registry) if registry is not None else None
     old_names = {o: new for new, olds in (renamed or {}).items() for o in olds}
@@ -146,11 +153,15 @@ def coverage(
 
     missing: list[Missing] = []
     left_out: list[str] = []
+    off: list[Missing] = []
+    stored = set(baseline or ())
     for key, (variant, params) in required.items():
         if key in have:
             continue
         if key in failed:
             missing.append(Missing(key, f"failed: {failed[key]}"))
+        elif key in skipped and key in head_off and (key in base_off or not (ab or key in stored)):
+            off.append(Missing(key, f"skipped: {skipped[key]}"))
         elif key in skipped:
             missing.append(Missing(key, f"skipped: {skipped[key]}"))
         elif names is not None and variant not in names:
@@ -175,6 +186,7 @@ def coverage(
         missing=tuple(sorted(missing, key=lambda m: m.key)),
         expectations=unchecked,
         not_selected=tuple(sorted(left_out)),
+        not_measurable=tuple(sorted(off, key=lambda m: m.key)),
         narrowed=tuple(str(n) for n in facts.get("narrowed") or ()),
     )
 

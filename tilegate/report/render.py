@@ -225,6 +225,12 @@ def _coverage(coverage: Coverage | None) -> list[str]:
         out.append(f"- expectation {e}")
     if coverage.expectations:
         out.append("")
+    if coverage.not_measurable:
+        out += _fold(
+            f"{len(coverage.not_measurable)} case(s) not measurable on this machine (their "
+            "variant cannot run here, nor could the base's or the stored baseline's): not judged",
+            [f"`{m.key}`: {m.why}" for m in coverage.not_measurable],
+        )
     if coverage.not_selected:
         out += _fold(
             f"{len(coverage.not_selected)} case(s) not selected: left out by "
