@@ -172,4 +172,7 @@ def test_a_sharded_smoke_run_merges_two_processes_into_one_results_file(tmp_path
     assert sorted(by_gpu) == [0, 1]
     assert not (by_gpu[0] & by_gpu[1]), "a group is measured on one GPU only"
     assert len(data["machine_info"]["tilegate"]["gpus"]) == 2
+    # coverage is judged on the merged file: each GPU's cases are the other's "selected" ones
+    report = (tmp_path / "perf" / "report.md").read_text()
+    assert "must be measured: all measured" in report, report[:2000]
     assert copy.deepcopy(data["machine_info"]["tilegate"]["shard"]) in ("0/2", "1/2")

@@ -119,6 +119,10 @@ def merge(parts: Sequence[Path], out: Path) -> None:
                     **(first["coverage"].get(what) or {}),
                     **(tg["coverage"].get(what) or {}),
                 }
+            mine, theirs = first["coverage"].get("unsupported"), tg["coverage"].get("unsupported")
+            if isinstance(mine, dict) and isinstance(theirs, dict):
+                for side in ("head", "base"):
+                    mine[side] = sorted({*(mine.get(side) or ()), *(theirs.get(side) or ())})
     assert merged is not None
     merged["machine_info"]["tilegate"]["gpus"] = gpus
     atomic_write_json(out, merged)
