@@ -257,7 +257,9 @@ def _coverage_facts(
     if base_bench is not None:
         # the base's names -> the head's (a renamed variant is covered under its new name)
         to_head = {getattr(v, "name", n): n for n, v in base.items()}
-        ref = config.getoption("--perf-ab-ref") or config.getoption("--perf-ab-sha")
+        ref = str(config.getoption("--perf-ab-ref") or config.getoption("--perf-ab-sha") or "")
+        if len(ref) == 40 and all(c in "0123456789abcdef" for c in ref):
+            ref = ref[:12]  # a commit as gate_from_base.py gives it
         base_profile = base_bench.profile_map.get(profile.name)
         expected = {
             "protocol": f"the base's ({ref})",
