@@ -19,14 +19,13 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-import pytest
 import torch
 
 from kernels.registry import DECLARED, REGISTRY
 from tilegate.cases import Case
 from tilegate.declare import Axis, Benchmark, Expectation, Profile, Work
 from tilegate.declare import Variant as Declared
-from tilegate.harness.bench import record_device_samples
+from tilegate.harness.bench import measure_case
 
 # --- the grid ----------------------------------------------------------------------------------
 
@@ -145,12 +144,4 @@ BENCHMARK = Benchmark(
 
 def test_matmul(tilegate_case: Case, perf_run: Any, benchmark: Any) -> None:
     """One case: correctness against the reference first, then its device time per call."""
-    result = perf_run.measurer.result(tilegate_case)
-    if result.skip_reason:
-        pytest.skip(result.skip_reason)
-    benchmark.group = tilegate_case.group
-    benchmark.extra_info["tilegate"] = result.extra
-    if result.samples_s:
-        record_device_samples(benchmark, result.samples_s)
-    if result.failure:
-        pytest.fail(result.failure, pytrace=False)
+    measure_case(tilegate_case, perf_run, benchmark)

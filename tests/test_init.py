@@ -36,6 +36,7 @@ def test_init_writes_a_configuration_whose_benchmark_loads(
     assert (tmp_path / "baselines" / "README.md").is_file()
     protocol = (tmp_path / "perf_tests" / "test_toyperf.py").read_text()
     assert "def test_scale(tilegate_case, perf_run, benchmark):" in protocol
+    assert "measure_case(tilegate_case, perf_run, benchmark)" in protocol
     assert (
         "BENCHMARK = Benchmark(" in protocol
         and "Benchmark(" not in (tmp_path / "toyperf" / "kernels.py").read_text()

@@ -92,12 +92,11 @@ A pull request's {package}/ is measured under its base's copy of this file; an e
 is a change of the gate. Every case of the base's profile must be measured.
 """
 
-import pytest
 import torch
 
 from {package}.kernels import VARIANTS
 from tilegate.declare import Axis, Benchmark, Profile, Work
-from tilegate.harness.bench import record_device_samples
+from tilegate.harness.bench import measure_case
 
 
 # inputs(params, device, seed): drawn once per group (one grid point), shared by its variants
@@ -135,15 +134,7 @@ BENCHMARK = Benchmark(
 # tilegate's pytest plugin gives one tilegate_case per variant and grid point (ids like
 # triton_scale-fp32-n100); the cases of a grid point are timed together, round by round.
 def test_scale(tilegate_case, perf_run, benchmark):
-    result = perf_run.measurer.result(tilegate_case)
-    if result.skip_reason:
-        pytest.skip(result.skip_reason)
-    benchmark.group = tilegate_case.group
-    benchmark.extra_info["tilegate"] = result.extra
-    if result.samples_s:
-        record_device_samples(benchmark, result.samples_s)
-    if result.failure:
-        pytest.fail(result.failure, pytrace=False)
+    measure_case(tilegate_case, perf_run, benchmark)  # checked, then timed; a skip says why
 '''
 
 BASELINES_README = """\
