@@ -3,18 +3,18 @@
     from kernels import VARIANTS
     c = VARIANTS["xtile_persistent"].matmul(a, b)
 
-`kernels.registry.BENCHMARK` is the benchmark tilegate gates ([tool.tilegate] in
-pyproject.toml); this directory is this repository's, not part of the tilegate wheel.
+This package is the code tilegate measures ([tool.tilegate] source); how it is measured is
+perf_tests/ (the protocol). This directory is this repository's, not part of the tilegate wheel.
 """
 
 from ._host import DTYPES, LAYOUTS, layout_of
 from .configs import CONFIGS, Config, config_for
 from .launch import Arg, DescArg, KernelLaunch, ScalarArg, TensorArg
-from .registry import BENCHMARK, REFERENCE, REGISTRY, VARIANTS, Variant
+from .registry import DECLARED, REFERENCE, REGISTRY, VARIANTS, Variant
 
 __all__ = [
-    "BENCHMARK",
     "CONFIGS",
+    "DECLARED",
     "DTYPES",
     "LAYOUTS",
     "REFERENCE",

@@ -1,10 +1,10 @@
-"""The matmul benchmark: its variants (the registry) and its declaration for tilegate.
+"""The matmul variants: the registry (names, families, plans, renames, the cross-tile twins).
 
 `REGISTRY` is the list of variants: each name is written once (`Variant.name`), and the list's
 order is the order the perf suite measures them in, the reference first. `VARIANTS` is the same
-list keyed by name. `BENCHMARK` is what pyproject.toml's [tool.tilegate] names: the same
-variants, the grid (dtype x layout x K at fixed M, N), inputs, the fp32/fp64 reference product,
-tolerance, flops and the cross-tile expectations (docs/plugin.md)::
+list keyed by name; `DECLARED` is the list as tilegate declares it (pyproject.toml's
+[tool.tilegate] registry). How they are measured (the grid, inputs, reference, tolerance, flops,
+expectations) is the protocol's, perf_tests/test_matmul.py, not this package's (docs/plugin.md)::
 
     c = VARIANTS["xtile_persistent"].matmul(a, b)        # a: M x K, b: K x N (nn or nt layout)
     launch = VARIANTS["xtile_persistent"].plan(M, N, K, dtype=torch.float16, layout="nt",
@@ -22,11 +22,10 @@ from typing import Any
 
 import torch
 
-from tilegate.declare import Axis, Benchmark, Expectation, Profile, Work
 from tilegate.declare import Variant as Declared
 
 from . import persistent, reference, tiled, tma, tma_ws
-from ._host import DTYPES, TMA_MIN_CAPABILITY, run_matmul
+from ._host import TMA_MIN_CAPABILITY, run_matmul
 from .launch import KernelLaunch
 
 MatmulFn = Callable[..., torch.Tensor]  # (a, b, *, out=None) -> c
@@ -217,15 +216,9 @@ VARIANTS: Mapping[str, Variant] = MappingProxyType({v.name: v for v in REGISTRY}
 REFERENCE: Variant = next(v for v in REGISTRY if v.reference)
 
 
-# --- the benchmark ---------------------------------------------------------------------------
-
-# Relative Frobenius error allowed against the reference. fp16/bf16 outputs round at ~5e-4 /
-# ~4e-3; 1e-2 is what the calibration used and still catches a missing K block or tile (which
-# costs > 1e-1).
-REL_ERR_TOL = {"fp16": 1e-2, "bf16": 1e-2}
-
-# One output buffer per (variant, dtype, M, N, device), shared by the groups of a run: a
-# profile's groups are all prepared before the first is timed, and 16384 x 16384 fp16 is 512 MiB.
+# The timed call of a variant (its code, so it lives here): one output buffer per (variant,
+# dtype, M, N, device), shared by the groups of a run: a profile's groups are all prepared before
+# the first is timed, and 16384 x 16384 fp16 is 512 MiB.
 _OUTS: dict[tuple[str, str, int, int, str], torch.Tensor] = {}
 
 
@@ -244,97 +237,6 @@ def _make(variant: Variant, params: Mapping[str, Any], inputs: Mapping[str, Any]
     return partial(variant.matmul, a, b, out=out)
 
 
-def make_inputs(params: Mapping[str, Any], device: str, seed: int) -> dict[str, torch.Tensor]:
-    """Random normal A (M x K) and B (K x N) in the case's dtype and B layout."""
-    dtype = DTYPES[params["dtype"]]
-    M, N, K = params["M"], params["N"], params["K"]
-    gen = torch.Generator(device=device).manual_seed(seed)
-    a = torch.randn(M, K, dtype=dtype, device=device, generator=gen)
-    if params["layout"] == "nn":
-        b = torch.randn(K, N, dtype=dtype, device=device, generator=gen)
-    else:  # "nt": B stored N x K (K contiguous), passed as its transpose with no copy
-        b = torch.randn(N, K, dtype=dtype, device=device, generator=gen).T
-    return {"a": a, "b": b}
-
-
-def reference_output(params: Mapping[str, Any], inputs: Mapping[str, torch.Tensor]) -> torch.Tensor:
-    """a @ b in higher precision: float64 on the CPU, float32 on a GPU (cuBLAS in fp32 is exact
-    enough for an fp16/bf16 product)."""
-    return reference.exact(inputs["a"], inputs["b"])
-
-
-def matmul_work(params: Mapping[str, Any]) -> Work:
-    """A multiply and an add per term of an M x N x K product."""
-    return Work(flops=2.0 * params["M"] * params["N"] * params["K"])
-
-
-def _grid(
-    dtypes: tuple[str, ...], layouts: tuple[str, ...], ks: tuple[int, ...]
-) -> tuple[Axis, ...]:
-    return (Axis("dtype", dtypes), Axis("layout", layouts), Axis("K", ks, label="K{}"))
-
-
-_M_N = MappingProxyType({"M": 16384, "N": 16384})
-
-PROFILES: tuple[Profile, ...] = (
-    Profile(
-        "quick",
-        _grid(("fp16",), ("nt",), (128, 512, 4096)),
-        _M_N,
-        min_time_s=2.5,
-        passes=3,
-        soak_s=3.0,
-        description="pull-request check: the write-up's small, middle and large K",
-    ),
-    Profile(
-        "default",
-        _grid(("fp16",), ("nt", "nn"), (128, 256, 512, 1024, 2048, 4096)),
-        _M_N,
-        rounds=300,  # the K = 4096 groups, the noisiest (power-capped), get ~8 s instead of 5
-        min_time_s=5.0,
-        passes=10,
-        description="both B layouts, every K of the write-up and the calibration",
-    ),
-    Profile(
-        "full",
-        _grid(("fp16", "bf16"), ("nt", "nn"), (64, 128, 256, 512, 1024, 2048, 4096, 8192)),
-        _M_N,
-        description="adds bf16 and the extreme K values",
-    ),
-    # CPU pipeline proof under TRITON_INTERPRET=1: tiny shapes, timings meaningless.
-    Profile(
-        "smoke",
-        _grid(("fp16",), ("nt", "nn"), (24, 40)),
-        MappingProxyType({"M": 40, "N": 48}),
-        rounds=3,
-        min_time_s=0.0,
-        soak_s=0.0,
-        interpreter=True,
-        description="CPU interpreter, tiny shapes: proves the pipeline, measures nothing",
-    ),
-)
-
-
-def _wrong(variant: Declared) -> Declared:
-    from .testing import wrong_variant
-
-    return wrong_variant(variant.name).declared()
-
-
-BENCHMARK = Benchmark(
-    name="matmul",
-    description="Triton matmul variants (cross-tile pipelining) against torch.matmul (cuBLAS)",
-    variants=tuple(v.declared() for v in REGISTRY),
-    profiles=PROFILES,
-    default_profile="quick",
-    inputs=make_inputs,
-    reference_output=reference_output,
-    tolerance=REL_ERR_TOL,
-    work=matmul_work,
-    # cross-tile must beat its twin; the bounds per K are baseline data (tilegate rebaseline)
-    expectations=tuple(
-        Expectation(v.name, v.xtile_twin_of, per="K") for v in REGISTRY if v.xtile_twin_of
-    ),
-    tolerance_axes=("dtype", "layout", "K"),
-    wrong=_wrong,
-)
+# What tilegate measures ([tool.tilegate] registry): every variant as tilegate declares it.
+# The protocol (perf_tests/test_matmul.py) builds its benchmark from these.
+DECLARED: tuple[Declared, ...] = tuple(v.declared() for v in REGISTRY)

@@ -79,9 +79,8 @@ def test_an_ab_base_whose_kernels_fail_to_import_is_named_with_its_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = tmp_path / "repo"
-    shutil.copytree(
-        ROOT / "kernels", repo / "kernels", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    for part in ("kernels", "perf_tests"):  # the code and its protocol
+        shutil.copytree(ROOT / part, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy2(ROOT / "pyproject.toml", repo / "pyproject.toml")
     init = repo / "kernels" / "__init__.py"
     good = init.read_text()

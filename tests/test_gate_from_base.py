@@ -20,7 +20,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tools" / "ci" / "gate_from_base.py"
-COPY = ("tilegate", "kernels", "baselines", "tools/ci", "pyproject.toml", "noxfile.py")
+COPY = (
+    "tilegate",
+    "kernels",
+    "perf_tests",
+    "baselines",
+    "tools/ci",
+    "pyproject.toml",
+    "noxfile.py",
+)
 PERF = [
     "--profile",
     "smoke",
@@ -151,7 +159,12 @@ def test_a_gate_change_leads_the_report_fails_unacknowledged_and_the_base_decide
 
 def test_what_changes_the_gate() -> None:
     mod = _script()
-    cfg = {"source": "kernels", "benchmark": "perfdecl.bench:BENCHMARK", "baselines": "baselines"}
+    cfg = {
+        "source": "kernels",
+        "protocol": "perf_tests",
+        "benchmark": "perfdecl.bench:BENCHMARK",  # a base from before the protocol left source
+        "baselines": "baselines",
+    }
     base = '[tool.tilegate]\nsource = "kernels"\n[project]\nversion = "1"\ndependencies = ["a"]\n'
     assert (
         mod.gate_changes(
@@ -173,6 +186,7 @@ def test_what_changes_the_gate() -> None:
             "perfdecl/bench.py",
             "conftest.py",
             "tests/conftest.py",
+            "perf_tests/test_matmul.py",
         ],
         cfg,
         base,
@@ -180,7 +194,9 @@ def test_what_changes_the_gate() -> None:
     )
     assert found[:3] == ["tilegate/judge/outcome.py", "noxfile.py", "tools/ci/gate_from_base.py"]
     assert found[3].startswith("perfdecl/bench.py (the benchmark declaration")
-    assert found[4:] == ["conftest.py"]
+    assert found[4] == "conftest.py"
+    assert found[5].startswith("perf_tests/test_matmul.py (the protocol")
+    assert len(found) == 6
     # the base decides where it judged; an unacknowledged gate change fails a pass, never a 2
     assert mod.decide(0, True, 1, True, False) == 1
     assert mod.decide(0, True, 1, True, True) == 0
@@ -190,6 +206,21 @@ def test_what_changes_the_gate() -> None:
     )  # the head's gate judged what the base could not
     assert mod.decide(2, False, 2, True, False) == 2
     assert mod.decide(2, False, None, False, False) == 2
+    # a protocol inside the source would be replaced by the pull request's: refused
+    overlapping = '[tool.tilegate]\nsource = "kernels"\nprotocol = "kernels/perf"\n'
+    with pytest.raises(mod.Refusal, match="overlaps source"):
+        mod.tilegate_table(overlapping, "the base")
+
+
+def test_a_base_gate_that_wrote_no_report_is_exit_2_never_1(tmp_path: Path) -> None:
+    mod = _script()
+    report, results = tmp_path / "report.md", tmp_path / "results.json"
+    assert not mod.judged(1, report, results)  # nox's 1 for a failed session: no report
+    results.write_text("{}")
+    report.write_text("# tilegate: CANNOT JUDGE (exit 2)\n\nwhy\n")
+    assert not mod.judged(1, report, results)
+    report.write_text("# tilegate: FAIL: 1 regression\n")
+    assert mod.judged(1, report, results) and not mod.judged(2, report, results)
 
 
 def test_a_base_that_is_not_a_commit_cannot_judge(tmp_path: Path) -> None:
@@ -202,3 +233,137 @@ def test_a_base_that_is_not_a_commit_cannot_judge(tmp_path: Path) -> None:
     assert code == 2
     report = (repo / ".perf" / "report.md").read_text()
     assert "no-such-ref" in report and "fetch-depth" in report
+
+
+# --- coverage: what the base's protocol says to measure (issue 30) -----------------------------
+
+NARROW = ["--profile", "smoke", "--report-only", "--no-plots", "--perf-axis", "K=24"]
+
+
+def _gate_with(repo: Path, base: str, variants: str, *extra: str) -> tuple[int, str, str]:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--base", base, "--via", "python", *extra, "--", *NARROW,
+         f"--perf-variants={variants}"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )  # fmt: skip
+    report = repo / ".perf" / "report.md"
+    return done.returncode, report.read_text() if report.exists() else "", done.stderr
+
+
+def _drop_variant(repo: Path, name: str) -> None:
+    path = repo / "kernels" / "registry.py"
+    text = path.read_text()
+    start = text.index(f'    _triton(\n        "{name}",')
+    end = text.index("\n    ),\n", start) + len("\n    ),\n")
+    path.write_text(text[:start] + text[end:])
+
+
+@pytest.mark.interpreter
+def test_an_a_a_run_covers_the_base_protocol_and_passes(tmp_path: Path) -> None:
+    repo, base = _repo(tmp_path)
+    (repo / "NOTES.md").write_text("nothing measured changes\n")
+    _commit(repo, "head: A/A")
+    code, report, err = _gate_with(repo, base, "torch,xtile_persistent")
+    assert code == 0, err[-4000:]
+    assert "## Coverage" in report and "all measured, every declared expectation checked" in report
+    assert "NARROWED by --perf-variants torch,xtile_persistent, --perf-axis K=24" in report
+    cov = json.loads((repo / ".perf" / "results.json").read_text())["machine_info"]["tilegate"][
+        "coverage"
+    ]
+    assert cov["expected"]["protocol"].startswith("the base's")
+    assert "xtile_persistent-fp16-nt-K40" in cov["expected"]["cases"]
+    assert "xtile_persistent-fp16-nt-K40" in cov["not_selected"]
+
+
+@pytest.mark.interpreter
+def test_a_pull_request_deleting_a_variant_fails_naming_its_cases(tmp_path: Path) -> None:
+    repo, base = _repo(tmp_path)
+    _drop_variant(repo, "xtile_persistent")
+    _commit(repo, "head: xtile_persistent deleted")
+    code, report, err = _gate_with(repo, base, "torch,xtile_persistent")
+    assert code == 1, err[-4000:]
+    assert report.startswith("# tilegate: FAIL:"), report[:300]
+    assert "cases of the protocol not measured" in report.splitlines()[0]
+    for case in ("xtile_persistent-fp16-nt-K24", "xtile_persistent-fp16-nn-K24"):
+        assert f"`{case}` | variant gone: xtile_persistent is not in the registry" in report
+    # its expectation (cross-tile beats its twin) is no longer checked either
+    assert "xtile_persistent beats swizzle_persistent per K: declared by the base's" in report
+
+
+@pytest.mark.interpreter
+def test_a_pull_request_removing_an_expectation_fails_naming_it(tmp_path: Path) -> None:
+    repo, base = _repo(tmp_path)
+    _edit(repo / "kernels" / "registry.py", 'xtile_twin_of="swizzle_persistent",\n', "")
+    _commit(repo, "head: xtile_persistent no longer the twin of swizzle_persistent")
+    code, report, err = _gate_with(repo, base, "torch,xtile_persistent")
+    assert code == 1, err[-4000:]
+    assert "1 expectation of the protocol not checked" in report.splitlines()[0]
+    assert "xtile_persistent beats swizzle_persistent per K" in report
+    assert "changes the gate" not in report  # a kernels/ change, judged by the base's protocol
+
+
+@pytest.mark.interpreter
+def test_a_pull_request_adding_a_variant_passes_with_it_reported_new(tmp_path: Path) -> None:
+    repo, base = _repo(tmp_path)
+    _edit(
+        repo / "kernels" / "registry.py",
+        "REGISTRY: tuple[Variant, ...] = (\n",
+        "REGISTRY: tuple[Variant, ...] = (\n"
+        '    _triton("tiled_copy", "pointer", "tiled, once more", tiled.plan, grouped=False),\n',
+    )
+    _commit(repo, "head: a new variant")
+    code, report, err = _gate_with(repo, base, "torch,xtile_persistent,tiled_copy")
+    assert code == 0, err[-4000:]
+    assert "New in the head (not judged)** (2)" in report and "`tiled_copy-fp16-nt-K24`" in report
+    assert "all measured" in report
+
+
+@pytest.mark.interpreter
+def test_a_protocol_edit_is_a_gate_change_the_base_protocol_measures(tmp_path: Path) -> None:
+    """perf_tests/ dropping K = 40 and changing M: a change of the gate; the base's protocol
+    still decides what is measured (every case of it measured: its verdict passes)."""
+    repo, base = _repo(tmp_path)
+    _edit(repo / "perf_tests" / "test_matmul.py", "(24, 40)", "(24,)")
+    _edit(repo / "perf_tests" / "test_matmul.py", '{"M": 40, "N": 48}', '{"M": 32, "N": 48}')
+    _commit(repo, "head: the smoke grid narrowed")
+    code, report, err = _gate_with(repo, base, "torch,xtile_persistent")
+    assert code == 1, err[-4000:]
+    assert report.startswith("# tilegate: this pull request changes the gate (NOT ACKNOWLEDGED")
+    assert "`perf_tests/test_matmul.py (the protocol" in report
+    # what the edit stops measuring, named: the base's protocol still measured it here
+    assert (
+        "`xtile_persistent-fp16-nt-K40`: axis value gone: K=40; fixed parameter changed: M 40 -> 32"
+        in report
+    )
+    assert "`torch-fp16-nn-K24`: fixed parameter changed: M 40 -> 32" in report
+    results = json.loads((repo / ".perf" / "results.json").read_text())
+    assert results["machine_info"]["tilegate"]["fixed"]["M"] == 40  # the base's protocol's
+    code, report, err = _gate_with(repo, base, "torch,xtile_persistent", "--accept-gate-change")
+    assert code == 0, err[-4000:]
+
+
+@pytest.mark.interpreter
+def test_ab_run_directly_checks_coverage_against_the_base_protocol(tmp_path: Path) -> None:
+    """`tilegate perf --ab REF` with an edited perf_tests/: the base's protocol (materialised
+    from REF) is what must be covered: a dropped axis value and a changed fixed parameter fail."""
+    repo, base = _repo(tmp_path)
+    _edit(repo / "perf_tests" / "test_matmul.py", "(24, 40)", "(24,)")
+    _edit(repo / "perf_tests" / "test_matmul.py", '{"M": 40, "N": 48}', '{"M": 32, "N": 48}')
+    done = subprocess.run(
+        [sys.executable, "-m", "tilegate", "perf", "--ab", base, "--profile", "smoke",
+         "--report-only", "--no-plots", "--", "--perf-variants=torch,xtile_persistent",
+         "--perf-rounds=1"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )  # fmt: skip
+    report = (repo / ".perf" / "report.md").read_text()
+    assert done.returncode == 1, done.stderr[-4000:]
+    assert "`xtile_persistent-fp16-nt-K40` | axis value gone: K=40" in report
+    assert "fixed parameter changed: M 40 -> 32" in report

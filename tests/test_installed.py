@@ -1,10 +1,11 @@
-"""The installed tool in another repository (issue 20, item 2): tilegate built as a wheel,
-installed into a directory of its own, and run from a toy benchmark repository outside this
-checkout (which is not importable there), on the CPU interpreter.
+"""The installed tool in another repository (issue 20, item 2; issue 30): tilegate built as a
+wheel, installed into a directory of its own, and run from a repository outside this checkout
+(which is not importable there), on the CPU interpreter.
 
-The toy repository has what a user writes: a [tool.tilegate] table, a package with a tiny
-Triton kernel and a torch reference, declared as a two-variant `Benchmark` with a "smoke"
-profile; `git init` and one commit, for the A/B run.
+The repository is what `tilegate init` (the installed script) writes: [tool.tilegate], the code
+(toykern/kernels.py: a Triton scale kernel and torch) and its protocol (perf_tests/test_toykern.py,
+a "smoke" profile), baselines/README.md; `git init` and one commit, the base of the A/B runs and
+of the pull requests judged through tools/ci/gate_from_base.py.
 """
 
 from __future__ import annotations
@@ -18,72 +19,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-
-PYPROJECT = """\
-[tool.tilegate]
-benchmark = "toykern.bench:BENCHMARK"
-source = "toykern"
-baselines = "baselines"
-"""
-
-KERNEL = '''\
-"""A scale kernel: y = 2 x."""
-
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
-'''
-
-BENCH = '''\
-"""The toy benchmark: a Triton scale kernel beside torch."""
-
-import torch
-import triton
-
-from tilegate.declare import Axis, Benchmark, Profile, Variant, Work
-
-from ._kernel import scale_kernel
-
-
-def _triton(params, inputs):
-    x = inputs
-    y = torch.full_like(x, float("nan"))  # unwritten elements stay NaN: caught
-
-    def call():
-        scale_kernel[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), BLOCK=64)
-        return y
-
-    return call
-
-
-def _torch(params, inputs):
-    return lambda: inputs * 2
-
-
-BENCHMARK = Benchmark(
-    name="toy",
-    variants=(
-        Variant("torch", _torch, reference=True),
-        Variant("triton_scale", _triton),
-    ),
-    profiles=(
-        Profile("smoke", (Axis("n", (100, 256), label="n{}"),), rounds=8, min_time_s=0.0,
-                passes=1, soak_s=0.0, interpreter=True),
-    ),
-    inputs=lambda params, device, seed: torch.randn(
-        params["n"], generator=torch.Generator().manual_seed(seed)
-    ).to(device),
-    reference_output=lambda params, x: x.double() * 2,
-    tolerance=lambda params: 1e-6,
-    work=lambda params: Work(bytes=8.0 * params["n"]),
-)
-'''
 
 
 def _sh(
@@ -137,27 +72,33 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def toy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def toy(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    site = request.getfixturevalue("site")
     repo = tmp_path_factory.mktemp("toy-repo")
-    (repo / "pyproject.toml").write_text(PYPROJECT)
-    pkg = repo / "toykern"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text('"""Toy kernels."""\n')
-    (pkg / "_kernel.py").write_text(KERNEL)
-    (pkg / "bench.py").write_text(BENCH)
+    made = _sh([str(site / "bin" / "tilegate"), "init", "--package", "toykern"], repo, _env(site))
+    assert made.returncode == 0, _said(made)
     (repo / ".gitignore").write_text(".perf/\n__pycache__/\n")
-    (repo / "baselines").mkdir()  # what `tilegate init` makes: the gate refuses a missing one
-    (repo / "baselines" / ".gitkeep").write_text("")
-    git = ["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t"]
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "toy benchmark"]):
-        subprocess.run([*git, *args], check=True, capture_output=True)
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "tilegate init"]):
+        _git(repo, *args)
+    # git keeps baselines/ (its README.md): a fresh clone has it
+    assert "baselines/README.md" in _git(repo, "ls-files")
     return repo
+
+
+def _env(site: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
+    env["PYTHONPATH"] = str(site)  # the installed tilegate only: this checkout is not importable
+    return env
+
+
+def _git(repo: Path, *args: str) -> str:
+    git = ["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    return subprocess.run([*git, *args], check=True, capture_output=True, text=True).stdout
 
 
 @pytest.mark.interpreter
 def test_the_installed_tool_gates_a_toy_repository(site: Path, toy: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
-    env["PYTHONPATH"] = str(site)  # the installed tilegate only: this checkout is not importable
+    env = _env(site)
     py = sys.executable  # the venv's python: torch, triton, pytest, pytest-benchmark
     script = site / "bin" / "tilegate"
 
@@ -177,9 +118,11 @@ def test_the_installed_tool_gates_a_toy_repository(site: Path, toy: Path) -> Non
     rows = {
         b["extra_info"]["tilegate"]["key"]: b["extra_info"]["tilegate"] for b in data["benchmarks"]
     }
-    assert set(rows) == {"torch-n100", "triton_scale-n100", "torch-n256", "triton_scale-n256"}
-    row = rows["triton_scale-n256"]
-    assert row["params"] == {"n": 256} and row["correct"] is True
+    assert set(rows) == {
+        "torch-fp32-n100", "triton_scale-fp32-n100", "torch-fp32-n256", "triton_scale-fp32-n256",
+    }  # fmt: skip
+    row = rows["triton_scale-fp32-n256"]
+    assert row["params"] == {"dtype": "fp32", "n": 256} and row["correct"] is True
     assert row["ratio_to_reference"] is not None and row["gbps"] is not None and row["gbps"] >= 0
     assert (toy / ".perf" / "report.md").is_file()
 
@@ -198,7 +141,8 @@ def test_the_installed_tool_gates_a_toy_repository(site: Path, toy: Path) -> Non
     )  # fmt: skip
     assert rebase.returncode == 0, _said(rebase)
     stored = json.loads(baseline.read_text())
-    assert set(stored["rows"]) == set(rows) and stored["rows"]["torch-n100"]["params"] == {"n": 100}
+    assert set(stored["rows"]) == set(rows)
+    assert stored["rows"]["torch-fp32-n100"]["params"] == {"dtype": "fp32", "n": 100}
 
     judged = _sh(
         [str(script), "compare", str(results), str(baseline), "--no-plots",
@@ -218,5 +162,65 @@ def test_the_installed_tool_gates_a_toy_repository(site: Path, toy: Path) -> Non
         (b["extra_info"]["tilegate"]["key"], b["extra_info"]["tilegate"].get("side", "head"))
         for b in json.loads((toy / ".perf" / "ab" / "results.json").read_text())["benchmarks"]
     }
-    assert ("triton_scale-n256", "base") in sides and ("triton_scale-n256", "head") in sides
+    assert ("triton_scale-fp32-n256", "base") in sides
+    assert ("triton_scale-fp32-n256", "head") in sides
     assert (toy / ".perf" / "ab").is_dir() and not (ROOT / ".perf" / "ab" / "toy").exists()
+
+
+GATE = ROOT / "tools" / "ci" / "gate_from_base.py"
+SMOKE = ["--profile", "smoke", "--report-only", "--no-plots"]
+
+
+def _gate(site: Path, repo: Path, base: str, *extra: str) -> tuple[int, str, str]:
+    done = _sh(
+        [sys.executable, str(GATE), "--base", base, "--via", "python", *extra, "--", *SMOKE],
+        repo,
+        _env(site),
+    )
+    report = repo / ".perf" / "report.md"
+    return done.returncode, report.read_text() if report.is_file() else "", _said(done)
+
+
+@pytest.mark.interpreter
+def test_pull_requests_of_an_init_repository_through_the_base_gate(
+    site: Path, toy: Path, tmp_path: Path
+) -> None:
+    """A clone of the `tilegate init` repository, judged by the installed tilegate through
+    gate_from_base.py: an A/A passes; a pull request that deletes a variant or drops a grid point
+    of the protocol fails naming the cases; an edit of perf_tests/ is a gate change."""
+    repo = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(toy), str(repo)], check=True, capture_output=True)
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    assert (repo / "baselines").is_dir()  # the clone has it: no exit 2 at the first A/B
+
+    code, report, said = _gate(site, repo, base)
+    assert code == 0, said
+    assert "all measured, every declared expectation checked" in report
+
+    # the protocol drops n = 256: run directly against the base, the base's protocol is what
+    # must be covered
+    protocol = repo / "perf_tests" / "test_toykern.py"
+    text = protocol.read_text()
+    protocol.write_text(
+        text.replace('Axis("n", (100, 256), label="n{}")', 'Axis("n", (100,), label="n{}")', 1)
+    )
+    direct = _sh([sys.executable, "-m", "tilegate", "perf", "--ab", base, *SMOKE], repo, _env(site))
+    report = (repo / ".perf" / "report.md").read_text()
+    assert direct.returncode == 1, _said(direct)
+    assert "`triton_scale-fp32-n256` | axis value gone: n=256 is not in the run's profile" in report
+    # ... and as a pull request: a change of the gate, which fails until acknowledged
+    _git(repo, "commit", "-qam", "drop n=256")
+    code, report, said = _gate(site, repo, base)
+    assert code == 1, said
+    assert "`perf_tests/test_toykern.py (the protocol" in report
+    assert "`triton_scale-fp32-n256`: axis value gone: n=256" in report
+    _git(repo, "reset", "-q", "--hard", base)
+
+    # a pull request deleting the Triton variant from the code: its cases are not measured
+    kernels = repo / "toykern" / "kernels.py"
+    kernels.write_text(kernels.read_text().replace('    Variant("triton_scale", _triton),\n', ""))
+    _git(repo, "commit", "-qam", "drop triton_scale")
+    code, report, said = _gate(site, repo, base)
+    assert code == 1, said
+    for case in ("triton_scale-fp32-n100", "triton_scale-fp32-n256"):
+        assert f"`{case}` | variant gone: triton_scale is not in the registry" in report

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from kernels import VARIANTS
-from kernels.registry import BENCHMARK
+from perf_tests.test_matmul import BENCHMARK
 from tilegate.cases import Case, build_cases, select_variants
 from tilegate.harness.device import slugify
 from tilegate.harness.gpu_state import Nvml, StateLog, StateSample, StateSampler, window_stats

@@ -27,7 +27,7 @@ SMOKE = [
     "-p",
     "tilegate.plugin",
     "--tilegate",
-    str(ROOT / "tilegate" / "suite.py"),
+    str(ROOT / "perf_tests"),  # the protocol: pytest perf_tests --tilegate
     "-p",
     "no:cacheprovider",
     "-q",

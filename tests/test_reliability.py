@@ -161,7 +161,8 @@ def test_a_crash_in_any_command_is_2_with_its_traceback_saved(
     monkeypatch.chdir(tmp_path)
     # a repository that declares this checkout's benchmark (the commands that load it get that far)
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.tilegate]\nbenchmark = "kernels.registry:BENCHMARK"\nsource = "kernels"\n'
+        '[tool.tilegate]\nsource = "kernels"\n'
+        f'protocol = "{(Path(__file__).resolve().parents[1] / "perf_tests").as_posix()}"\n'
     )
     monkeypatch.setattr(target, _boom)
     report = tmp_path / "report.md"

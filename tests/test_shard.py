@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kernels import VARIANTS
-from kernels.registry import BENCHMARK
+from perf_tests.test_matmul import BENCHMARK
 from tests._factories import H200_GPU, build_baseline, key, make_run, write
 from tilegate.cases import build_cases
 from tilegate.errors import InputError
@@ -173,4 +173,7 @@ def test_a_sharded_smoke_run_merges_two_processes_into_one_results_file(tmp_path
     assert sorted(by_gpu) == [0, 1]
     assert not (by_gpu[0] & by_gpu[1]), "a group is measured on one GPU only"
     assert len(data["machine_info"]["tilegate"]["gpus"]) == 2
+    # coverage is judged on the merged file: each GPU's cases are the other's "selected" ones
+    report = (tmp_path / "perf" / "report.md").read_text()
+    assert "must be measured: all measured" in report, report[:2000]
     assert copy.deepcopy(data["machine_info"]["tilegate"]["shard"]) in ("0/2", "1/2")

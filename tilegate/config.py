@@ -1,9 +1,14 @@
-"""`[tool.tilegate]` in a project's pyproject.toml: where its benchmark, source and baselines are.
+"""`[tool.tilegate]` in a project's pyproject.toml: where its code, protocol and baselines are.
 
     [tool.tilegate]
-    benchmark = "kernels.registry:BENCHMARK"   # module:attribute, imported with the root on sys.path
-    source = "kernels"                          # the kernels' source path (what A/B takes from the base)
-    baselines = "baselines"                     # default: "baselines"
+    source = "kernels"                      # the code a kernel pull request changes (A/B: the base's)
+    registry = "kernels.registry:VARIANTS"  # optional: its variants (module:attribute, in source)
+    protocol = "perf_tests"                 # default: the pytest-benchmark suite, how it is measured
+    baselines = "baselines"                 # default: "baselines"
+
+The protocol is a directory of pytest modules (`perf_tests/test_*.py`); the one that defines a
+module-level `BENCHMARK` (a tilegate.declare.Benchmark) declares what is measured: the grid, the
+profiles, inputs, reference, tolerance, work and expectations (tilegate.protocol loads it).
 
 The root is the nearest directory, from the working directory up, whose pyproject.toml has a
 [tool.tilegate] table. Every problem is an InputError (exit 2) naming the key and the file.
@@ -20,7 +25,7 @@ from typing import Any
 from tilegate.errors import InputError
 from tilegate.fileio import read_text
 
-KEYS = ("benchmark", "source", "baselines")
+KEYS = ("source", "registry", "protocol", "baselines")
 # one line: every cannot-judge message is one line of cause (tests/test_reliability.py)
 HOW_TO_ADD = (
     "Run `tilegate init` in the repository root to write one with a starter benchmark, or add "
@@ -41,13 +46,23 @@ def _toml() -> Any:
 class Config:
     root: Path
     file: Path
-    benchmark: str
     source: str
+    protocol: str = "perf_tests"
     baselines: str = "baselines"
+    registry: str | None = None  # module:attribute of the source's variants
 
     @property
     def baselines_dir(self) -> Path:
         return self.root / self.baselines
+
+    @property
+    def protocol_dir(self) -> Path:
+        return self.root / self.protocol
+
+    @property
+    def benchmark(self) -> str:
+        """How the benchmark is found, for messages: the protocol directory's BENCHMARK."""
+        return f"{self.protocol}/: BENCHMARK"
 
     def load_benchmark(self) -> Any:
         return load_benchmark(self)
@@ -68,29 +83,51 @@ def read_table(pyproject: Path) -> dict[str, Any] | None:
     return table
 
 
+def _inside(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix + "/")
+
+
 def parse(table: dict[str, Any], pyproject: Path) -> Config:
+    if "benchmark" in table:
+        raise InputError(
+            f"{pyproject}: [tool.tilegate] benchmark = {table['benchmark']!r} is no longer read: "
+            "the benchmark is declared by the protocol, a module-level BENCHMARK in "
+            'perf_tests/test_<name>.py (protocol = "perf_tests"), its variants stay in the source. '
+            'Move the declaration there and drop the key (docs/plugin.md, "Layout").'
+        )
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
         raise InputError(
             f"{pyproject}: unknown key(s) {unknown} in [tool.tilegate]; known: {list(KEYS)}"
         )
-    for key in ("benchmark", "source"):
-        if not isinstance(table.get(key), str) or not table[key].strip():
-            raise InputError(f"{pyproject}: [tool.tilegate] {key} is missing or not a string")
-    if ":" not in table["benchmark"]:
+    if not isinstance(table.get("source"), str) or not table["source"].strip():
+        raise InputError(f"{pyproject}: [tool.tilegate] source is missing or not a string")
+    paths = {}
+    for key, default in (("protocol", "perf_tests"), ("baselines", "baselines")):
+        value = table.get(key, default)
+        if not isinstance(value, str) or not value.strip().strip("/"):
+            raise InputError(f"{pyproject}: [tool.tilegate] {key} must be a directory name")
+        paths[key] = value.strip().rstrip("/")
+    source = table["source"].strip().rstrip("/")
+    if _inside(paths["protocol"], source) or _inside(source, paths["protocol"]):
         raise InputError(
-            f"{pyproject}: [tool.tilegate] benchmark = {table['benchmark']!r}: expected "
-            "'module:attribute', e.g. 'mypkg.perf:BENCHMARK'"
+            f"{pyproject}: [tool.tilegate] protocol = {paths['protocol']!r} and source = "
+            f"{source!r} overlap: the protocol (how it is measured) must lie outside the code a "
+            'pull request changes, e.g. protocol = "perf_tests" beside source'
         )
-    baselines = table.get("baselines", "baselines")
-    if not isinstance(baselines, str) or not baselines:
-        raise InputError(f"{pyproject}: [tool.tilegate] baselines must be a directory name")
+    registry = table.get("registry")
+    if registry is not None and (not isinstance(registry, str) or ":" not in registry):
+        raise InputError(
+            f"{pyproject}: [tool.tilegate] registry = {registry!r}: expected "
+            "'module:attribute' of the source's variants, e.g. 'mypkg.registry:VARIANTS'"
+        )
     return Config(
         root=pyproject.parent.resolve(),
         file=pyproject,
-        benchmark=table["benchmark"].strip(),
-        source=table["source"].strip().rstrip("/"),
-        baselines=baselines,
+        source=source,
+        protocol=paths["protocol"],
+        baselines=paths["baselines"],
+        registry=registry.strip() if registry else None,
     )
 
 
@@ -107,11 +144,23 @@ def find(start: Path | None = None) -> Config:
 
 
 def load_benchmark(config: Config) -> Any:
-    """Import the configured benchmark and validate it; InputError naming the key and the file."""
-    from tilegate.declare import Benchmark
+    """The protocol's benchmark, validated against the registry; InputError naming the file."""
+    from tilegate.protocol import load_protocol
 
-    module_name, _, attr = config.benchmark.partition(":")
-    where = f"{config.file}: [tool.tilegate] benchmark = {config.benchmark!r}"
+    root = str(config.root)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    registry = load_registry(config) if config.registry else None
+    return load_protocol(config.protocol_dir, registry=registry, registry_name=config.registry)
+
+
+def load_registry(config: Config) -> tuple[Any, ...]:
+    """The variants `registry` names (a sequence of tilegate.declare.Variant)."""
+    from tilegate.declare import Variant
+
+    assert config.registry is not None
+    module_name, _, attr = config.registry.partition(":")
+    where = f"{config.file}: [tool.tilegate] registry = {config.registry!r}"
     root = str(config.root)
     if root not in sys.path:
         sys.path.insert(0, root)
@@ -125,14 +174,11 @@ def load_benchmark(config: Config) -> Any:
         raise InputError(
             f"{where}: importing {module_name} failed: {type(err).__name__}: {err}"
         ) from err
-    bench = getattr(module, attr, None)
-    if bench is None:
-        raise InputError(f"{where}: module {module_name} has no attribute {attr!r}")
-    if not isinstance(bench, Benchmark):
+    found = getattr(module, attr, None)
+    variants = tuple(found.values() if isinstance(found, dict) else found or ())
+    if not variants or not all(isinstance(v, Variant) for v in variants):
         raise InputError(
-            f"{where}: {attr} is a {type(bench).__name__}, not a tilegate.declare.Benchmark"
+            f"{where}: {attr} must be a sequence of tilegate.declare.Variant "
+            f"(found {type(found).__name__})"
         )
-    problems = bench.problems()
-    if problems:
-        raise InputError(f"{where}: " + "; ".join(problems))
-    return bench
+    return variants

@@ -210,7 +210,18 @@ class Benchmark:
                 out.append(f"profile {p.name!r}: parameter names reserved by tilegate: {clash}")
             if not p.axes or any(not a.values for a in p.axes):
                 out.append(f"profile {p.name!r}: its grid has no cases (an axis without values)")
+        every_axis = {a.name for p in self.profiles for a in p.axes}
+        every_param = every_axis | {k for p in self.profiles for k in p.fixed}
+        unknown_axes = [a for a in self.tolerance_axes if a not in every_axis]
+        if unknown_axes:
+            out.append(f"tolerance_axes name no axis of any profile: {unknown_axes}")
         for e in self.expectations:
+            unknown_where = sorted(set(e.where) - every_param)
+            if unknown_where:
+                out.append(
+                    f"expectation {e.faster} beats {e.than}: where names no parameter of any "
+                    f"profile: {unknown_where}"
+                )
             for who in (e.faster, e.than):
                 if who not in known:
                     out.append(f"expectation {e.faster} beats {e.than}: unknown variant {who!r}")

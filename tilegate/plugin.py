@@ -2,11 +2,15 @@
 
 Installed, pytest finds it through the `pytest11` entry point, but it does nothing unless the
 run asks for it with `--tilegate` (as `tilegate perf` does), so an ordinary pytest of a user's
-repository is untouched. The benchmark is the one [tool.tilegate] names (tilegate.config), in
-the repository holding the working directory. Directly:
+repository is untouched. The benchmark is the module-level BENCHMARK of the protocol directory
+[tool.tilegate] names (tilegate.protocol; perf_tests/ by default), in the repository holding the
+working directory; every test taking `tilegate_case` is parametrized with its cases. Directly:
 
-    python -m pytest --tilegate --perf-profile quick --benchmark-json .perf/results.json \
-        $(python -c 'import tilegate.suite as s; print(s.__file__)')
+    python -m pytest perf_tests --tilegate --perf-profile quick --benchmark-json .perf/results.json
+
+What the run must cover (tilegate.judge.coverage) is recorded in machine_info.tilegate.coverage:
+the cases and expectations of the base's protocol in an A/B run (its own otherwise), the cases a
+person left out with --perf-variants / --perf-axis / --perf-set, and each case skipped or failed.
 
 Each case's timings are device times measured by `tilegate.harness.measure` (CUDA events, L2
 flushed, variants interleaved per round) and handed to pytest-benchmark, so its JSON, its
@@ -32,6 +36,7 @@ CASES = pytest.StashKey[list[Case]]()
 BENCH = pytest.StashKey[Any]()  # the declared benchmark (tilegate.declare.Benchmark)
 BASE = pytest.StashKey[dict[str, Any]]()  # the A/B base's variants by (head) name
 BASE_BENCH = pytest.StashKey[Any]()
+COVERAGE = pytest.StashKey[dict[str, Any]]()  # machine_info.tilegate.coverage, less the outcomes
 RUN = pytest.StashKey["PerfRun"]()
 
 
@@ -183,16 +188,105 @@ def _profile_cases(config: pytest.Config) -> list[Case]:
                 config.getoption("--perf-set"), "set", lambda n: None
             ).items()
         }
-        head = select_variants(tuple(bench.variant_map), wanted)
+        # in an A/B run a name only the base has (a removed variant) selects its base side:
+        # its cases are then reported as not measured (tilegate.judge.coverage), not refused
+        head_wanted = (
+            wanted
+            if wanted is None
+            else [w for w in wanted if w not in base or w in bench.variant_map]
+        )
+        head = select_variants(tuple(bench.variant_map), head_wanted)
         base_names = [n for n in base if wanted is None or n in wanted or n in head]
         cases = build_cases(
             profile, head, axes=axes, fixed=fixed, only=only, base_variants=base_names
         )
+        config.stash[COVERAGE] = _coverage_facts(config, profile, bench, base_bench, base, cases)
         if config.getoption("--perf-shard"):
             cases = _my_shard(cases, config.getoption("--perf-shard"), profile, bench)
         return cases
     except ValueError as err:
         raise pytest.UsageError(str(err)) from err
+
+
+def _case_facts(cases: list[Case]) -> dict[str, Any]:
+    return {c.id: {"variant": c.variant, "params": dict(c.params)} for c in cases if not c.base}
+
+
+def _expectation_facts(expectations: Any, names: Mapping[str, str] | None = None) -> list[Any]:
+    names = names or {}
+    return [
+        {
+            "faster": names.get(e.faster, e.faster),
+            "than": names.get(e.than, e.than),
+            "per": e.per,
+            "where": {k: list(v) for k, v in e.where.items()},
+        }
+        for e in expectations
+    ]
+
+
+def _coverage_facts(
+    config: pytest.Config,
+    profile: Any,
+    bench: Any,
+    base_bench: Any,
+    base: Mapping[str, Any],
+    cases: list[Case],
+) -> dict[str, Any]:
+    """What this run must measure (the base's protocol in an A/B run, else its own), what it
+    measures before narrowing, and what a person narrowed it to (tilegate.judge.coverage)."""
+    narrowed = [
+        f"--perf-variants {config.getoption('--perf-variants')}"
+        if config.getoption("--perf-variants")
+        else "",
+        *(f"--perf-axis {a}" for a in config.getoption("--perf-axis")),
+        *(f"--perf-set {a}" for a in config.getoption("--perf-set")),
+        f"--perf-groups-of {config.getoption('--perf-groups-of')}"
+        if config.getoption("--perf-groups-of")
+        else "",
+    ]
+    full = _case_facts(build_cases(profile, tuple(bench.variant_map)))
+    selected = _case_facts(cases)
+    own = {
+        "protocol": "this run's",
+        "profile": profile.name,
+        "cases": full,
+        "expectations": _expectation_facts(bench.expectations),
+    }
+    expected = own
+    if base_bench is not None:
+        # the base's names -> the head's (a renamed variant is covered under its new name)
+        to_head = {getattr(v, "name", n): n for n, v in base.items()}
+        ref = str(config.getoption("--perf-ab-ref") or config.getoption("--perf-ab-sha") or "")
+        if len(ref) == 40 and all(c in "0123456789abcdef" for c in ref):
+            ref = ref[:12]  # a commit as gate_from_base.py gives it
+        base_profile = base_bench.profile_map.get(profile.name)
+        expected = {
+            "protocol": f"the base's ({ref})",
+            "profile": profile.name,
+            "cases": {},
+            "expectations": _expectation_facts(base_bench.expectations, to_head),
+        }
+        if base_profile is not None:
+            for case in build_cases(base_profile, tuple(base_bench.variant_map)):
+                name = to_head.get(case.variant, case.variant)
+                key = "-".join((name, *case.labels))
+                expected["cases"][key] = {"variant": name, "params": dict(case.params)}
+        else:
+            expected["missing_profile"] = True
+    return {
+        "expected": expected,
+        "grid": {
+            "axes": {a.name: list(a.values) for a in profile.axes},
+            "fixed": dict(profile.fixed),
+            "cases": sorted(full),
+        },
+        "not_selected": sorted(k for k in full if k not in selected),
+        "changed": sorted(
+            k for k, c in selected.items() if k in full and full[k]["params"] != c["params"]
+        ),
+        "narrowed": [n for n in narrowed if n],
+    }
 
 
 def _my_shard(cases: list[Case], spec: str, profile: Any, bench: Any) -> list[Case]:
@@ -498,7 +592,34 @@ class PerfRun:
             "software": self.software,
             "state": state,
             "warnings": self.measurer.warnings_seen(),
+            "coverage": self.coverage(),
         }
+
+    def coverage(self) -> dict[str, Any]:
+        """machine_info.tilegate.coverage: what the run must measure, and each case it skipped
+        or failed with why (tilegate.judge.coverage)."""
+        skipped: dict[str, str] = {}
+        failed: dict[str, str] = {}
+        # the cases a variant's `unsupported` keeps off this machine, per side: one that the
+        # base cannot run here either is not the pull request's doing
+        unsupported: dict[str, list[str]] = {"head": [], "base": []}
+        for result in self.measurer._results.values():
+            case = result.case
+            if result.skip_reason and self._unsupported(case):
+                unsupported["base" if case.base else "head"].append(case.id)
+            if case.base:
+                continue
+            if result.skip_reason:
+                skipped[case.id] = str(result.skip_reason)
+            elif result.failure:
+                failed[case.id] = str(result.failure).splitlines()[0][:300]
+        facts: dict[str, Any] = self.config.stash[COVERAGE]
+        return {**facts, "skipped": skipped, "failed": failed, "unsupported": unsupported}
+
+    def _unsupported(self, case: Case) -> bool:
+        variant = self.measurer.registry.get(case.slot)
+        capability = self.gpu.capability if self.gpu is not None else None
+        return variant is not None and variant.unsupported_reason(capability) is not None
 
 
 @pytest.fixture(scope="session")

@@ -1,13 +1,19 @@
-"""`tilegate init`: a starting [tool.tilegate] table and a starter benchmark module (docs/plugin.md).
+"""`tilegate init`: a starting [tool.tilegate] table, a starter package and its protocol (docs/plugin.md).
 
 Writes, in the working directory (the repository root):
 
 * ``pyproject.toml``: a [tool.tilegate] table appended (the file created if absent); a
   pyproject.toml that already has one is left alone (exit 2);
-* ``<package>/bench.py``: a commented two-variant benchmark (a Triton scale kernel beside
-  torch) that runs as it is, under the CPU interpreter with ``--profile smoke``; an existing
-  file is never overwritten (exit 2);
-* ``baselines/``: where ``tilegate rebaseline`` writes a GPU's baseline.
+* ``<package>/kernels.py``: the code, a Triton scale kernel and its registry of variants
+  (beside torch, the reference);
+* ``perf_tests/test_<package>.py``: the protocol, a pytest-benchmark suite (grid, profiles,
+  inputs, reference, tolerance, work, the `BENCHMARK` declaration and the test) that runs as it
+  is, under the CPU interpreter with ``--profile smoke``;
+* ``baselines/README.md``: so that baselines/ is in every clone (git keeps no empty folder, and
+  an A/B run reads the A/B noise and tolerances from it); ``tilegate rebaseline`` writes a GPU's
+  baseline beside it.
+
+An existing file is never overwritten (exit 2, nothing written).
 """
 
 from __future__ import annotations
@@ -22,28 +28,24 @@ EXIT_OK, EXIT_REFUSED = 0, 2
 
 TABLE = """\
 [tool.tilegate]
-benchmark = "{package}.bench:BENCHMARK"   # module:attribute, imported with this directory on sys.path
-source = "{package}"                      # what an A/B run (--ab REF) takes from the base commit
+source = "{package}"                      # the code: what a pull request changes (A/B: the base's)
+registry = "{package}.kernels:VARIANTS"   # its variants (module:attribute inside source)
+protocol = "perf_tests"                   # how it is measured: the base's judges a pull request
 baselines = "baselines"                   # baselines/<gpu-slug>.json, tolerances.toml
 """
 
-BENCH = '''\
-"""What tilegate gates in this repository: a starter benchmark (`tilegate init`; docs/plugin.md).
+KERNELS = '''\
+"""The code tilegate gates in this repository (`tilegate init`; docs/plugin.md): its variants.
 
 Two variants of y = 2 x: torch (the reference every ratio is measured against) and a Triton
-kernel. Replace them with your kernels; keep the shape of the declaration:
-
-    tilegate perf --profile smoke --report-only       # CPU interpreter: proves the wiring
-    tilegate perf --profile quick --report-only       # a GPU: real timings
-    tilegate rebaseline --measure 5 --profile quick   # store baselines/<gpu>.json
-    tilegate perf --profile quick                     # judge against it (exit 0 / 1 / 2)
+kernel. Replace them with your kernels; how they are measured is perf_tests/ (the protocol).
 """
 
 import torch
 import triton
 import triton.language as tl
 
-from tilegate.declare import Axis, Benchmark, Profile, Variant, Work
+from tilegate.declare import Variant
 
 
 @triton.jit
@@ -54,8 +56,8 @@ def _scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 
 
 # make(params, inputs) -> the zero-argument call that is timed; its return value is checked
-# against reference_output before any timing counts. Allocate outside the call, and fill the
-# output with NaN: an element the kernel never writes is then caught.
+# against the protocol's reference_output before any timing counts. Allocate outside the call,
+# and fill the output with NaN: an element the kernel never writes is then caught.
 def _triton(params, x):
     y = torch.full_like(x, float("nan"))
 
@@ -70,25 +72,49 @@ def _torch(params, x):
     return lambda: x * 2
 
 
+# The registry ([tool.tilegate] registry): every variant here must be measured by the protocol.
+VARIANTS = (
+    Variant("torch", _torch, reference=True),
+    Variant("triton_scale", _triton),
+)
+'''
+
+PROTOCOL = '''\
+"""How {package}'s kernels are measured (`tilegate init`; docs/plugin.md): a pytest-benchmark suite.
+
+    tilegate perf --profile smoke --report-only       # CPU interpreter: proves the wiring
+    tilegate perf --profile quick --report-only       # a GPU: real timings
+    tilegate rebaseline --measure 5 --profile quick   # store baselines/<gpu>.json
+    tilegate perf --profile quick                     # judge against it (exit 0 / 1 / 2)
+    pytest perf_tests --tilegate --perf-profile smoke --benchmark-json .perf/smoke.json
+
+A pull request's {package}/ is measured under its base's copy of this file; an edit of this file
+is a change of the gate. Every case of the base's profile must be measured.
+"""
+
+import torch
+
+from {package}.kernels import VARIANTS
+from tilegate.declare import Axis, Benchmark, Profile, Work
+from tilegate.harness.bench import measure_case
+
+
 # inputs(params, device, seed): drawn once per group (one grid point), shared by its variants
 def _inputs(params, device, seed):
     gen = torch.Generator().manual_seed(seed)
-    dtype = {"fp32": torch.float32, "fp16": torch.float16}[params["dtype"]]
+    dtype = {{"fp32": torch.float32, "fp16": torch.float16}}[params["dtype"]]
     return torch.randn(params["n"], generator=gen).to(device=device, dtype=dtype)
 
 
 BENCHMARK = Benchmark(
     name="scale",
-    variants=(
-        Variant("torch", _torch, reference=True),
-        Variant("triton_scale", _triton),
-    ),
+    variants=VARIANTS,
     profiles=(
         # a profile is a grid (the product of its axes) and how long each group is timed
-        Profile("quick", (Axis("dtype", ("fp32", "fp16")), Axis("n", (1 << 20, 1 << 24), label="n{}"))),
+        Profile("quick", (Axis("dtype", ("fp32", "fp16")), Axis("n", (1 << 20, 1 << 24), label="n{{}}"))),
         Profile(
             "smoke",  # the CPU interpreter (TRITON_INTERPRET=1): tiny sizes, timings meaningless
-            (Axis("dtype", ("fp32",)), Axis("n", (100, 256), label="n{}")),
+            (Axis("dtype", ("fp32",)), Axis("n", (100, 256), label="n{{}}")),
             rounds=8, min_time_s=0.0, passes=1, soak_s=0.0, interpreter=True,
         ),
     ),
@@ -97,13 +123,27 @@ BENCHMARK = Benchmark(
     # the exact answer, in higher precision than the variants
     reference_output=lambda params, x: x.double() * 2,
     # the relative (Frobenius) error allowed, per params["dtype"]; `error=` replaces the metric
-    tolerance={"fp32": 1e-6, "fp16": 1e-3},
+    tolerance={{"fp32": 1e-6, "fp16": 1e-3}},
     # bytes moved per call: results carry GB/s (flops=: TFLOP/s)
     work=lambda params: Work(bytes=2.0 * params["n"] * (4 if params["dtype"] == "fp32" else 2)),
     # relations between variants, bounds from the baseline: tilegate.declare.Expectation
     expectations=(),
 )
+
+
+# tilegate's pytest plugin gives one tilegate_case per variant and grid point (ids like
+# triton_scale-fp32-n100); the cases of a grid point are timed together, round by round.
+def test_scale(tilegate_case, perf_run, benchmark):
+    measure_case(tilegate_case, perf_run, benchmark)  # checked, then timed; a skip says why
 '''
+
+BASELINES_README = """\
+# baselines/
+
+What `tilegate rebaseline` stores (one `<gpu-slug>.json` per GPU model), the A/B noise
+(`<gpu-slug>.ab.json`, `tilegate ab-noise`) and `tolerances.toml`. A pull request's A/B run reads
+them from here; this file keeps the folder in every clone (docs/plugin.md).
+"""
 
 
 def _package_name(text: str) -> str:
@@ -119,7 +159,10 @@ def init(root: Path, package: str, say: Any = None) -> int:
 
     say = say or (lambda line: print(line, file=sys.stderr))
     pyproject = root / "pyproject.toml"
-    bench = root / package / "bench.py"
+    files = {
+        root / package / "kernels.py": KERNELS,
+        root / "perf_tests" / f"test_{package}.py": PROTOCOL.format(package=package),
+    }
     try:
         if pyproject.is_file() and read_table(pyproject) is not None:
             say(f"tilegate init: {pyproject} already has a [tool.tilegate] table; nothing written")
@@ -127,21 +170,27 @@ def init(root: Path, package: str, say: Any = None) -> int:
     except InputError as err:
         say(f"tilegate init: {err}; nothing written")
         return EXIT_REFUSED
-    if bench.exists():
-        say(f"tilegate init: {bench} exists; nothing written (pass --package NAME for another)")
-        return EXIT_REFUSED
+    for path in files:
+        if path.exists():
+            say(f"tilegate init: {path} exists; nothing written (pass --package NAME for another)")
+            return EXIT_REFUSED
     old = pyproject.read_text(encoding="utf-8") if pyproject.is_file() else ""
     sep = "" if not old else ("\n" if old.endswith("\n") else "\n\n")
     pyproject.write_text(old + sep + TABLE.format(package=package), encoding="utf-8")
-    bench.parent.mkdir(parents=True, exist_ok=True)
-    init_py = bench.parent / "__init__.py"
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    init_py = root / package / "__init__.py"
     if not init_py.exists():
         init_py.write_text("")
-    bench.write_text(BENCH, encoding="utf-8")
-    (root / "baselines").mkdir(exist_ok=True)
+    readme = root / "baselines" / "README.md"
+    readme.parent.mkdir(exist_ok=True)
+    if not readme.exists():
+        readme.write_text(BASELINES_README, encoding="utf-8")
     say(
-        f"tilegate init: [tool.tilegate] in {pyproject}, a starter benchmark in {bench}, "
-        f"baselines/. Next: tilegate perf --profile smoke --report-only (docs/plugin.md)"
+        f"tilegate init: [tool.tilegate] in {pyproject}, the code in {package}/kernels.py, its "
+        f"protocol in perf_tests/test_{package}.py, baselines/README.md. Next: tilegate perf "
+        "--profile smoke --report-only (docs/plugin.md)"
     )
     return EXIT_OK
 
@@ -149,15 +198,17 @@ def init(root: Path, package: str, say: Any = None) -> int:
 def add_subcommand(sub: Any) -> None:
     p = sub.add_parser(
         "init",
-        help="write a starting [tool.tilegate] and a starter benchmark module (exit 2 if one exists)",
+        help="write a starting [tool.tilegate], a starter package and its perf_tests/ protocol "
+        "(exit 2 if one exists)",
         description="Write a [tool.tilegate] table into ./pyproject.toml (created if absent), a "
-        "commented two-variant benchmark in PACKAGE/bench.py and baselines/. Refuses (exit 2, "
-        "nothing written) when pyproject.toml already has [tool.tilegate] or the module exists.",
+        "two-variant package PACKAGE/kernels.py (the code), perf_tests/test_PACKAGE.py (the "
+        "protocol: a pytest-benchmark suite) and baselines/README.md. Refuses (exit 2, nothing "
+        "written) when pyproject.toml already has [tool.tilegate] or a file exists.",
     )
     p.add_argument(
         "--package",
         type=_package_name,
         default="perfbench",
-        help="the package that holds the benchmark (default: perfbench)",
+        help="the package that holds the kernels (default: perfbench)",
     )
     p.set_defaults(func=lambda args: init(Path.cwd(), args.package))

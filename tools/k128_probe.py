@@ -28,7 +28,7 @@ import tune
 from kernels import tma
 from kernels._host import launch_kernel
 from kernels.reference import exact as reference
-from kernels.registry import REL_ERR_TOL
+from perf_tests.test_matmul import REL_ERR_TOL
 from tilegate.harness.correctness import check_call
 from tilegate.harness.device import gpu_info
 from tilegate.harness.timing import CudaTimer, TimerConfig

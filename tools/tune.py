@@ -36,7 +36,7 @@ import triton
 from kernels import VARIANTS, configs, persistent, tma, tma_ws
 from kernels._host import run_matmul
 from kernels.reference import exact as reference
-from kernels.registry import REL_ERR_TOL
+from perf_tests.test_matmul import REL_ERR_TOL
 from tilegate.harness.correctness import check_call
 from tilegate.harness.device import gpu_info
 from tilegate.harness.timing import CudaTimer, TimerConfig

@@ -3,7 +3,8 @@
 `materialise(ref, repo)` resolves REF in the repository (a pull request's base is `HEAD^1` of
 GitHub's merge commit), extracts that commit's source path (`[tool.tilegate] source`: the base
 commit's own configuration decides, else the head's) with `git archive` into
-`.perf/ab/<sha>/<package>/` and `load(path)` imports it under a package name of its own,
+`.perf/ab/<sha>/<package>/`, and its protocol into `.perf/ab/<sha>/protocol/` (what coverage is
+checked against: tilegate.judge.coverage), and `load(path)` imports it under a package name of its own,
 `tilegate_base_<sha12>`, so that both versions of every Triton kernel are compiled and live side
 by side in one process. The package must use relative imports only (tests/test_ab.py checks
 this repository's), which is what lets it be imported under another name.
@@ -28,7 +29,8 @@ from typing import Any
 from tilegate.errors import InputError
 from tilegate.judge.integrity import FETCH_HINT
 
-SOURCE_FILE = "tilegate-source.json"  # in the base's directory: its package and benchmark
+SOURCE_FILE = "tilegate-source.json"  # in the base's directory: its package and protocol
+PROTOCOL_DIR = "protocol"  # the base's protocol directory, beside its package
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,9 @@ def package_name(sha: str) -> str:
     return f"tilegate_base_{sha[:12]}"
 
 
-def _base_config(repo: Path, sha: str) -> tuple[str, str] | None:
-    """(source, benchmark) of the base commit's own [tool.tilegate], or None if it has none."""
+def _base_config(repo: Path, sha: str) -> dict[str, str | None] | None:
+    """source, protocol, registry (or a legacy `benchmark` inside the source) of the base
+    commit's own [tool.tilegate], or None if it has none."""
     from tilegate.config import parse, read_table
 
     shown = _git(repo, "show", f"{sha}:./pyproject.toml")
@@ -66,55 +69,108 @@ def _base_config(repo: Path, sha: str) -> tuple[str, str] | None:
         table = read_table(tmp)
         if table is None:
             return None
+        if isinstance(table.get("benchmark"), str) and isinstance(table.get("source"), str):
+            # a base from before the protocol left the source (its benchmark inside it)
+            return {
+                "source": table["source"].strip().rstrip("/"),
+                "protocol": None,
+                "registry": None,
+                "benchmark": table["benchmark"].strip(),
+            }
         config = parse(table, tmp)
     except InputError:
         return None
     finally:
         tmp.unlink(missing_ok=True)
-    return config.source, config.benchmark
+    return {
+        "source": config.source,
+        "protocol": config.protocol,
+        "registry": config.registry,
+        "benchmark": None,
+    }
+
+
+def _extract(repo: Path, sha: str, path: str, staging: Path) -> bool:
+    archive = _git(repo, "archive", "--format=tar", sha, f"{path}/")
+    if archive.returncode != 0:
+        return False
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(staging, filter="data")
+    return True
 
 
 def materialise(
-    ref: str, repo: Path, dest_root: Path, *, source: str, benchmark: str | None = None
+    ref: str,
+    repo: Path,
+    dest_root: Path,
+    *,
+    source: str,
+    protocol: str | None = None,
+    registry: str | None = None,
 ) -> Base:
-    """Extract REF's source path under dest_root/<sha>/; InputError naming REF when it cannot.
-
-    `source` and `benchmark` are the head's [tool.tilegate]; the base commit's own win.
-    """
+    """Extract REF's source path and its protocol under dest_root/<sha>/; InputError naming REF
+    when it cannot. `source`, `protocol`, `registry` are the head's [tool.tilegate]; the base
+    commit's own win (its protocol is what a pull request is measured under)."""
     found = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if found.returncode != 0:
         raise InputError(
             f"A/B base {ref!r} is not a commit of {repo} (missing, or not fetched). {FETCH_HINT}"
         )
     sha = found.stdout.decode().strip()
-    source, benchmark = _base_config(repo, sha) or (source, benchmark)
-    archive = _git(repo, "archive", "--format=tar", sha, f"{source}/")
-    if archive.returncode != 0:
-        why = archive.stderr.decode().strip()
-        raise InputError(f"A/B base {ref} ({sha[:12]}) has no {source}/ to measure: {why}")
+    own = _base_config(repo, sha)
+    cfg = own or {
+        "source": source,
+        "protocol": protocol,
+        "registry": registry,
+        "benchmark": None,
+    }
+    source = str(cfg["source"])
     dest = dest_root / sha
     staging = dest_root / f".{sha}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
+    archive = _git(repo, "archive", "--format=tar", sha, f"{source}/")
+    if archive.returncode != 0:
+        why = archive.stderr.decode().strip()
+        raise InputError(f"A/B base {ref} ({sha[:12]}) has no {source}/ to measure: {why}")
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         tar.extractall(staging, filter="data")
     package = Path(source).name
     if Path(source).parent != Path():  # src/mypkg: the package directly under the base dir
         (staging / source).replace(staging / package)
+    base_protocol = cfg["protocol"]
+    if base_protocol is not None:
+        (staging / PROTOCOL_DIR).mkdir()
+        if not _extract(repo, sha, base_protocol, staging / PROTOCOL_DIR) and own is None:
+            base_protocol = None  # a base without a configuration of its own: its code only
+        elif not (staging / PROTOCOL_DIR / base_protocol).is_dir():
+            raise InputError(
+                f"A/B base {ref} ({sha[:12]}) has no {base_protocol}/ (its [tool.tilegate] "
+                "protocol): there is no protocol of the base to measure the pull request under"
+            )
     (staging / SOURCE_FILE).write_text(
-        json.dumps({"package": package, "benchmark": benchmark}) + "\n"
+        json.dumps(
+            {
+                "package": package,
+                "protocol": base_protocol,
+                "registry": cfg["registry"],
+                "benchmark": cfg["benchmark"],
+            }
+        )
+        + "\n"
     )
     shutil.rmtree(dest, ignore_errors=True)
     staging.replace(dest)
     return Base(ref, sha, dest, package_name(sha))
 
 
-def _source(path: Path) -> tuple[str, str | None]:
-    """(package directory, benchmark 'module:attribute') of a materialised base."""
+def _source(path: Path) -> dict[str, Any]:
+    """package, protocol, registry, benchmark of a materialised base."""
     try:
         facts = json.loads((path / SOURCE_FILE).read_text())
-        return str(facts["package"]), facts.get("benchmark")
-    except (OSError, ValueError, KeyError) as err:
+        str(facts["package"])
+        return dict(facts)
+    except (OSError, ValueError, KeyError, TypeError) as err:
         raise InputError(
             f"A/B base {path} was not materialised by tilegate (no readable {SOURCE_FILE})"
         ) from err
@@ -124,7 +180,7 @@ def load(path: Path, package: str) -> ModuleType:
     """Import the base's package as `package`; InputError naming it when the base does not import."""
     if package in sys.modules:
         return sys.modules[package]
-    source, _ = _source(path)
+    source = str(_source(path)["package"])
     init = path / source / "__init__.py"
     if not init.is_file():
         raise InputError(f"A/B base {path} has no {source}/__init__.py")
@@ -145,14 +201,24 @@ def load(path: Path, package: str) -> ModuleType:
 
 
 def load_benchmark(path: Path, package: str) -> Any:
-    """The base's declared benchmark (its [tool.tilegate] benchmark, inside its source package)."""
+    """The base's benchmark: its protocol evaluated with its own source (its variants), or, for a
+    base from before the protocol left the source, its [tool.tilegate] benchmark there."""
     from tilegate.declare import Benchmark
+    from tilegate.protocol import load_base_protocol
 
     module = load(path, package)
-    source, benchmark = _source(path)
+    facts = _source(path)
+    source = str(facts["package"])
+    if facts.get("protocol"):
+        try:
+            where = path / PROTOCOL_DIR / str(facts["protocol"])
+            return load_base_protocol(where, source, package, facts.get("registry"))
+        except InputError as err:
+            raise InputError(f"A/B base {path}: its protocol: {err}") from err
+    benchmark = facts.get("benchmark")
     if not benchmark:
-        raise InputError(f"A/B base {path}: no [tool.tilegate] benchmark to load")
-    mod_name, _, attr = benchmark.partition(":")
+        raise InputError(f"A/B base {path}: no protocol and no [tool.tilegate] benchmark to load")
+    mod_name, _, attr = str(benchmark).partition(":")
     if mod_name != source and not mod_name.startswith(f"{source}."):
         raise InputError(
             f"A/B base {path}: benchmark {benchmark!r} is not inside the source package "

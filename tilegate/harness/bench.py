@@ -22,3 +22,23 @@ def record_device_samples(benchmark: Any, samples_s: Sequence[float]) -> None:
     benchmark._mode = MODE
     for sample in samples_s:
         stats.update(sample)
+
+
+def measure_case(case: Any, perf_run: Any, benchmark: Any) -> None:
+    """The body of a protocol's test: the case's correctness check, then its device times as
+    this benchmark's rounds; a skip or a failure with the measurer's reason.
+
+        def test_matmul(tilegate_case, perf_run, benchmark):
+            measure_case(tilegate_case, perf_run, benchmark)
+    """
+    import pytest
+
+    result = perf_run.measurer.result(case)
+    if result.skip_reason:
+        pytest.skip(result.skip_reason)
+    benchmark.group = case.group
+    benchmark.extra_info["tilegate"] = result.extra
+    if result.samples_s:
+        record_device_samples(benchmark, result.samples_s)
+    if result.failure:
+        pytest.fail(result.failure, pytrace=False)

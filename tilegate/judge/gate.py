@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tilegate.errors import EXIT_OK, InputError
+from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
 from tilegate.judge.ab import ABComparison, compare_ab, load_noise, noise_path
 from tilegate.judge.baseline import baseline_path, how_to_create, load_baseline
+from tilegate.judge.coverage import Coverage, of_run
 from tilegate.judge.integrity import Integrity, check_baseline, check_noise
 from tilegate.judge.outcome import Outcome, outcome
 from tilegate.judge.policy import load_tolerances
@@ -34,11 +35,15 @@ class Judgement:
     no_baseline: str | None = None  # why there is no stored-baseline verdict (report-only, A/B)
     integrity: Integrity | None = None
     notes: tuple[str, ...] = ()  # what the caller should tell the user beside the report
+    coverage: Coverage | None = None  # what the protocol said to measure (judge.coverage)
 
     @property
     def code(self) -> int:
-        """The exit code: the outcome's; a report-only run never fails."""
-        return EXIT_OK if self.report_only else self.outcome.code
+        """The exit code: the outcome's; a report-only run fails only on what it did not
+        measure (there is nothing to report of it)."""
+        if self.report_only:
+            return EXIT_FAIL if self.coverage is not None and self.coverage.fails else EXIT_OK
+        return self.outcome.code
 
     def suspects(self) -> list[str]:
         """The case ids to measure again: the A/B's, then the stored baseline's."""
@@ -117,13 +122,15 @@ def judge(
         check_baseline(stored, load_tolerances(tols) if tols.exists() else None)
         cmp = compare(run, stored, reruns, allow_missing=allow_missing)
     failing = integrity.failing if integrity is not None else ()
+    cov = of_run(run, cmp.baseline if cmp is not None else None)
     return Judgement(
         run,
         cmp,
         ab,
-        outcome(cmp, ab, failing),
+        outcome(cmp, ab, failing, cov),
         report_only=report_only,
         no_baseline=no_baseline,
         integrity=integrity,
         notes=tuple(notes),
+        coverage=cov,
     )

@@ -10,7 +10,10 @@
   pull request changed its compiled code (A/B code hashes differ, or cannot be compared): a row
   whose code is the base's cannot have been slowed by this pull request, so its slowdown against
   the stored baseline is drift since the baseline, reported, not this pull request's fault.
-* Every mode: a variant the head removed (not renamed) fails while the baseline holds its rows
+* Every mode: a case the protocol says to measure (in A/B mode the base's protocol), or a
+  stored-baseline row of a grid point of its profile, that the run did not measure fails, and so
+  does an expectation it declares that the run no longer checks (tilegate.judge.coverage; a case
+  left out by the command line is "not selected", not a failure); a variant the head removed (not renamed) fails while the baseline holds its rows
   or expectations (A/B: while not acknowledged); an unacknowledged loosening of baselines/ by the
   pull request fails (tilegate.judge.integrity); the same identity on both sides with a ratio
   A/A noise cannot give is exit 2 (the identity missed something).
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK
 from tilegate.judge.ab import ABCase, ABComparison
+from tilegate.judge.coverage import Coverage
 from tilegate.judge.crosstile import ExpectationResult
 from tilegate.judge.upgrade import UpgradeCase, UpgradeComparison
 from tilegate.judge.verdict import Comparison, RowVerdict
@@ -46,11 +50,12 @@ class Outcome:
     inconsistent: tuple[ABCase, ...] = ()  # same identity, a ratio noise cannot give (exit 2)
     integrity: tuple[str, ...] = ()  # unacknowledged loosening of baselines/ (judge.integrity)
     upgrade: tuple[UpgradeCase, ...] = ()  # upgrade A/B cases SLOWER under the new environment
+    coverage: Coverage | None = None  # what the protocol says to measure and check
 
     @property
     def parts(self) -> list[str]:
         """The headline's list of what failed."""
-        out = []
+        out = list(self.coverage.parts) if self.coverage is not None else []
 
         def count(n: int, one: str, many: str) -> None:
             if n:
@@ -80,11 +85,15 @@ class Outcome:
 
 
 def outcome(
-    cmp: Comparison | None, ab: ABComparison | None, integrity: tuple[str, ...] = ()
+    cmp: Comparison | None,
+    ab: ABComparison | None,
+    integrity: tuple[str, ...] = (),
+    coverage: Coverage | None = None,
 ) -> Outcome:
     """The exit code: 2 when the identity proved untrustworthy (SAME CODE, TIME MOVED) or a GPU
     was off and nothing else failed; 1 for a measured regression, a broken expectation, a removed
-    variant or an unacknowledged baseline loosening; else 0."""
+    variant, a case or expectation of the protocol not measured or an unacknowledged baseline
+    loosening; else 0."""
     base = _outcome(cmp, ab)
     gone = tuple(r for r in base.regressions if r.verdict is Verdict.GONE)
     regressions = tuple(r for r in base.regressions if r.verdict is not Verdict.GONE)
@@ -92,12 +101,21 @@ def outcome(
     slower = tuple(c for c in base.slower if c.verdict is not ABVerdict.REMOVED)
     inconsistent = tuple(ab.by(ABVerdict.INCONSISTENT)) if ab else ()
     code = base.code
-    if integrity and code == EXIT_OK:
+    if (integrity or (coverage is not None and coverage.fails)) and code != EXIT_FAIL:
         code = EXIT_FAIL
     if inconsistent:
         code = EXIT_CANNOT_JUDGE
     return Outcome(
-        code, regressions, base.drift, base.broken, slower, removed, gone, inconsistent, integrity
+        code,
+        regressions,
+        base.drift,
+        base.broken,
+        slower,
+        removed,
+        gone,
+        inconsistent,
+        integrity,
+        coverage=coverage,
     )
 
 

@@ -133,6 +133,8 @@ class Environment:
     expectations: tuple[Mapping[str, Any], ...] | None = None
     # the grid's axes in order (files without the key: the matmul benchmark's)
     axes: tuple[str, ...] = ("dtype", "layout", "K")
+    # what the run had to measure (tilegate.judge.coverage; None: an older tilegate's results)
+    coverage: Mapping[str, Any] | None = None
 
     @property
     def smoke(self) -> bool:
@@ -469,7 +471,14 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
             f"results file {path}: machine_info.tilegate.registry must list variant names and "
             "machine_info.tilegate.renamed map a variant to the names it had before"
         )
+    cov = tg.get("coverage")
+    if cov is not None and not (isinstance(cov, dict) and isinstance(cov.get("expected"), dict)):
+        raise InputError(
+            f"results file {path}: machine_info.tilegate.coverage must be an object with the "
+            "expected cases (tilegate.judge.coverage); measure again with this tilegate"
+        )
     return Environment(
+        coverage=cov,
         registry=tuple(registry) if registry is not None else None,
         renamed=MappingProxyType({str(k): tuple(v) for k, v in renamed.items()}),
         gpus=tuple(MappingProxyType(dict(g)) for g in gpus),

@@ -29,6 +29,7 @@ def report(
         relative_to=relative_to,
         suspects_path=suspects_path,
         integrity=integrity.failing if integrity is not None and not report_only else (),
+        coverage=judged.coverage,
     )
     if integrity is not None:
         text = lead(text, integrity.banner(), 0 if report_only else len(integrity.failing))

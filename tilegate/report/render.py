@@ -19,9 +19,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tilegate.errors import EXIT_CANNOT_JUDGE
+from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL
 from tilegate.judge.ab import ABComparison, ABVerdict
 from tilegate.judge.baseline import Baseline
+from tilegate.judge.coverage import Coverage
 from tilegate.judge.crosstile import CrossTilePair, ExpectationResult, Status, crosstile_pairs
 from tilegate.judge.outcome import Outcome, headline, outcome
 from tilegate.judge.results import Run, row_order
@@ -74,11 +75,12 @@ def _deciding(
     ab: ABComparison | None,
     report_only: bool,
     integrity: Sequence[str] = (),
+    coverage: Coverage | None = None,
 ) -> list[str]:
     """One row per thing that decides the exit code; a sentence when nothing does."""
-    if cmp is None and ab is None:
+    if cmp is None and ab is None and (coverage is None or not coverage.fails):
         return []
-    result = outcome(cmp, ab, tuple(integrity))
+    result = outcome(cmp, ab, tuple(integrity), coverage)
     rows: list[tuple[str, str, str, str, str]] = []
 
     def interval(c: Any) -> str:
@@ -89,6 +91,14 @@ def _deciding(
 
     for line in integrity:
         rows.append((line, "baseline loosened (not acknowledged)", "", "", ""))
+    if coverage is not None:
+        for missing in coverage.missing:
+            rows.append(
+                (f"`{missing.key}`", "NOT MEASURED (the protocol's case)", "", missing.why, "")
+            )
+        for unchecked in coverage.expectations:
+            what, _, why = unchecked.partition(": ")
+            rows.append((what, "expectation NOT CHECKED", "", why, ""))
     for c in result.slower:
         what = (
             "SLOWER than the base"
@@ -145,7 +155,11 @@ def _deciding(
             rows.append((gpu, "GPU OFF: its rows not judged (exit 2)", "", g.why, ""))
     out = [DECIDING, ""]
     if report_only:
-        out += ["Report only: these would decide; this run does not fail.", ""]
+        out += [
+            "Report only: the timings' verdicts would decide; this run does not fail on them"
+            + (" (it fails on what it did not measure)." if coverage and coverage.fails else "."),
+            "",
+        ]
     if rows:
         header = ["case", "decided by", "change", "interval or bound", "tolerance"]
         return [*out, *table(header, "llrlr", rows), ""]
@@ -164,15 +178,66 @@ def _deciding(
 # --- header and summary ----------------------------------------------------------------------------
 
 
-def _headline(cmp: Comparison | None, ab: ABComparison | None, report_only: bool) -> str:
-    if cmp is None and ab is None:
-        return "# tilegate: REPORT ONLY (no baseline, no verdict)"
-    result = outcome(cmp, ab)
+def _headline(
+    cmp: Comparison | None,
+    ab: ABComparison | None,
+    report_only: bool,
+    coverage: Coverage | None = None,
+) -> str:
+    narrowed = (
+        f" (NARROWED by {', '.join(coverage.narrowed)}: not every case of the profile)"
+        if coverage is not None and coverage.narrowed
+        else ""
+    )
+    uncovered = coverage is not None and coverage.fails
+    if cmp is None and ab is None and not uncovered:
+        return "# tilegate: REPORT ONLY (no baseline, no verdict)" + narrowed
+    result = outcome(cmp, ab, (), coverage)
     word = headline(result.code).value
-    if report_only:
-        word = f"REPORT ONLY (would {word.lower()})"
     parts = result.parts
-    return f"# tilegate: {word}" + (f": {', '.join(parts)}" if parts else "")
+    if report_only and uncovered:
+        # what was not measured fails even a report-only run: there is nothing to report of it
+        assert coverage is not None
+        word, parts = headline(EXIT_FAIL).value, [*coverage.parts, "timings: report only"]
+    elif report_only:
+        word = f"REPORT ONLY (would {word.lower()})"
+    return f"# tilegate: {word}" + (f": {', '.join(parts)}" if parts else "") + narrowed
+
+
+def _coverage(coverage: Coverage | None) -> list[str]:
+    """What the protocol said to measure and whether the run did: near the top."""
+    if coverage is None:
+        return []
+    head = (
+        f"{coverage.expected} case(s) of {coverage.protocol} protocol, profile "
+        f"`{coverage.profile}`, and every stored-baseline row of its grid points must be measured"
+    )
+    out = ["## Coverage", ""]
+    if not coverage.fails:
+        out += [f"{head}: all measured, every declared expectation checked."]
+    else:
+        out += [f"{head}: **{', '.join(coverage.parts)}** (this fails the run)."]
+    out.append("")
+    if coverage.missing:
+        rows = [(f"`{m.key}`", m.why) for m in coverage.missing]
+        out += [*table(["case not measured", "why"], "ll", rows), ""]
+    for e in coverage.expectations:
+        out.append(f"- expectation {e}")
+    if coverage.expectations:
+        out.append("")
+    if coverage.not_measurable:
+        out += _fold(
+            f"{len(coverage.not_measurable)} case(s) not measurable on this machine (their "
+            "variant cannot run here, nor could the base's or the stored baseline's): not judged",
+            [f"`{m.key}`: {m.why}" for m in coverage.not_measurable],
+        )
+    if coverage.not_selected:
+        out += _fold(
+            f"{len(coverage.not_selected)} case(s) not selected: left out by "
+            f"{', '.join(coverage.narrowed) or 'the command line'} (a person's choice, not judged)",
+            [", ".join(f"`{k}`" for k in coverage.not_selected)],
+        )
+    return out
 
 
 def _bullet(out: list[str], title: str, items: Sequence[str], hint: str = "") -> None:
@@ -893,11 +958,18 @@ def render(
     relative_to: Path | None = None,
     suspects_path: Path | None = None,
     integrity: Sequence[str] = (),
+    coverage: Coverage | None = None,
 ) -> str:
     """The whole report as markdown. `integrity`: the unacknowledged loosenings of baselines/
-    (tilegate.judge.integrity's `Integrity.failing`), rows of the deciding cases."""
-    out = [_headline(cmp, ab, report_only), "", *_banners(run, cmp.baseline if cmp else None)]
-    out += _deciding(cmp, ab, report_only, integrity)
+    (tilegate.judge.integrity's `Integrity.failing`), rows of the deciding cases. `coverage`:
+    what the protocol said to measure (tilegate.judge.coverage)."""
+    out = [
+        _headline(cmp, ab, report_only, coverage),
+        "",
+        *_banners(run, cmp.baseline if cmp else None),
+    ]
+    out += _deciding(cmp, ab, report_only, integrity, coverage)
+    out += _coverage(coverage)
     if ab is not None:
         out += _ab(ab)
     if cmp is not None:
@@ -913,7 +985,7 @@ def render(
             + ".",
             "",
         ]
-        out += [*_summary(cmp, outcome(cmp, ab)), ""]
+        out += [*_summary(cmp, outcome(cmp, ab, (), coverage)), ""]
         if suspects_path is not None:
             n = len(set(cmp.suspects()) | set(ab.suspects() if ab else []))
             out += [

@@ -27,9 +27,13 @@ from tilegate.run.gate import Gated, gate
 from tilegate.run.profiles import check_profile
 
 HOME = Path(__file__).resolve().parents[2]  # the directory holding the tilegate package
-SUITE = (
-    Path(__file__).resolve().parents[1] / "suite.py"
-)  # the perf suite's one test (tilegate.plugin)
+
+
+def protocol_dir() -> Path:
+    """The perf suite: the repository's protocol directory ([tool.tilegate] protocol)."""
+    from tilegate.config import find
+
+    return find().protocol_dir
 
 
 def repo_root() -> Path:
@@ -73,7 +77,7 @@ def _suite(
         "pytest",
         *_plugin_args(),
         "--tilegate",
-        str(SUITE),
+        str(protocol_dir()),
         f"--rootdir={repo_root()}",
         "-p",
         "no:cacheprovider",
@@ -361,7 +365,12 @@ def ab_args(ref: str, out_dir: Path) -> list[str]:
 
     config = find()
     base = materialise(
-        ref, config.root, out_dir / "ab", source=config.source, benchmark=config.benchmark
+        ref,
+        config.root,
+        out_dir / "ab",
+        source=config.source,
+        protocol=config.protocol,
+        registry=config.registry,
     )
     return [f"--perf-ab-base={base.path}", f"--perf-ab-ref={ref}", f"--perf-ab-sha={base.sha}"]
 

@@ -110,6 +110,17 @@ def merge(parts: Sequence[Path], out: Path) -> None:
             )
         merged["benchmarks"] += data["benchmarks"]
         first["warnings"] = (first.get("warnings") or []) + (tg.get("warnings") or [])
+        # coverage (tilegate.judge.coverage): each GPU's skipped and failed cases
+        if isinstance(first.get("coverage"), dict) and isinstance(tg.get("coverage"), dict):
+            for what in ("skipped", "failed"):
+                first["coverage"][what] = {
+                    **(first["coverage"].get(what) or {}),
+                    **(tg["coverage"].get(what) or {}),
+                }
+            mine, theirs = first["coverage"].get("unsupported"), tg["coverage"].get("unsupported")
+            if isinstance(mine, dict) and isinstance(theirs, dict):
+                for side in ("head", "base"):
+                    mine[side] = sorted({*(mine.get(side) or ()), *(theirs.get(side) or ())})
     assert merged is not None
     merged["machine_info"]["tilegate"]["gpus"] = gpus
     atomic_write_json(out, merged)

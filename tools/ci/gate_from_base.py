@@ -14,8 +14,11 @@ pull request cannot edit what it runs:
    <PR>/baselines` (through the base's tools/gpu-nox.sh with --via nox, the GPU runner's way), into
    the PR's --out-dir: results.json, report.md, plots where perf.yml uploads them. baselines/ is
    the base's and the PR's own is diffed against it (issue 19, item 3; the base's integrity code).
+   The base's protocol (`[tool.tilegate] protocol`, perf_tests/: the grid, profiles, inputs,
+   reference, expectations) is the worktree's, untouched: the PR's kernels are measured under it,
+   and every case of it must be measured (tilegate.judge.coverage).
 3. "The gate changed": the PR's diff against BASE touches what measures or judges outside the
-   source path (GATE_PATHS, pyproject.toml's [tool.tilegate] / [tool.pytest...] / dependencies /
+   source path (the protocol directory, GATE_PATHS, pyproject.toml's [tool.tilegate] / [tool.pytest...] / dependencies /
    entry points, the benchmark module when it lies outside the source path). Then the head's own
    gate also judges: `tilegate compare` of the base gate's results.json with the PR's code, or a
    full run of the PR's gate where the base's could not judge (the PR's kernels do not import in
@@ -23,8 +26,10 @@ pull request cannot edit what it runs:
    verdicts are shown and the base's decides where it judged; without --accept-gate-change (the
    maintainer label `perf-gate-change`, read by the workflow from the event) the PR fails.
 
-Exit codes are the gate's: 0 holds, 1 a measured regression / broken expectation / unacknowledged
-change of the gate or its baselines, 2 cannot judge (every refusal says what and why). Only the
+Exit codes are the gate's: 0 holds, 1 a measured regression / broken expectation / a case of the
+base's protocol not measured / unacknowledged change of the gate or its baselines, 2 cannot judge
+(every refusal says what and why; a gate that could not run or wrote no report is 2, never 1:
+nox answers 1 for any failed session). Only the
 standard library: this file runs outside both trees, before either gate is imported.
 """
 
@@ -111,19 +116,28 @@ def _part(data: dict[str, Any], keys: Sequence[str]) -> Any:
 
 
 def tilegate_table(text: str | None, where: str) -> dict[str, str]:
-    """[tool.tilegate] of a pyproject.toml text: source, benchmark, baselines (Refusal if none)."""
+    """[tool.tilegate] of a pyproject.toml text: source, protocol, baselines (Refusal if none);
+    benchmark too for a tree from before the protocol left the source."""
     data = _toml_loads(text) if text is not None else None
     table = _part(data, ("tool", "tilegate")) if data is not None else None
     if text is None or not isinstance(table, dict):
         raise Refusal(
             f"{where} has no [tool.tilegate] table (or no pyproject.toml, or this Python reads no "
-            "TOML: Python >= 3.11, or tomli): the base's gate needs its source and benchmark"
+            "TOML: Python >= 3.11, or tomli): the base's gate needs its source and protocol"
         )
-    if not isinstance(table.get("source"), str) or not isinstance(table.get("benchmark"), str):
-        raise Refusal(f"{where}: [tool.tilegate] has no source or benchmark string")
+    if not isinstance(table.get("source"), str):
+        raise Refusal(f"{where}: [tool.tilegate] has no source string")
+    source = table["source"].strip().rstrip("/")
+    protocol = str(table.get("protocol", "perf_tests")).strip().rstrip("/")
+    if _inside(protocol, source) or _inside(source, protocol):
+        raise Refusal(
+            f"{where}: [tool.tilegate] protocol {protocol!r} overlaps source {source!r}: the "
+            "pull request's source would replace the base's protocol; keep them apart"
+        )
     return {
-        "source": table["source"].strip().rstrip("/"),
-        "benchmark": table["benchmark"].strip(),
+        "source": source,
+        "protocol": protocol,
+        "benchmark": str(table.get("benchmark", "")).strip(),
         "baselines": str(table.get("baselines", "baselines")),
     }
 
@@ -152,10 +166,13 @@ def gate_changes(
 ) -> list[str]:
     """What of `paths` changes the gate (outside the source path), each with why."""
     out = []
-    bench_files = _module_files(cfg["benchmark"])
+    bench_files = _module_files(cfg["benchmark"]) if cfg.get("benchmark") else ()
     for path in paths:
         if _inside(path, cfg["source"]) or _inside(path, cfg["baselines"]):
             continue  # the kernels measured; baselines/: judged by the base (item 3)
+        if cfg.get("protocol") and _inside(path, cfg["protocol"]):
+            out.append(f"{path} (the protocol: what is measured, how, and what is expected)")
+            continue
         if path == "pyproject.toml":
             base = _toml_loads(base_pyproject or "")
             head = _toml_loads(head_pyproject or "")
@@ -233,7 +250,9 @@ def _env(tree: Path) -> dict[str, str]:
 
 
 def check_imports_from(tree: Path, python: str) -> None:
-    """The tilegate that `python -m tilegate` imports in `tree` must be tree's own."""
+    """The tilegate that `python -m tilegate` imports in `tree` must be tree's own; in a
+    repository without a tilegate/ of its own (an adopter's: `tilegate init`), the installed one
+    its environment pins is the judge."""
     done = subprocess.run(
         [python, "-c", "import tilegate; print(tilegate.__file__)"],
         cwd=tree,
@@ -243,6 +262,9 @@ def check_imports_from(tree: Path, python: str) -> None:
         check=False,
     )
     where = Path(done.stdout.strip() or "?").resolve()
+    if done.returncode == 0 and not (tree / "tilegate").is_dir():
+        log(f"{tree} has no tilegate/ of its own: the installed tilegate judges ({where.parent})")
+        return
     if done.returncode != 0 or tree.resolve() not in where.parents:
         raise Refusal(
             f"in {tree}, `import tilegate` gives {where} ({done.stderr.strip()[-300:]}): not that "
@@ -267,6 +289,84 @@ def headline(report: Path) -> str:
     return first.lstrip("# ").strip()
 
 
+# what the head's protocol measures at a profile (run in the pull request's tree, with its
+# tilegate): the base's coverage facts are compared with it to name what a protocol edit drops
+HEAD_CASES = """
+import json, sys
+from tilegate.cases import build_cases
+from tilegate.config import find
+bench = find().load_benchmark()
+profile = bench.profile(sys.argv[1])
+print(json.dumps({
+    "axes": {a.name: list(a.values) for a in profile.axes},
+    "fixed": dict(profile.fixed),
+    "cases": {c.id: dict(c.params) for c in build_cases(profile, tuple(bench.variant_map))},
+    "expectations": [[e.faster, e.than, e.per, sorted((k, list(v)) for k, v in e.where.items())]
+                     for e in bench.expectations],
+}))
+"""
+
+
+def dropped_by_protocol(expected: dict[str, Any], head: dict[str, Any]) -> list[str]:
+    """The base's cases (and expectations) that the head's protocol would not measure, each
+    with why: what a pull request's edit of perf_tests/ stops measuring."""
+    out = []
+    cases = head.get("cases") or {}
+    for key, case in sorted((expected.get("cases") or {}).items()):
+        params = case.get("params") or {}
+        if key in cases and cases[key] == params:
+            continue
+        why = []
+        for name, value in params.items():
+            if name in head["axes"] and value not in head["axes"][name]:
+                why.append(f"axis value gone: {name}={value}")
+            elif name in head["fixed"] and head["fixed"][name] != value:
+                why.append(f"fixed parameter changed: {name} {value} -> {head['fixed'][name]}")
+            elif name not in head["axes"] and name not in head["fixed"]:
+                why.append(f"parameter gone: {name}")
+        out.append(f"`{key}`: {'; '.join(why) or 'not in the protocol'}")
+    ran = {json.dumps(e) for e in head.get("expectations") or []}
+    for e in expected.get("expectations") or []:
+        where = sorted((k, list(v)) for k, v in (e.get("where") or {}).items())
+        if json.dumps([e.get("faster"), e.get("than"), e.get("per"), where]) not in ran:
+            out.append(f"expectation {e.get('faster')} beats {e.get('than')} per {e.get('per')}")
+    return out
+
+
+def protocol_drops(repo: Path, results: Path) -> list[str] | None:
+    """What the pull request's protocol would stop measuring of the base's (None: unknown)."""
+    try:
+        tg = json.loads(results.read_text(encoding="utf-8"))["machine_info"]["tilegate"]
+        expected, profile = tg["coverage"]["expected"], tg["profile"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    done = subprocess.run(
+        [sys.executable, "-c", HEAD_CASES, str(profile)],
+        cwd=repo,
+        env=_env(repo),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        log(f"the pull request's protocol does not load: {done.stderr.strip()[-300:]}")
+        return None
+    try:
+        return dropped_by_protocol(expected, json.loads(done.stdout))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def judged(code: int, report: Path, results: Path) -> bool:
+    """Whether a gate judged: exit 0 or 1 with its results and a report that is a verdict."""
+    return (
+        code in (EXIT_OK, EXIT_FAIL)
+        and results.is_file()
+        and report.is_file()
+        and "CANNOT JUDGE" not in headline(report)
+    )
+
+
 def decide(
     base_code: int, base_judged: bool, head_code: int | None, changed: bool, acked: bool
 ) -> int:
@@ -288,6 +388,7 @@ def banner(
     head: tuple[int | None, str],
     base_judged: bool,
     final: int,
+    drops: Sequence[str] | None = None,
 ) -> str:
     state = "acknowledged" if acked else "NOT ACKNOWLEDGED"
     lines = [
@@ -299,6 +400,14 @@ def banner(
         *[f"- `{c}`" for c in changes],
         "",
     ]
+    if drops:
+        lines += [
+            f"Under this pull request's protocol, {len(drops)} case(s) or expectation(s) of the "
+            "base's would no longer be measured (the base's protocol measured them here):",
+            "",
+            *[f"- {d}" for d in drops],
+            "",
+        ]
     if acked:
         lines.append(
             f"A maintainer acknowledged it (label `{GATE_LABEL}`): the verdict below stands."
@@ -408,7 +517,9 @@ def _main(args: argparse.Namespace, repo: Path, out: Path) -> int:
         remove_worktree(repo, gate)
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
-    base_judged = base_code in (EXIT_OK, EXIT_FAIL) and results.is_file()
+    base_judged = judged(base_code, report, results)
+    if not base_judged:
+        base_code = EXIT_CANNOT_JUDGE  # could not run, or wrote no report: never a 1
     base_verdict = (base_code, headline(report))
     log(f"the base's gate: exit {base_code}: {base_verdict[1]}")
 
@@ -444,6 +555,9 @@ def _main(args: argparse.Namespace, repo: Path, out: Path) -> int:
         else:  # the base's gate could not judge the PR's kernels: the PR's gate measures them
             cmd = perf_command(args.via, repo, [*perf_args, "--out-dir", str(head_out)])
         head_code = run_logged(cmd, repo, _env(repo), head_out / "gate-head.log")
+        head_results = results if base_judged else head_out / "results.json"
+        if not judged(head_code, head_out / "report.md", head_results):
+            head_code = EXIT_CANNOT_JUDGE
         head_verdict = (head_code, headline(head_out / "report.md"))
         log(f"this pull request's gate: exit {head_code}: {head_verdict[1]}")
 
@@ -452,7 +566,15 @@ def _main(args: argparse.Namespace, repo: Path, out: Path) -> int:
     if not base_judged and changed and (out / "head" / "report.md").is_file():
         body = (out / "head" / "report.md").read_text(encoding="utf-8")
     if changed:
-        text = banner(sha, changes, acked, base_verdict, head_verdict, base_judged, final) + body
+        drops = (
+            protocol_drops(repo, results)
+            if base_judged and any("(the protocol" in c for c in changes)
+            else None
+        )
+        text = (
+            banner(sha, changes, acked, base_verdict, head_verdict, base_judged, final, drops)
+            + body
+        )
     else:
         text = (
             body

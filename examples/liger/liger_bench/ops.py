@@ -258,7 +258,7 @@ def work(params: Params) -> dict[str, int]:
 
 
 # Phase 1's proposal, kept for tests/test_ops.py: what tilegate gates is declared in
-# liger_bench/benchmark.py (EXPECTATIONS, PROFILES there).
+# perf_tests/test_liger.py (EXPECTATIONS, PROFILES there).
 #
 # Liger's README claims "time efficient" RMSNorm, SwiGLU, CrossEntropy and FLCE (fusion: one
 # pass over memory where eager torch runs several kernels with fp32 intermediates), and memory,

@@ -1,7 +1,7 @@
-"""The Liger-Kernel ops as one tilegate benchmark: what pyproject.toml's [tool.tilegate] names.
+"""The Liger-Kernel benchmark: how liger_bench's variants are measured (the protocol).
 
-Two variants, `torch` (eager, the reference) and `liger` (liger_kernel.transformers.functional),
-timed side by side in every group. The grid's axes:
+A pytest-benchmark suite run through tilegate's pytest plugin (`tilegate perf`, or
+`pytest perf_tests --tilegate --perf-profile smoke`). The grid's axes:
 
     kernel   op and pass in one value ("rms_norm-fwd", "swiglu-bwd", "flce-fwd_bwd"): one axis,
              because a profile is the cross product of its axes and flce has no separate fwd /
@@ -13,40 +13,21 @@ timed side by side in every group. The grid's axes:
 and `vocab` is a fixed parameter (flce only). A case id is the variant and the labels:
 ``liger-rms_norm-fwd-bf16-T8192-H4096``; its group ``rms_norm-fwd-bf16-T8192-H4096`` holds
 liger and its torch reference, timed round by round, so liger / torch is a paired ratio.
-
-Everything about the ops (inputs, the float64 / float32 reference, the error, the bytes moved)
-is `liger_bench.ops`; this module only adapts it to tilegate.declare. Relative imports only: an
-A/B run imports the base commit's copy of this package under another name
-(tilegate.harness.base).
+The ops' tensors, references, errors and bytes are liger_bench.ops'; this module declares them.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from tilegate.declare import Axis, Benchmark, Expectation, Profile, Variant, Work
+from liger_bench import ops
+from liger_bench.variants import KERNELS, VARIANTS, VOCAB, _wrong, split
 
-from . import interpreter, ops
-
-# Under TRITON_INTERPRET=1 (the smoke profile, `tilegate perf` sets it before this import) the
-# shims must be in before liger_kernel is imported; `_liger` installs them again before its first
-# import, for a pytest that set the variable only after loading this module. On a GPU: nothing.
-interpreter.install()
-
-PASSES = {name: op.passes for name, op in ops.OPS.items()}
-KERNELS = tuple(f"{op}-{p}" for op, passes in PASSES.items() for p in passes)
-VOCAB = 128256  # Llama-3's: flce's W is vocab x hidden
-
-
-def split(params: Mapping[str, Any]) -> dict[str, Any]:
-    """tilegate's parameters as liger_bench.ops reads them: "kernel" -> "op" and "pass"."""
-    op, sep, pass_ = str(params["kernel"]).partition("-")
-    if not sep or op not in PASSES or pass_ not in PASSES[op]:
-        raise ValueError(f"kernel {params['kernel']!r}: expected one of {list(KERNELS)}")
-    return {**params, "op": op, "pass": pass_}
+from tilegate.cases import Case
+from tilegate.declare import Axis, Benchmark, Expectation, Profile, Work
+from tilegate.harness.bench import measure_case
 
 
 def make_inputs(params: Mapping[str, Any], device: str, seed: int) -> dict[str, Any]:
@@ -74,45 +55,6 @@ def work(params: Mapping[str, Any]) -> Work:
     p = split(params)
     w = ops.work(p)
     return Work(bytes=float(w["bytes"]), flops=float(w["flops"]) if p["op"] == "flce" else None)
-
-
-def _torch(params: Mapping[str, Any], inputs: Any) -> Callable[[], Any]:
-    return ops.torch_impl(split(params), inputs)
-
-
-def _liger_make(wrong: bool = False) -> Callable[[Mapping[str, Any], Any], Callable[[], Any]]:
-    make = ops.liger_impl(wrong=wrong)
-
-    def liger(params: Mapping[str, Any], inputs: Any) -> Callable[[], Any]:
-        interpreter.install()  # CPU only; before liger_kernel's first import (see the top)
-        return make(split(params), inputs)
-
-    return liger
-
-
-VARIANTS = (
-    Variant(
-        name="torch",
-        make=_torch,
-        reference=True,
-        family="reference",
-        description="eager torch: HF LlamaRMSNorm, F.layer_norm, silu(a) * b, gelu_tanh(a) * b, "
-        "lm_head + F.cross_entropy",
-    ),
-    Variant(
-        name="liger",
-        make=_liger_make(),
-        family="liger",
-        description="liger_kernel.transformers.functional (the release first on PYTHONPATH)",
-    ),
-)
-
-
-def _wrong(variant: Variant) -> Variant:
-    """tilegate perf --inject wrong=liger: each op's plausible mistake (liger_bench.ops.Op.wrong_fn)."""
-    return dataclasses.replace(
-        variant, make=_liger_make(wrong=True), description=f"WRONG: {variant.name}'s mistake"
-    )
 
 
 def _axes(
@@ -238,3 +180,8 @@ BENCHMARK = Benchmark(
     tolerance_axes=("kernel", "dtype", "tokens", "hidden"),
     wrong=_wrong,
 )
+
+
+def test_liger(tilegate_case: Case, perf_run: Any, benchmark: Any) -> None:
+    """One case: correctness against the reference first, then its device time per call."""
+    measure_case(tilegate_case, perf_run, benchmark)

@@ -1,0 +1,1 @@
+"""The protocol: how the kernels of kernels/ are measured (pytest-benchmark suites; docs/plugin.md)."""
