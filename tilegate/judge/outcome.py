@@ -10,6 +10,11 @@
   pull request changed its compiled code (A/B code hashes differ, or cannot be compared): a row
   whose code is the base's cannot have been slowed by this pull request, so its slowdown against
   the stored baseline is drift since the baseline, reported, not this pull request's fault.
+* A/B mode, UNSTABLE (a changed case whose rounds fall into two modes, tilegate.judge.modes):
+  fails when one of its modes, on its own rounds, is slower than the tolerance (the pull
+  request's code is that much slower whenever the kernel is in that mode); otherwise it is
+  exit 2, cannot judge, unless something else fails: an unstable changed case never passes
+  unnoticed, and it is never decided FASTER or SLOWER on the mixture.
 * Every mode: a variant the head removed (not renamed) fails while the baseline holds its rows
   or expectations (A/B: while not acknowledged); an unacknowledged loosening of baselines/ by the
   pull request fails (tilegate.judge.integrity); the same identity on both sides with a ratio
@@ -49,6 +54,9 @@ class Outcome:
     inconsistent: tuple[ABCase, ...] = ()  # same identity, a ratio noise cannot give (exit 2)
     integrity: tuple[str, ...] = ()  # unacknowledged loosening of baselines/ (judge.integrity)
     upgrade: tuple[UpgradeCase, ...] = ()  # upgrade A/B cases SLOWER under the new environment
+    # A/B UNSTABLE cases: with a mode slower on its own rounds (fails), and the rest (exit 2)
+    unstable_slower: tuple[ABCase, ...] = ()
+    unstable: tuple[ABCase, ...] = ()
 
     @property
     def parts(self) -> list[str]:
@@ -63,6 +71,11 @@ class Outcome:
             len(self.integrity), "unacknowledged baseline change", "unacknowledged baseline changes"
         )
         count(len(self.slower), "case slower than its base", "cases slower than their base")
+        count(
+            len(self.unstable_slower),
+            "unstable case with a slower mode",
+            "unstable cases with a slower mode",
+        )
         count(
             len(self.upgrade),
             "case slower under the new environment",
@@ -79,6 +92,11 @@ class Outcome:
             "case with the same code whose time moved",
             "cases with the same code whose time moved",
         )
+        count(
+            len(self.unstable),
+            "unstable case that cannot be judged",
+            "unstable cases that cannot be judged",
+        )
         return out
 
 
@@ -86,21 +104,39 @@ def outcome(
     cmp: Comparison | None, ab: ABComparison | None, integrity: tuple[str, ...] = ()
 ) -> Outcome:
     """The exit code: 2 when the identity proved untrustworthy (SAME CODE, TIME MOVED) or a GPU
-    was off and nothing else failed; 1 for a measured regression, a broken expectation, a removed
-    variant or an unacknowledged baseline loosening; else 0."""
+    was off or an UNSTABLE case has no slower mode, and nothing else failed (the identity: even
+    then); 1 for a measured regression (SLOWER, or an UNSTABLE case with a mode slower on its
+    own rounds), a broken expectation, a removed variant or an unacknowledged baseline
+    loosening; else 0."""
     base = _outcome(cmp, ab)
     gone = tuple(r for r in base.regressions if r.verdict is Verdict.GONE)
     regressions = tuple(r for r in base.regressions if r.verdict is not Verdict.GONE)
     removed = tuple(c for c in base.slower if c.verdict is ABVerdict.REMOVED)
-    slower = tuple(c for c in base.slower if c.verdict is not ABVerdict.REMOVED)
+    unstable_slower = tuple(c for c in base.slower if c.verdict is ABVerdict.UNSTABLE)
+    slower = tuple(
+        c for c in base.slower if c.verdict not in (ABVerdict.REMOVED, ABVerdict.UNSTABLE)
+    )
     inconsistent = tuple(ab.by(ABVerdict.INCONSISTENT)) if ab else ()
+    unstable = tuple(c for c in ab.by(ABVerdict.UNSTABLE) if not c.fails) if ab else ()
     code = base.code
     if integrity and code == EXIT_OK:
         code = EXIT_FAIL
+    if unstable and code == EXIT_OK:
+        code = EXIT_CANNOT_JUDGE
     if inconsistent:
         code = EXIT_CANNOT_JUDGE
     return Outcome(
-        code, regressions, base.drift, base.broken, slower, removed, gone, inconsistent, integrity
+        code,
+        regressions,
+        base.drift,
+        base.broken,
+        slower,
+        removed,
+        gone,
+        inconsistent,
+        integrity,
+        unstable_slower=unstable_slower,
+        unstable=unstable,
     )
 
 

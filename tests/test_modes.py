@@ -1,0 +1,204 @@
+"""UNSTABLE (tilegate/judge/modes.py, tilegate/judge/ab.py): a case whose runs or blocks of rounds
+fall into two modes is never decided FASTER or SLOWER on the mixture, names its modes and where
+they came from, and does not pass unnoticed; every number of an A/B row comes from the same
+samples. Synthetic bimodal samples, one real H200 run (tests/fixtures/recorded-h200-quick.json)
+for what one population looks like, and a hypothesis property for the row's directions."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests._factories import key, load_run
+from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL
+from tilegate.judge.ab import ABComparison, ABPolicy, ABVerdict, judge_case
+from tilegate.judge.modes import find_modes, units
+from tilegate.judge.outcome import outcome
+from tilegate.judge.results import load_results
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CASE = key("tma_xtile_persistent", K=512)
+TOL = 0.01
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A loaded A/B run whose rows the tests give their own samples."""
+    d = tmp_path_factory.mktemp("modes")
+    return load_run(
+        d,
+        "ab.json",
+        seed=5,
+        rounds=60,
+        ab={},
+        code={"tma_xtile_persistent": "sha256:new"},
+        base_code={"tma_xtile_persistent": "sha256:old"},
+    )
+
+
+def _pair(run: Any, heads: list[float], bases: list[float]) -> tuple[Any, Any, Any]:
+    head = replace(
+        run.rows[CASE], samples_s=tuple(heads), median_s=float(np.median(heads)), timed_in=None
+    )
+    base = replace(
+        run.base_rows[CASE], samples_s=tuple(bases), median_s=float(np.median(bases)), timed_in=None
+    )
+    return run, head, base
+
+
+def _ratios(rng: np.random.Generator, n: int, ratio: float, sigma: float = 0.003) -> np.ndarray:
+    return ratio * np.exp(rng.normal(0.0, sigma, n))
+
+
+def _judge(run: Any, per_run: list[np.ndarray], seed: int = 0) -> Any:
+    """The case judged over runs whose per-round ratios are `per_run` (base ~0.2 ms, jittered)."""
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for ratios in per_run:
+        base = 2e-4 * np.exp(rng.normal(0.0, 0.01, len(ratios)))
+        pairs.append(_pair(run, list(base * ratios), list(base)))
+    return judge_case(CASE, pairs, TOL, "test", ABPolicy())
+
+
+def test_two_runs_in_two_modes_are_unstable_never_faster(run: Any) -> None:
+    """The outside repository's softmax: +9.2 % in one run, -25.7 % in the next."""
+    rng = np.random.default_rng(1)
+    case = _judge(run, [_ratios(rng, 60, 1.092), _ratios(rng, 60, 0.743)])
+    assert case.verdict is ABVerdict.UNSTABLE, case
+    fast, slow = case.modes
+    assert fast.ratio == pytest.approx(0.743, rel=0.01) and slow.ratio == pytest.approx(1.092, 0.01)
+    assert fast.where == (
+        "confirmation 1 rounds 1-12",
+        *(f"confirmation 1 rounds {a}-{b}" for a, b in ((13, 24), (25, 36), (37, 48), (49, 60))),
+    )
+    assert all(w.startswith("run 1 ") for w in slow.where)
+    assert slow.slower and fast.faster
+    assert (
+        "-25.7%" in case.note and "+9.2%" in case.note and "not decided on the mixture" in case.note
+    )
+    # a mode slower on its own rounds: fails (exit 1), listed apart from SLOWER
+    result = outcome(None, ABComparison(run, (), (case,), None, ABPolicy()))
+    assert result.code == EXIT_FAIL and result.unstable_slower == (case,) and not result.slower
+    assert result.parts == ["1 unstable case with a slower mode"]
+
+
+def test_a_mode_switch_within_a_run_is_found_with_its_rounds(run: Any) -> None:
+    rng = np.random.default_rng(2)
+    ratios = np.concatenate([_ratios(rng, 24, 1.00), _ratios(rng, 36, 0.90)])
+    case = _judge(run, [ratios])
+    assert case.verdict is ABVerdict.UNSTABLE, case
+    fast, slow = case.modes
+    assert fast.where == ("run 1 rounds 25-36", "run 1 rounds 37-48", "run 1 rounds 49-60")
+    assert slow.where == ("run 1 rounds 1-12", "run 1 rounds 13-24")
+    assert not slow.slower and fast.faster
+    # no mode slower on its own rounds: it cannot be judged (exit 2), never passes as FASTER
+    result = outcome(None, ABComparison(run, (), (case,), None, ABPolicy()))
+    assert result.code == EXIT_CANNOT_JUDGE and result.unstable == (case,)
+    assert result.parts == ["1 unstable case that cannot be judged"]
+
+
+def test_one_population_is_not_unstable_however_slow_or_drifting(run: Any) -> None:
+    rng = np.random.default_rng(3)
+    steady = _judge(run, [_ratios(rng, 60, 1.05), _ratios(rng, 60, 1.05)])
+    assert steady.verdict is ABVerdict.SLOWER and not steady.modes
+    # a slow drift over the run (thermal): continuous, no empty gap between blocks
+    drift = np.linspace(1.00, 1.03, 60) * np.exp(rng.normal(0.0, 0.003, 60))
+    drifting = _judge(run, [drift])
+    assert drifting.verdict is not ABVerdict.UNSTABLE and not drifting.modes
+    # two runs apart by less than twice the tolerance: A/A-sized, one population
+    near = _judge(run, [_ratios(rng, 60, 1.000), _ratios(rng, 60, 1.015)])
+    assert near.verdict is not ABVerdict.UNSTABLE
+
+
+def test_unchanged_code_is_never_unstable(run: Any) -> None:
+    rng = np.random.default_rng(4)
+    bases = list(2e-4 * np.exp(rng.normal(0.0, 0.01, 60)))
+    ratios = np.concatenate([_ratios(rng, 30, 1.0), _ratios(rng, 30, 0.8)])
+    _, head, base = _pair(run, list(np.asarray(bases) * ratios), bases)
+    same = replace(head, code_hash=base.code_hash)
+    case = judge_case(CASE, [(run, same, base)], TOL, "test", ABPolicy())
+    assert case.verdict is ABVerdict.INCONSISTENT and not case.modes
+
+
+def test_a_real_h200_runs_paired_ratios_are_one_population() -> None:
+    """Every variant against the reference in the same rounds of a real H200 run (fixed code):
+    no two modes at the 1 % tolerance, the floor's double, at any K."""
+    real = load_results(FIXTURES / "recorded-h200-quick.json")
+    ref = real.reference
+    assert ref is not None
+    checked = 0
+    for row in real.rows.values():
+        if row.reference:
+            continue
+        than = real.find(ref, row.group)
+        assert than is not None
+        ratios = (np.asarray(row.samples_s) / np.asarray(than.samples_s)).tolist()
+        assert len(units([ratios])) == 5
+        assert find_modes([ratios], 0.01) == (), row.key
+        checked += 1
+    assert checked >= 20
+
+
+def _row_agrees(case: Any) -> None:
+    """The row's numbers agree: the ratio inside its interval, and a FASTER or SLOWER verdict
+    has its ratio, its interval and its medians (the same pooled rounds) on one side of 1."""
+    lo, hi = case.ci
+    assert lo <= case.ratio <= hi
+    if case.verdict is ABVerdict.SLOWER:
+        assert case.ratio > 1 and lo > 1 and case.head_median_s > case.base_median_s
+    if case.verdict is ABVerdict.FASTER:
+        assert case.ratio < 1 and hi < 1 and case.head_median_s < case.base_median_s
+
+
+def test_medians_and_ratio_pointing_opposite_ways_are_unstable(run: Any) -> None:
+    """Rounds whose speed moves both sides by far more than the change (the outside row: base
+    0.0181 ms, head 0.0198 ms, head / base 0.767): the per-round ratio says slower (+20 %), the
+    medians of the same rounds say faster. Decided on neither: UNSTABLE, exit 2."""
+    rng = np.random.default_rng(6)
+    kinds = [(1.0, 0.5)] * 32 + [(3.0, 2.5)] * 56 + [(2.4, 3.0)] * 32  # (head, base) in ms
+    rng.shuffle(kinds)
+    jitter = np.exp(rng.normal(0.0, 0.001, len(kinds)))
+    heads = [h * 1e-3 * j for (h, _), j in zip(kinds, jitter, strict=True)]
+    bases = [b * 1e-3 * j for (_, b), j in zip(kinds, jitter, strict=True)]
+    case = judge_case(CASE, [_pair(run, heads, bases)], TOL, "test", ABPolicy())
+    assert case.ratio == pytest.approx(1.2, rel=1e-6) and case.ci[0] > 1 + TOL
+    assert case.head_median_s < case.base_median_s  # the same rounds' medians: faster
+    assert case.verdict is ABVerdict.UNSTABLE, case
+    assert "disagree in direction" in case.note and not case.modes
+    _row_agrees(case)
+    result = outcome(None, ABComparison(run, (), (case,), None, ABPolicy()))
+    assert result.code == EXIT_CANNOT_JUDGE
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    ratio_a=st.floats(0.6, 1.6),
+    ratio_b=st.floats(0.6, 1.6),
+    share=st.integers(0, 40),
+    spread=st.floats(0.0, 1.5),
+    seed=st.integers(0, 2**16),
+)
+def test_every_number_of_a_row_agrees_in_direction(
+    run: Any, ratio_a: float, ratio_b: float, share: int, spread: float, seed: int
+) -> None:
+    """Mixtures of two ratios over rounds whose base times spread by up to e^1.5: whatever the
+    verdict, the row's ratio, interval and medians never point opposite ways under a FASTER or
+    SLOWER verdict, and the medians are those of the pooled rounds."""
+    rng = np.random.default_rng(seed)
+    n = 40
+    ratios = np.where(np.arange(n) < share, ratio_a, ratio_b) * np.exp(rng.normal(0, 0.003, n))
+    rng.shuffle(ratios)
+    bases = 2e-4 * np.exp(rng.uniform(0.0, spread, n))
+    heads = bases * ratios
+    case = judge_case(CASE, [_pair(run, list(heads), list(bases))], TOL, "test", ABPolicy())
+    _row_agrees(case)
+    assert case.head_median_s == pytest.approx(float(np.median(heads)))
+    assert case.base_median_s == pytest.approx(float(np.median(bases)))
