@@ -70,6 +70,15 @@ def _fold(summary: str, body: Sequence[str]) -> list[str]:
 # --- the deciding cases ------------------------------------------------------------------------------
 
 
+def _confirmed(c: Any) -> str:
+    """How a failing A/B case stands after the confirmation (tilegate.judge.confirm)."""
+    from tilegate.judge.confirm import beyond_doubt
+
+    if len(c.run_ratios) > 1:
+        return ", confirmed"
+    return ", beyond doubt in one run (not re-measured)" if beyond_doubt(c) else ""
+
+
 def _deciding(
     cmp: Comparison | None,
     ab: ABComparison | None,
@@ -94,7 +103,7 @@ def _deciding(
         what = (
             "SLOWER than the base"
             + (", by its median at the round cap" if c.by_median else "")
-            + (", confirmed" if ab and ab.confirmations else "")
+            + _confirmed(c)
         )
         change, limit = pct((c.ratio or 1) - 1), tol(c.tolerance)
         if c.by_median:  # about its tolerance: 0.1 % would print both alike
