@@ -73,11 +73,7 @@ def test_two_runs_in_two_modes_are_unstable_never_faster(run: Any) -> None:
     assert case.verdict is ABVerdict.UNSTABLE, case
     fast, slow = case.modes
     assert fast.ratio == pytest.approx(0.743, rel=0.01) and slow.ratio == pytest.approx(1.092, 0.01)
-    assert fast.where == (
-        "confirmation 1 rounds 1-12",
-        *(f"confirmation 1 rounds {a}-{b}" for a, b in ((13, 24), (25, 36), (37, 48), (49, 60))),
-    )
-    assert all(w.startswith("run 1 ") for w in slow.where)
+    assert fast.where == ("confirmation 1 rounds 1-60",) and slow.where == ("run 1 rounds 1-60",)
     assert slow.slower and fast.faster
     assert (
         "-25.7%" in case.note and "+9.2%" in case.note and "not decided on the mixture" in case.note
@@ -94,8 +90,7 @@ def test_a_mode_switch_within_a_run_is_found_with_its_rounds(run: Any) -> None:
     case = _judge(run, [ratios])
     assert case.verdict is ABVerdict.UNSTABLE, case
     fast, slow = case.modes
-    assert fast.where == ("run 1 rounds 25-36", "run 1 rounds 37-48", "run 1 rounds 49-60")
-    assert slow.where == ("run 1 rounds 1-12", "run 1 rounds 13-24")
+    assert fast.where == ("run 1 rounds 25-60",) and slow.where == ("run 1 rounds 1-24",)
     assert not slow.slower and fast.faster
     # no mode slower on its own rounds: it cannot be judged (exit 2), never passes as FASTER
     result = outcome(None, ABComparison(run, (), (case,), None, ABPolicy()))
@@ -202,3 +197,28 @@ def test_every_number_of_a_row_agrees_in_direction(
     _row_agrees(case)
     assert case.head_median_s == pytest.approx(float(np.median(heads)))
     assert case.base_median_s == pytest.approx(float(np.median(bases)))
+
+
+def test_the_report_and_the_pr_comment_list_an_unstable_case_with_its_modes(run: Any) -> None:
+    from tilegate.report.comment import deciding_section
+    from tilegate.report.render import render
+
+    rng = np.random.default_rng(7)
+    case = _judge(run, [_ratios(rng, 60, 1.092), _ratios(rng, 60, 0.743)])
+    others = tuple(
+        replace(c, verdict=ABVerdict.UNCHANGED, code_changed=False)
+        for c in (
+            judge_case(k, [(run, run.rows[k], run.base_rows[k])], TOL, "t", ABPolicy())
+            for k in list(run.base_rows)[:2]
+        )
+    )
+    text = render(run, None, ab=ABComparison(run, (), (case, *others), None, ABPolicy()))
+    assert text.splitlines()[0] == "# tilegate: FAIL: 1 unstable case with a slower mode"
+    deciding = deciding_section(text)
+    row = next(line for line in deciding.splitlines() if f"`{CASE}`" in line)
+    assert "UNSTABLE (a mode slower: fails)" in row and "measure it alone" in row
+    assert "-25.7% (confirmation 1 rounds 1-60; 60 rounds)" in row
+    assert "+9.2% (run 1 rounds 1-60; 60 rounds)" in row
+    # the A/B table's medians are the pooled rounds', the same ones as its ratio
+    table_row = next(line for line in text.splitlines() if "| **UNSTABLE** |" in line)
+    assert f"{case.base_median_s * 1e3:.4f}" in table_row and "**UNSTABLE**" in table_row

@@ -92,6 +92,18 @@ def units(per_run: Sequence[Sequence[float]]) -> list[Unit]:
     return out
 
 
+def _merged(group: Sequence[Unit]) -> list[Unit]:
+    """The units in run and round order, neighbouring blocks of one run merged."""
+    out: list[Unit] = []
+    for u in sorted(group, key=lambda u: (u.run, u.start)):
+        last = out[-1] if out else None
+        if last is not None and last.run == u.run and last.stop == u.start:
+            out[-1] = Unit(u.run, last.start, u.stop, last.logs + u.logs)
+        else:
+            out.append(u)
+    return out
+
+
 def _mode(group: Sequence[Unit], tolerance: float, confidence: float, alpha: float) -> Mode:
     logs = np.asarray([x for u in group for x in u.logs])
     ratios = sorted(np.exp(logs).tolist())
@@ -105,7 +117,7 @@ def _mode(group: Sequence[Unit], tolerance: float, confidence: float, alpha: flo
         ratio=float(np.exp(np.median(logs))),
         ci=(lo, hi),
         rounds=len(logs),
-        where=tuple(u.where for u in sorted(group, key=lambda u: (u.run, u.start))),
+        where=tuple(u.where for u in _merged(group)),
         slower=lo - 1 > tolerance and p_up < alpha,
         faster=hi - 1 < -tolerance and p_down < alpha,
     )
