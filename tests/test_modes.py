@@ -161,7 +161,7 @@ def test_medians_and_ratio_pointing_opposite_ways_are_unstable(run: Any) -> None
     jitter = np.exp(rng.normal(0.0, 0.001, len(kinds)))
     heads = [h * 1e-3 * j for (h, _), j in zip(kinds, jitter, strict=True)]
     bases = [b * 1e-3 * j for (_, b), j in zip(kinds, jitter, strict=True)]
-    case = judge_case(CASE, [_pair(run, heads, bases)], TOL, "test", ABPolicy())
+    case: Any = judge_case(CASE, [_pair(run, heads, bases)], TOL, "test", ABPolicy())
     assert case.ratio == pytest.approx(1.2, rel=1e-6) and case.ci[0] > 1 + TOL
     assert case.head_median_s < case.base_median_s  # the same rounds' medians: faster
     assert case.verdict is ABVerdict.UNSTABLE, case
