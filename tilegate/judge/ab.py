@@ -13,10 +13,15 @@ buffer), so the per-round ratio head/base cancels them; a stored baseline cannot
 * SLOWER (fails): the whole interval above +tolerance, significant, and slower than the
   tolerance in a majority of the runs; FASTER likewise below -tolerance; SAME: the whole
   interval inside +-tolerance; AMBIGUOUS otherwise: the data cannot decide, measure more
-  (`tilegate perf` re-measures SLOWER and AMBIGUOUS cases before they can fail). A significant
+  (`tilegate perf` re-measures SLOWER, AMBIGUOUS and UNSTABLE cases before they can fail, but
+  not a SLOWER case beyond doubt: tilegate.judge.confirm). A significant
   change whose interval crosses the tolerance after the A/B budget's every round (its cap,
   tilegate.harness.budget) is decided by its median: the sequential test's boundaries meet at
   its last look;
+* UNSTABLE: its rounds fall into two modes beyond the A/A noise (tilegate.judge.modes), or the
+  medians of head and base (the same pooled rounds as the ratio) and the ratio disagree in
+  direction: never decided FASTER or SLOWER on the mixture (tilegate.judge.outcome: fails if a
+  mode alone is slower, else exit 2);
 * a variant only the head has is NEW (not judged), one only the base has is REMOVED: it fails
   (its cases and the expectations they carry would escape the gate) unless acknowledged; a
   renamed variant (`renamed_from=`, tilegate.harness.base.renames) is paired with its old self;
