@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from tests._factories import key, load_run
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL
 from tilegate.judge.ab import ABComparison, ABPolicy, ABVerdict, judge_case
-from tilegate.judge.modes import find_modes, units
+from tilegate.judge.modes import SPLIT_MIN, find_modes, units
 from tilegate.judge.outcome import outcome
 from tilegate.judge.results import load_results
 
@@ -86,7 +86,7 @@ def test_two_runs_in_two_modes_are_unstable_never_faster(run: Any) -> None:
 
 def test_a_mode_switch_within_a_run_is_found_with_its_rounds(run: Any) -> None:
     rng = np.random.default_rng(2)
-    ratios = np.concatenate([_ratios(rng, 24, 1.00), _ratios(rng, 36, 0.90)])
+    ratios = np.concatenate([_ratios(rng, 24, 1.00), _ratios(rng, 36, 0.85)])
     case = _judge(run, [ratios])
     assert case.verdict is ABVerdict.UNSTABLE, case
     fast, slow = case.modes
@@ -109,6 +109,9 @@ def test_one_population_is_not_unstable_however_slow_or_drifting(run: Any) -> No
     # two runs apart by less than twice the tolerance: A/A-sized, one population
     near = _judge(run, [_ratios(rng, 60, 1.000), _ratios(rng, 60, 1.015)])
     assert near.verdict is not ABVerdict.UNSTABLE
+    # two runs 6 % apart: what two different kernels drift apart by on the H200 (judge.modes)
+    drifted = _judge(run, [_ratios(rng, 60, 1.00), _ratios(rng, 60, 1.06)])
+    assert drifted.verdict is not ABVerdict.UNSTABLE and not drifted.modes
 
 
 def test_unchanged_code_is_never_unstable(run: Any) -> None:
@@ -122,22 +125,22 @@ def test_unchanged_code_is_never_unstable(run: Any) -> None:
 
 
 def test_a_real_h200_runs_paired_ratios_are_one_population() -> None:
-    """Every variant against the reference in the same rounds of a real H200 run (fixed code):
-    no two modes at the 1 % tolerance, the floor's double, at any K."""
+    """Every pair of different variants timed in the same rounds of a real H200 run (fixed code,
+    the power cap moving them apart from pass to pass): no two modes, even at the 0.5 % floor
+    tolerance; their block medians span up to 5.7 %, the floors of judge.modes sit above."""
     real = load_results(FIXTURES / "recorded-h200-quick.json")
-    ref = real.reference
-    assert ref is not None
-    checked = 0
+    spans = []
     for row in real.rows.values():
-        if row.reference:
-            continue
-        than = real.find(ref, row.group)
-        assert than is not None
-        ratios = (np.asarray(row.samples_s) / np.asarray(than.samples_s)).tolist()
-        assert len(units([ratios])) == 5
-        assert find_modes([ratios], 0.01) == (), row.key
-        checked += 1
-    assert checked >= 20
+        for other in real.rows.values():
+            if other.group != row.group or other.key == row.key:
+                continue
+            ratios = (np.asarray(row.samples_s) / np.asarray(other.samples_s)).tolist()
+            blocks = [u.median for u in units([ratios])]
+            assert len(blocks) == 5
+            spans.append(max(blocks) - min(blocks))
+            assert find_modes([ratios], 0.005) == (), (row.key, other.key)
+    assert len(spans) == 216
+    assert 0.05 < max(spans) < SPLIT_MIN  # real pass-to-pass drift, below the floor
 
 
 def _row_agrees(case: Any) -> None:
