@@ -168,10 +168,26 @@ def test_medians_and_ratio_pointing_opposite_ways_are_unstable(run: Any) -> None
     assert case.ratio == pytest.approx(1.2, rel=1e-6) and case.ci[0] > 1 + TOL
     assert case.head_median_s < case.base_median_s  # the same rounds' medians: faster
     assert case.verdict is ABVerdict.UNSTABLE, case
-    assert "disagree in direction" in case.note and not case.modes
+    assert "the rounds are a mixture" in case.note and not case.modes
     _row_agrees(case)
     result = outcome(None, ABComparison(run, (), (case,), None, ABPolicy()))
     assert result.code == EXIT_CANNOT_JUDGE
+
+
+def test_medians_a_little_the_other_way_make_a_decided_case_ambiguous(run: Any) -> None:
+    """Per-round ratio +3 %, the medians of the same rounds -0.5 %: within what two real kernels'
+    numbers differ by (not a mixture), but a row must not read "slower" beside a smaller head
+    median: AMBIGUOUS, measure more (the confirmation re-measures it)."""
+    kinds = [(1.03, 1.0)] * 32 + [(2.06, 2.0)] * 56 + [(1.99, 2.02)] * 32
+    np.random.default_rng(8).shuffle(kinds)
+    heads = [h * 1e-3 for h, _ in kinds]
+    bases = [b * 1e-3 for _, b in kinds]
+    case: Any = judge_case(CASE, [_pair(run, heads, bases)], TOL, "test", ABPolicy())
+    assert case.ratio == pytest.approx(1.03) and case.ci[0] > 1 + TOL
+    assert case.head_median_s / case.base_median_s == pytest.approx(0.995)
+    assert case.verdict is ABVerdict.AMBIGUOUS, case
+    assert "the medians of the same rounds point the other way (-0.50%)" in case.note
+    _row_agrees(case)
 
 
 @settings(

@@ -48,8 +48,8 @@ The words (the value, as the JSON files and the reports spell it; the judgements
 * ``SAME CODE, TIME MOVED`` (ab): the same identity on both sides, but a ratio A/A noise cannot
   give: something outside the identity changed. Exit 2 (cannot judge).
 * ``UNSTABLE`` (ab): its runs, or blocks of rounds within a run, fall into two modes beyond
-  the A/A noise (tilegate.judge.modes), or its medians and its per-round ratio disagree in
-  direction (a mixture): never decided FASTER or SLOWER on the mixture. Its code changed (an
+  the A/A noise (tilegate.judge.modes), or the ratio of its medians and its median per-round
+  ratio of the same rounds differ by more than 5 % (a mixture): never decided FASTER or SLOWER on the mixture. Its code changed (an
   unchanged case is UNCHANGED CODE first). Fails when a mode on its own rounds is slower than
   the tolerance (whole interval, significant); otherwise exit 2 (cannot judge) unless something
   else fails. Re-measured by the confirmation.
