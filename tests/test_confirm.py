@@ -165,3 +165,53 @@ def test_the_suite_collects_exactly_the_cases_of_the_file(tmp_path: Path) -> Non
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     collected = sorted(re.findall(r"\[([^\]]+)\]", proc.stdout))
     assert collected == sorted(wanted), proc.stdout[-2000:]
+
+
+@pytest.mark.interpreter
+def test_an_ab_confirmation_times_the_pair_alone_and_the_gate_reads_it(tmp_path: Path) -> None:
+    """End to end on the interpreter: an A/B suite process given `<case>` and `<case>@base`
+    times that pair and nothing else of its group (no reference), writes pytest-benchmark JSON
+    the gate loads, and --perf-soak is accepted; the pair is judged from it."""
+    import os
+    import subprocess
+    import sys
+
+    from tilegate.judge.results import load_results
+    from tilegate.run.perf import ab_args
+
+    case = "xtile_persistent-fp16-nt-K24"
+    ids = tmp_path / "confirm-cases.txt"
+    ids.write_text(f"{case}\n{case}@base\n")
+    out = tmp_path / "confirm-1.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRITON_INTERPRET": "1"}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "tilegate.plugin",
+            "--tilegate",
+            str(ROOT / "tilegate" / "suite.py"),
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--perf-profile=smoke",
+            "--perf-axis=K=24",
+            *ab_args("HEAD", tmp_path),
+            f"--perf-cases-of={ids}",
+            "--perf-soak=0",
+            f"--benchmark-json={out}",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = load_results(out)
+    assert list(run.rows) == [case] and list(run.base_rows) == [case]
+    judged = compare_ab(run, None).cases
+    assert [c.key for c in judged] == [case] and judged[0].ratio is not None
