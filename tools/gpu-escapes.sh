@@ -27,8 +27,8 @@
 # Issue 31, what the default A/B costs as the number of changed variants grows (the confirmation
 # as shipped: --confirm-runs 1, its suspects only, no second soak while the GPU is warm, none
 # for a SLOWER case beyond doubt): costnone[:N] (the default profile's A/A: nothing changed) |
-# stages4[:N] (pointer sm_90 num_stages 3 -> 4: one family changed and slower; calibration-h200.md
-# section 7 measured 247 s before issue 31, the target is <= 124 s) | costall[:N] (every Triton
+# stages4[:N] (pointer sm_90 num_stages 3 -> 4: one family changed and slower; 247 s on a fresh
+# machine before issue 31, through gate_from_base.py --via nox; the target is <= 124 s) | costall[:N] (every Triton
 # variant's host code changed, its speed not: a no-op line in kernels/_host.py's launch_kernel,
 # which every Triton variant's call runs, so every Triton case is "changed" and SAME).
 # Each step's log lines carry the seconds since the step began (where the wall time goes).
