@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._factories import build_baseline, key, make_run, write
+from tests._factories import bench, build_baseline, key, make_run, set_samples, write
 from tilegate.judge.baseline import save_baseline
 from tilegate.run.perf import Perf, measure_runs
 
@@ -30,8 +30,12 @@ class FakeSuite:
         self.calls.append((out, profile, list(extra)))
         step = dict(step)
         code = int(step.pop("exit", 0))  # type: ignore[call-overload]
+        then = step.pop("then", None)  # a function that edits the results before they are written
         if not step.pop("no_results", False):
-            write(out, make_run(**step))  # type: ignore[arg-type]
+            data = make_run(**step)  # type: ignore[arg-type]
+            if callable(then):
+                then(data)
+            write(out, data)
         return code
 
 
@@ -262,3 +266,45 @@ def test_the_host_hold_is_the_warmed_groups_own() -> None:
     held.warm({"liger": lambda: None}, 0.0)  # then a light one, same slot name
     light = held.hold_seconds(["liger"])
     assert heavy >= 0.008 and light == timing.HOLD_MIN_S
+
+
+def _two_modes(case: str) -> object:
+    """An edit of a results file: `case`'s base side 25 % slower in its later rounds, so the
+    head / base ratio has two modes (1.0, then 0.8) and no slower one; the recorded ratios that
+    name the edited row are dropped (the gate derives them from the samples)."""
+
+    def edit(data: dict[str, object]) -> None:
+        base = bench(data, f"{case}@base")["extra_info"]["tilegate"]["samples_s"]
+        n = len(base)
+        set_samples(
+            data, f"{case}@base", [s * (1.25 if i >= n // 2 else 1.0) for i, s in enumerate(base)]
+        )
+        for param in (case, f"{case}@base"):
+            tg = bench(data, param)["extra_info"]["tilegate"]
+            for name in ("ratio_to_base", "ratio_to_torch", "ratio_to_reference", "ratio_to_twin"):
+                tg.pop(name, None)
+
+    return edit
+
+
+def test_an_unstable_case_is_measured_again_and_stays_exit_2(
+    tmp_path: Path, baseline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """UNSTABLE with no slower mode is exit 2 that more rounds may change: unlike any other
+    exit 2, the loop measures it again (with its base partner), then judges all its runs."""
+    fake = ["--perf-ab-base=/x", "--perf-ab-ref=HEAD^1", f"--perf-ab-sha={'b' * 40}"]
+    monkeypatch.setattr("tilegate.run.perf.ab_args", lambda ref, out: list(fake))
+    case = key("tma_xtile_persistent", K=512)
+    changed = {"code": {"tma_xtile_persistent": "sha256:new"}, "ab": {}}
+    old = {"base_code": {"tma_xtile_persistent": "sha256:old"}}
+    first = {"seed": 80, "rounds": 200, **changed, **old, "then": _two_modes(case)}
+    suite = FakeSuite(first, {**first, "seed": 81, "ks": (512,)})
+    code, p = perf(tmp_path, baseline, suite, ab="HEAD^1")
+    assert len(suite.calls) == 2, p.lines  # type: ignore[attr-defined]
+    assert (tmp_path / ".perf" / "confirm-cases.txt").read_text() == f"{case}\n{case}@base\n"
+    assert code == 2
+    report = (tmp_path / ".perf" / "report.md").read_text()
+    assert (
+        report.splitlines()[0] == "# tilegate: CANNOT JUDGE: 1 unstable case that cannot be judged"
+    )
+    assert "confirmation 1 rounds" in report and "UNSTABLE (no mode slower: exit 2)" in report

@@ -314,7 +314,7 @@ class Perf:
         judged = self._judge(results, baseline, [], suspects)
         confirms: list[Path] = []
         for i in range(1, self.confirm_runs + 1):
-            if self.report_only or judged.code == EXIT_CANNOT_JUDGE:
+            if self.report_only or not _confirmable(judged):
                 break
             what = self._what_to_confirm(judged, suspects, i)
             if what is None:
@@ -399,6 +399,21 @@ class Perf:
         if judged.text:
             print(judged.text, end="")
         return judged
+
+
+def _confirmable(judged: Judgement) -> bool:
+    """Whether a re-measurement could change the verdict: not after bad input, a GPU off or the
+    same code whose time moved (exit 2 for good); but an exit 2 that only UNSTABLE cases make is
+    "measure more" (tilegate.judge.outcome), and the confirmation re-measures them."""
+    if judged.code != EXIT_CANNOT_JUDGE:
+        return True
+    if judged.error or judged.ab is None:
+        return False
+    from tilegate.judge.outcome import outcome
+
+    result = outcome(judged.comparison, judged.ab)
+    off = judged.comparison is not None and bool(judged.comparison.off_gpus)
+    return bool(result.unstable) and not result.inconsistent and not off
 
 
 def ab_args(ref: str, out_dir: Path) -> list[str]:
