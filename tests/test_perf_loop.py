@@ -217,6 +217,7 @@ def test_an_ab_slowdown_beyond_doubt_is_not_measured_again(
     report = (tmp_path / ".perf" / "report.md").read_text()
     assert "case slower than its base" in report.splitlines()[0]
     assert f"`{case}` | SLOWER than the base, beyond doubt in one run (not re-measured)" in report
+    assert "(those beyond doubt in one run were not re-measured)" in report
     assert not (tmp_path / ".perf" / "confirm-1.json").exists()
 
 

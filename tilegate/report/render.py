@@ -70,13 +70,17 @@ def _fold(summary: str, body: Sequence[str]) -> list[str]:
 # --- the deciding cases ------------------------------------------------------------------------------
 
 
-def _confirmed(c: Any) -> str:
-    """How a failing A/B case stands after the confirmation (tilegate.judge.confirm)."""
+def _beyond_doubt(c: Any) -> bool:
     from tilegate.judge.confirm import beyond_doubt
 
+    return beyond_doubt(c)
+
+
+def _confirmed(c: Any) -> str:
+    """How a failing A/B case stands after the confirmation (tilegate.judge.confirm)."""
     if len(c.run_ratios) > 1:
         return ", confirmed"
-    return ", beyond doubt in one run (not re-measured)" if beyond_doubt(c) else ""
+    return ", beyond doubt in one run (not re-measured)" if _beyond_doubt(c) else ""
 
 
 def _deciding(
@@ -321,6 +325,11 @@ def _ab_summary(ab: ABComparison) -> list[str]:
         [case(c) for c in ab.by(ABVerdict.SLOWER)],
         "Paired per round with the base's own kernel"
         + (" and confirmed by a re-measurement" if ab.confirmations else "")
+        + (
+            " (those beyond doubt in one run were not re-measured)"
+            if any(len(c.run_ratios) == 1 and _beyond_doubt(c) for c in ab.by(ABVerdict.SLOWER))
+            else ""
+        )
         + "; intervals in the deciding cases above.",
     )
     _bullet(
