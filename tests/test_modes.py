@@ -98,6 +98,20 @@ def test_a_mode_switch_within_a_run_is_found_with_its_rounds(run: Any) -> None:
     assert result.parts == ["1 unstable case that cannot be judged"]
 
 
+def test_modes_name_the_timing_passes_a_row_records(run: Any) -> None:
+    """Rows that say how many sweeps they were timed in (pass_medians_s): the modes are named by
+    pass; passes too short for a unit of their own are merged with their neighbours."""
+    rng = np.random.default_rng(9)
+    ratios = np.concatenate([_ratios(rng, 24, 1.00), _ratios(rng, 36, 0.85)])
+    base = 2e-4 * np.exp(rng.normal(0.0, 0.01, 60))
+    _, head, base_row = _pair(run, list(base * ratios), list(base))
+    case = judge_case(CASE, [(run, replace(head, sweeps=10), base_row)], TOL, "t", ABPolicy())
+    assert case.verdict is ABVerdict.UNSTABLE
+    fast, slow = case.modes
+    assert slow.where == ("run 1 passes 1-4",) and fast.where == ("run 1 passes 5-10",)
+    assert units([[1.0] * 22], [[i // 4 for i in range(22)]])[-1].where == "run 1 passes 5-6"
+
+
 def test_one_population_is_not_unstable_however_slow_or_drifting(run: Any) -> None:
     rng = np.random.default_rng(3)
     steady = _judge(run, [_ratios(rng, 60, 1.05), _ratios(rng, 60, 1.05)])
@@ -139,6 +153,16 @@ def test_a_real_h200_runs_paired_ratios_are_one_population() -> None:
             assert len(blocks) == 5
             spans.append(max(blocks) - min(blocks))
             assert find_modes([ratios], 0.005) == (), (row.key, other.key)
+            # by its real timing passes (3 sweeps, recorded per row): one population too
+            assert row.sweeps == 3
+            per_pass = len(ratios) // row.sweeps
+            passes = [[i // per_pass for i in range(len(ratios))]]
+            assert [u.where for u in units([ratios], passes)] == [
+                "run 1 pass 1",
+                "run 1 pass 2",
+                "run 1 pass 3",
+            ]
+            assert find_modes([ratios], 0.005, passes=passes) == (), (row.key, other.key)
     assert len(spans) == 216
     assert 0.05 < max(spans) < SPLIT_MIN  # real pass-to-pass drift, below the floor
 

@@ -485,7 +485,7 @@ def judge_case(
             "'Minimum samples'), so the case could never be SLOWER: it cannot be judged. "
             "Measure more rounds (drop --perf-rounds, or raise it)."
         )
-    unstable = _unstable(measured, per_run, policy)
+    unstable = _unstable(measured, per_run, [_passes(h, b) for _, h, b in pairs], policy)
     if unstable is not None:
         return unstable
     runs_slower = stats.majority([r - 1 > tolerance for r in run_ratios])
@@ -533,12 +533,30 @@ UNSTABLE_TODO = (
 )
 
 
-def _unstable(case: ABCase, per_run: Sequence[np.ndarray], policy: ABPolicy) -> ABCase | None:
+def _passes(head: Row, base: Row) -> list[int] | None:
+    """The timing pass of each round the pair shares (`_aligned`'s rounds), from the head's
+    sweeps (every sweep times its group's rounds_per_pass rounds); None if not recorded."""
+    if not head.sweeps:
+        return None
+    per_pass = len(head.samples_s) // head.sweeps
+    from tilegate.judge.rounds import common_rounds
+
+    rounds = common_rounds(head.timed_in, len(head.samples_s), base.timed_in, len(base.samples_s))
+    return [r // per_pass for r in rounds]
+
+
+def _unstable(
+    case: ABCase,
+    per_run: Sequence[np.ndarray],
+    passes: Sequence[list[int] | None],
+    policy: ABPolicy,
+) -> ABCase | None:
     """UNSTABLE when its rounds fall into two modes (tilegate.judge.modes), else None."""
     assert case.tolerance is not None
     modes = find_modes(
         [r.tolist() for r in per_run],
         case.tolerance,
+        passes=passes,
         confidence=policy.confidence,
         alpha=policy.alpha,
     )

@@ -10,9 +10,11 @@ softmax read +9.2 % in one run and -25.7 % in the next).
 
 The rule (`find_modes`), on the log of the per-round ratios:
 
-* units: every run is cut into at most BLOCKS blocks of consecutive rounds (a timing pass's
-  rounds of a group are consecutive, so a block is about a pass; at least MIN_BLOCK_ROUNDS
-  rounds each); a unit is (run, block) and its median;
+* units: every run is cut into its timing passes (sweeps: a pass times each group's
+  rounds_per_pass rounds in a row, and a row records how many passes it was timed in,
+  `pass_medians_s`), neighbouring passes merged until a unit holds MIN_BLOCK_ROUNDS rounds; a
+  file without that record is cut into at most BLOCKS equal blocks of consecutive rounds; a
+  unit is (run, passes or rounds) and its median;
 * the units sorted by median, the split at their largest gap between neighbours: the units
   below are one candidate mode, the units above the other;
 * two modes when all of: that gap is wider than GAP_TOLERANCES x the case's tolerance and
@@ -64,6 +66,7 @@ class Unit:
     start: int  # the block's first paired round in that run (0-based), `stop` exclusive
     stop: int
     logs: tuple[float, ...]  # log(head_i / base_i) of its rounds
+    passes: tuple[int, int] | None = None  # the timing passes (sweeps) it spans, 0-based
 
     @property
     def median(self) -> float:
@@ -72,7 +75,10 @@ class Unit:
     @property
     def where(self) -> str:
         run = "run 1" if self.run == 0 else f"confirmation {self.run}"
-        return f"{run} rounds {self.start + 1}-{self.stop}"
+        if self.passes is None:
+            return f"{run} rounds {self.start + 1}-{self.stop}"
+        a, b = self.passes
+        return f"{run} pass {a + 1}" if a == b else f"{run} passes {a + 1}-{b + 1}"
 
 
 @dataclass(frozen=True)
@@ -88,12 +94,31 @@ class Mode:
         return f"{self.ratio - 1:+.1%} ({', '.join(self.where)}; {self.rounds} rounds)"
 
 
-def units(per_run: Sequence[Sequence[float]]) -> list[Unit]:
-    """Every run's per-round ratios cut into blocks of consecutive rounds."""
-    out = []
+def units(
+    per_run: Sequence[Sequence[float]], passes: Sequence[Sequence[int] | None] | None = None
+) -> list[Unit]:
+    """Every run's per-round ratios cut into blocks of consecutive rounds: its timing passes
+    where `passes` gives each round's pass (neighbouring passes merged until a block holds
+    MIN_BLOCK_ROUNDS), else at most BLOCKS equal blocks."""
+    out: list[Unit] = []
     for j, ratios in enumerate(per_run):
         logs = [math.log(r) for r in ratios]
         n = len(logs)
+        of = passes[j] if passes is not None and j < len(passes) else None
+        if of is not None and len(of) == n and n:
+            start = 0
+            for i in range(1, n + 1):
+                # a unit ends at a pass boundary, once it holds MIN_BLOCK_ROUNDS rounds
+                if i < n and (of[i] == of[i - 1] or i - start < MIN_BLOCK_ROUNDS):
+                    continue
+                if i == n and out and out[-1].run == j and i - start < MIN_BLOCK_ROUNDS:
+                    last = out.pop()  # a short last block joins the one before
+                    start, first = last.start, last.passes[0] if last.passes else of[start]
+                else:
+                    first = of[start]
+                out.append(Unit(j, start, i, tuple(logs[start:i]), (first, of[i - 1])))
+                start = i
+            continue
         k = max(1, min(BLOCKS, n // MIN_BLOCK_ROUNDS))
         for b in range(k):
             a, z = b * n // k, (b + 1) * n // k
@@ -108,7 +133,8 @@ def _merged(group: Sequence[Unit]) -> list[Unit]:
     for u in sorted(group, key=lambda u: (u.run, u.start)):
         last = out[-1] if out else None
         if last is not None and last.run == u.run and last.stop == u.start:
-            out[-1] = Unit(u.run, last.start, u.stop, last.logs + u.logs)
+            spans = (last.passes[0], u.passes[1]) if last.passes and u.passes else None
+            out[-1] = Unit(u.run, last.start, u.stop, last.logs + u.logs, spans)
         else:
             out.append(u)
     return out
@@ -137,12 +163,14 @@ def find_modes(
     per_run: Sequence[Sequence[float]],
     tolerance: float,
     *,
+    passes: Sequence[Sequence[int] | None] | None = None,
     confidence: float = 0.99,
     alpha: float = 0.01,
 ) -> tuple[Mode, ...]:
-    """The two modes of a case's per-round ratios (one sequence per run, in round order), the
-    faster mode first; () when they are one population as far as the rule above can tell."""
-    found = sorted(units(per_run), key=lambda u: u.median)
+    """The two modes of a case's per-round ratios (one sequence per run, in round order; with
+    `passes`, each round's timing pass), the faster mode first; () when they are one population
+    as far as the rule above can tell."""
+    found = sorted(units(per_run, passes), key=lambda u: u.median)
     if len(found) < 2:
         return ()
     medians = [u.median for u in found]
