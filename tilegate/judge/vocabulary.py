@@ -47,7 +47,7 @@ The words (the value, as the JSON files and the reports spell it; the judgements
   acknowledged (--accept-baseline-change).
 * ``SAME CODE, TIME MOVED`` (ab): the same identity on both sides, but a ratio A/A noise cannot
   give: something outside the identity changed. Exit 2 (cannot judge).
-* ``UNSTABLE`` (ab): its runs, or blocks of rounds within a run, fall into two modes beyond
+* ``UNSTABLE`` (ab): its runs, or passes within a run, fall into two modes beyond
   the A/A noise (tilegate.judge.modes), or the ratio of its medians and its median per-round
   ratio of the same rounds differ by more than 5 % (a mixture): never decided FASTER or SLOWER on the mixture. Its code changed (an
   unchanged case is UNCHANGED CODE first). Fails when a mode on its own rounds is slower than
