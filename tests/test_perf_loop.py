@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._factories import build_baseline, key, make_run, write
+from tests._factories import bench, build_baseline, key, make_run, set_samples, write
 from tilegate.judge.baseline import save_baseline
 from tilegate.run.perf import Perf, measure_runs
 
@@ -30,8 +30,12 @@ class FakeSuite:
         self.calls.append((out, profile, list(extra)))
         step = dict(step)
         code = int(step.pop("exit", 0))  # type: ignore[call-overload]
+        then = step.pop("then", None)  # a function that edits the results before they are written
         if not step.pop("no_results", False):
-            write(out, make_run(**step))  # type: ignore[arg-type]
+            data = make_run(**step)  # type: ignore[arg-type]
+            if callable(then):
+                then(data)
+            write(out, data)
         return code
 
 
@@ -74,9 +78,24 @@ def test_a_suspect_is_measured_again_and_confirmed(tmp_path: Path, baseline: Pat
     assert code == 1
     assert len(suite.calls) == 2
     _, _, extra = suite.calls[1]
-    assert extra == [f"--perf-groups-of={tmp_path / '.perf' / 'suspects.txt'}"]
+    # stored baseline: the suspect's whole group (its ratio to the reference); the GPU is still
+    # warm from the first run (the stand-in ends at once): no second soak
+    assert extra == [f"--perf-groups-of={tmp_path / '.perf' / 'suspects.txt'}", "--perf-soak=0"]
     report = (tmp_path / ".perf" / "report.md").read_text()
     assert "confirmed by 1 re-measurement" in report and key("persistent", K=4096) in report
+
+
+def test_a_confirmation_after_the_gpu_cooled_soaks_again(tmp_path: Path, baseline: Path) -> None:
+    """--warm-within: a confirmation starting that long after the last suite process ended
+    soaks like a first run (the profile's soak: no --perf-soak)."""
+    slow = {key("persistent", K=4096): 1.10}
+    suite = FakeSuite({"seed": 51, "slow": slow}, {"seed": 52, "slow": slow, "ks": (4096,)})
+    ticks = iter([0.0, 45.0])  # the first suite ends at 0 s, the confirmation starts at 45 s
+    code, p = perf(tmp_path, baseline, suite, warm_within_s=30.0, clock=lambda: next(ticks, 99.0))
+    assert code == 1 and len(suite.calls) == 2
+    assert not any(a.startswith("--perf-soak") for a in suite.calls[1][2])
+    code, p = perf(tmp_path, baseline, FakeSuite(*suite.plan), warm_within_s=60.0)
+    assert any("still warm" in line for line in p.lines)  # type: ignore[attr-defined]
 
 
 def test_noise_in_the_first_run_is_acquitted_by_the_second(tmp_path: Path, baseline: Path) -> None:
@@ -162,27 +181,58 @@ def test_measure_runs_stops_at_the_first_failure(tmp_path: Path) -> None:
     assert len(suite.calls) == 2
 
 
-def test_an_ab_suspect_is_measured_again_in_ab_mode(
-    tmp_path: Path, baseline: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The re-measurement of an A/B suspect is an A/B run against the same base."""
+def _ab_perf(
+    tmp_path: Path, baseline: Path, monkeypatch: pytest.MonkeyPatch, factor: float | None
+) -> tuple[int, FakeSuite, str, list[str]]:
+    """An A/B `perf` whose tma_xtile_persistent code changed, its K = 512 case `factor` x the
+    base's (None: 1 + its tolerance in the H200 noise file): (exit, suite, case, fake args)."""
+    from tilegate.judge.ab import load_noise
+
     fake = ["--perf-ab-base=/x", "--perf-ab-ref=HEAD^1", f"--perf-ab-sha={'b' * 40}"]
     monkeypatch.setattr("tilegate.run.perf.ab_args", lambda ref, out: list(fake))
-    slow = {key("tma_xtile_persistent", K=512): 1.05}
+    case = key("tma_xtile_persistent", K=512)
+    if factor is None:
+        noise = load_noise(Path(__file__).resolve().parents[1] / "baselines/nvidia-h200.ab.json")
+        factor = 1 + noise.tolerance(case)[0]
+    slow = {case: factor}
     code = {"tma_xtile_persistent": "sha256:new"}
     old = {"tma_xtile_persistent": "sha256:old"}
     step = {"seed": 70, "rounds": 200, "code": code, "ab": slow, "base_code": old}
     suite = FakeSuite(step, {**step, "seed": 71, "ks": (512,)})
     code_, _ = perf(tmp_path, baseline, suite, ab="HEAD^1")
-    assert code_ == 1
-    assert len(suite.calls) == 2
+    return code_, suite, case, fake
+
+
+def test_an_ab_slowdown_beyond_doubt_is_not_measured_again(
+    tmp_path: Path, baseline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """5 % slower over 200 rounds, its tolerance < 1 %: beyond doubt in the first run
+    (tilegate.judge.confirm), so no confirmation, and the report says why."""
+    code, suite, case, fake = _ab_perf(tmp_path, baseline, monkeypatch, 1.05)
+    assert code == 1
+    assert len(suite.calls) == 1
     # the A/B noise file's tolerances go to the suite's stopping rule (tilegate.harness.budget)
     tols = f"--perf-ab-tolerances={tmp_path / '.perf' / 'ab-tolerances.json'}"
     assert suite.calls[0][2] == [*fake, tols]
-    assert suite.calls[1][2][:4] == [*fake, tols]
-    assert suite.calls[1][2][4].startswith("--perf-groups-of=")
     report = (tmp_path / ".perf" / "report.md").read_text()
     assert "case slower than its base" in report.splitlines()[0]
+    assert f"`{case}` | SLOWER than the base, beyond doubt in one run (not re-measured)" in report
+    assert "(those beyond doubt in one run were not re-measured)" in report
+    assert not (tmp_path / ".perf" / "confirm-1.json").exists()
+
+
+def test_an_ab_suspect_is_measured_again_alone_with_its_base_partner(
+    tmp_path: Path, baseline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A case about its tolerance (AMBIGUOUS): the confirmation is an A/B run against the same
+    base that times that case and its base version only, without a second soak."""
+    code, suite, case, fake = _ab_perf(tmp_path, baseline, monkeypatch, None)
+    assert code in (0, 1)
+    assert len(suite.calls) == 2
+    tols = f"--perf-ab-tolerances={tmp_path / '.perf' / 'ab-tolerances.json'}"
+    cases = tmp_path / ".perf" / "confirm-cases.txt"
+    assert suite.calls[1][2] == [*fake, tols, f"--perf-cases-of={cases}", "--perf-soak=0"]
+    assert cases.read_text() == f"{case}\n{case}@base\n"
 
 
 def test_the_host_hold_covers_twice_the_longest_enqueue_and_names_the_timer() -> None:
@@ -217,3 +267,45 @@ def test_the_host_hold_is_the_warmed_groups_own() -> None:
     held.warm({"liger": lambda: None}, 0.0)  # then a light one, same slot name
     light = held.hold_seconds(["liger"])
     assert heavy >= 0.008 and light == timing.HOLD_MIN_S
+
+
+def _two_modes(case: str) -> object:
+    """An edit of a results file: `case`'s base side 25 % slower in its later rounds, so the
+    head / base ratio has two modes (1.0, then 0.8) and no slower one; the recorded ratios that
+    name the edited row are dropped (the gate derives them from the samples)."""
+
+    def edit(data: dict[str, object]) -> None:
+        base = bench(data, f"{case}@base")["extra_info"]["tilegate"]["samples_s"]
+        n = len(base)
+        set_samples(
+            data, f"{case}@base", [s * (1.25 if i >= n // 2 else 1.0) for i, s in enumerate(base)]
+        )
+        for param in (case, f"{case}@base"):
+            tg = bench(data, param)["extra_info"]["tilegate"]
+            for name in ("ratio_to_base", "ratio_to_torch", "ratio_to_reference", "ratio_to_twin"):
+                tg.pop(name, None)
+
+    return edit
+
+
+def test_an_unstable_case_is_measured_again_and_stays_exit_2(
+    tmp_path: Path, baseline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """UNSTABLE with no slower mode is exit 2 that more rounds may change: unlike any other
+    exit 2, the loop measures it again (with its base partner), then judges all its runs."""
+    fake = ["--perf-ab-base=/x", "--perf-ab-ref=HEAD^1", f"--perf-ab-sha={'b' * 40}"]
+    monkeypatch.setattr("tilegate.run.perf.ab_args", lambda ref, out: list(fake))
+    case = key("tma_xtile_persistent", K=512)
+    changed = {"code": {"tma_xtile_persistent": "sha256:new"}, "ab": {}}
+    old = {"base_code": {"tma_xtile_persistent": "sha256:old"}}
+    first = {"seed": 80, "rounds": 200, **changed, **old, "then": _two_modes(case)}
+    suite = FakeSuite(first, {**first, "seed": 81, "ks": (512,)})
+    code, p = perf(tmp_path, baseline, suite, ab="HEAD^1")
+    assert len(suite.calls) == 2, p.lines  # type: ignore[attr-defined]
+    assert (tmp_path / ".perf" / "confirm-cases.txt").read_text() == f"{case}\n{case}@base\n"
+    assert code == 2
+    report = (tmp_path / ".perf" / "report.md").read_text()
+    assert (
+        report.splitlines()[0] == "# tilegate: CANNOT JUDGE: 1 unstable case that cannot be judged"
+    )
+    assert "confirmation 1 rounds" in report and "UNSTABLE (no mode slower: exit 2)" in report

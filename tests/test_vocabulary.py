@@ -37,6 +37,7 @@ SPELLED = {
         ("NEW", "NEW"),
         ("REMOVED", "REMOVED"),
         ("INCONSISTENT", "SAME CODE, TIME MOVED"),
+        ("UNSTABLE", "UNSTABLE"),
     ],
     "upgrade": [
         ("SLOWER", "SLOWER"),

@@ -172,6 +172,7 @@ def _cmd_perf(args: argparse.Namespace) -> int:
         baselines_dir=Path(args.baselines),
         report_only=args.report_only,
         confirm_runs=args.confirm_runs,
+        warm_within_s=args.warm_within,
         pytest_args=args.pytest_args,
         out_dir=Path(args.out_dir),
         plots=not args.no_plots,
@@ -519,6 +520,14 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         type=int,
         default=1,
         help="re-measure suspect rows this many times before accusing them (default 1)",
+    )
+    p.add_argument(
+        "--warm-within",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="a confirmation starting within SECONDS of the previous suite process's end skips "
+        "the soak: the GPU is still warm (default 60; 0: always soak)",
     )
     p.add_argument(
         "--out-dir", default=str(PERF_DIR), metavar="DIR", help="where results, report and plots go"

@@ -79,6 +79,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="file of case ids (one a line): measure only their groups (confirmation runs)",
     )
     group.addoption(
+        "--perf-cases-of",
+        default=None,
+        help="file of pytest ids (one a line; `<case>@base` for an A/B base side): measure "
+        "exactly these cases (the A/B confirmation, tilegate.judge.confirm)",
+    )
+    group.addoption(
+        "--perf-soak",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="soak the GPU this long before timing instead of the profile's soak_s (0: the GPU "
+        "is still warm from the run just before: tilegate perf --warm-within)",
+    )
+    group.addoption(
         "--perf-ab-base",
         default=None,
         metavar="DIR",
@@ -172,6 +186,11 @@ def _profile_cases(config: pytest.Config) -> list[Case]:
     if config.getoption("--perf-groups-of"):
         path = Path(config.getoption("--perf-groups-of"))
         only = frozenset(line.strip() for line in path.read_text().splitlines() if line.strip())
+    exact = None
+    if config.getoption("--perf-cases-of"):
+        text = Path(config.getoption("--perf-cases-of")).read_text()
+        exact = frozenset(line.strip() for line in text.splitlines() if line.strip())
+        only = frozenset(i.removesuffix(BASE_SUFFIX) for i in exact) | (only or frozenset())
     try:
         axes: dict[str, tuple[Any, ...]] = {}
         for name, (axis, text) in _pairs(
@@ -200,6 +219,8 @@ def _profile_cases(config: pytest.Config) -> list[Case]:
         cases = build_cases(
             profile, head, axes=axes, fixed=fixed, only=only, base_variants=base_names
         )
+        if exact is not None:  # the confirmation: these cases only, not their whole groups
+            cases = [c for c in cases if c.test_id in exact]
         config.stash[COVERAGE] = _coverage_facts(config, profile, bench, base_bench, base, cases)
         if config.getoption("--perf-shard"):
             cases = _my_shard(cases, config.getoption("--perf-shard"), profile, bench)
@@ -244,6 +265,9 @@ def _coverage_facts(
         f"--perf-groups-of {config.getoption('--perf-groups-of')}"
         if config.getoption("--perf-groups-of")
         else "",
+        f"--perf-cases-of {config.getoption('--perf-cases-of')}"
+        if config.getoption("--perf-cases-of")
+        else "",
     ]
     full = _case_facts(build_cases(profile, tuple(bench.variant_map)))
     selected = _case_facts(cases)
@@ -287,6 +311,16 @@ def _coverage_facts(
         ),
         "narrowed": [n for n in narrowed if n],
     }
+
+
+def _soak_s(config: pytest.Config, profile_s: float) -> float:
+    """--perf-soak when given (>= 0), else the profile's soak."""
+    given = config.getoption("--perf-soak")
+    if given is None:
+        return profile_s
+    if given < 0:
+        raise pytest.UsageError(f"--perf-soak {given}: must be >= 0 seconds")
+    return float(given)
 
 
 def _my_shard(cases: list[Case], spec: str, profile: Any, bench: Any) -> list[Case]:
@@ -484,7 +518,7 @@ class PerfRun:
             device=device,
             capability=capability,
             warmup_first_s=0.0 if self.smoke else 2.0,
-            soak_s=0.0 if fixed_rounds else profile.soak_s,
+            soak_s=0.0 if fixed_rounds else _soak_s(config, profile.soak_s),
             sampler=self.sampler,
             on_group=self._on_group,
             on_progress=self._say,

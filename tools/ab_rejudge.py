@@ -27,7 +27,9 @@ all at once is the same as injecting into each alone; the table then says, per c
 runs the gate would have called it SLOWER. This is the decision rule's power on measured noise,
 not a measured code change (docs/results-h200.md says which is which).
 
-It prints the verdict counts of every run, the largest |ratio - 1| / tolerance, and with
+It prints the verdict counts of every run (UNSTABLE among them: tilegate.judge.modes), how many
+SLOWER cases would be beyond doubt and spared the confirmation (tilegate.judge.confirm; an A/A
+run must have none), the largest |ratio - 1| / tolerance, and with
 `--slowdown` the cases that were not caught every time. Figures for docs/results-h200.md come
 from it.
 """
@@ -44,6 +46,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tilegate.judge.ab import Noise, build_noise, compare_ab, load_noise
+from tilegate.judge.confirm import beyond_doubt
 from tilegate.judge.results import Run, load_results
 
 
@@ -100,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
                 same = compare_ab(run, noise).same_code
                 cases = tuple(c for c in cases if c.key in same)
             run_counts = Counter(c.verdict.value for c in cases)
+            # the hashes are blinded (identity unknown): beyond doubt as if the code had changed
+            spared = sum(beyond_doubt(replace(c, code_changed=True)) for c in cases)
+            if spared:
+                run_counts["SLOWER beyond doubt"] = spared
             counts.update(run_counts)
             for c in cases:
                 per_case[c.key][c.verdict.value] += 1

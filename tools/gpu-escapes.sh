@@ -24,6 +24,13 @@
 # runs `tilegate rebaseline RESULTS...` builds the stored baseline from) | wsab (tma_ws sm_90
 # 128x256x64 -> 256x128x64, the WS sweep's best, A/B against HEAD; kept for the later steps, and
 # committed as HEAD, when every K is faster with its whole 99 % interval below 1).
+# Issue 31, what the default A/B costs as the number of changed variants grows (the confirmation
+# as shipped: --confirm-runs 1, its suspects only, no second soak while the GPU is warm, none
+# for a SLOWER case beyond doubt): costnone[:N] (the default profile's A/A: nothing changed) |
+# stages4[:N] (pointer sm_90 num_stages 3 -> 4: one family changed and slower; 247 s on a fresh
+# machine before issue 31, through gate_from_base.py --via nox; the target is <= 124 s) | costall[:N] (every Triton
+# variant's host code changed, its speed not: a no-op line in kernels/_host.py's launch_kernel,
+# which every Triton variant's call runs, so every Triton case is "changed" and SAME).
 # Each step's log lines carry the seconds since the step began (where the wall time goes).
 # A step written cold+STEP runs each of its runs with a fresh TRITON_CACHE_DIR (all compiled).
 # Environment: EXTRA="..." extra options for every run.
@@ -131,6 +138,16 @@ PY
     groupmab)
       edit kernels/configs.py '("pointer", "sm_90"): Config(128, 256, 64, 8,' '("pointer", "sm_90"): Config(128, 256, 64, 1,'
       for i in $(seq 1 "$n"); do step "groupmab$i" --profile default; done; revert ;;
+    costnone)
+      for i in $(seq 1 "$n"); do step "costnone$i" --profile default; done ;;
+    stages4)
+      edit kernels/configs.py '("pointer", "sm_90"): Config(128, 256, 64, 8, num_warps=8, num_stages=3,' \
+        '("pointer", "sm_90"): Config(128, 256, 64, 8, num_warps=8, num_stages=4,'
+      for i in $(seq 1 "$n"); do step "stages4-$i" --profile default; done; revert ;;
+    costall)
+      edit kernels/_host.py '    values = bind(variant, launch, a, b, c)' '    values = bind(variant, launch, a, b, c)
+    assert values is not None  # issue 31 cost step: host code changed, speed not'
+      for i in $(seq 1 "$n"); do step "costall$i" --profile default; done; revert ;;
     *) echo "unknown step $spec" | tee -a "$summary" ;;
   esac
 done

@@ -13,10 +13,16 @@ buffer), so the per-round ratio head/base cancels them; a stored baseline cannot
 * SLOWER (fails): the whole interval above +tolerance, significant, and slower than the
   tolerance in a majority of the runs; FASTER likewise below -tolerance; SAME: the whole
   interval inside +-tolerance; AMBIGUOUS otherwise: the data cannot decide, measure more
-  (`tilegate perf` re-measures SLOWER and AMBIGUOUS cases before they can fail). A significant
+  (`tilegate perf` re-measures SLOWER, AMBIGUOUS and UNSTABLE cases before they can fail, but
+  not a SLOWER case beyond doubt: tilegate.judge.confirm). A significant
   change whose interval crosses the tolerance after the A/B budget's every round (its cap,
   tilegate.harness.budget) is decided by its median: the sequential test's boundaries meet at
   its last look;
+* UNSTABLE: its rounds fall into two modes beyond the A/A noise (tilegate.judge.modes), or the
+  ratio of the medians of head and base (the same pooled rounds as the ratio) and the median
+  ratio differ by more than MIXTURE_MIN (a FASTER or SLOWER case whose medians point the other
+  way by less is AMBIGUOUS): never decided FASTER or SLOWER on the mixture (tilegate.judge.outcome: fails if a
+  mode alone is slower, else exit 2);
 * a variant only the head has is NEW (not judged), one only the base has is REMOVED: it fails
   (its cases and the expectations they carry would escape the gate) unless acknowledged; a
   renamed variant (`renamed_from=`, tilegate.harness.base.renames) is paired with its old self;
@@ -49,6 +55,7 @@ from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_json, is_finite_number, read_json
 from tilegate.judge import stats
+from tilegate.judge.modes import Mode, find_modes
 from tilegate.judge.policy import TolerancePolicy
 from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, row_order
 from tilegate.judge.vocabulary import ABVerdict
@@ -131,10 +138,10 @@ def _pairs(run: Run, key: str) -> tuple[Row, Row] | None:
     return (head, base) if head is not None and base is not None else None
 
 
-def _per_round(run: Run, head: Row, base: Row) -> np.ndarray:
-    """head_i / base_i for every round both were timed in (an A/B budget times some base rows in
-    fewer rounds: Row.timed_in, tilegate.harness.budget); InputError when they share none or, with
-    no round ranges, the counts differ."""
+def _aligned(run: Run, head: Row, base: Row) -> tuple[np.ndarray, np.ndarray]:
+    """The head's and the base's samples of every round both were timed in (an A/B budget times
+    some base rows in fewer rounds: Row.timed_in, tilegate.harness.budget); InputError when they
+    share none or, with no round ranges, the counts differ."""
     if head.timed_in is not None or base.timed_in is not None:
         from tilegate.judge.rounds import aligned
 
@@ -143,13 +150,19 @@ def _per_round(run: Run, head: Row, base: Row) -> np.ndarray:
             raise InputError(
                 f"results file {run.path}, row {head.key}: head and base share no timed round"
             )
-        return np.asarray(h) / np.asarray(b)
+        return np.asarray(h), np.asarray(b)
     if len(head.samples_s) != len(base.samples_s):
         raise InputError(
             f"results file {run.path}, row {head.key}: head and base have {len(head.samples_s)} "
             f"and {len(base.samples_s)} samples; an A/B pair is timed in the same rounds"
         )
-    return np.asarray(head.samples_s) / np.asarray(base.samples_s)
+    return np.asarray(head.samples_s), np.asarray(base.samples_s)
+
+
+def _per_round(run: Run, head: Row, base: Row) -> np.ndarray:
+    """head_i / base_i for every round both were timed in (`_aligned`)."""
+    h, b = _aligned(run, head, base)
+    return h / b
 
 
 def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -> Noise:
@@ -338,12 +351,26 @@ class ABCase:
     note: str = ""
     acknowledged: bool = False  # REMOVED: a maintainer accepted it (--accept-baseline-change)
     by_median: bool = False  # decided by its median at the budget's cap (interval crosses tol)
+    # the medians of the same paired rounds the ratio pools (every run): the row's numbers all
+    # come from one set of samples
+    head_median_s: float | None = None
+    base_median_s: float | None = None
+    modes: tuple[Mode, ...] = ()  # UNSTABLE: its two modes, the faster first (judge.modes)
+
+    @property
+    def slower_mode(self) -> bool:
+        """UNSTABLE with a mode that is SLOWER on its own rounds."""
+        return self.verdict is ABVerdict.UNSTABLE and any(m.slower for m in self.modes)
 
     @property
     def fails(self) -> bool:
-        """SLOWER, or a variant the head removed (not renamed) without acknowledgement."""
-        return self.verdict is ABVerdict.SLOWER or (
-            self.verdict is ABVerdict.REMOVED and not self.acknowledged
+        """SLOWER; UNSTABLE with a mode slower than the tolerance on its own rounds (its code
+        changed: an unchanged case is never UNSTABLE); or a variant the head removed (not
+        renamed) without acknowledgement."""
+        return (
+            self.verdict is ABVerdict.SLOWER
+            or self.slower_mode
+            or (self.verdict is ABVerdict.REMOVED and not self.acknowledged)
         )
 
     @property
@@ -374,7 +401,9 @@ class ABComparison:
         return [c for c in self.cases if c.verdict in verdicts]
 
     def suspects(self) -> list[str]:
-        return [c.key for c in self.by(ABVerdict.SLOWER, ABVerdict.AMBIGUOUS)]
+        """The cases a re-measurement could still decide otherwise (tilegate.judge.confirm says
+        which of them are already beyond doubt)."""
+        return [c.key for c in self.by(ABVerdict.SLOWER, ABVerdict.AMBIGUOUS, ABVerdict.UNSTABLE)]
 
     @property
     def same_code(self) -> frozenset[str]:
@@ -408,7 +437,8 @@ def judge_case(
     changed = None
     if head.code_hash and base.code_hash:
         changed = head.code_hash != base.code_hash
-    per_run = [_per_round(run, h, b) for run, h, b in pairs]
+    sides = [_aligned(run, h, b) for run, h, b in pairs]
+    per_run = [h / b for h, b in sides]
     run_ratios = tuple(float(np.median(r)) for r in per_run)
     pooled = np.concatenate(per_run)
     ratio = float(np.median(pooled))
@@ -428,6 +458,8 @@ def judge_case(
         tolerance=tolerance,
         tolerance_source=tolerance_source,
         code_changed=changed,
+        head_median_s=float(np.median(np.concatenate([h for h, _ in sides]))),
+        base_median_s=float(np.median(np.concatenate([b for _, b in sides]))),
     )
     if changed is False:
         moved = ratio - 1
@@ -453,6 +485,9 @@ def judge_case(
             "'Minimum samples'), so the case could never be SLOWER: it cannot be judged. "
             "Measure more rounds (drop --perf-rounds, or raise it)."
         )
+    unstable = _unstable(measured, per_run, [_passes(h, b) for _, h, b in pairs], policy)
+    if unstable is not None:
+        return unstable
     runs_slower = stats.majority([r - 1 > tolerance for r in run_ratios])
     runs_faster = stats.majority([r - 1 < -tolerance for r in run_ratios])
     if lo - 1 > tolerance and p_slower < policy.alpha and runs_slower:
@@ -478,9 +513,109 @@ def judge_case(
             verdict, note = ABVerdict.AMBIGUOUS, f"{about}: the interval crosses it"
     else:
         verdict, note = ABVerdict.AMBIGUOUS, "the interval crosses the tolerance: measure more"
+    if _mixed(measured):
+        return _mixture(measured, note)
+    if verdict in (ABVerdict.SLOWER, ABVerdict.FASTER) and not _agrees(measured, verdict):
+        verdict = ABVerdict.AMBIGUOUS
+        note = (
+            f"{note}; but the medians of the same rounds point the other way "
+            f"({_medians_change(measured):+.2%}): measure more"
+        )
     if changed is None:
         note = "; ".join(filter(None, [note, "no code hash on a side: identity unknown"]))
     return replace(measured, verdict=verdict, note=note)
+
+
+UNSTABLE_TODO = (
+    "measure it alone (`--perf-variants`), in several processes, and look for what switches "
+    "(an autotuner's pick, clocks, host time: hold_host); an unstable case is judged on neither "
+    "mode's share"
+)
+
+
+def _passes(head: Row, base: Row) -> list[int] | None:
+    """The timing pass of each round the pair shares (`_aligned`'s rounds), from the head's
+    sweeps (every sweep times its group's rounds_per_pass rounds); None if not recorded."""
+    if not head.sweeps:
+        return None
+    per_pass = len(head.samples_s) // head.sweeps
+    from tilegate.judge.rounds import common_rounds
+
+    rounds = common_rounds(head.timed_in, len(head.samples_s), base.timed_in, len(base.samples_s))
+    return [r // per_pass for r in rounds]
+
+
+def _unstable(
+    case: ABCase,
+    per_run: Sequence[np.ndarray],
+    passes: Sequence[list[int] | None],
+    policy: ABPolicy,
+) -> ABCase | None:
+    """UNSTABLE when its rounds fall into two modes (tilegate.judge.modes), else None."""
+    assert case.tolerance is not None
+    modes = find_modes(
+        [r.tolist() for r in per_run],
+        case.tolerance,
+        passes=passes,
+        confidence=policy.confidence,
+        alpha=policy.alpha,
+    )
+    if not modes:
+        return None
+    slow = [m for m in modes if m.slower]
+    verdict = (
+        "a mode is slower than the tolerance on its own rounds: fails"
+        if slow
+        else "no mode is slower on its own rounds: cannot judge (exit 2)"
+    )
+    note = (
+        f"two modes beyond the A/A noise: {modes[0].describe()} and {modes[1].describe()}; "
+        f"not decided on the mixture; {verdict}; {UNSTABLE_TODO}"
+    )
+    return replace(case, verdict=ABVerdict.UNSTABLE, modes=modes, note=note)
+
+
+# The ratio of the row's medians and the median of its per-round ratios (the same rounds) differ
+# by more than this (in log): the rounds are a mixture. Between two different kernels timed in
+# the same rounds of a real H200 run they differ by at most 1.2 % (90 % of pairs: 0.52 %;
+# tests/fixtures/recorded-h200-quick.json, 216 pairs)
+MIXTURE_MIN = 0.05
+
+
+def _medians_change(case: ABCase) -> float:
+    assert case.head_median_s is not None and case.base_median_s is not None
+    return case.head_median_s / case.base_median_s - 1
+
+
+def _mixed(case: ABCase) -> bool:
+    """The medians and the per-round ratio of the same rounds far apart (MIXTURE_MIN)."""
+    if case.head_median_s is None or case.base_median_s is None or case.ratio is None:
+        return False
+    return abs(math.log1p(_medians_change(case)) - math.log(case.ratio)) > MIXTURE_MIN
+
+
+def _agrees(case: ABCase, verdict: ABVerdict) -> bool:
+    """The row's head and base medians (the same pooled rounds as the ratio) on the side of 1
+    that the ratio and its interval are on."""
+    if case.head_median_s is None or case.base_median_s is None:
+        return True
+    if verdict is ABVerdict.SLOWER:
+        return case.head_median_s > case.base_median_s
+    return case.head_median_s < case.base_median_s
+
+
+def _mixture(case: ABCase, note: str) -> ABCase:
+    """The median of the per-round ratios and the ratio of the medians of the same rounds far
+    apart: the rounds are a mixture (a round's speed moves both sides by more than the change),
+    which no verdict on either number can stand on."""
+    said = (
+        f"{note}; but the medians (head {(case.head_median_s or 0) * 1e3:.4g} ms, base "
+        f"{(case.base_median_s or 0) * 1e3:.4g} ms: {_medians_change(case):+.1%}) and the "
+        f"per-round ratio ({(case.ratio or 1) - 1:+.1%}) of the same rounds differ by more "
+        f"than {MIXTURE_MIN:.0%}: the rounds are a mixture, not decided on it; no mode is "
+        f"slower on its own rounds: cannot judge (exit 2); {UNSTABLE_TODO}"
+    )
+    return replace(case, verdict=ABVerdict.UNSTABLE, note=said.lstrip("; "))
 
 
 def _at_cap(

@@ -13,7 +13,13 @@
 * Every mode: a case the protocol says to measure (in A/B mode the base's protocol), or a
   stored-baseline row of a grid point of its profile, that the run did not measure fails, and so
   does an expectation it declares that the run no longer checks (tilegate.judge.coverage; a case
-  left out by the command line is "not selected", not a failure); a variant the head removed (not renamed) fails while the baseline holds its rows
+  left out by the command line is "not selected", not a failure).
+* A/B mode, UNSTABLE (a changed case whose rounds fall into two modes, tilegate.judge.modes):
+  fails when one of its modes, on its own rounds, is slower than the tolerance (the pull
+  request's code is that much slower whenever the kernel is in that mode); otherwise it is
+  exit 2, cannot judge, unless something else fails: an unstable changed case never passes
+  unnoticed, and it is never decided FASTER or SLOWER on the mixture.
+* Every mode: a variant the head removed (not renamed) fails while the baseline holds its rows
   or expectations (A/B: while not acknowledged); an unacknowledged loosening of baselines/ by the
   pull request fails (tilegate.judge.integrity); the same identity on both sides with a ratio
   A/A noise cannot give is exit 2 (the identity missed something).
@@ -51,6 +57,9 @@ class Outcome:
     integrity: tuple[str, ...] = ()  # unacknowledged loosening of baselines/ (judge.integrity)
     upgrade: tuple[UpgradeCase, ...] = ()  # upgrade A/B cases SLOWER under the new environment
     coverage: Coverage | None = None  # what the protocol says to measure and check
+    # A/B UNSTABLE cases: with a mode slower on its own rounds (fails), and the rest (exit 2)
+    unstable_slower: tuple[ABCase, ...] = ()
+    unstable: tuple[ABCase, ...] = ()
 
     @property
     def parts(self) -> list[str]:
@@ -65,6 +74,11 @@ class Outcome:
             len(self.integrity), "unacknowledged baseline change", "unacknowledged baseline changes"
         )
         count(len(self.slower), "case slower than its base", "cases slower than their base")
+        count(
+            len(self.unstable_slower),
+            "unstable case with a slower mode",
+            "unstable cases with a slower mode",
+        )
         count(
             len(self.upgrade),
             "case slower under the new environment",
@@ -81,6 +95,11 @@ class Outcome:
             "case with the same code whose time moved",
             "cases with the same code whose time moved",
         )
+        count(
+            len(self.unstable),
+            "unstable case that cannot be judged",
+            "unstable cases that cannot be judged",
+        )
         return out
 
 
@@ -91,18 +110,26 @@ def outcome(
     coverage: Coverage | None = None,
 ) -> Outcome:
     """The exit code: 2 when the identity proved untrustworthy (SAME CODE, TIME MOVED) or a GPU
-    was off and nothing else failed; 1 for a measured regression, a broken expectation, a removed
-    variant, a case or expectation of the protocol not measured or an unacknowledged baseline
+    was off or an UNSTABLE case has no slower mode, and nothing else failed (the identity: even
+    then); 1 for a measured regression (SLOWER, or an UNSTABLE case with a mode slower on its
+    own rounds), a broken expectation, a removed variant, a case or expectation of the protocol
+    not measured or an unacknowledged baseline
     loosening; else 0."""
     base = _outcome(cmp, ab)
     gone = tuple(r for r in base.regressions if r.verdict is Verdict.GONE)
     regressions = tuple(r for r in base.regressions if r.verdict is not Verdict.GONE)
     removed = tuple(c for c in base.slower if c.verdict is ABVerdict.REMOVED)
-    slower = tuple(c for c in base.slower if c.verdict is not ABVerdict.REMOVED)
+    unstable_slower = tuple(c for c in base.slower if c.verdict is ABVerdict.UNSTABLE)
+    slower = tuple(
+        c for c in base.slower if c.verdict not in (ABVerdict.REMOVED, ABVerdict.UNSTABLE)
+    )
     inconsistent = tuple(ab.by(ABVerdict.INCONSISTENT)) if ab else ()
+    unstable = tuple(c for c in ab.by(ABVerdict.UNSTABLE) if not c.fails) if ab else ()
     code = base.code
     if (integrity or (coverage is not None and coverage.fails)) and code != EXIT_FAIL:
         code = EXIT_FAIL
+    if unstable and code == EXIT_OK:
+        code = EXIT_CANNOT_JUDGE
     if inconsistent:
         code = EXIT_CANNOT_JUDGE
     return Outcome(
@@ -116,6 +143,8 @@ def outcome(
         inconsistent,
         integrity,
         coverage=coverage,
+        unstable_slower=unstable_slower,
+        unstable=unstable,
     )
 
 

@@ -205,6 +205,10 @@ class Row(MatmulNames):
     # why the A/B budget stopped timing it (extra_info.tilegate.budget.stopped): "cap" when a
     # changed pair used every round it may have (tilegate.harness.budget.CAP_FACTOR)
     budget_stopped: str | None = None
+    # how many timing sweeps (passes) its samples came from (len(extra_info.tilegate.
+    # pass_medians_s)); each sweep times rounds_per_pass rounds of its group, so round r of the
+    # group is in sweep r // (len(samples_s) // sweeps). None: not recorded (or inconsistent)
+    sweeps: int | None = None
 
 
 def param_order(params: Mapping[str, Any], axes: Sequence[str]) -> tuple[Any, ...]:
@@ -619,9 +623,14 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
         raise InputError(
             f"{where}: extra_info.tilegate.budget.stopped is {stopped!r}; expected a string"
         )
+    pass_medians = tg.get("pass_medians_s")
+    sweeps = None
+    if isinstance(pass_medians, list) and pass_medians and len(samples) % len(pass_medians) == 0:
+        sweeps = len(pass_medians)
     return Row(
         timed_in=timed_in,
         budget_stopped=stopped,
+        sweeps=sweeps,
         gpu_index=gpu_index,
         gpu_serial=str(tg["gpu_serial"]) if tg.get("gpu_serial") is not None else None,
         reference=tg.get("reference") is True,

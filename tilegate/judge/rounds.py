@@ -51,6 +51,14 @@ def check_ranges(ranges: Any, samples: int) -> Ranges:
     return out
 
 
+def common_rounds(x_in: Ranges | None, nx: int, y_in: Ranges | None, ny: int) -> list[int]:
+    """The group's round numbers both rows were timed in, in order: the rounds `aligned` pairs."""
+    x_in = x_in if x_in is not None else ((0, nx),)
+    y_in = y_in if y_in is not None else ((0, ny),)
+    xs = {r for a, b in x_in for r in range(a, b)}
+    return sorted(r for a, b in y_in for r in range(a, b) if r in xs)
+
+
 def aligned(
     x: Sequence[float], x_in: Ranges | None, y: Sequence[float], y_in: Ranges | None
 ) -> tuple[list[float], list[float]]:

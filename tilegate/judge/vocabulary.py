@@ -47,12 +47,18 @@ The words (the value, as the JSON files and the reports spell it; the judgements
   acknowledged (--accept-baseline-change).
 * ``SAME CODE, TIME MOVED`` (ab): the same identity on both sides, but a ratio A/A noise cannot
   give: something outside the identity changed. Exit 2 (cannot judge).
+* ``UNSTABLE`` (ab): its runs, or passes within a run, fall into two modes beyond
+  the A/A noise (tilegate.judge.modes), or the ratio of its medians and its median per-round
+  ratio of the same rounds differ by more than 5 % (a mixture): never decided FASTER or SLOWER on the mixture. Its code changed (an
+  unchanged case is UNCHANGED CODE first). Fails when a mode on its own rounds is slower than
+  the tolerance (whole interval, significant); otherwise exit 2 (cannot judge) unless something
+  else fails. Re-measured by the confirmation.
 * ``PASS`` (expectation, outcome): it holds: the expectation's same-run ratio its bound in a
   majority of the runs; the run: nothing failed (exit 0).
 * ``FAIL`` (expectation, outcome): it does not: the expectation's ratio exceeds its bound in a
   majority of the runs (broken: the run fails); the run: something failed (exit 1).
 * ``CANNOT JUDGE`` (outcome): the run cannot be judged (exit 2): bad input, a GPU off, the
-  same identity with a ratio A/A noise cannot give.
+  same identity with a ratio A/A noise cannot give, an UNSTABLE case with no slower mode.
 """
 
 from __future__ import annotations
@@ -86,6 +92,7 @@ class Word(str, enum.Enum):
     UNCHANGED = "UNCHANGED CODE"
     REMOVED = "REMOVED"
     INCONSISTENT = "SAME CODE, TIME MOVED"
+    UNSTABLE = "UNSTABLE"
     # expectation and outcome
     PASS = "PASS"
     FAIL = "FAIL"
@@ -124,6 +131,9 @@ class ABVerdict(str, enum.Enum):
     REMOVED = Word.REMOVED.value
     # the same identity on both sides, but a ratio A/A noise cannot give: cannot judge (exit 2)
     INCONSISTENT = Word.INCONSISTENT.value
+    # two modes beyond the A/A noise, or medians and ratio pointing opposite ways: not decided
+    # on the mixture; fails if a mode alone is slower, else cannot judge (exit 2)
+    UNSTABLE = Word.UNSTABLE.value
 
 
 class Change(str, enum.Enum):

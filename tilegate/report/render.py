@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL
-from tilegate.judge.ab import ABComparison, ABVerdict
+from tilegate.judge.ab import UNSTABLE_TODO, ABComparison, ABVerdict
 from tilegate.judge.baseline import Baseline
 from tilegate.judge.coverage import Coverage
 from tilegate.judge.crosstile import CrossTilePair, ExpectationResult, Status, crosstile_pairs
@@ -50,6 +50,7 @@ _AB_TEXT = {
     ABVerdict.NEW: "new",
     ABVerdict.REMOVED: "removed",
     ABVerdict.INCONSISTENT: "**SAME CODE, TIME MOVED**",
+    ABVerdict.UNSTABLE: "**UNSTABLE**",
 }
 
 
@@ -68,6 +69,19 @@ def _fold(summary: str, body: Sequence[str]) -> list[str]:
 
 
 # --- the deciding cases ------------------------------------------------------------------------------
+
+
+def _beyond_doubt(c: Any) -> bool:
+    from tilegate.judge.confirm import beyond_doubt
+
+    return beyond_doubt(c)
+
+
+def _confirmed(c: Any) -> str:
+    """How a failing A/B case stands after the confirmation (tilegate.judge.confirm)."""
+    if len(c.run_ratios) > 1:
+        return ", confirmed"
+    return ", beyond doubt in one run (not re-measured)" if _beyond_doubt(c) else ""
 
 
 def _deciding(
@@ -103,12 +117,24 @@ def _deciding(
         what = (
             "SLOWER than the base"
             + (", by its median at the round cap" if c.by_median else "")
-            + (", confirmed" if ab and ab.confirmations else "")
+            + _confirmed(c)
         )
         change, limit = pct((c.ratio or 1) - 1), tol(c.tolerance)
         if c.by_median:  # about its tolerance: 0.1 % would print both alike
             change, limit = f"{(c.ratio or 1) - 1:+.2%}", f"{c.tolerance or 0:.2%}"
         rows.append((f"`{c.key}`", what, change, interval(c), limit))
+    for c in (*result.unstable_slower, *result.unstable):
+        modes = " / ".join(m.describe() for m in c.modes) or "medians and ratio disagree"
+        exit_ = "a mode slower: fails" if c.fails else "no mode slower: exit 2"
+        rows.append(
+            (
+                f"`{c.key}`",
+                f"UNSTABLE ({exit_}): {UNSTABLE_TODO}",
+                modes,
+                interval(c),
+                tol(c.tolerance),
+            )
+        )
     for c in result.inconsistent:
         rows.append(
             (
@@ -365,6 +391,11 @@ def _ab_summary(ab: ABComparison) -> list[str]:
         [case(c) for c in ab.by(ABVerdict.SLOWER)],
         "Paired per round with the base's own kernel"
         + (" and confirmed by a re-measurement" if ab.confirmations else "")
+        + (
+            " (those beyond doubt in one run were not re-measured)"
+            if any(len(c.run_ratios) == 1 and _beyond_doubt(c) for c in ab.by(ABVerdict.SLOWER))
+            else ""
+        )
         + "; intervals in the deciding cases above.",
     )
     _bullet(
@@ -376,6 +407,12 @@ def _ab_summary(ab: ABComparison) -> list[str]:
         "interval around the tolerance and seldom decide it.",
     )
     _bullet(out, "Faster than the base", [case(c) for c in ab.by(ABVerdict.FASTER)])
+    _bullet(
+        out,
+        "Unstable: two modes, not decided on the mixture",
+        [f"`{c.key}`" for c in ab.by(ABVerdict.UNSTABLE)],
+        "Its modes and where they came from (run, rounds) in the deciding cases above.",
+    )
     changed = ab.changed_code
     variants = sorted({c.variant for c in ab.cases})
     same = [v for v in variants if v not in changed]
@@ -420,8 +457,8 @@ def _ab_rows(cases: Sequence[Any]) -> list[Sequence[Any]]:
         rows.append(
             (
                 f"`{c.key}`",
-                ms(c.base.median_s if c.base else None),
-                ms(c.head.median_s if c.head else None),
+                ms(_median(c.base_median_s, c.base)),
+                ms(_median(c.head_median_s, c.head)),
                 f"{c.ratio:.4f}" if c.ratio is not None else "",
                 f"{pct(c.ci[0] - 1)} .. {pct(c.ci[1] - 1)}" if c.ci else "",
                 f"{c.tolerance:.2%}" if c.tolerance is not None else "",
@@ -432,6 +469,11 @@ def _ab_rows(cases: Sequence[Any]) -> list[Sequence[Any]]:
             )
         )
     return rows
+
+
+def _median(pooled: float | None, row: Any) -> float | None:
+    """The medians of the rounds the ratio pools (every run); a case with no ratio, its row's."""
+    return pooled if pooled is not None else row.median_s if row is not None else None
 
 
 def _ab_table(ab: ABComparison) -> list[str]:
@@ -453,7 +495,8 @@ def _ab_table(ab: ABComparison) -> list[str]:
     same = [c for c in ab.cases if c.code_changed is False]
     legend = [
         "*head / base*: the median over rounds of head_i / base_i, both timed back to back in every "
-        f"round; *interval*: its {ab.policy.confidence:.0%} confidence interval; *p*: one-sided "
+        "round; *base*, *head*: the medians of the same rounds (every run, confirmations too)"
+        f"; *interval*: its {ab.policy.confidence:.0%} confidence interval; *p*: one-sided "
         "Wilcoxon signed-rank test in the direction of the change.",
         "",
     ]

@@ -3,8 +3,10 @@
 `nox -s perf` is `tilegate perf`, and `nox -s rebaseline` is `tilegate rebaseline --measure N`:
 the orchestration lives here, where it is tested (tests/test_perf_loop.py), not in the noxfile.
 The suite runs as a pytest subprocess on this interpreter (a GPU runner's own CUDA torch and
-Triton); its results file is written atomically, so a crashed run leaves none. Suspect rows are
-handed to the re-measurement through a file of case ids (the suite's --perf-groups-of).
+Triton); its results file is written atomically, so a crashed run leaves none. What the re-measurement
+times is tilegate.judge.confirm's rule (A/B: the suspect cases and their base partners, through a
+file of pytest ids, the suite's --perf-cases-of; stored baseline: the suspects' groups,
+--perf-groups-of); it skips the soak while the GPU is still warm (--warm-within).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import functools
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,6 +214,9 @@ class Perf:
     baselines_dir: Path = Path("baselines")
     report_only: bool = False
     confirm_runs: int = 1
+    # a confirmation that starts within this many seconds of the previous suite process's end
+    # skips the soak: the GPU is still at its working temperature (docs/measuring.md)
+    warm_within_s: float = 60.0
     pytest_args: Sequence[str] = ()
     ab: str | None = None  # A/B: the base ref whose kernels are measured beside the head's
     # a pull request: baselines/ is REF's, the working tree's is diffed against it
@@ -224,6 +230,7 @@ class Perf:
     suite: Suite = run_suite
     detect_gpu: Callable[[], str] = gpu_slug
     log: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr))
+    clock: Callable[[], float] = time.monotonic
 
     @property
     def report_path(self) -> Path:
@@ -303,6 +310,7 @@ class Perf:
             self.log(f"perf: the suite's groups over {self.gpus} GPUs, one process each")
             suite = functools.partial(run_shards, gpus=self.gpus)
         suite_code = suite(results, self.profile, args)  # shards that cannot merge: InputError
+        ended = self.clock()
         if not results.exists() or results.stat().st_size == 0:
             reason = suite_failure(suite_code, results)
             results.unlink(missing_ok=True)  # pytest-benchmark 5.2.3 leaves 0 bytes behind
@@ -311,17 +319,22 @@ class Perf:
         judged = self._judge(results, baseline, [], suspects)
         confirms: list[Path] = []
         for i in range(1, self.confirm_runs + 1):
-            if self.report_only or judged.code == EXIT_CANNOT_JUDGE:
+            if self.report_only or not _confirmable(judged):
                 break
-            ids = suspects.read_text().split() if suspects.exists() else []
-            if not ids:
+            what = self._what_to_confirm(judged, suspects, i)
+            if what is None:
                 break
-            self.log(
-                f"perf: measuring suspect rows again before accusing them (confirmation {i}):\n"
-                + "\n".join(ids)
-            )
             confirm = self.out_dir / f"confirm-{i}.json"
-            suite(confirm, self.profile, [*args, f"--perf-groups-of={suspects}"])
+            extra = [*args, what]
+            idle = self.clock() - ended
+            if idle < self.warm_within_s:
+                extra.append("--perf-soak=0")
+                self.log(
+                    f"perf: the GPU is still warm (the last suite process ended {idle:.0f} s "
+                    f"ago, < --warm-within {self.warm_within_s:g} s): no soak"
+                )
+            suite(confirm, self.profile, extra)
+            ended = self.clock()
             if confirm.exists():
                 confirms.append(confirm)
             judged = self._judge(results, baseline, confirms, suspects)
@@ -335,6 +348,39 @@ class Perf:
         what = "report-only run" if self.report_only else VERDICT_TEXT.get(code, "cannot judge")
         self.log(f"perf: {what} (exit {code}); report: {self.report_path}")
         return code
+
+    def _what_to_confirm(self, judged: Gated, suspects: Path, i: int) -> str | None:
+        """The suite option that names what confirmation `i` measures, or None: nothing to.
+
+        A/B: the suspect cases with their base partners, less those beyond doubt, plus the
+        reference where a stored verdict needs it (tilegate.judge.confirm), in a file of pytest
+        ids. Stored baseline: the suspects' whole groups (their ratios to the reference)."""
+        if judged.ab is not None:
+            from tilegate.judge.confirm import confirmation_cases
+
+            plan = confirmation_cases(judged.ab, judged.comparison)
+            if plan.decided:
+                self.log(
+                    f"perf: {len(plan.decided)} case(s) SLOWER beyond doubt in the first run, "
+                    "not measured again:\n" + "\n".join(plan.decided)
+                )
+            if not plan.cases:
+                return None
+            path = self.out_dir / "confirm-cases.txt"
+            atomic_write_text(path, plan.text())
+            self.log(
+                f"perf: measuring {len(plan.cases)} case(s) again before accusing them "
+                f"(confirmation {i}, these cases only):\n" + "\n".join(plan.cases)
+            )
+            return f"--perf-cases-of={path}"
+        ids = suspects.read_text().split() if suspects.exists() else []
+        if not ids:
+            return None
+        self.log(
+            f"perf: measuring suspect rows again before accusing them (confirmation {i}):\n"
+            + "\n".join(ids)
+        )
+        return f"--perf-groups-of={suspects}"
 
     def _judge(self, results: Path, baseline: Path, confirms: list[Path], suspects: Path) -> Gated:
         judged = gate(
@@ -356,6 +402,21 @@ class Perf:
         if judged.text:
             print(judged.text, end="")
         return judged
+
+
+def _confirmable(judged: Gated) -> bool:
+    """Whether a re-measurement could change the verdict: not after bad input, a GPU off or the
+    same code whose time moved (exit 2 for good); but an exit 2 that only UNSTABLE cases make is
+    "measure more" (tilegate.judge.outcome), and the confirmation re-measures them."""
+    if judged.code != EXIT_CANNOT_JUDGE:
+        return True
+    if judged.error or judged.ab is None:
+        return False
+    from tilegate.judge.outcome import outcome
+
+    result = outcome(judged.comparison, judged.ab)
+    off = judged.comparison is not None and bool(judged.comparison.off_gpus)
+    return bool(result.unstable) and not result.inconsistent and not off
 
 
 def ab_args(ref: str, out_dir: Path) -> list[str]:

@@ -1,0 +1,92 @@
+"""What the confirmation re-measures: only what a second run could still decide otherwise.
+
+`tilegate perf` measures, judges, and then measures the suspects again before accusing them
+(tilegate.run.perf). In A/B mode (a pull request against its base) the rule is here, as plain
+functions of the verdicts, so that it is tested on recorded results (tests/test_confirm.py):
+
+* the suspects: A/B cases SLOWER, AMBIGUOUS or UNSTABLE, and the stored-baseline rows that could
+  fail (REGRESSED or UNSURE, their code changed by the pull request) with both rows of a broken
+  expectation (`Comparison.suspects`);
+* beyond doubt, not re-measured (`beyond_doubt`): an A/B SLOWER case whose whole 99 % interval
+  lies beyond BEYOND_DOUBT_TOLERANCES x its tolerance (the tolerance plus a margin of one more
+  tolerance), with a one-sided Wilcoxon p below BEYOND_DOUBT_P, decided on its interval (not by
+  its median at the round cap), with a known code change and a tolerance calibrated by A/A
+  noise. docs/measuring.md, "The confirmation", gives the A/A arithmetic; a stored-baseline
+  suspect of a case beyond doubt is not re-measured either: the A/B verdict fails the run
+  whatever it says;
+* what is timed (`confirmation_cases`): each remaining A/B suspect with its base partner
+  (`<case>`, `<case>@base`: the pair's per-round ratio is the verdict), each remaining stored
+  suspect alone, plus the reference row of its group where its verdict needs the ratio to the
+  reference (a slowdown of a row whose code did not change, or not known to, is SHIFTED or not
+  by that ratio, tilegate.judge.verdict). Not their whole groups, not the other variants.
+
+Stored-baseline mode (no A/B) keeps re-timing whole groups (`--perf-groups-of`): its verdicts
+read ratios to the reference and to twins inside a group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilegate.cases import BASE_SUFFIX
+from tilegate.judge.ab import ABCase, ABComparison
+from tilegate.judge.verdict import Comparison
+from tilegate.judge.vocabulary import ABVerdict, Verdict
+
+# The margin and the bound of "beyond doubt": docs/measuring.md gives the A/A arithmetic
+BEYOND_DOUBT_TOLERANCES = 2.0
+BEYOND_DOUBT_P = 1e-4
+
+
+def beyond_doubt(case: ABCase) -> bool:
+    """An A/B SLOWER verdict a second run cannot overturn (the module's docstring)."""
+    return (
+        case.verdict is ABVerdict.SLOWER
+        and not case.by_median
+        and case.code_changed is True
+        and case.ci is not None
+        and case.tolerance is not None
+        and case.tolerance_source.startswith("A/A noise")
+        and case.ci[0] - 1 > BEYOND_DOUBT_TOLERANCES * case.tolerance
+        and case.p_slower is not None
+        and case.p_slower < BEYOND_DOUBT_P
+    )
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The confirmation of one A/B run: the pytest ids to time, and the cases it spares."""
+
+    cases: tuple[str, ...]  # pytest ids: `<case>`, `<case>@base`, the reference's `<case>`
+    decided: tuple[str, ...]  # A/B SLOWER cases beyond doubt: not re-measured
+
+    def text(self) -> str:
+        """The --perf-cases-of file."""
+        return "".join(f"{c}\n" for c in self.cases)
+
+
+def confirmation_cases(ab: ABComparison, cmp: Comparison | None = None) -> Confirmation:
+    """What an A/B run's confirmation times (the module's docstring), in the run's order."""
+    decided = [c.key for c in ab.cases if beyond_doubt(c)]
+    out: list[str] = []
+    for key in ab.suspects():
+        if key not in decided:
+            out += [key, f"{key}{BASE_SUFFIX}"]
+    if cmp is not None:
+        rows = {r.key: r for r in cmp.rows}
+        reference = ab.run.reference
+        for key in cmp.suspects(ab.same_code):
+            if key in decided or key not in ab.run.rows:
+                continue
+            out.append(key)
+            v = rows.get(key)
+            needs_ref = (
+                v is not None
+                and v.verdict in (Verdict.REGRESSED, Verdict.UNSURE)
+                and v.code_changed is not True
+            )
+            if needs_ref and reference is not None:
+                ref = ab.run.find(reference, ab.run.rows[key].group)
+                if ref is not None:
+                    out.append(ref.key)
+    return Confirmation(tuple(dict.fromkeys(out)), tuple(decided))
