@@ -148,8 +148,25 @@ def _share(g: Mapping[str, Any] | None, total: Any) -> str:
 
 
 def _short_name(name: str, limit: int = 60) -> str:
-    name = re.sub(r"\s+", " ", name)
+    """A profiler's kernel name without its template arguments and parameters."""
+    name = re.sub(r"\s+", " ", name).removeprefix("void ")
+    cut = min((i for i in (name.find("<"), name.find("(")) if i > 0), default=len(name))
+    name = name[:cut]
     return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def _kind(name: str) -> str:
+    """What a non-Triton GPU activity is, by its name: "copy", "memset", "fill" or ""."""
+    low = name.lower()
+    for word, kind in (
+        ("memcpy", "copy"),
+        ("copy", "copy"),
+        ("memset", "memset"),
+        ("fill", "fill"),
+    ):
+        if word in low:
+            return kind
+    return ""
 
 
 def _launch_lines(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[str]:
@@ -177,6 +194,7 @@ def _launch_lines(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[str]
     added_ops, dropped_ops = ops_h - ops_b, ops_b - ops_h
     triton_names = set(b_tri) | set(h_tri)
     gpu_added: list[str] = []
+    named_op = next(iter(added_ops), None) if len(added_ops) == 1 else None
     for name in [*h_gpu, *(n for n in b_gpu if n not in h_gpu)]:
         if name in triton_names:
             continue
@@ -186,14 +204,23 @@ def _launch_lines(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[str]
             continue
         if nh > nb:
             share = _share(h_gpu.get(name), head.get("gpu_us"))
-            gpu_added.append(f"+{_n(nh - nb, 'launch')}: `{_short_name(name)}`{share}")
+            kind, short = _kind(name), _short_name(name)
+            if kind and named_op:
+                text = f"the {kind} of `{named_op}`{share} (`{short}`)"
+            else:
+                text = f"{'a ' + kind + ' ' if kind else ''}`{short}`{share}"
+            gpu_added.append(f"+{_n(nh - nb, 'launch')}: {text}")
         else:
             share = _share(b_gpu.get(name), base.get("gpu_us"))
             gpu_added.append(f"-{_n(nb - nh, 'launch')}: `{_short_name(name)}`{share} (dropped)")
     op_text = [f"+{n} torch op `{k}`" for k, n in added_ops.items()]
     op_text += [f"-{n} torch op `{k}` (dropped)" for k, n in dropped_ops.items()]
-    if len(gpu_added) == 1 and len(op_text) >= 1:  # the launch and the op(s) that made it
-        lines.append(f"{gpu_added[0]}, with {', '.join(t.lstrip('+-') for t in op_text)}")
+    if len(gpu_added) == 1 and named_op and not dropped_ops:  # the launch and the op that made it
+        lines.append(
+            gpu_added[0]
+            if f"`{named_op}`" in gpu_added[0]
+            else f"{gpu_added[0]}, from `{named_op}`"
+        )
     else:
         lines += gpu_added
         if op_text:
@@ -399,6 +426,16 @@ def explain_judgement(results: Path, cmp: Any = None, ab: Any = None) -> list[Ex
         return [Explanation("*", "", unavailable=f"{type(err).__name__}: {err}")]
 
 
+def _shown(path: Path) -> str:
+    """A path as the report shows it: relative (to the working directory), never absolute."""
+    if not path.is_absolute():
+        return str(path)
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return f"{path.parent.name}/{path.name}"
+
+
 def _safe(key: str) -> str:
     return re.sub(r"[^\w.=-]+", "_", key)[:150]
 
@@ -418,7 +455,7 @@ def write(
             if e.ttgir_diff:
                 p = out_dir / f"{_safe(e.key)}.ttgir.diff"
                 p.write_text(e.ttgir_diff, encoding="utf-8")
-                e.diff_file = str(p)
+                e.diff_file = _shown(p)
         side = out_dir / "explanations.json"
         side.write_text(
             json.dumps(

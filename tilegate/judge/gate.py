@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
+from tilegate.explain.diff import explain_judgement
+from tilegate.explain.diff import write as write_explanations
 from tilegate.fileio import atomic_write_text
 from tilegate.judge.ab import ABComparison, compare_ab, load_noise, noise_path
 from tilegate.judge.baseline import baseline_path, how_to_create, load_baseline
@@ -153,6 +155,10 @@ def judge(
             )
             atomic_write_text(suspects_path, "".join(f"{k}\n" for k in keys))
         plot_files, plot_note = _plots(run, cmp, plots_dir)
+        # why each decided case with changed code changed (never raises: "unavailable: why")
+        explanations = explain_judgement(results, cmp, ab)
+        if report_path is not None:
+            write_explanations(explanations, results, report_path.parent / "explain")
         text = render(
             run,
             cmp,
@@ -163,6 +169,7 @@ def judge(
             relative_to=report_path.parent if report_path else None,
             suspects_path=suspects_path,
             integrity=integrity.failing if integrity is not None and not report_only else (),
+            explanations=explanations,
         )
         if integrity is not None:
             text = _lead(text, integrity.banner(), 0 if report_only else len(integrity.failing))

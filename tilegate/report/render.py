@@ -27,6 +27,7 @@ from tilegate.judge.outcome import Outcome, headline, outcome
 from tilegate.judge.results import Run, row_order
 from tilegate.judge.verdict import Comparison, Verdict
 from tilegate.report.comment import DECIDING
+from tilegate.report.explain import why_section
 from tilegate.report.markdown import listing, ms, p_value, pct, table
 
 _VERDICT_TEXT = {
@@ -876,11 +877,14 @@ def render(
     relative_to: Path | None = None,
     suspects_path: Path | None = None,
     integrity: Sequence[str] = (),
+    explanations: Sequence[Any] = (),
 ) -> str:
     """The whole report as markdown. `integrity`: the unacknowledged loosenings of baselines/
-    (tilegate.judge.integrity's `Integrity.failing`), rows of the deciding cases."""
+    (tilegate.judge.integrity's `Integrity.failing`), rows of the deciding cases.
+    `explanations`: tilegate.explain.diff's, under the deciding cases (so in the PR comment)."""
     out = [_headline(cmp, ab, report_only), "", *_banners(run, cmp.baseline if cmp else None)]
     out += _deciding(cmp, ab, report_only, integrity)
+    out += why_section(explanations)
     if ab is not None:
         out += _ab(ab)
     if cmp is not None:
