@@ -10,7 +10,9 @@ from triton.runtime.interpreter import InterpretedFunction
 
 
 @triton.jit
-def toy_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+def toy_matmul_kernel(
+    a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr
+):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     rm = pid_m * BM + tl.arange(0, BM)

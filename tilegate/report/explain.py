@@ -50,10 +50,10 @@ def why_section(explanations: Sequence[Explanation]) -> list[str]:
         head = f"`{e.key}` {e.verdict}: {e.summary}".replace("  ", " ")
         body = [f"- {line}" for line in e.lines[1:]] + _tail(e)
         if not body:
-            out.append(f"- {head}")
+            out += [f"- {head}", ""]
             continue
-        out += [f"<details><summary>{_html(head)}</summary>", "", *body, "", "</details>"]
-    return [*out, ""]
+        out += [f"<details><summary>{_html(head)}</summary>", "", *body, "", "</details>", ""]
+    return out
 
 
 def text(explanations: Sequence[Explanation]) -> str:
