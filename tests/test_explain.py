@@ -256,3 +256,49 @@ def test_gpu_recording_takes_what_the_compiled_kernel_exposes_and_omits_the_rest
     assert "registers" not in bare and "mix" not in bare and bare["num_stages"] == 4
     broken = record.gpu_launch(fn, SimpleNamespace(hash="h3"), (4,), {})
     assert broken["name"] == "k" and "error" in broken
+
+
+def test_a_tilegate_init_repository_gets_its_kernels_explained(tmp_path: Path) -> None:
+    """Any repository: the starter of `tilegate init`, num_warps 4 -> 8 in its wrapper, an A/B
+    run on the interpreter (the kernel found through the identity's launches and compiled for
+    sm_90), then `tilegate explain` on the results it wrote."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    env.pop("TRITON_INTERPRET", None)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+        )
+
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    assert run("git", "init", "-q").returncode == 0
+    assert run(sys.executable, "-m", "tilegate", "init", "--package", "toyperf").returncode == 0
+    run("git", "add", "-A")
+    assert run(*git, "commit", "-qm", "starter").returncode == 0
+    bench = tmp_path / "toyperf" / "bench.py"
+    text = bench.read_text()
+    assert "x.numel(), BLOCK=1024)" in text
+    bench.write_text(text.replace("x.numel(), BLOCK=1024)", "x.numel(), BLOCK=1024, num_warps=8)"))
+    perf = run(
+        sys.executable, "-m", "tilegate", "perf", "--profile", "smoke", "--ab", "HEAD",
+        "--report-only", "--no-plots", "--perf-axis=n=256",
+    )  # fmt: skip
+    assert perf.returncode == 0, perf.stdout[-2000:] + perf.stderr[-2000:]
+    results = tmp_path / ".perf" / "results.json"
+    rows = json.loads(results.read_text())["benchmarks"]
+    recorded = {
+        (r["extra_info"]["tilegate"].get("side", "head"), r["extra_info"]["tilegate"]["key"]): r[
+            "extra_info"
+        ]["tilegate"].get("explain")
+        for r in rows
+    }
+    head = recorded[("head", "triton_scale-fp32-n256")]["triton"][0]
+    assert head["name"] == "_scale_kernel" and head["aot"] == "sm_90" and head["num_warps"] == 8
+    got = run(sys.executable, "-m", "tilegate", "explain", str(results), "triton_scale-fp32-n256")
+    assert got.returncode == 0, got.stderr
+    assert "`_scale_kernel`: programs/SM 16 -> 8, num_warps 4 -> 8" in got.stdout
