@@ -46,6 +46,7 @@ def _side(ident: Any) -> Side:
     return Side(ident.explain, ident.hash, ident.as_json().get("code_parts", {}))
 
 
+@pytest.mark.aot
 def test_a_changed_num_stages_is_explained_by_its_sm90_compile_facts(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -258,6 +259,7 @@ def test_gpu_recording_takes_what_the_compiled_kernel_exposes_and_omits_the_rest
     assert broken["name"] == "k" and "error" in broken
 
 
+@pytest.mark.aot
 def test_a_tilegate_init_repository_gets_its_kernels_explained(tmp_path: Path) -> None:
     """Any repository: the starter of `tilegate init`, num_warps 4 -> 8 in its wrapper, an A/B
     run on the interpreter (the kernel found through the identity's launches and compiled for

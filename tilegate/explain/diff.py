@@ -358,7 +358,7 @@ def _ttgir_diff(irs: Iterable[tuple[str, str, str]], ir_dirs: Sequence[Path]) ->
                 return p.read_text(encoding="utf-8", errors="replace")
         return None
 
-    chunks = []
+    chunks: list[str] = []
     for name, b, h in irs:
         tb, th = read(b), read(h)
         if tb is None or th is None:
