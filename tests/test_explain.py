@@ -301,6 +301,10 @@ def test_a_tilegate_init_repository_gets_its_kernels_explained(tmp_path: Path) -
     }
     head = recorded[("head", "triton_scale-fp32-n256")]["triton"][0]
     assert head["name"] == "_scale_kernel" and head["aot"] == "sm_90" and head["num_warps"] == 8
+    # the records leave the file pytest-benchmark's own
+    compare = "import sys; from pytest_benchmark.cli import main; sys.argv[0] = 'x'; main()"
+    cmp = run(sys.executable, "-c", compare, "compare", str(results))
+    assert cmp.returncode == 0 and "triton_scale-fp32-n256" in cmp.stdout, cmp.stderr[-2000:]
     got = run(sys.executable, "-m", "tilegate", "explain", str(results), "triton_scale-fp32-n256")
     assert got.returncode == 0, got.stderr
     assert "`_scale_kernel`: programs/SM 16 -> 8, num_warps 4 -> 8" in got.stdout

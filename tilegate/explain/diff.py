@@ -470,5 +470,5 @@ def write(
             encoding="utf-8",
         )
         return side
-    except OSError:
+    except Exception:  # a full disk, a name the file system refuses: the report still says it
         return None

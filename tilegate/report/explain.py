@@ -37,10 +37,18 @@ def _tail(e: Explanation) -> list[str]:
 
 
 def why_section(explanations: Sequence[Explanation]) -> list[str]:
-    """The report's block: one line per case, its facts folded. [] when nothing is explained."""
+    """The report's block: one line per case, its facts folded. [] when nothing is explained;
+    never raises (the report is written whatever an explanation holds)."""
     if not explanations:
         return []
-    out = [TITLE, ""]
+    try:
+        return _why(explanations)
+    except Exception as err:
+        return [TITLE, "", f"- explanation unavailable: {type(err).__name__}: {err}", ""]
+
+
+def _why(explanations: Sequence[Explanation]) -> list[str]:
+    out: list[str] = [TITLE, ""]
     reasons = {e.unavailable for e in explanations}
     if len(explanations) > 1 and len(reasons) == 1 and None not in reasons:
         keys = ", ".join(f"`{e.key}`" for e in explanations[:8])
