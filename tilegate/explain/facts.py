@@ -59,7 +59,11 @@ _SM = {
 
 
 def ir_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    """A short hash of an IR text without its locations (file paths, lines): the A/B base's
+    copy of a kernel lies in another directory, and a comment moves lines."""
+    from tilegate.harness.identity import strip_locations
+
+    return hashlib.sha256(strip_locations(text).encode()).hexdigest()[:16]
 
 
 def ptx_mix(ptx: str) -> dict[str, int]:
