@@ -252,11 +252,12 @@ class _Kernel:
 def test_gpu_recording_takes_what_the_compiled_kernel_exposes_and_omits_the_rest() -> None:
     fn = SimpleNamespace(fn=SimpleNamespace(__name__="k"), cache_key="abc")
     ptx = "\twgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {}\n\tcp.async.cg.shared.global [a];\n"
-    full = record.gpu_launch(
-        fn, _Kernel({"ptx": ptx}, n_regs=168, n_spills=0, hash="h1"), (132, 1, 1), {"BLOCK": 64}
-    )
+    fn.arg_names = ["x_ptr", "n", "BLOCK", "STAGES"]
+    src = SimpleNamespace(constants={(3,): 4, (2,): 999})  # STAGES passed by position
+    kernel = _Kernel({"ptx": ptx}, n_regs=168, n_spills=0, hash="h1", src=src)
+    full = record.gpu_launch(fn, kernel, (132, 1, 1), {"BLOCK": 64})
     assert full["name"] == "k" and full["grid"] == [132, 1, 1]
-    assert full["constexprs"] == {"BLOCK": 64}
+    assert full["constexprs"] == {"BLOCK": 64, "STAGES": 4}  # the keyword's value wins
     assert (full["registers"], full["spills"], full["shared"]) == (168, 0, 131072)
     assert full["mix"] == {"wgmma": 1, "cp.async": 1} and full["programs_per_sm"] == 1
     # no asm, no n_regs: those facts are left out, never a crash

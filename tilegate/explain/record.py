@@ -112,6 +112,14 @@ def gpu_launch(fn: Any, kernel: Any, grid: Any, kwargs: dict[str, Any]) -> dict[
         "constexprs": _constexprs(kwargs),
     }
     try:
+        # constexprs passed by position: the compiled kernel's source knows them by index
+        names = list(getattr(fn, "arg_names", None) or [])
+        constants = getattr(getattr(kernel, "src", None), "constants", None) or {}
+        for k, v in constants.items():
+            i = k[0] if isinstance(k, tuple) and len(k) == 1 else k
+            if isinstance(i, int) and 0 <= i < len(names) and _scalar(v):
+                out["constexprs"].setdefault(names[i], v)
+        out["constexprs"] = dict(sorted(out["constexprs"].items()))
         out["src"] = str(getattr(fn, "cache_key", ""))[:16]
         digest = str(getattr(kernel, "hash", "") or "")
         got = _GPU_FACTS.get(digest) if digest else None
