@@ -20,7 +20,7 @@ The record, compact (no IR text; the TTGIR goes to a side file named by its hash
 
 from __future__ import annotations
 
-import hashlib
+import math
 import os
 import types
 from collections import Counter
@@ -44,12 +44,11 @@ def explain_dir() -> Path:
     return Path(os.environ.get(DIR_ENV) or Path(".perf") / "explain")
 
 
-def _short(*parts: Any) -> str:
-    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
-
-
 def _scalar(v: Any) -> bool:
-    return isinstance(v, (int, float, bool, str)) or v is None
+    """A value a results row can hold as it is (JSON without NaN or infinities)."""
+    if isinstance(v, float):
+        return math.isfinite(v)
+    return isinstance(v, (int, bool, str)) or v is None
 
 
 def _constexprs(kwargs: dict[str, Any]) -> dict[str, Any]:
