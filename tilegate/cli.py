@@ -669,6 +669,9 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     from tilegate.starter import add_subcommand as add_init
 
     add_init(sub)
+    from tilegate.report.explain import add_subcommand as add_explain
+
+    add_explain(sub)
     return parser
 
 

@@ -102,6 +102,12 @@ class Captured:
     packages: list[str] = field(default_factory=list)  # packages whose kernels were launched
     code: list[Any] = field(default_factory=list)  # the project's Python code objects that ran
     roots: list[str] = field(default_factory=list)  # package dirs whose code is the host code
+    # what explains the call (tilegate.explain.record), never hashed: per Triton launch its
+    # name, grid and compile facts; the profiler's kernels with their durations; AOT handles
+    explain: list[dict[str, Any]] = field(default_factory=list)
+    handles: list[Any] = field(default_factory=list)
+    activity: list[dict[str, Any]] = field(default_factory=list)
+    activity_us: float | None = None
 
 
 @dataclass(frozen=True)
@@ -115,6 +121,10 @@ class Identity:
     # sides' hashes do): "triton" (compiled code, grids, launch metadata), "torch_ops",
     # "gpu_activity", "host_code"
     parts: tuple[tuple[str, str], ...] = ()
+    # tilegate.explain.record's compact record of the call (not part of the hash) and the
+    # handles an ahead-of-time compile of its interpreter launches needs (never written)
+    explain: dict[str, Any] | None = field(default=None, compare=False)
+    handles: tuple[Any, ...] = field(default=(), compare=False, repr=False)
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -124,13 +134,20 @@ class Identity:
         }
         if self.parts:
             out["code_parts"] = dict(self.parts)
+        if self.explain:
+            out["explain"] = self.explain
         return out
 
     def marked(self, what: str) -> Identity:
         """This identity with a test-only injection folded in: injected code is changed code."""
         digest = _sha(self.hash, what)
         return Identity(
-            f"{SCHEME}:sha256:{digest}", f"{self.kind}+injected", self.launches, self.parts
+            f"{SCHEME}:sha256:{digest}",
+            f"{self.kind}+injected",
+            self.launches,
+            self.parts,
+            self.explain,
+            self.handles,
         )
 
 
@@ -239,6 +256,7 @@ def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
                 if hasattr(kernel, "result"):  # an async compile
                     kernel = kernel.result()
                 seen.launches.append(_compiled_launch(kernel, grid))
+                seen.explain.append(_record().gpu_launch(self, kernel, grid, kwargs))
             return kernel
 
         return run
@@ -248,6 +266,9 @@ def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
             if not warmup:
                 package_of(self)
                 seen.launches.append(_interpreted_launch(self, grid, kwargs))
+                entry, handle = _record().interpreted_launch(self, args, grid, kwargs)
+                seen.explain.append(entry)
+                seen.handles.append(handle)
             return orig(self, *args, grid=grid, warmup=warmup, **kwargs)
 
         return run
@@ -266,7 +287,7 @@ def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
                 yield seen
                 return
             stack.enter_context(_dispatched(seen.ops))
-            profiled = stack.enter_context(_gpu_activity(seen.kernels))
+            profiled = stack.enter_context(_gpu_activity(seen.kernels, seen))
             yield seen
             profiled()  # before the stack closes: it stops the profiler once, after a sync
     finally:
@@ -314,7 +335,7 @@ def _profiling_gpu() -> bool:
 
 
 @contextlib.contextmanager
-def _gpu_activity(kernels: list[str]) -> Iterator[Callable[[], None]]:
+def _gpu_activity(kernels: list[str], seen: Captured | None = None) -> Iterator[Callable[[], None]]:
     """The GPU's own record of the block (CUDA profiler): each kernel, memset and copy with its
     grid, in launch order. Yields the function that reads it once the block has ended."""
     if not _profiling_gpu():
@@ -342,6 +363,10 @@ def _gpu_activity(kernels: list[str]) -> Iterator[Callable[[], None]]:
             )
             for e in events:
                 kernels.append(repr((e.name(), _launch_shape(e))))
+            if seen is not None:
+                # without the profiler's times where this torch's events lack them
+                with contextlib.suppress(Exception):
+                    seen.activity, seen.activity_us = _record().gpu_activity(events)
         except Exception as err:  # another torch's profiler API: the same marker on both sides
             kernels.append(f"gpu activity unreadable: {type(err).__name__}")
 
@@ -652,10 +677,31 @@ def identity(captured: Captured) -> Identity:
         ("host_code", host_code_hash(captured.code, _roots(captured))[:16]),
     )
     whole = tuple(v for _, v in parts)
+    explained = _explained(captured)
+    handles = tuple(captured.handles)
     if not captured.launches:
         digest = _sha("reference", torch.__version__, whole)
-        return Identity(f"{SCHEME}:sha256:{digest}", "reference", 0, parts)
+        return Identity(f"{SCHEME}:sha256:{digest}", "reference", 0, parts, explained, handles)
     kinds = {launch.kind for launch in captured.launches}
     kind = kinds.pop() if len(kinds) == 1 else "+".join(sorted(kinds))
     digest = _sha(whole)
-    return Identity(f"{SCHEME}:sha256:{digest}", kind, len(captured.launches), parts)
+    return Identity(
+        f"{SCHEME}:sha256:{digest}", kind, len(captured.launches), parts, explained, handles
+    )
+
+
+def _record() -> Any:
+    from tilegate.explain import record
+
+    return record
+
+
+def _explained(captured: Captured) -> dict[str, Any] | None:
+    """tilegate.explain.record's compact record of the call; None where it cannot be made
+    (the explanation then says so: recording never fails a case)."""
+    try:
+        return _record().summarize(
+            captured.explain, captured.ops, captured.activity, captured.activity_us
+        )
+    except Exception:
+        return None

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tilegate.cases import BASE_SUFFIX, Case
+from tilegate.explain.record import compile_changed
 from tilegate.harness import warnlog
 from tilegate.harness.budget import GroupBudget, Tolerances, aligned
 from tilegate.harness.correctness import check_call
@@ -229,6 +230,10 @@ class GroupMeasurer:
             for c in group_cases
             if c.base and c.variant in prep.fns and c.slot in prep.fns
         }
+        # the compile facts that explain a changed pair (tilegate.explain; AOT under the interpreter)
+        compile_changed(
+            (prep.results[h].identity, prep.results[b].identity) for h, b in prep.pairs.items()
+        )
         del ref, inputs
         prep.seconds = time.perf_counter() - t0
         return prep

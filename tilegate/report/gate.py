@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tilegate.judge.gate import Judgement
 from tilegate.report.render import render
@@ -15,9 +16,11 @@ def report(
     plots: Sequence[Path] = (),
     relative_to: Path | None = None,
     suspects_path: Path | None = None,
+    explanations: Sequence[Any] = (),
 ) -> str:
     """The report of `judged` as markdown (tilegate.report.render), with the pull request's
-    baselines/ changes (tilegate.judge.integrity) under the headline."""
+    baselines/ changes (tilegate.judge.integrity) under the headline; `explanations`:
+    tilegate.explain.diff's, why each decided case with changed code changed."""
     integrity, report_only = judged.integrity, judged.report_only
     text = render(
         judged.run,
@@ -30,6 +33,7 @@ def report(
         suspects_path=suspects_path,
         integrity=integrity.failing if integrity is not None and not report_only else (),
         coverage=judged.coverage,
+        explanations=explanations,
     )
     if integrity is not None:
         text = lead(text, integrity.banner(), 0 if report_only else len(integrity.failing))

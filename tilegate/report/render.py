@@ -29,6 +29,7 @@ from tilegate.judge.results import Run, row_order
 from tilegate.judge.verdict import Comparison, Verdict
 from tilegate.markdown import listing, ms, p_value, pct, table
 from tilegate.report.comment import DECIDING
+from tilegate.report.explain import why_section
 
 _VERDICT_TEXT = {
     Verdict.REGRESSED: "**REGRESSED**",
@@ -1002,16 +1003,19 @@ def render(
     suspects_path: Path | None = None,
     integrity: Sequence[str] = (),
     coverage: Coverage | None = None,
+    explanations: Sequence[Any] = (),
 ) -> str:
     """The whole report as markdown. `integrity`: the unacknowledged loosenings of baselines/
     (tilegate.judge.integrity's `Integrity.failing`), rows of the deciding cases. `coverage`:
-    what the protocol said to measure (tilegate.judge.coverage)."""
+    what the protocol said to measure (tilegate.judge.coverage). `explanations`:
+    tilegate.explain.diff's, under the deciding cases (so in the PR comment)."""
     out = [
         _headline(cmp, ab, report_only, coverage),
         "",
         *_banners(run, cmp.baseline if cmp else None),
     ]
     out += _deciding(cmp, ab, report_only, integrity, coverage)
+    out += why_section(explanations)
     out += _coverage(coverage)
     if ab is not None:
         out += _ab(ab)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
+from tilegate.explain.diff import explain_judgement
+from tilegate.explain.diff import write as write_explanations
 from tilegate.fileio import atomic_write_text
 from tilegate.judge.ab import ABComparison
 from tilegate.judge.gate import judge
@@ -94,8 +96,13 @@ def gate(
         if suspects_path is not None:
             atomic_write_text(suspects_path, "".join(f"{k}\n" for k in judged.suspects()))
         plot_files, plot_note = _plots(judged.run, judged.comparison, plots_dir)
+        # why each decided case with changed code changed (never raises: "unavailable: why")
+        explanations = explain_judgement(results, judged.comparison, judged.ab)
+        if report_path is not None:
+            write_explanations(explanations, results, report_path.parent / "explain")
         text = report(
             judged,
+            explanations=explanations,
             plots=plot_files,
             relative_to=report_path.parent if report_path else None,
             suspects_path=suspects_path,
