@@ -22,7 +22,7 @@ from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK
 from tilegate.explain import record
 from tilegate.explain.diff import MAX_LINES, Side, decided, explain_cases, explain_pair
 from tilegate.harness.identity import capture, identity
-from tilegate.judge.gate import judge
+from tilegate.run.gate import gate
 from tilegate.report.comment import deciding_section
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -159,7 +159,7 @@ def _judged(tmp_path: Path, results: Path) -> Any:
     baselines = tmp_path / "baselines"
     baselines.mkdir()
     out = tmp_path / "out"
-    return judge(results, baselines_dir=baselines, report_path=out / "report.md"), out
+    return gate(results, baselines_dir=baselines, report_path=out / "report.md"), out
 
 
 def test_the_report_and_pr_comment_say_why_and_the_exit_code_is_unchanged(
@@ -290,7 +290,7 @@ def test_a_tilegate_init_repository_gets_its_kernels_explained(tmp_path: Path) -
     assert run(sys.executable, "-m", "tilegate", "init", "--package", "toyperf").returncode == 0
     run("git", "add", "-A")
     assert run(*git, "commit", "-qm", "starter").returncode == 0
-    bench = tmp_path / "toyperf" / "bench.py"
+    bench = tmp_path / "toyperf" / "kernels.py"
     text = bench.read_text()
     assert "x.numel(), BLOCK=1024)" in text
     bench.write_text(text.replace("x.numel(), BLOCK=1024)", "x.numel(), BLOCK=1024, num_warps=8)"))
