@@ -62,13 +62,24 @@ def test_unchanged_pairs_get_sentinel_base_rounds_and_heads_what_the_stored_chec
 
 
 def test_a_changed_case_keeps_the_reference_and_its_expectation_partner_full() -> None:
-    """With `a` changed, the reference keeps every profile sweep (a's stored check needs it);
-    `b`, paired with `a` by an expectation, keeps its sweeps; `c` gets the stored minimum."""
-    g = _group({"b", "c"}, keep_full=frozenset({"b"}))
+    """With `a` changed and in an expectation with `b` (both in keep_full), a, b and the
+    reference keep every profile sweep even once a is decided SLOWER (the expectation judges
+    the pull request on their rounds); `c` gets the stored minimum."""
+    g = _group({"b", "c"}, keep_full=frozenset({"a", "b"}))
     got = _run(g, {"a": 1.10}, noise=0.002)
     assert got["a"] == got["torch"] == got["b"] == PASSES * PER_PASS
     assert got["c"] == bd.STORED_PASSES * PER_PASS
     assert g.info("b")["stopped"] == "profile" and g.info("c")["stopped"] == "stored"
+
+
+def test_a_changed_head_decided_slower_stops_after_the_stored_sweeps_one_decided_same_not() -> None:
+    """A SLOWER pair fails the run on its A/B verdict: its head needs only what the stored check
+    needs. A pair decided SAME keeps its head's profile rounds: its stored verdict can fail."""
+    g = _group({"c"})
+    got = _run(g, {"a": 1.10, "b": 1.0}, noise=0.0005)
+    assert g.info("a@base")["decision"] == "SLOWER" and g.info("b@base")["decision"] == "SAME"
+    assert got["a"] == bd.STORED_PASSES * PER_PASS and g.info("a")["stopped"] == "stored"
+    assert got["b"] == got["torch"] == PASSES * PER_PASS
 
 
 def test_an_unchanged_head_keeps_being_timed_while_its_sentinel_is() -> None:
@@ -96,7 +107,7 @@ def test_a_decided_changed_pair_stops_early() -> None:
     g = _group({"b", "c"})
     got = _run(g, {"a": 1.10}, noise=0.002)  # 10 % slower, clear after the first sweep
     assert got["a@base"] == PER_PASS
-    assert got["a"] == PASSES * PER_PASS  # the head keeps its stored-check rounds
+    assert got["a"] == bd.STORED_PASSES * PER_PASS  # decided SLOWER: the stored check's sweeps
     info = g.info("a@base")
     assert info["stopped"] == "decided" and info["decision"] == "SLOWER" and info["looks"] == 1
     assert _run(_group({"b", "c"}), {"a": 1.0}, noise=0.0005)["a@base"] == PER_PASS  # SAME
@@ -293,10 +304,13 @@ def test_measurer_budgets_by_identity_and_results_load_and_judge(tmp_path) -> No
     m, cases, timer = _ab_measurer(True)
     res = {c.test_id: m.result(c) for c in cases}
     per_pass = 30
-    assert len(res["a-K1"].samples_s) == 150  # the changed head: the profile
+    stored = per_pass * STORED_PASSES
+    # the changed head decided SLOWER: the stored check's sweeps (its A/B verdict fails the run)
+    assert len(res["a-K1"].samples_s) == stored
+    assert res["a-K1"].extra["budget"]["stopped"] == "stored"
     assert len(res["b-K1"].samples_s) == per_pass * STORED_PASSES  # unchanged: the stored check's
     assert res["b-K1"].extra["budget"]["stopped"] == "stored"
-    assert len(res["torch-K1"].samples_s) == 150
+    assert len(res["torch-K1"].samples_s) == stored  # it stops with the last head it serves
     assert len(res["b-K1@base"].samples_s) == per_pass  # unchanged: the sentinel sweep
     assert res["b-K1@base"].extra["budget"]["stopped"] == "sentinel"
     assert res["b-K1@base"].extra["timed_in"] == [[0, per_pass]]
@@ -306,8 +320,8 @@ def test_measurer_budgets_by_identity_and_results_load_and_judge(tmp_path) -> No
     assert res["a-K1"].extra["ratio_to_base"] == pytest.approx(1.10, rel=0.01)
     assert res["b-K1"].extra["ratio_to_base"] == pytest.approx(1.0, abs=0.01)
     full = 150 * 7
-    # a and torch the profile, b and c the stored sweeps, three base sweeps
-    assert timer.calls == 150 * 2 + 2 * per_pass * STORED_PASSES + 3 * per_pass < full
+    # a, b, c and torch the stored sweeps, three base sweeps
+    assert timer.calls == 4 * stored + 3 * per_pass < full
     _write_and_judge(tmp_path, cases, res)
 
 

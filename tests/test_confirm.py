@@ -72,10 +72,15 @@ def test_a_clear_slowdown_is_beyond_doubt_and_not_measured_again(ab: Any) -> Non
     assert clear.ci[0] - 1 > BEYOND_DOUBT_TOLERANCES * clear.tolerance
     assert close.verdict is ABVerdict.AMBIGUOUS and not beyond_doubt(close)
     plan = confirmation_cases(ab)
-    assert plan.decided == (CLEAR,)
-    # the case that can still go either way, with its base partner; nothing else of its group
-    assert plan.cases == (CLOSE, f"{CLOSE}@base")
-    assert plan.text() == f"{CLOSE}\n{CLOSE}@base\n"
+    assert plan.decided == (CLEAR,) and plan.settled
+    # the run fails on CLEAR whatever a second run says of CLOSE: nothing is measured again
+    assert plan.cases == () and plan.text() == ""
+    # without the clear case, the one that can still go either way is re-measured with its
+    # base partner; nothing else of its group
+    rest = confirmation_cases(replace(ab, cases=tuple(c for c in ab.cases if c.key != CLEAR)))
+    assert not rest.settled and rest.decided == ()
+    assert rest.cases == (CLOSE, f"{CLOSE}@base")
+    assert rest.text() == f"{CLOSE}\n{CLOSE}@base\n"
 
 
 def test_beyond_doubt_needs_every_part_of_the_rule(ab: Any) -> None:

@@ -22,8 +22,8 @@ from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK
 from tilegate.explain import record
 from tilegate.explain.diff import MAX_LINES, Side, decided, explain_cases, explain_pair
 from tilegate.harness.identity import capture, identity
-from tilegate.run.gate import gate
 from tilegate.report.comment import deciding_section
+from tilegate.run.gate import gate
 
 FIXTURES = Path(__file__).parent / "fixtures"
 AB_FIXTURE = FIXTURES / "synthetic-ab-explain-h200.json"

@@ -5,7 +5,9 @@ so the measurer can plan per group which slots each sweep times:
 
 * every head row whose code changed, every new row and the reference are timed for the
   profile's rounds, as without budgeting: the stored-baseline check and the expectations get
-  exactly what they get in a stored run;
+  exactly what they get in a stored run; except a changed head whose pair is decided SLOWER
+  (and that no expectation needs): it stops like an unchanged head below, after STORED_PASSES
+  sweeps, since its A/B verdict fails the run whatever its stored verdict says;
 * the head of a case whose code is the base's gets what the stored check needs, the first
   STORED_PASSES sweeps (the quick profile's; a stored verdict needs 2 rounds at least,
   tilegate.judge.stats.min_samples_rank_sum, and 3 sweeps spread the row over the run's drift
@@ -233,6 +235,8 @@ class GroupBudget:
             1, min(passes, STORED_PASSES if stored_passes is None else stored_passes)
         )
         self.cut = {h for h in unchanged if h in pairs and h not in keep_full} if enabled else set()
+        # changed heads whose pair is decided SLOWER stop like unchanged ones (_cut_unchanged)
+        self.cut_slower = {h for h in pairs if h not in unchanged and h not in keep_full}
         self.cap_factor = cap_factor
         self.tolerances = tolerances
         self.pairs = dict(pairs)
@@ -315,6 +319,11 @@ class GroupBudget:
             h, base = self.slots[head], self.slots[self.pairs[head]]
             if h.active and not base.active:
                 h.active, h.stopped = False, "stored"
+        for head in self.cut_slower if self.enabled else ():
+            # decided SLOWER: the run fails on its A/B verdict whatever its stored verdict says
+            h, base = self.slots[head], self.slots[self.pairs[head]]
+            if h.active and not base.active and base.decision == "SLOWER":
+                h.active, h.stopped = False, "stored"
         ref = self.slots.get(self.reference) if self.reference else None
         served = [
             s for n, s in self.slots.items() if n != self.reference and s.role != "sentinel-base"
@@ -362,7 +371,7 @@ class GroupBudget:
         for head, base in self.pairs.items():  # the head follows its base through extension
             if self.sweep >= self.passes:
                 s = self.slots[base]
-                if s.role == "changed-base":
+                if s.role == "changed-base" and self.slots[head].stopped != "stored":
                     self.slots[head].stopped = s.stopped
                 elif self.slots[head].stopped != "stored":
                     self.slots[head].stopped = "profile"

@@ -310,7 +310,7 @@ class GroupMeasurer:
         )
 
     def _kept(self, pairs: Mapping[str, str], unchanged: set[str]) -> set[str]:
-        """Unchanged heads an expectation pairs with a changed row of the group: that
+        """The heads an expectation pairs with a changed row of the group (both sides): that
         expectation judges the pull request, so both keep the profile's rounds."""
         changed = {h for h in pairs if h not in unchanged}
         kept: set[str] = set()
@@ -321,7 +321,7 @@ class GroupMeasurer:
                 if isinstance(s, str)
             }
             if sides & changed:
-                kept |= sides & unchanged
+                kept |= sides & set(pairs)
         return kept
 
     def _sweep(self, prep: _Prepared, *, warm: bool) -> None:

@@ -11,9 +11,10 @@ functions of the verdicts, so that it is tested on recorded results (tests/test_
   lies beyond BEYOND_DOUBT_TOLERANCES x its tolerance (the tolerance plus a margin of one more
   tolerance), with a one-sided Wilcoxon p below BEYOND_DOUBT_P, decided on its interval (not by
   its median at the round cap), with a known code change and a tolerance calibrated by A/A
-  noise. docs/measuring.md, "The confirmation", gives the A/A arithmetic; a stored-baseline
-  suspect of a case beyond doubt is not re-measured either: the A/B verdict fails the run
-  whatever it says;
+  noise. docs/measuring.md, "The confirmation", gives the A/A arithmetic;
+* settled: when one case is beyond doubt, nothing is re-measured: the run fails on it (exit 1)
+  whatever a second run would say of the other suspects, which then stand on the first run
+  (the report says "in one run (not re-measured: the run fails on the cases beyond doubt)");
 * what is timed (`confirmation_cases`): each remaining A/B suspect with its base partner
   (`<case>`, `<case>@base`: the pair's per-round ratio is the verdict), each remaining stored
   suspect alone, plus the reference row of its group where its verdict needs the ratio to the
@@ -60,6 +61,11 @@ class Confirmation:
     cases: tuple[str, ...]  # pytest ids: `<case>`, `<case>@base`, the reference's `<case>`
     decided: tuple[str, ...]  # A/B SLOWER cases beyond doubt: not re-measured
 
+    @property
+    def settled(self) -> bool:
+        """A case beyond doubt fails the run: nothing else is measured again."""
+        return bool(self.decided)
+
     def text(self) -> str:
         """The --perf-cases-of file."""
         return "".join(f"{c}\n" for c in self.cases)
@@ -68,6 +74,8 @@ class Confirmation:
 def confirmation_cases(ab: ABComparison, cmp: Comparison | None = None) -> Confirmation:
     """What an A/B run's confirmation times (the module's docstring), in the run's order."""
     decided = [c.key for c in ab.cases if beyond_doubt(c)]
+    if decided:  # the run fails on them whatever a second run says of any other case
+        return Confirmation((), tuple(decided))
     out: list[str] = []
     for key in ab.suspects():
         if key not in decided:

@@ -78,11 +78,25 @@ def _beyond_doubt(c: Any) -> bool:
     return beyond_doubt(c)
 
 
-def _confirmed(c: Any) -> str:
-    """How a failing A/B case stands after the confirmation (tilegate.judge.confirm)."""
+def _confirmed(c: Any, settled: bool = False) -> str:
+    """How a failing A/B case stands after the confirmation (tilegate.judge.confirm).
+    `settled`: the run had a case beyond doubt, so nothing was measured again."""
     if len(c.run_ratios) > 1:
         return ", confirmed"
-    return ", beyond doubt in one run (not re-measured)" if _beyond_doubt(c) else ""
+    if _beyond_doubt(c):
+        return ", beyond doubt in one run (not re-measured)"
+    return (
+        ", in one run (not re-measured: the run fails on the cases beyond doubt)" if settled else ""
+    )
+
+
+def _settled(ab: ABComparison | None) -> bool:
+    """Whether the run's failure was beyond doubt after one run (no confirmation measured)."""
+    return (
+        ab is not None
+        and not ab.confirmations
+        and any(len(c.run_ratios) == 1 and _beyond_doubt(c) for c in ab.cases)
+    )
 
 
 def _deciding(
@@ -114,11 +128,12 @@ def _deciding(
         for unchecked in coverage.expectations:
             what, _, why = unchecked.partition(": ")
             rows.append((what, "expectation NOT CHECKED", "", why, ""))
+    settled = _settled(ab)
     for c in result.slower:
         what = (
             "SLOWER than the base"
             + (", by its median at the round cap" if c.by_median else "")
-            + _confirmed(c)
+            + _confirmed(c, settled)
         )
         change, limit = pct((c.ratio or 1) - 1), tol(c.tolerance)
         if c.by_median:  # about its tolerance: 0.1 % would print both alike

@@ -359,10 +359,13 @@ class Perf:
             from tilegate.judge.confirm import confirmation_cases
 
             plan = confirmation_cases(judged.ab, judged.comparison)
-            if plan.decided:
+            if plan.settled:
+                others = [k for k in judged.ab.suspects() if k not in plan.decided]
                 self.log(
-                    f"perf: {len(plan.decided)} case(s) SLOWER beyond doubt in the first run, "
-                    "not measured again:\n" + "\n".join(plan.decided)
+                    f"perf: {len(plan.decided)} case(s) SLOWER beyond doubt in the first run: "
+                    "the run fails on them whatever a second run says, so nothing is measured "
+                    f"again ({len(others)} other suspect(s) stand on the first run):\n"
+                    + "\n".join(plan.decided)
                 )
             if not plan.cases:
                 return None
