@@ -58,7 +58,8 @@ def test_unchanged_pairs_get_sentinel_base_rounds_and_heads_what_the_stored_chec
     assert g.info("a@base")["stopped"] == "sentinel" and g.info("a@base")["role"] == "sentinel-base"
     assert g.timed_in("a@base") == [[0, PER_PASS]]
     line = bd.summary_line(bd.summarize([g.info(n) for n in g.slots]))
-    assert f"3 unchanged head(s) timed for {bd.STORED_PASSES} of {PASSES} sweeps" in line
+    assert f"3 head(s) timed for {bd.STORED_PASSES} of {PASSES} sweeps" in line
+    assert line.endswith("what the stored check needs (unchanged)"), line
 
 
 def test_a_changed_case_keeps_the_reference_and_its_expectation_partner_full() -> None:
@@ -80,6 +81,11 @@ def test_a_changed_head_decided_slower_stops_after_the_stored_sweeps_one_decided
     assert g.info("a@base")["decision"] == "SLOWER" and g.info("b@base")["decision"] == "SAME"
     assert got["a"] == bd.STORED_PASSES * PER_PASS and g.info("a")["stopped"] == "stored"
     assert got["b"] == got["torch"] == PASSES * PER_PASS
+    line = bd.summary_line(bd.summarize([g.info(n) for n in g.slots]))
+    assert (
+        "2 head(s) timed for 3 of 5 sweeps, what the stored check needs (1 unchanged, 1 decided SLOWER)"
+        in line
+    ), line
 
 
 def test_an_unchanged_head_keeps_being_timed_while_its_sentinel_is() -> None:

@@ -323,7 +323,7 @@ class GroupBudget:
             # decided SLOWER: the run fails on its A/B verdict whatever its stored verdict says
             h, base = self.slots[head], self.slots[self.pairs[head]]
             if h.active and not base.active and base.decision == "SLOWER":
-                h.active, h.stopped = False, "stored"
+                h.active, h.stopped, h.decision = False, "stored", "SLOWER"
         ref = self.slots.get(self.reference) if self.reference else None
         served = [
             s for n, s in self.slots.items() if n != self.reference and s.role != "sentinel-base"
@@ -419,6 +419,12 @@ def summarize(infos: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "sentinel_rounds": sorted({int(i["rounds"]) for i in sentinel}),
         "sentinel_full": sum(i.get("stopped") == "profile" for i in sentinel),
         "heads_cut": sum(i.get("role") == "head" and i.get("stopped") == "stored" for i in infos),
+        "slower_heads_cut": sum(
+            i.get("role") == "head"
+            and i.get("stopped") == "stored"
+            and i.get("decision") == "SLOWER"
+            for i in infos
+        ),
         "cut_sweeps": sorted(
             {
                 int(i.get("sweeps", 0))
@@ -456,6 +462,12 @@ def _cut_part(total: Mapping[str, Any]) -> str:
         return ""
     sweeps = f"{cs[0]}" if len(cs) == 1 else f"{cs[0]}-{cs[-1]}"
     return (
-        f"; {total['heads_cut']} unchanged head(s) timed for {sweeps} of "
-        f"{total.get('profile_sweeps', 0)} sweeps, what the stored check needs"
+        f"; {total['heads_cut']} head(s) timed for {sweeps} of "
+        f"{total.get('profile_sweeps', 0)} sweeps, what the stored check needs ("
+        + (
+            f"{total['heads_cut'] - slower} unchanged, {slower} decided SLOWER"
+            if (slower := int(total.get("slower_heads_cut", 0)))
+            else "unchanged"
+        )
+        + ")"
     )
