@@ -19,8 +19,8 @@ import torch
 
 from tilegate.cli import main
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK
-from tilegate.explain import record
 from tilegate.explain.diff import MAX_LINES, Side, decided, explain_cases, explain_pair
+from tilegate.fingerprint import record
 from tilegate.harness.identity import capture, identity
 from tilegate.report.comment import deciding_section
 from tilegate.run.gate import gate
@@ -75,7 +75,7 @@ def test_a_changed_num_stages_is_explained_by_its_sm90_compile_facts(
     assert e.ttgir_diff.startswith("--- base/toy_matmul_kernel.ttgir")
     assert "loc(" not in e.ttgir_diff  # locations stripped: the diff is the code's
     # the TTGIR's hash leaves locations out: a base materialised elsewhere is the same IR
-    from tilegate.explain.facts import ir_hash
+    from tilegate.fingerprint.facts import ir_hash
 
     ttgir = (tmp_path / "explain" / "ir" / f"{hk['ir']}.ttgir").read_text()
     assert "loc(" in ttgir

@@ -24,13 +24,14 @@ from typing import Any
 
 import pytest
 
+from tilegate import warnlog
 from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
-from tilegate.fingerprint import cli, gate
+from tilegate.fingerprint import gate
 from tilegate.fingerprint.compile import Target, compile_one, specialize
 from tilegate.fingerprint.extract import ttgir_facts
 from tilegate.fingerprint.store import fingerprint_path, load_fingerprints
 from tilegate.fingerprint.suite import KernelCase
-from tilegate.harness import warnlog
+from tilegate.run import fingerprint as cli
 
 pytestmark = pytest.mark.aot
 

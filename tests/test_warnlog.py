@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tilegate.harness import warnlog
+from tilegate import warnlog
 
 
 def _triton_file() -> str:

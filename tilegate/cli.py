@@ -424,7 +424,7 @@ def _add_fingerprint(
         return
     p = sub.add_parser("fingerprint", help=help_text)
     try:
-        from tilegate.fingerprint.cli import add_arguments, run
+        from tilegate.run.fingerprint import add_arguments, run
     except ImportError as err:
         reason = str(err)
         p.set_defaults(func=lambda _args: _missing_fingerprint(reason))
@@ -683,14 +683,14 @@ def _reports(args: argparse.Namespace) -> list[Path]:
         return [Path(args.out_dir) / "report.md"]
     if args.command == "rebaseline":
         return [Path(args.diff_out)] if args.diff_out else []
-    return []  # fingerprint writes its own (tilegate.fingerprint.cli); the others write none
+    return []  # fingerprint writes its own (tilegate.run.fingerprint); the others write none
 
 
 def _run(args: argparse.Namespace) -> int:
     """The command, its --profile checked first (InputError: exit 2, before any GPU work).
 
     rebaseline and ab-noise use theirs only with --measure; fingerprint checks its own
-    (tilegate.fingerprint.cli: its CANNOT JUDGE report says why).
+    (tilegate.run.fingerprint: its CANNOT JUDGE report says why).
     """
     if getattr(args, "profile_checked_here", False) and (
         not hasattr(args, "measure") or args.measure is not None

@@ -1,6 +1,6 @@
 """The explanation of a case: what differs between its base and head records, most telling first.
 
-Input: the records tilegate.explain.record wrote into each row of an A/B results file
+Input: the records tilegate.fingerprint.record wrote into each row of an A/B results file
 (extra_info["tilegate"]["explain"]) and the identity's `code_parts`. Output: an `Explanation`,
 plain data: at most MAX_LINES lines of facts that differ (launches added or dropped with their
 share of the call's GPU time, then per Triton kernel whose code changed its compile facts base
@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tilegate.explain.facts import FACT_ORDER
+from tilegate.fingerprint.extract import strip_locations
+from tilegate.fingerprint.facts import FACT_ORDER
+from tilegate.fingerprint.record import explain_dir
 
 MAX_LINES = 5
 SCHEMA = "tilegate.explain/1"
@@ -349,8 +351,6 @@ def explain_pair(
 
 
 def _ttgir_diff(irs: Iterable[tuple[str, str, str]], ir_dirs: Sequence[Path]) -> str:
-    from tilegate.harness.identity import strip_locations
-
     def read(digest: str) -> str | None:
         for d in ir_dirs:
             p = Path(d) / f"{digest}.ttgir"
@@ -397,8 +397,6 @@ def decided(cmp: Any = None, ab: Any = None) -> list[tuple[str, str]]:
 
 
 def ir_dirs(results: Path) -> list[Path]:
-    from tilegate.explain.record import explain_dir
-
     dirs = [Path(results).parent / "explain" / "ir", explain_dir() / "ir"]
     return list(dict.fromkeys(dirs))
 

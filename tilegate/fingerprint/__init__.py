@@ -7,13 +7,19 @@ Modules, in the order data flows:
 * `compile`: the JIT's own specialization of a `KernelLaunch`, `triton.compile` for cuda:90 /
   cuda:120, the ptxas report, a cache keyed by Triton's compile key.
 * `extract`: facts read from TTGIR and ptxas: fusion, per-operand buffering, wgmma wait, shared
-  memory, registers, spills.
+  memory, registers, spills; MLIR text without its locations (`strip_locations`).
 * `rules`: rules as data (baselines/fingerprints/rules.json) with named exceptions.
 * `store`: fingerprint files per (Triton version, architecture) and their diff.
-* `gate`, `report`, `cli`: check / record / upgrade report, the Markdown report, the command line.
+* `gate`, `report`: check / record / upgrade report, the Markdown report.
 
-Beside it: `tilegate.harness.warnlog` (Triton's warnings while compiling, recorded, not raised) and
-`tilegate.run.tritonenv` (the packages of a venv with any Triton, for the nox sessions).
+The compile facts of one kernel the measurement launched, for the explanation of a case
+(tilegate.explain): `facts` reads them out of TTGIR / PTX / metadata, `record` records them per
+launch inside tilegate.harness.identity's capture.
+
+Beside it: `tilegate.run.fingerprint` (the command line: `tilegate fingerprint`),
+`tilegate.warnlog` (Triton's warnings while compiling, recorded, not raised) and
+`tilegate.run.tritonenv` (the packages of a venv with any Triton, for the nox sessions). This
+package imports neither tilegate.harness nor anything above it: the harness imports it.
 
 See docs/fingerprint.md.
 """

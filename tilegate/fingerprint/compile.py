@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tilegate import warnlog
 from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_json, atomic_write_text
-from tilegate.harness import warnlog
-from tilegate.harness.warnlog import Warned
+from tilegate.warnlog import Warned
 
 from . import extract
 

@@ -99,6 +99,7 @@ _WS_ATTR_RE = re.compile(r"(?<![\w.])tt\.warp_specialize(?![\w.])")
 _REQUESTED_REGS_RE = re.compile(r"requestedRegisters\s*=\s*array<i32:\s*([\d,\s]*)>")
 _NUM_WARPS_RE = re.compile(r'"ttg\.num-warps"\s*=\s*(\d+)')
 _LOC_TAIL_RE = re.compile(r"\s+loc\((?:[^()]|\([^()]*\))*\)\s*$")
+_LOC_DEF = re.compile(r"^#loc.*$", re.M)  # a `#loc = loc(...)` definition line
 
 
 @dataclass
@@ -155,6 +156,25 @@ class Module:
 
 class TTGIRParseError(ValueError):
     """The text is not TTGIR this parser understands."""
+
+
+def strip_locations(ir: str) -> str:
+    """MLIR text without its locations (file paths, line numbers): `loc(...)` and `#loc` lines."""
+    ir = _LOC_DEF.sub("", ir)
+    out, i = [], 0
+    while True:
+        j = ir.find(" loc(", i)
+        if j < 0:
+            out.append(ir[i:])
+            return "".join(out)
+        out.append(ir[i:j])
+        depth, k = 0, j + 4
+        while k < len(ir):
+            depth += {"(": 1, ")": -1}.get(ir[k], 0)
+            k += 1
+            if depth == 0:
+                break
+        i = k
 
 
 def _strip_loc(text: str) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_json, atomic_write_text
-from tilegate.harness.warnlog import Warned
+from tilegate.warnlog import Warned
 
 from . import report as report_mod
 from .compile import DEFAULT_CACHE_DIR, Target, compile_many, default_jobs, triton_version

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tilegate.harness import warnlog
+from tilegate import warnlog
 from tilegate.markdown import table
 
 from .store import ALLOCATION_FIELDS, Change, is_pipelining, record_hint, version_key

@@ -39,7 +39,7 @@ def record_hint(triton: str) -> str:
     builds a virtualenv with it), and the one for an environment that already has it."""
     return (
         f"`nox -s fingerprint_rebaseline -- --triton {triton}` (or, where Triton {triton} is "
-        f"installed: `python -m tilegate.fingerprint --record`)"
+        f"installed: `tilegate fingerprint --record`)"
     )
 
 

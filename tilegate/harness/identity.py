@@ -60,12 +60,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tilegate.fingerprint.extract import strip_locations
+
 PROFILE_ENV = "TILEGATE_IDENTITY_PROFILER"  # "0": no CUDA profiler in the identity (GPU only)
 
 KINDS = ("ttir", "sass", "ptx", "source", "reference")
 SCHEME = "case2"  # the prefix of a whole-case hash: hashes of other schemes are not compared
 _PTX_DEBUG = re.compile(r"^\s*(\.loc|\.file|//).*$|^\s*\.section\s+\.debug.*$", re.M)
-_LOC_DEF = re.compile(r"^#loc.*$", re.M)
 # compile inputs and launch facts of a CompiledKernel's metadata (never paths or its own hash)
 _META = (
     "num_warps",
@@ -102,7 +103,7 @@ class Captured:
     packages: list[str] = field(default_factory=list)  # packages whose kernels were launched
     code: list[Any] = field(default_factory=list)  # the project's Python code objects that ran
     roots: list[str] = field(default_factory=list)  # package dirs whose code is the host code
-    # what explains the call (tilegate.explain.record), never hashed: per Triton launch its
+    # what explains the call (tilegate.fingerprint.record), never hashed: per Triton launch its
     # name, grid and compile facts; the profiler's kernels with their durations; AOT handles
     explain: list[dict[str, Any]] = field(default_factory=list)
     handles: list[Any] = field(default_factory=list)
@@ -121,7 +122,7 @@ class Identity:
     # sides' hashes do): "triton" (compiled code, grids, launch metadata), "torch_ops",
     # "gpu_activity", "host_code"
     parts: tuple[tuple[str, str], ...] = ()
-    # tilegate.explain.record's compact record of the call (not part of the hash) and the
+    # tilegate.fingerprint.record's compact record of the call (not part of the hash) and the
     # handles an ahead-of-time compile of its interpreter launches needs (never written)
     explain: dict[str, Any] | None = field(default=None, compare=False)
     handles: tuple[Any, ...] = field(default=(), compare=False, repr=False)
@@ -170,25 +171,6 @@ def _grid(grid: Any, bound_args: Any = None) -> tuple[int, ...]:
     if callable(grid):
         grid = grid(bound_args)
     return tuple(int(g) for g in grid)
-
-
-def strip_locations(ir: str) -> str:
-    """MLIR text without its locations (file paths, line numbers): `loc(...)` and `#loc` lines."""
-    ir = _LOC_DEF.sub("", ir)
-    out, i = [], 0
-    while True:
-        j = ir.find(" loc(", i)
-        if j < 0:
-            out.append(ir[i:])
-            return "".join(out)
-        out.append(ir[i:j])
-        depth, k = 0, j + 4
-        while k < len(ir):
-            depth += {"(": 1, ")": -1}.get(ir[k], 0)
-            k += 1
-            if depth == 0:
-                break
-        i = k
 
 
 def _meta(md: Any) -> tuple[tuple[str, Any], ...]:
@@ -691,13 +673,13 @@ def identity(captured: Captured) -> Identity:
 
 
 def _record() -> Any:
-    from tilegate.explain import record
+    from tilegate.fingerprint import record
 
     return record
 
 
 def _explained(captured: Captured) -> dict[str, Any] | None:
-    """tilegate.explain.record's compact record of the call; None where it cannot be made
+    """tilegate.fingerprint.record's compact record of the call; None where it cannot be made
     (the explanation then says so: recording never fails a case)."""
     try:
         return _record().summarize(

@@ -18,14 +18,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tilegate import warnlog
 from tilegate.cases import BASE_SUFFIX, Case
-from tilegate.explain.record import compile_changed
-from tilegate.harness import warnlog
+from tilegate.fingerprint.record import compile_changed
 from tilegate.harness.budget import GroupBudget, Tolerances, aligned
 from tilegate.harness.correctness import check_call
 from tilegate.harness.identity import Identity, capture, identity
-from tilegate.harness.warnlog import Warned
 from tilegate.judge.stats import paired_ratio
+from tilegate.warnlog import Warned
 
 
 @dataclass

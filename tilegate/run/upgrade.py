@@ -231,8 +231,10 @@ def fingerprint_diff(new_path: Path, old_triton: str, out: Path) -> str | None:
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(new_path), str(HOME), env.get("PYTHONPATH")])
     )
-    cmd = [sys.executable, "-m", "tilegate.fingerprint", "--upgrade-from", old_triton, "--quiet"]
-    proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, check=False)
+    cmd = [sys.executable, "-m", "tilegate.run.fingerprint", "--upgrade-from", old_triton]
+    proc = subprocess.run(
+        [*cmd, "--quiet"], cwd=root, env=env, capture_output=True, text=True, check=False
+    )
     report = root / ".perf" / "upgrade.md"
     if not report.is_file():
         return f"(the fingerprint's upgrade report did not run: exit {proc.returncode}; {proc.stderr.strip()[-300:]})"

@@ -1,9 +1,13 @@
-"""Command line of the compile fingerprint gate: `python -m tilegate.fingerprint` / `tilegate fingerprint`.
+"""Command line of the compile fingerprint gate (tilegate.fingerprint): `tilegate fingerprint`.
 
-    python -m tilegate.fingerprint                 # check: compile, rules, diff vs baseline
-    python -m tilegate.fingerprint --record        # re-record this Triton version's fingerprints
-    python -m tilegate.fingerprint --arch sm_90 --variant 'xtile_*'
-    python -m tilegate.fingerprint --upgrade-from 3.6.0  # what this Triton changes vs 3.6.0's
+    tilegate fingerprint                 # check: compile, rules, diff vs baseline
+    tilegate fingerprint --record        # re-record this Triton version's fingerprints
+    tilegate fingerprint --arch sm_90 --variant 'xtile_*'
+    tilegate fingerprint --upgrade-from 3.6.0  # what this Triton changes vs 3.6.0's
+
+`python -m tilegate.run.fingerprint ...` is the same without the `tilegate` command's other
+imports (the judge's scipy): the nox sessions run it so in a venv that has only the kernels'
+packages (pyproject's `kernels` group).
 
 Exit codes: 0 every rule holds and every fingerprint equals the recorded one; 1 a rule is broken
 or a fingerprint changed; 2 cannot judge (no fingerprint for this Triton version, a corrupt file,
@@ -19,11 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tilegate.errors import InputError
-from tilegate.run.crash import crash_reason, guarded, save_traceback
-from tilegate.run.profiles import add_profile_argument, check_profile, profile_names, wants_help
-
-from .compile import DEFAULT_CACHE_DIR
-from .gate import (
+from tilegate.fingerprint.compile import DEFAULT_CACHE_DIR
+from tilegate.fingerprint.gate import (
     DEFAULT_JSON_DIR,
     DEFAULT_REPORT,
     UPGRADE_JSON_DIR,
@@ -34,8 +35,10 @@ from .gate import (
     record,
     upgrade,
 )
-from .rules import DEFAULT_RULES
-from .store import DEFAULT_DIR
+from tilegate.fingerprint.rules import DEFAULT_RULES
+from tilegate.fingerprint.store import DEFAULT_DIR
+from tilegate.run.crash import crash_reason, guarded, save_traceback
+from tilegate.run.profiles import add_profile_argument, check_profile, profile_names, wants_help
 
 
 def add_arguments(parser: argparse.ArgumentParser, profiles: Sequence[str] | None = None) -> None:
@@ -163,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tilegate.fingerprint",
+        prog="python -m tilegate.run.fingerprint",
         description="Compile fingerprint gate: compile every Triton variant for sm_90 and sm_120 without a "
         "GPU and catch pipelining regressions (fusion, multi-buffering, wgmma wait, shared "
         "memory, registers, spills).",
@@ -177,3 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lambda: run(args),
         say=lambda line: print(f"tilegate fingerprint: {line}", file=sys.stderr),
     )
+
+
+if __name__ == "__main__":  # compile workers are spawned and must not run the gate again
+    sys.exit(main())

@@ -14,6 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from tilegate.fingerprint import extract
+
 # PTX instruction classes counted for the instruction-mix line: name -> opcode regex (at the
 # start of an instruction, after an optional predicate)
 _MIX = {
@@ -61,9 +63,7 @@ _SM = {
 def ir_hash(text: str) -> str:
     """A short hash of an IR text without its locations (file paths, lines): the A/B base's
     copy of a kernel lies in another directory, and a comment moves lines."""
-    from tilegate.harness.identity import strip_locations
-
-    return hashlib.sha256(strip_locations(text).encode()).hexdigest()[:16]
+    return hashlib.sha256(extract.strip_locations(text).encode()).hexdigest()[:16]
 
 
 def ptx_mix(ptx: str) -> dict[str, int]:
@@ -75,8 +75,6 @@ def ptx_mix(ptx: str) -> dict[str, int]:
 def ttgir_summary(ttgir: str) -> dict[str, Any]:
     """The fingerprint's TTGIR facts that explain a kernel (tilegate.fingerprint.extract);
     {} where its parser does not understand this TTGIR (not a matmul, another Triton)."""
-    from tilegate.fingerprint import extract
-
     try:
         t = extract.ttgir_facts(ttgir)
     except Exception:

@@ -8,7 +8,7 @@ The record, compact (no IR text; the TTGIR goes to a side file named by its hash
 
 * ``triton``: one entry per distinct Triton launch, in launch order, with ``count``: ``name``,
   ``grid``, ``constexprs`` (the launch's scalar keyword arguments), ``src`` (a hash of the
-  kernel's source) and the compile facts of tilegate.explain.facts (``num_warps``,
+  kernel's source) and the compile facts of tilegate.fingerprint.facts (``num_warps``,
   ``num_stages``, ``shared``, ``registers``, ``spills``, ``programs_per_sm``, TTGIR facts,
   ``mix``, ``ir``). On a GPU they come from the CompiledKernel the launch returned; under the
   interpreter from an ahead-of-time compile for ``cc`` (sm_90 unless TILEGATE_EXPLAIN_CC says
@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tilegate.explain import facts as kfacts
+from tilegate.fingerprint import facts as kfacts
 
 SCHEMA = 1
 DIR_ENV = "TILEGATE_EXPLAIN_DIR"  # where IR side files go (default .perf/explain)
