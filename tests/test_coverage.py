@@ -3,6 +3,7 @@ exit 1 naming each case and why; narrowing by hand is "not selected" (issue 30).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from tilegate.errors import EXIT_FAIL, EXIT_OK
@@ -106,3 +107,50 @@ def test_stored_baseline_rows_of_the_profile_must_be_measured_renames_followed()
 def test_results_without_coverage_facts_have_no_coverage() -> None:
     assert coverage(None, ALL, []) is None
     assert coverage({"narrowed": []}, ALL, []) is None
+
+
+def test_a_stored_row_the_pull_request_stops_measuring_fails_by_coverage_not_exit_2(
+    tmp_path: Path,
+) -> None:
+    """A pull request that makes a variant skip on this GPU (its registry says unsupported):
+    the stored baseline holds its rows, the run lacks them. The stored check judges the rest and
+    coverage fails the run (exit 1) naming each case; measured on the H200 this was exit 2
+    ("results lack 3 rows ... although their groups were measured") before."""
+    from tests._factories import VARIANTS, build_baseline, key, make_run, write
+    from tilegate.judge.baseline import save_baseline
+    from tilegate.run.gate import gate
+
+    baselines = tmp_path / "baselines"
+    baselines.mkdir()
+    save_baseline(baselines / "nvidia-h200.json", build_baseline(tmp_path))
+    data = make_run(seed=7)
+    dropped = [key("tma_xtile_persistent", K=k) for k in (128, 512, 4096)]
+    data["benchmarks"] = [
+        b for b in data["benchmarks"] if b["extra_info"]["tilegate"]["key"] not in dropped
+    ]
+    expected = {
+        b["extra_info"]["tilegate"]["key"]: {
+            "variant": b["extra_info"]["tilegate"]["variant"],
+            "params": b["params"],
+        }
+        for b in make_run(seed=7)["benchmarks"]
+    }
+    data["machine_info"]["tilegate"]["coverage"] = {
+        "expected": {
+            "protocol": "this run's",
+            "profile": "quick",
+            "cases": expected,
+            "expectations": [],
+        },
+        "grid": {"axes": {"K": [128, 512, 4096]}, "fixed": {}, "cases": sorted(expected)},
+        "not_selected": [],
+        "narrowed": [],
+    }
+    data["machine_info"]["tilegate"]["registry"] = list(VARIANTS)
+    results = write(tmp_path / "results.json", data)
+    gated = gate(results, baselines_dir=baselines, report_path=tmp_path / "report.md")
+    assert gated.error is None, gated.error
+    assert gated.code == EXIT_FAIL, gated.text[:600]
+    assert "3 cases of the protocol not measured" in gated.text.splitlines()[0]
+    for case in dropped:
+        assert f"`{case}`" in gated.text.split("## Coverage", 1)[1]

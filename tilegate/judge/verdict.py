@@ -265,8 +265,11 @@ def compare(
     confirmations: Sequence[Run] = (),
     *,
     allow_missing: bool = False,
+    accounted: frozenset[str] = frozenset(),
 ) -> Comparison:
-    """Judge every row and expectation; InputError when the baseline cannot judge this run."""
+    """Judge every row and expectation; InputError when the baseline cannot judge this run.
+    `accounted`: baseline rows the run's coverage already fails it for (tilegate.judge.coverage),
+    not measured by a pull request's choice: reported there, not a reason to stop judging."""
     ensure_comparable(run, baseline)
     baseline = renamed_baseline(baseline, run)
     gone = removed_variants(baseline, run)
@@ -307,6 +310,7 @@ def compare(
         and b.group in measured_groups
         and (selected is None or b.variant in selected)
         and b.variant not in gone
+        and k not in accounted
     )
     if missing and not allow_missing:
         raise InputError(
