@@ -316,3 +316,10 @@ def test_a_tilegate_init_repository_gets_its_kernels_explained(tmp_path: Path) -
     got = run(sys.executable, "-m", "tilegate", "explain", str(results), "triton_scale-fp32-n256")
     assert got.returncode == 0, got.stderr
     assert "`_scale_kernel`: programs/SM 16 -> 8, num_warps 4 -> 8" in got.stdout
+
+
+def test_a_profiler_name_is_shown_without_its_arguments_or_trailing_space() -> None:
+    from tilegate.explain.diff import _short_name
+
+    assert _short_name("Memcpy DtoD (Device -> Device)") == "Memcpy DtoD"
+    assert _short_name("void at::native::copy_kernel<float>(int) ") == "at::native::copy_kernel"

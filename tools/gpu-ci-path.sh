@@ -101,7 +101,7 @@ for spec in "$@"; do
       dropk)
         edit perf_tests/test_matmul.py '(128, 512, 4096)' '(512, 4096)'
         edit kernels/tma.py 'programs = min(cfg.programs_per_sm * num_sms, num_tiles)' \
-          'programs = min(cfg.programs_per_sm * num_sms - (2 if flatten and K <= 128 else 0), num_tiles)'
+          'programs = min(cfg.programs_per_sm * num_sms - (4 if flatten and K <= 128 else 0), num_tiles)'
         step dropk ;;
       unsupported)
         edit kernels/registry.py 'xtile_twin_of="tma_swizzle_persistent",' \

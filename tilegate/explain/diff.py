@@ -151,9 +151,9 @@ def _share(g: Mapping[str, Any] | None, total: Any) -> str:
 
 def _short_name(name: str, limit: int = 60) -> str:
     """A profiler's kernel name without its template arguments and parameters."""
-    name = re.sub(r"\s+", " ", name).removeprefix("void ")
+    name = re.sub(r"\s+", " ", name).strip().removeprefix("void ")
     cut = min((i for i in (name.find("<"), name.find("(")) if i > 0), default=len(name))
-    name = name[:cut]
+    name = name[:cut].strip()
     return name if len(name) <= limit else name[: limit - 1] + "…"
 
 
