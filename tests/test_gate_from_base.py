@@ -290,6 +290,8 @@ def test_a_pull_request_deleting_a_variant_fails_naming_its_cases(tmp_path: Path
     assert "cases of the protocol not measured" in report.splitlines()[0]
     for case in ("xtile_persistent-fp16-nt-K24", "xtile_persistent-fp16-nn-K24"):
         assert f"`{case}` | variant gone: xtile_persistent is not in the registry" in report
+        # named once, with why: not again as an A/B case REMOVED from the head
+        assert f"`{case}` | REMOVED from the head" not in report
     # its expectation (cross-tile beats its twin) is no longer checked either
     assert "xtile_persistent beats swizzle_persistent per K: declared by the base's" in report
 
