@@ -27,14 +27,11 @@ Use it to read why the fingerprint of a kernel moved under another Triton (docs/
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # Triton 3.9 warns once per process when this is unset; the default it warns about is 1.
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 
-from tilegate.fingerprint.compile import facts_for, specialize, triton_version
+from tilegate.fingerprint.compile import facts_for, ptxas_scope, specialize, triton_version
 from tilegate.fingerprint.rules import load_rules
 
 # PTX instructions that show the pipeline's shape (counted over the whole kernel).
@@ -90,17 +87,7 @@ def compile_all(launch: Any, target: Any, override_dir: Path | None = None) -> t
 
     spec = specialize(launch, target)
     src = ASTSource(launch.fn, spec.signature, spec.constexprs, spec.attrs)
-    log = io.StringIO()
-    with (
-        tempfile.TemporaryDirectory(prefix="tilegate-compile-diff-") as tmp,
-        knobs.cache.scope(),
-        knobs.compilation.scope(),
-        knobs.nvidia.scope(),
-        contextlib.redirect_stdout(log),
-    ):
-        knobs.cache.dir = tmp
-        knobs.compilation.always_compile = True
-        knobs.nvidia.dump_ptxas_log = True
+    with ptxas_scope("tilegate-compile-diff-") as log:
         if override_dir is not None:
             knobs.compilation.override = True
             knobs.cache.override_dir = str(override_dir)

@@ -27,7 +27,7 @@ import io
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,27 +225,36 @@ def specialize(launch: Any, target: Target) -> Specialization:
     )
 
 
+@contextlib.contextmanager
+def ptxas_scope(prefix: str) -> Iterator[io.StringIO]:
+    """A compile that always runs ptxas and logs its report, in a scratch Triton cache (keeps
+    ~/.triton clean; our own cache is the one that counts). Yields the captured stdout, where
+    Triton prints the ptxas log; Triton's knobs are restored on exit."""
+    from triton import knobs
+
+    log = io.StringIO()
+    with (
+        tempfile.TemporaryDirectory(prefix=prefix) as tmp,
+        knobs.cache.scope(),
+        knobs.compilation.scope(),
+        knobs.nvidia.scope(),
+        contextlib.redirect_stdout(log),
+    ):
+        knobs.cache.dir = tmp
+        knobs.compilation.always_compile = True  # so ptxas runs and reports every time
+        knobs.nvidia.dump_ptxas_log = True
+        yield log
+
+
 def _compile(
     launch: Any, target: Target, spec: Specialization
 ) -> tuple[str, str, dict[str, Any], list[Warned]]:
     """Run Triton's compiler; return (TTGIR, ptxas report, metadata facts, its warnings)."""
     import triton
-    from triton import knobs
 
     tri = _triton_internals()
     src = tri.ASTSource(launch.fn, spec.signature, spec.constexprs, spec.attrs)
-    log = io.StringIO()
-    with (
-        tempfile.TemporaryDirectory(prefix="tilegate-triton-") as tmp,
-        knobs.cache.scope(),
-        knobs.compilation.scope(),
-        knobs.nvidia.scope(),
-        contextlib.redirect_stdout(log),
-        warnlog.recording() as warned,
-    ):
-        knobs.cache.dir = tmp  # keep ~/.triton clean; our own cache is the one that counts
-        knobs.compilation.always_compile = True  # so ptxas runs and reports every time
-        knobs.nvidia.dump_ptxas_log = True
+    with ptxas_scope("tilegate-triton-") as log, warnlog.recording() as warned:
         kernel = triton.compile(
             src, target=tri.GPUTarget("cuda", target.cc, 32), options=spec.options
         )

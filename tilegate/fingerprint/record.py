@@ -285,16 +285,12 @@ def aot_facts(handle: Any, cc: int) -> dict[str, Any]:
     """Compile one recorded interpreter launch for capability `cc` (no GPU), as the JIT would
     (tilegate.fingerprint.compile does the same for the registry's plans), and read its facts.
     Also returns the TTGIR under "_ttgir" (not stored in results)."""
-    import contextlib
-    import io
-    import tempfile
-
     import triton
     from triton import knobs
     from triton._C.libtriton import get_cache_invalidating_env_vars
 
     from tilegate.fingerprint import extract
-    from tilegate.fingerprint.compile import _triton_internals
+    from tilegate.fingerprint.compile import _triton_internals, ptxas_scope
 
     pyfn, stand_ins, kwargs = handle
     tri = _triton_internals()
@@ -311,17 +307,7 @@ def aot_facts(handle: Any, cc: int) -> dict[str, Any]:
     key = tri.get_cache_key(src, backend, options, get_cache_invalidating_env_vars()) + f"|{cc}"
     if key in _AOT_FACTS:
         return _AOT_FACTS[key]
-    log = io.StringIO()
-    with (
-        tempfile.TemporaryDirectory(prefix="tilegate-explain-") as tmp,
-        knobs.cache.scope(),
-        knobs.compilation.scope(),
-        knobs.nvidia.scope(),
-        contextlib.redirect_stdout(log),
-    ):
-        knobs.cache.dir = tmp
-        knobs.compilation.always_compile = True
-        knobs.nvidia.dump_ptxas_log = True
+    with ptxas_scope("tilegate-explain-") as log:
         kernel = triton.compile(src, target=target, options=options.__dict__)
         ttgir, ptx = kernel.asm.get("ttgir"), kernel.asm.get("ptx")
         md = kernel.metadata
