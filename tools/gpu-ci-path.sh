@@ -29,22 +29,8 @@ if [ -n "$(git status --porcelain)" ]; then
 fi
 base=$(git rev-parse HEAD)
 trap 'git reset -q --hard "$base"' EXIT
-edit() {  # edit FILE OLD NEW: replace one exact snippet, or stop the step
-  python3 - "$@" <<'PY'
-import sys
-from pathlib import Path
-p, old, new = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-s = p.read_text()
-assert s.count(old) == 1, f"{p}: snippet not found once: {old!r}"
-p.write_text(s.replace(old, new))
-PY
-}
-stamp() {  # each line of stdin with the seconds since the step began
-  python3 -u -c 'import sys, time
-t0 = time.time()
-for line in sys.stdin:
-    sys.stdout.write(f"{time.time() - t0:7.1f} {line}")'
-}
+# shellcheck source=tools/gpu-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"  # edit, stamp
 step() {  # step NAME [tilegate perf options...]: commit the work tree as the PR, judge it
   local name=$1; shift; local t0 rc dir gate cache
   while [ -e "$out/$name.log" ]; do name="$name+"; done

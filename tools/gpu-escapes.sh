@@ -46,22 +46,8 @@ fi
 pristine=$(mktemp -d); cp -r kernels "$pristine/"
 revert() { rm -rf kernels && cp -r "$pristine/kernels" kernels; }
 trap revert EXIT
-edit() {  # edit FILE OLD NEW: replace one exact snippet, or stop the step
-  python3 - "$@" <<'PY'
-import sys
-from pathlib import Path
-p, old, new = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-s = p.read_text()
-assert s.count(old) == 1, f"{p}: snippet not found once: {old!r}"
-p.write_text(s.replace(old, new))
-PY
-}
-stamp() {  # each line of stdin with the seconds since the step began
-  python3 -u -c 'import sys, time
-t0 = time.time()
-for line in sys.stdin:
-    sys.stdout.write(f"{time.time() - t0:7.1f} {line}")'
-}
+# shellcheck source=tools/gpu-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"  # edit, stamp
 step() {  # step NAME ARGS...: one A/B run (AB="" for a run without the A/B)
   local name=$1; shift; local t0 rc
   while [ -e "$out/$name.log" ]; do name="$name+"; done  # a step given twice keeps both runs

@@ -1,0 +1,18 @@
+# Shell helpers of the GPU experiment scripts (tools/gpu-ci-path.sh, tools/gpu-escapes.sh):
+# source it, do not run it.
+edit() {  # edit FILE OLD NEW: replace one exact snippet, or stop the step
+  python3 - "$@" <<'PY'
+import sys
+from pathlib import Path
+p, old, new = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+s = p.read_text()
+assert s.count(old) == 1, f"{p}: snippet not found once: {old!r}"
+p.write_text(s.replace(old, new))
+PY
+}
+stamp() {  # each line of stdin with the seconds since the step began
+  python3 -u -c 'import sys, time
+t0 = time.time()
+for line in sys.stdin:
+    sys.stdout.write(f"{time.time() - t0:7.1f} {line}")'
+}
