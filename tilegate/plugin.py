@@ -93,6 +93,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "is still warm from the run just before: tilegate perf --warm-within)",
     )
     group.addoption(
+        "--perf-compile-threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="compile each group's Triton kernels in N threads before its checks (default: the "
+        "cores, at most 16; 1: one at a time, in the checks; tilegate.harness.precompile)",
+    )
+    group.addoption(
         "--perf-ab-base",
         default=None,
         metavar="DIR",
@@ -323,6 +331,18 @@ def _soak_s(config: pytest.Config, profile_s: float) -> float:
     return float(given)
 
 
+def _compile_threads(config: pytest.Config) -> int:
+    """--perf-compile-threads when given (>= 1), else the cores (at most 16)."""
+    from tilegate.harness.precompile import default_threads
+
+    given = config.getoption("--perf-compile-threads")
+    if given is None:
+        return default_threads()
+    if given < 1:
+        raise pytest.UsageError(f"--perf-compile-threads {given}: must be >= 1")
+    return int(given)
+
+
 def _my_shard(cases: list[Case], spec: str, profile: Any, bench: Any) -> list[Case]:
     """The cases of the groups this GPU measures (whole groups: A/B pairs and all)."""
     from tilegate.run.shard import group_cost, parse_shard, plan
@@ -524,6 +544,7 @@ class PerfRun:
             on_progress=self._say,
             ab_budget=not config.getoption("--perf-ab-full"),
             ab_tolerances=self._ab_tolerances(config),
+            compile_threads=_compile_threads(config),
         )
         self._done = 0
 

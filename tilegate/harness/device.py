@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import platform
 import re
 import sys
@@ -104,6 +106,31 @@ def _serial(device_index: int, uuid: Any) -> str | None:
         except Exception:
             pass
     return f"GPU-{uuid}" if uuid else None
+
+
+def nvml_slug() -> str | None:
+    """The GPU's slug from NVML, without importing torch or starting CUDA (seconds saved in the
+    process that only names the baseline); None where NVML cannot say it for certain: no NVML,
+    no GPU visible (CUDA_VISIBLE_DEVICES empty or -1), GPUs of several models (CUDA's order of
+    them may differ from NVML's) or one in MIG mode (torch names the instance, not the board)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return None
+    nv = nvml()
+    if nv is None:
+        return None
+    try:
+        names = set()
+        for i in range(nv.nvmlDeviceGetCount()):
+            handle = nv.nvmlDeviceGetHandleByIndex(i)
+            with contextlib.suppress(nv.NVMLError_NotSupported):
+                if nv.nvmlDeviceGetMigMode(handle)[0]:
+                    return None
+            name = nv.nvmlDeviceGetName(handle)
+            names.add(name.decode() if isinstance(name, bytes) else str(name))
+    except Exception:
+        return None
+    return slugify(names.pop()) if len(names) == 1 else None
 
 
 def gpu_count() -> int:

@@ -10,6 +10,7 @@ spread over several sweeps of the whole run (see GroupMeasurer).
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import time
@@ -53,6 +54,10 @@ class CaseResult:
                 f"{self.tolerance:g} against the reference; its timing does not count"
             )
         return None
+
+
+def _made_and_called(variant: Any, params: Any, inputs: Any) -> Any:
+    return variant.make(params, inputs)()
 
 
 def group_seed(group: str) -> int:
@@ -105,6 +110,7 @@ class GroupMeasurer:
         on_progress: Callable[[str], None] | None = None,
         ab_budget: bool = True,
         ab_tolerances: Tolerances | None = None,
+        compile_threads: int = 0,
     ) -> None:
         import torch
 
@@ -136,6 +142,12 @@ class GroupMeasurer:
         self.ab_budget = ab_budget
         self.ab_tolerances = ab_tolerances or Tolerances()
         self.on_progress = on_progress or (lambda line: None)
+        # > 1: each group's kernels are compiled in this many threads before its checks
+        # (tilegate.harness.precompile); on a GPU only (the interpreter compiles nothing)
+        self.compile_threads = compile_threads if device == "cuda" else 0
+        self._profiler_started = False
+        self.compile_warnings: list[Warned] = []  # what the side-by-side compiles warned
+        self._pace: dict[str, float] = {}  # seconds per round of each group, from the soak
         self._results: dict[str, CaseResult] = {}
         self.warnings: list[Warned] = []  # Triton / torch warnings while timing (not per case)
 
@@ -147,9 +159,14 @@ class GroupMeasurer:
             for w in res.warnings:
                 first.setdefault(w, res.case.test_id)
             seen += res.warnings
-        seen += self.warnings
+        seen += self.warnings + self.compile_warnings
+        compiling = set(self.compile_warnings)
         return [
-            {**w.to_json(), "count": n, "first_case": first.get(w, "while timing")}
+            {
+                **w.to_json(),
+                "count": n,
+                "first_case": first.get(w, "while compiling" if w in compiling else "while timing"),
+            }
             for w, n in warnlog.unique(seen)
         ]
 
@@ -171,7 +188,12 @@ class GroupMeasurer:
         tol = self.benchmark.tolerance_for(params)
         metric = getattr(self.benchmark, "error", None)  # None: relative_error
         prep = _Prepared(group, {}, {})
-        prep.phases = {"inputs": time.perf_counter() - t0, "checks": 0.0, "identity": 0.0}
+        prep.phases = {"inputs": time.perf_counter() - t0}
+        if self.compile_threads > 1:
+            t_compile = time.perf_counter()
+            self._compile_first(group_cases, params, inputs)
+            prep.phases["compile"] = time.perf_counter() - t_compile
+        prep.phases |= {"checks": 0.0, "identity": 0.0}
         for case in group_cases:
             res = prep.results[case.slot] = CaseResult(case, tolerance=tol)
             variant = self.registry.get(case.slot)
@@ -264,8 +286,12 @@ class GroupMeasurer:
                 t0 = time.perf_counter()
                 if prep.fns:
                     if p == 0:
-                        warm = self.warmup_first_s if i == 0 else config.warmup_s
-                        pace = self.timer.warm(prep.fns, warm, pairs=prep.pairs)
+                        pace = self._pace.get(prep.group) or 0.0
+                        if pace > 0:  # the soak just ran these kernels: 3 rounds re-warm them
+                            self.timer.warm(prep.fns, 0.0, pairs=prep.pairs)
+                        else:
+                            warm = self.warmup_first_s if i == 0 else config.warmup_s
+                            pace = self.timer.warm(prep.fns, warm, pairs=prep.pairs)
                         prep.rounds_per_pass = math.ceil(config.rounds_for(pace) / self.passes)
                         prep.budget = self._budget(prep)
                     self._sweep(prep, warm=p > 0)
@@ -287,6 +313,28 @@ class GroupMeasurer:
                 prep.seconds += time.perf_counter() - t0
         for prep, _ in budgeted:
             self._finish(prep)
+
+    def _compile_first(self, group_cases: list[Case], params: Any, inputs: Any) -> None:
+        """Compile the group's kernels side by side (tilegate.harness.precompile); the first
+        group also starts the CUDA profiler once meanwhile, for the identities that follow."""
+        from tilegate.harness.identity import start_profiler
+        from tilegate.harness.precompile import first_calls
+
+        variants = []
+        for case in group_cases:
+            variant = self.registry.get(case.slot)
+            if variant is not None and not variant.unsupported_reason(self.capability):
+                variants.append(variant)
+        beside = None if self._profiler_started else start_profiler
+        self._profiler_started = True
+        with warnlog.recording() as warned:
+            first_calls(
+                [functools.partial(_made_and_called, v, params, inputs) for v in variants],
+                self.compile_threads,
+                beside=beside,
+            )
+            self.torch.cuda.synchronize()
+        self.compile_warnings += warned
 
     def _budget(self, prep: _Prepared) -> GroupBudget | None:
         """The group's A/B plan, from the identities its correctness calls captured."""
@@ -355,7 +403,8 @@ class GroupMeasurer:
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < self.soak_s:
             for prep in prepared:
-                self.timer.warm(prep.fns, chunk, pairs=prep.pairs)
+                # its pace at working temperature sizes the group's rounds (no warm-up after)
+                self._pace[prep.group] = self.timer.warm(prep.fns, chunk, pairs=prep.pairs)
                 if time.perf_counter() - t0 >= self.soak_s:
                     break
         self.soaked_s = time.perf_counter() - t0

@@ -196,10 +196,11 @@ def run_shards(out: Path, profile: str, extra: Sequence[str] = (), *, gpus: int)
 
 
 def gpu_slug() -> str:
-    """This machine's GPU slug; raises RuntimeError (or ImportError) when there is no GPU."""
-    from tilegate.harness.device import gpu_info
+    """This machine's GPU slug; raises RuntimeError (or ImportError) when there is no GPU.
+    NVML names it where it can (no torch import, no CUDA start here: the suite does both)."""
+    from tilegate.harness.device import gpu_info, nvml_slug
 
-    return gpu_info().slug
+    return nvml_slug() or gpu_info().slug
 
 
 Suite = Callable[[Path, str, Sequence[str]], int]

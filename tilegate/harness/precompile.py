@@ -1,0 +1,105 @@
+"""Cold compiles side by side: a group's Triton kernels compiled in threads before its checks.
+
+On a bare Triton cache the correctness calls compile every kernel one after another: on the
+H200 the first group of a default A/B run spent 11.4 s there (num_stages 3 -> 4, round 10 of
+docs/results-h200.md) and a quick A/A 9.2 s, most of a cold run's lead over a warm one. Triton's
+compiler spends most of that outside the GIL (MLIR passes, LLVM, ptxas in a subprocess), so
+threads compile in parallel.
+
+`first_calls` calls each callable of the group once, each in a worker thread, with every Triton
+launch made compile-only: `JITFunction.run(..., warmup=True)` compiles the kernel into the
+function's in-memory cache, as the JIT would, and launches nothing. The correctness calls that
+follow, one at a time as before, find the kernels compiled. So nothing reaches the GPU from a
+worker but the torch ops of the callables (allocations, copies), and nothing is timed. Two
+things stay with the serial calls:
+
+* an autotuned kernel (`triton.runtime.autotuner.Autotuner.run`): its autotuning times configs,
+  which must not share the GPU with other threads; a worker stops there (AutotuneDeferred);
+* whatever raises: a worker's exception is dropped, and the correctness call meets it again
+  and fails its own case with its message.
+
+The identity is not affected: it is taken from the correctness call and a second call, both in
+the main thread (tilegate.harness.identity), and both sides of an A/B pair went through here.
+The warnings the compiles issue are recorded for the run (the report's "while compiling"), not
+per case: Python's warning filters are one per process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+_WORKER = threading.local()
+
+
+class AutotuneDeferred(Exception):
+    """An autotuned kernel met in a worker thread: its call is left to the serial check."""
+
+
+def default_threads() -> int:
+    """Worker threads for cold compiles: the machine's cores, at most 16."""
+    return max(1, min(16, os.cpu_count() or 1))
+
+
+@contextlib.contextmanager
+def compile_only() -> Iterator[None]:
+    """Inside the block, a worker thread's Triton launches compile and do not run, and an
+    autotuned kernel raises AutotuneDeferred; the main thread's calls are untouched."""
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+
+    run, tune = JITFunction.run, Autotuner.run
+
+    def jit_run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        if getattr(_WORKER, "active", False):
+            warmup = True
+        return run(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+    def tuned_run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(_WORKER, "active", False):
+            raise AutotuneDeferred(getattr(getattr(self, "fn", None), "__name__", repr(self)))
+        return tune(self, *args, **kwargs)
+
+    JITFunction.run, Autotuner.run = jit_run, tuned_run
+    try:
+        yield
+    finally:
+        JITFunction.run, Autotuner.run = run, tune
+
+
+def _call(fn: Callable[[], Any]) -> str | None:
+    """One worker's call: None when it ran through, else why it stopped (never raised)."""
+    _WORKER.active = True
+    try:
+        fn()
+        return None
+    except AutotuneDeferred as deferred:
+        return f"autotuned ({deferred}): compiled by the check"
+    except Exception as err:  # the check calls it again and fails the case with this error
+        return f"{type(err).__name__}: {err}"
+    finally:
+        _WORKER.active = False
+
+
+def first_calls(
+    fns: Sequence[Callable[[], Any]],
+    threads: int,
+    *,
+    beside: Callable[[], None] | None = None,
+) -> list[str | None]:
+    """Call every fn once, compile-only, `threads` at a time; return per fn None or why it
+    stopped. `beside` runs in this thread meanwhile (a one-time start, such as the CUDA
+    profiler's, that needs no worker)."""
+    if not fns:
+        if beside is not None:
+            beside()
+        return []
+    with compile_only(), ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        futures = [pool.submit(_call, fn) for fn in fns]
+        if beside is not None:
+            beside()
+        return [f.result() for f in futures]
