@@ -15,6 +15,7 @@
 #   stages      pointer sm_90 num_stages 3 -> 4 (default profile): one family changed
 #   groupm      pointer sm_90 GROUP_M 8 -> 1 (default profile): one family changed
 #   clone       `b = b.clone()` in the host wrapper: work outside the Triton kernels
+#   clonedefault the same, default profile: every Triton variant changed
 #   rename      xtile_persistent renamed xtile_persistent_v2 with its flatten off
 #   dropk       the PR drops K = 128 from perf_tests/ and makes tma_xtile_persistent ~1 % slower
 #               at K = 128 only (its protocol edit is a change of the gate; the base's measures)
@@ -74,6 +75,10 @@ for spec in "$@"; do
         edit kernels/_host.py '    return launch_kernel(variant, launch, a, b, c)' '    b = b.clone()
     return launch_kernel(variant, launch, a, b, c)'
         step clone ;;
+      clonedefault)
+        edit kernels/_host.py '    return launch_kernel(variant, launch, a, b, c)' '    b = b.clone()
+    return launch_kernel(variant, launch, a, b, c)'
+        step clonedefault --profile default ;;
       rename)
         edit kernels/registry.py '"xtile_persistent",
         "pointer",' '"xtile_persistent_v2",

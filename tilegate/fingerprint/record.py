@@ -20,8 +20,10 @@ The record, compact (no IR text; the TTGIR goes to a side file named by its hash
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import time
 import types
 from collections import Counter
 from collections.abc import Iterable
@@ -103,6 +105,28 @@ def _cc(meta: Any) -> int | None:
     return None
 
 
+# seconds this process spent recording what explains a case (gpu_launch, compile_changed): the
+# measurer reports it, so the explanation's share of a run's wall time is measured, not guessed
+SPENT_S = [0.0]
+
+
+def spent_s() -> float:
+    return SPENT_S[0]
+
+
+def _timed(fn: Any) -> Any:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            SPENT_S[0] += time.perf_counter() - t0
+
+    return wrapper
+
+
+@_timed
 def gpu_launch(fn: Any, kernel: Any, grid: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     """One compiled launch on a GPU: name, grid, constexprs and the CompiledKernel's facts."""
     out: dict[str, Any] = {
@@ -188,6 +212,7 @@ def _stand_in(x: Any) -> Any:
     return x
 
 
+@_timed
 def interpreted_launch(
     fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]
 ) -> tuple[dict[str, Any], Any]:
@@ -208,6 +233,7 @@ def interpreted_launch(
     return out, handle
 
 
+@_timed
 def gpu_activity(events: Iterable[Any]) -> tuple[list[dict[str, Any]], float]:
     """Per GPU activity name (profiler events): count, grid, summed microseconds; the total."""
     rows: dict[str, dict[str, Any]] = {}
@@ -232,6 +258,7 @@ def op_name(op: str) -> str:
     return parts[1] if len(parts) > 2 else op[:60]
 
 
+@_timed
 def summarize(
     launches: list[dict[str, Any]], ops: list[str], gpu: list[dict[str, Any]], gpu_us: float | None
 ) -> dict[str, Any]:
@@ -355,6 +382,7 @@ def compile_launches(record: dict[str, Any] | None, handles: list[Any]) -> None:
             entry["error"] = f"AOT compile for sm_{cc}: {type(err).__name__}: {err}"[:240]
 
 
+@_timed
 def compile_changed(pairs: Iterable[tuple[Any, Any]]) -> None:
     """For each (head, base) pair of identities whose code differs, the AOT compile facts of
     their interpreter launches (a GPU's launches have theirs already). Never raises."""

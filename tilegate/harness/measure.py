@@ -22,6 +22,7 @@ from typing import Any
 from tilegate import warnlog
 from tilegate.cases import BASE_SUFFIX, Case
 from tilegate.fingerprint.record import compile_changed
+from tilegate.fingerprint.record import spent_s as explain_spent_s
 from tilegate.harness.budget import GroupBudget, Tolerances, aligned
 from tilegate.harness.correctness import check_call
 from tilegate.harness.identity import Identity, capture, identity
@@ -277,6 +278,9 @@ class GroupMeasurer:
         with warnlog.recording() as warned:
             self._time(prepared, config)
         self.warnings += warned
+        self.on_progress(
+            f"recording what explains each case took {explain_spent_s():.2f} s in this process"
+        )
 
     def _time(self, prepared: list[_Prepared], config: Any) -> None:
         self._soak([p for p in prepared if p.fns])

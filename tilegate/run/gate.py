@@ -9,6 +9,7 @@ report).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ class Gated:
     ab: ABComparison | None = None
     error: str | None = None  # why it could not judge (exit 2)
     notes: tuple[str, ...] = ()  # what the caller should tell the user beside the report
+    explain_s: float = 0.0  # seconds spent explaining the changed cases (the report's "Why")
 
     @property
     def headline(self) -> str:
@@ -97,9 +99,11 @@ def gate(
             atomic_write_text(suspects_path, "".join(f"{k}\n" for k in judged.suspects()))
         plot_files, plot_note = _plots(judged.run, judged.comparison, plots_dir)
         # why each decided case with changed code changed (never raises: "unavailable: why")
+        t_explain = time.perf_counter()
         explanations = explain_judgement(results, judged.comparison, judged.ab)
         if report_path is not None:
             write_explanations(explanations, results, report_path.parent / "explain")
+        explain_s = time.perf_counter() - t_explain
         text = report(
             judged,
             explanations=explanations,
@@ -115,4 +119,4 @@ def gate(
         except InputError as err:  # e.g. --report names a directory
             return Gated(EXIT_CANNOT_JUDGE, "", error=str(err))
     notes = judged.notes + ((plot_note,) if plot_note else ())
-    return Gated(judged.code, text, judged.comparison, judged.ab, notes=notes)
+    return Gated(judged.code, text, judged.comparison, judged.ab, notes=notes, explain_s=explain_s)

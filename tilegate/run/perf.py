@@ -401,6 +401,8 @@ class Perf:
         )
         if judged.error:
             self.log(f"tilegate: cannot judge: {judged.error}")
+        elif judged.text:
+            self.log(f"perf: the explanations of the changed cases took {judged.explain_s:.2f} s")
         for note in judged.notes:
             self.log(f"tilegate: {note}")
         if judged.text:
