@@ -238,7 +238,7 @@ FIELD_INFO: dict[str, tuple[str | None, str]] = {
     "b_buffers": (
         "higher",
         "stages of B in flight: fewer hide less memory latency, 1 means B's loads stop "
-        "overlapping the MMA (calibration: 1.4-2.5x slower); more cost shared memory",
+        "overlapping the MMA; more cost shared memory",
     ),
     "a_load": (
         "higher",
@@ -252,8 +252,7 @@ FIELD_INFO: dict[str, tuple[str | None, str]] = {
     "b_multi_buffered": ("higher", "B's loads overlap the MMA only when multi-buffered"),
     "wgmma_wait": (
         "higher",
-        "wgmma ops left in flight at the loop's wait: 0 serializes MMA and the next loads "
-        "(what cost cross-tile nn 1.4-2.5x on the H200)",
+        "wgmma ops left in flight at the loop's wait: 0 serializes MMA and the next loads",
     ),
     "ws_requested": (
         None,
