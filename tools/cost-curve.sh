@@ -18,7 +18,8 @@
 # 3. a repository made by `tilegate init` (quick profile): its Triton kernel's num_warps 4 -> 8.
 # Then a table: benchmark, what changed, exit code, wall seconds, changed cases and the seconds
 # the run spent on unchanged ones, and each changed case's first explanation line.
-# Environment: STEPS="matmul liger toy" (default: all three); TILEGATE_WHEELHOUSE for nox;
+# Environment: STEPS="matmul liger toy" (default: all three); MATMUL="aadefault groupm
+# clonedefault" (the matmul runs, default all three); TILEGATE_WHEELHOUSE for nox;
 # PROFILE=smoke for a dry run of the Liger and toy steps on a CPU (timings mean nothing);
 # PYTHON: the interpreter with torch and Triton (default python3).
 set -uo pipefail
@@ -45,10 +46,11 @@ run_ab() {  # run_ab BENCH CHANGE PYTHONPATH DIR ARGS...: `tilegate perf --ab HE
 commit() { git -c user.name=cost -c user.email=cost@localhost commit -q --allow-empty -am "$1"; }
 
 if wants matmul; then
-  (cd "$ROOT" && tools/gpu-ci-path.sh "$out/matmul" aadefault groupm clonedefault)
+  read -r -a steps <<<"${MATMUL:-aadefault groupm clonedefault}"
+  (cd "$ROOT" && tools/gpu-ci-path.sh "$out/matmul" "${steps[@]}")
   for s in aadefault:none groupm:one-family clonedefault:all; do
     name=${s%%:*}
-    line=$(grep -m1 "^$name " "$out/matmul/summary.txt")
+    line=$(grep -m1 "^$name " "$out/matmul/summary.txt") || continue
     rc=$(awk '{print $3}' <<<"$line"); wall=$(awk '{print $4}' <<<"$line")
     rows+=("matmul (default)|${s#*:} ($name)|$rc|$wall|$out/matmul/$name")
   done
