@@ -17,6 +17,7 @@
 #   clone       `b = b.clone()` in the host wrapper: work outside the Triton kernels
 #   clonedefault the same, default profile: every Triton variant changed
 #   rename      xtile_persistent renamed xtile_persistent_v2 with its flatten off
+#   unflatten   xtile_persistent's flatten off, name kept: a change in the kernel's loops
 #   dropk       the PR drops K = 128 from perf_tests/ and makes tma_xtile_persistent ~1 % slower
 #               at K = 128 only (its protocol edit is a change of the gate; the base's measures)
 #   unsupported the PR's registry declares tma_xtile_persistent unsupported on sm_90 (a skip)
@@ -89,6 +90,13 @@ for spec in "$@"; do
         flatten=False,
         xtile_twin_of="swizzle_persistent",'
         step rename ;;
+      unflatten)
+        edit kernels/registry.py 'grouped=True,
+        flatten=True,
+        xtile_twin_of="swizzle_persistent",' 'grouped=True,
+        flatten=False,
+        xtile_twin_of="swizzle_persistent",'
+        step unflatten ;;
       dropk)
         edit perf_tests/test_matmul.py '(128, 512, 4096)' '(512, 4096)'
         edit kernels/tma.py 'programs = min(cfg.programs_per_sm * num_sms, num_tiles)' \
