@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.test_budget import _Bench
 from tilegate.harness import precompile
 
 
@@ -86,26 +87,6 @@ class _Variant:
 
         self.made.append(self.name)
         return lambda: torch.ones(4)
-
-
-class _Bench:
-    name = "fake"
-
-    def inputs(self, params, device, seed):
-        return None
-
-    def reference_output(self, params, inputs):
-        import torch
-
-        return torch.ones(4)
-
-    def tolerance_for(self, params) -> float:
-        return 1e-3
-
-    def work_for(self, params):
-        from tilegate.declare import Work
-
-        return Work()
 
 
 class _Timer:

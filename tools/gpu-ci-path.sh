@@ -54,6 +54,13 @@ step() {  # step NAME [tilegate perf options...]: commit the work tree as the PR
   git reset -q --hard "$base"
   return 0
 }
+unflatten_xtile() {  # xtile_persistent's flatten off: its tile loop no longer fused into K's
+  edit kernels/registry.py 'grouped=True,
+        flatten=True,
+        xtile_twin_of="swizzle_persistent",' 'grouped=True,
+        flatten=False,
+        xtile_twin_of="swizzle_persistent",'
+}
 for spec in "$@"; do
   COLD=""; if [ "${spec#cold+}" != "$spec" ]; then COLD=1; spec=${spec#cold+}; fi
   what=${spec%%:*}; n=${spec#*:}; [ "$n" = "$spec" ] && n=1
@@ -84,18 +91,10 @@ for spec in "$@"; do
         edit kernels/registry.py '"xtile_persistent",
         "pointer",' '"xtile_persistent_v2",
         "pointer",'
-        edit kernels/registry.py 'grouped=True,
-        flatten=True,
-        xtile_twin_of="swizzle_persistent",' 'grouped=True,
-        flatten=False,
-        xtile_twin_of="swizzle_persistent",'
+        unflatten_xtile
         step rename ;;
       unflatten)
-        edit kernels/registry.py 'grouped=True,
-        flatten=True,
-        xtile_twin_of="swizzle_persistent",' 'grouped=True,
-        flatten=False,
-        xtile_twin_of="swizzle_persistent",'
+        unflatten_xtile
         step unflatten ;;
       dropk)
         edit perf_tests/test_matmul.py '(128, 512, 4096)' '(512, 4096)'
