@@ -305,10 +305,12 @@ def _dispatched(ops: list[str]) -> Iterator[None]:
         yield
 
 
+@functools.cache
 def start_profiler() -> None:
-    """Start and stop the CUDA profiler once, where the identity uses it: its first start in a
-    process takes seconds (4.5-6.3 s on the H200, docs/results-h200.md), which
-    tilegate.harness.precompile spends beside the compiles instead of in the first check."""
+    """Start and stop the CUDA profiler, once per process (later calls do nothing), where the
+    identity uses it: its first start in a process takes seconds (4.5-6.3 s on the H200,
+    docs/results-h200.md), which tilegate.harness.precompile spends beside the compiles instead
+    of in the first check."""
     if not _profiling_gpu():
         return
     from torch.profiler import ProfilerActivity, profile

@@ -146,7 +146,6 @@ class GroupMeasurer:
         # > 1: each group's kernels are compiled in this many threads before its checks
         # (tilegate.harness.precompile); on a GPU only (the interpreter compiles nothing)
         self.compile_threads = compile_threads if device == "cuda" else 0
-        self._profiler_started = False
         self.compile_warnings: list[Warned] = []  # what the side-by-side compiles warned
         self._pace: dict[str, float] = {}  # seconds per round of each group, from the soak
         self._results: dict[str, CaseResult] = {}
@@ -320,7 +319,7 @@ class GroupMeasurer:
 
     def _compile_first(self, group_cases: list[Case], params: Any, inputs: Any) -> None:
         """Compile the group's kernels side by side (tilegate.harness.precompile); the first
-        group also starts the CUDA profiler once meanwhile, for the identities that follow."""
+        group also starts the CUDA profiler meanwhile, for the identities that follow."""
         from tilegate.harness.identity import start_profiler
         from tilegate.harness.precompile import first_calls
 
@@ -329,13 +328,11 @@ class GroupMeasurer:
             variant = self.registry.get(case.slot)
             if variant is not None and not variant.unsupported_reason(self.capability):
                 variants.append(variant)
-        beside = None if self._profiler_started else start_profiler
-        self._profiler_started = True
         with warnlog.recording() as warned:
             first_calls(
                 [functools.partial(_made_and_called, v, params, inputs) for v in variants],
                 self.compile_threads,
-                beside=beside,
+                beside=start_profiler,  # once per process
             )
             self.torch.cuda.synchronize()
         self.compile_warnings += warned
