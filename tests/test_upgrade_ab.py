@@ -3,6 +3,7 @@ and renders) on synthetic runs of two Tritons."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from tests._factories import key, load_run, make_run, write
 from tilegate.errors import InputError
 from tilegate.judge import vocabulary
 from tilegate.judge.outcome import Outcome, upgrade_outcome
+from tilegate.judge.results import load_results
 from tilegate.judge.upgrade import UpgradeComparison, judge_upgrade
 from tilegate.judge.vocabulary import Change
 from tilegate.run import upgrade
@@ -19,6 +21,7 @@ from tilegate.run.upgrade import measure_sides, render
 
 OLD = {"torch": "2.11.0+cu130", "triton": "3.6.0", "python": "3.12.3"}
 NEW = {**OLD, "triton": "3.9.0"}
+EXPLAIN_FIXTURE = Path(__file__).parent / "fixtures" / "synthetic-ab-explain-h200.json"
 
 
 def sides(tmp_path: Path, slow: dict[str, float], n: int = 3):  # type: ignore[no-untyped-def]
@@ -142,3 +145,65 @@ def test_the_sides_alternate_and_the_new_triton_goes_first_on_pythonpath(tmp_pat
         measure_sides(tmp_path, None, 3, "quick", [], tmp_path / "x", suite=suite)
     with pytest.raises(InputError, match="at least 2"):
         measure_sides(new_triton, None, 1, "quick", [], tmp_path / "x", suite=suite)
+
+
+def _upgrade_side(path: Path, side: str, i: int) -> Path:
+    """One process of an upgrade side cut from the explain fixture (an A/B run as an H200
+    records it): the `side` rows and the reference, each case's samples scaled a little per
+    process (the processes of a side differ, the ratio between the sides holds)."""
+    data = json.loads(EXPLAIN_FIXTURE.read_text())
+    rows = []
+    for b in data["benchmarks"]:
+        tg = b["extra_info"]["tilegate"]
+        if tg.get("reference") or tg.get("side", "head") == side:
+            tg.pop("side", None)
+            for ratio in [k for k in tg if k.startswith("ratio_to_")]:
+                del tg[ratio]  # derived again from the scaled samples
+            if not tg.get("reference"):
+                tg["samples_s"] = [x * (1 + 0.002 * i) for x in tg["samples_s"]]
+                tg["median_s"] *= 1 + 0.002 * i
+            rows.append(b)
+    data["benchmarks"] = rows
+    data["machine_info"]["tilegate"]["software"]["triton"] = "3.6.0" if side == "base" else "3.9.0"
+    return write(path, data)
+
+
+def test_an_upgrade_explains_its_decided_cases_whose_code_changed(tmp_path: Path) -> None:
+    """The explain fixture's base rows as the old side, its head rows as the new: `tiled`'s
+    num_stages 3 -> 4 and `grouped`'s extra clone are named, base -> head, in the report."""
+    old = [_upgrade_side(tmp_path / f"old-{i}.json", "base", i) for i in (1, 2)]
+    new = [_upgrade_side(tmp_path / f"new-{i}.json", "head", i) for i in (1, 2)]
+    cmp = judge_upgrade([load_results(p) for p in old], [load_results(p) for p in new])
+    assert {c.kernel_name: c.code_changed for c in cmp.cases} == {"tiled": True, "grouped": True}
+    assert {c.change for c in cmp.cases} == {Change.SLOWER}
+    text = render(cmp, None, upgrade.explain(cmp, old[0], new[0]))
+    why = text.split("**Why it changed** (Triton 3.6.0 -> Triton 3.9.0: ", 1)[1]
+    assert (
+        "<code>tiled-fp16-nt-K512</code> SLOWER: <code>tiled_matmul_kernel</code>: "
+        "programs/SM 2 -&gt; 1, num_stages 3 -&gt; 4" in why
+    )
+    assert "- `grouped-fp16-nt-K128` SLOWER: +1 launch: the copy of `aten.clone.default`" in why
+    assert "| `tiled` | SLOWER | changed |" in text
+    sidecar = json.loads((tmp_path / "explain" / "explanations.json").read_text())
+    assert set(sidecar["cases"]) == {c.key for c in cmp.cases}
+
+
+def test_an_upgrade_that_changed_code_but_not_time_says_so_and_explains_nothing(
+    tmp_path: Path,
+) -> None:
+    """Liger 0.8.4 -> 0.8.5 changed the backward kernels and not their time: the kernel reads
+    SAME with its compiled code changed, and only a decided case gets a why."""
+    old = [
+        load_run(tmp_path, f"o-{i}.json", seed=240 + i, software=OLD, code={"persistent": "a"})
+        for i in range(3)
+    ]
+    new = [
+        load_run(tmp_path, f"n-{i}.json", seed=340 + i, software=NEW, code={"persistent": "b"})
+        for i in range(3)
+    ]
+    cmp = judge_upgrade(old, new)
+    assert cmp.kernels()["persistent"] is Change.SAME
+    text = render(cmp)
+    assert "| `persistent` | SAME | changed |" in text
+    assert "| `tiled` | SAME | same |" in text
+    assert "Why it changed" not in text

@@ -377,7 +377,7 @@ def _cmd_upgrade_ab(args: argparse.Namespace) -> int:
     from tilegate.judge.outcome import upgrade_outcome
     from tilegate.judge.upgrade import judge_upgrade
     from tilegate.run.perf import run_suite
-    from tilegate.run.upgrade import fingerprint_diff, measure_sides, render
+    from tilegate.run.upgrade import explain, fingerprint_diff, measure_sides, render
 
     out_dir = PERF_DIR / "upgrade-ab"
     try:
@@ -403,7 +403,7 @@ def _cmd_upgrade_ab(args: argparse.Namespace) -> int:
         if args.no_fingerprint
         else fingerprint_diff(Path(args.new), old_triton, out_dir / "fingerprint.md")
     )
-    text = render(cmp, fp)
+    text = render(cmp, fp, explain(cmp, old[0], new[0]))
     atomic_write_text(out_dir / "report.md", text)
     print(text, end="")
     print(f"(report written to {out_dir / 'report.md'})", file=sys.stderr)

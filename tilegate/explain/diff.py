@@ -421,6 +421,20 @@ def explain_cases(results: Path, cases: Sequence[tuple[str, str]]) -> list[Expla
     ]
 
 
+def explain_runs(base: Path, head: Path, cases: Sequence[tuple[str, str]]) -> list[Explanation]:
+    """The explanations of `cases` between two results files of one side each: an upgrade A/B's
+    old process (the base) against its new one (tilegate.run.upgrade)."""
+    if not cases:
+        return []
+    try:
+        old, new = read_sides(base), read_sides(head)
+    except Exception as err:
+        why = f"results {base} or {head} unreadable: {type(err).__name__}: {err}"
+        return [Explanation(k, v, unavailable=why) for k, v in cases]
+    dirs = list(dict.fromkeys([*ir_dirs(base), *ir_dirs(head)]))
+    return [explain_pair(k, v, old.get(("head", k)), new.get(("head", k)), dirs) for k, v in cases]
+
+
 def explain_judgement(results: Path, cmp: Any = None, ab: Any = None) -> list[Explanation]:
     """Every decided case of a judgement explained; never raises."""
     try:

@@ -49,6 +49,9 @@ class UpgradeCase:
     p: float
     kernel: str = ""  # the variant, at its value of KERNEL_AXES if the grid has one
     group: str = ""
+    # whether the compiled code that ran differs between the sides (the identity's code hash in
+    # each side's processes); None where a side recorded none
+    code_changed: bool | None = None
 
     @property
     def fails(self) -> bool:
@@ -114,6 +117,18 @@ def _kernel(variant: str, params: Mapping[str, object]) -> str:
     return "-".join([variant, *(str(params[a]) for a in KERNEL_AXES if a in params)])
 
 
+def _code_changed(old_runs: Sequence[Run], new_runs: Sequence[Run], key: str) -> bool | None:
+    """Whether `key`'s compiled code differs between the sides: the sets of code hashes its rows
+    recorded in each side's processes; None where a process recorded none."""
+    sides = []
+    for runs in (old_runs, new_runs):
+        hashes = {r.rows[key].code_hash if key in r.rows else None for r in runs}
+        if None in hashes:
+            return None
+        sides.append(hashes)
+    return sides[0] != sides[1]
+
+
 def judge_upgrade(old_runs: Sequence[Run], new_runs: Sequence[Run]) -> UpgradeComparison:
     """Each case's ratio to the reference, old processes against new ones."""
     if len(old_runs) < 2 or len(new_runs) < 2:
@@ -172,6 +187,7 @@ def judge_upgrade(old_runs: Sequence[Run], new_runs: Sequence[Run]) -> UpgradeCo
             UpgradeCase(
                 key, row.variant, change, tuple(old), tuple(new), effect, tol, p,
                 kernel=_kernel(row.variant, row.params), group=row.group,
+                code_changed=_code_changed(old_runs, new_runs, key),
             )
         )  # fmt: skip
     return UpgradeComparison(tuple(old_runs), tuple(new_runs), tuple(cases), tuple(notes))

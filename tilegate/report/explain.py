@@ -19,7 +19,9 @@ from typing import Any
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.explain.diff import EXPLAINED, MAX_LINES, Explanation, explain_cases, write
 
-TITLE = "**Why it changed** (base -> head: what differs in the launches and the compiled code)"
+
+def _title(sides: str) -> str:
+    return f"**Why it changed** ({sides}: what differs in the launches and the compiled code)"
 
 
 def _html(text: str) -> str:
@@ -36,19 +38,20 @@ def _tail(e: Explanation) -> list[str]:
     return out
 
 
-def why_section(explanations: Sequence[Explanation]) -> list[str]:
+def why_section(explanations: Sequence[Explanation], sides: str = "base -> head") -> list[str]:
     """The report's block: one line per case, its facts folded. [] when nothing is explained;
-    never raises (the report is written whatever an explanation holds)."""
+    never raises (the report is written whatever an explanation holds). `sides`: what is
+    compared, in words ("old -> new" in an upgrade A/B)."""
     if not explanations:
         return []
     try:
-        return _why(explanations)
+        return _why(explanations, _title(sides))
     except Exception as err:
-        return [TITLE, "", f"- explanation unavailable: {type(err).__name__}: {err}", ""]
+        return [_title(sides), "", f"- explanation unavailable: {type(err).__name__}: {err}", ""]
 
 
-def _why(explanations: Sequence[Explanation]) -> list[str]:
-    out: list[str] = [TITLE, ""]
+def _why(explanations: Sequence[Explanation], title: str) -> list[str]:
+    out: list[str] = [title, ""]
     reasons = {e.unavailable for e in explanations}
     if len(explanations) > 1 and len(reasons) == 1 and None not in reasons:
         keys = ", ".join(f"`{e.key}`" for e in explanations[:8])

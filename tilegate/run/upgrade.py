@@ -31,11 +31,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from tilegate.errors import InputError
+from tilegate.explain.diff import EXPLAINED, Explanation, explain_runs, write
 from tilegate.fileio import atomic_write_text
 from tilegate.judge.outcome import headline, upgrade_outcome
 from tilegate.judge.upgrade import UPGRADE, UpgradeComparison, changed, tritons
 from tilegate.judge.vocabulary import Change
 from tilegate.markdown import pct, table
+from tilegate.report.explain import why_section
 
 
 def _display(name: str) -> str:
@@ -55,8 +57,33 @@ def _what(cmp: UpgradeComparison) -> tuple[str, str, str]:
     )
 
 
-def render(cmp: UpgradeComparison, fingerprint: str | None = None) -> str:
-    """The upgrade A/B as markdown: per kernel first, then per case."""
+def _code(cmp: UpgradeComparison, kernel: str) -> str:
+    """Whether a kernel's compiled code differs between the sides, in words: a SAME kernel whose
+    code changed is a change the time did not follow."""
+    seen = {c.code_changed for c in cmp.cases if c.kernel_name == kernel}
+    if True in seen:
+        return "changed"
+    return "same" if seen == {False} else "not recorded"
+
+
+def explain(cmp: UpgradeComparison, old: Path, new: Path) -> list[Explanation]:
+    """Every decided case whose compiled code changed, explained between the first process of
+    each side (tilegate.explain.diff); their sidecar and TTGIR diffs are written beside `new`."""
+    cases = [
+        (c.key, c.change.name) for c in cmp.cases if c.code_changed and c.change.name in EXPLAINED
+    ]
+    explanations = explain_runs(old, new, cases)
+    write(explanations, new)
+    return explanations
+
+
+def render(
+    cmp: UpgradeComparison,
+    fingerprint: str | None = None,
+    explanations: Sequence[Explanation] = (),
+) -> str:
+    """The upgrade A/B as markdown: per kernel first (with why the decided ones changed), then
+    per case."""
     what, old_t, new_t = _what(cmp)
     ref = cmp.old_runs[0].reference or "the reference"
     kernels = cmp.kernels()
@@ -76,12 +103,13 @@ def render(cmp: UpgradeComparison, fingerprint: str | None = None) -> str:
         "## Per kernel",
         "",
         *table(
-            ["kernel", "verdict", "cases"],
-            "lll",
+            ["kernel", "verdict", "compiled code", "cases"],
+            "llll",
             [
                 (
                     f"`{v}`",
                     change.value,
+                    _code(cmp, v),
                     ", ".join(
                         f"{c.where} {c.change.value.lower()} {pct(c.effect)}"
                         for c in cmp.cases
@@ -92,6 +120,7 @@ def render(cmp: UpgradeComparison, fingerprint: str | None = None) -> str:
             ],
         ),
         "",
+        *why_section(explanations, f"{old_t} -> {new_t}"),
         f"## Per case (ratio to `{ref}` in each process)",
         "",
         *table(

@@ -14,9 +14,12 @@
 #   a  perf --report-only from a cold Triton cache (0.8.5), timed: compile + measure
 #   b  rebaseline --measure 3 -> OUT/baselines/<gpu-slug>.json (nvidia-h200.json on an H200)
 #   c  $AA A/A runs (default 3): perf --ab HEAD, judged against b's baseline too
-#   d  upgrade-ab --old 0.8.4 --new 0.8.5 --repeats 2: a verdict per kernel
+#   d  upgrade-ab --old 0.8.4 --new 0.8.5 --repeats $REPEATS (default 2): a verdict per kernel
+#   e  upgrade-ab --old 0.8.5 --new 0.8.5 edited by tools/edited_liger.py (swiglu forward's
+#      num_warps, rms_norm / layer_norm backward's row loops) --repeats $REPEATS: each changed kernel's
+#      verdict and why it changed (the report's "Why it changed")
 # STEPS="b c d" runs only those (default: a b c d); without b, c is judged against the
-# example's committed baselines/.
+# example's committed baselines/. Step d alone needs the 0.8.4 wheel.
 # then a table: step, exit code, wall seconds. Estimated ~5.5 min of GPU wall in all (a ~40 s,
 # b ~85 s, c ~90 s, d ~115 s; a warm quick run ~28 s: ~10 s CUDA/torch start, ~13 s warm-up,
 # soak and timed rounds, the rest checks and the report).
@@ -37,6 +40,7 @@ PY=${PYTHON:-python3}
 STEP_TIMEOUT=${STEP_TIMEOUT:-300}
 PROFILE=${PROFILE:-quick}
 AA=${AA:-3}
+REPEATS=${REPEATS:-2} # processes a side in steps d and e
 read -r -a RUN <<<"${STEPS:-a b c d}"
 read -r -a EXTRA <<<"${EXTRA:-}"
 exec > >(tee "$OUT/h200.log") 2>&1
@@ -48,7 +52,10 @@ die() {
 }
 
 # --- the two releases, each in a directory of its own ---------------------------------------
-for v in 0.8.5 0.8.4; do
+wants() { [[ " ${RUN[*]} " == *" $1 "* ]]; }
+RELEASES=(0.8.5)
+if wants d; then RELEASES+=(0.8.4); fi
+for v in "${RELEASES[@]}"; do
     whl=$(ls "$HERE"/.whl/liger_kernel-"$v"-*.whl 2>/dev/null | head -1)
     [ -n "$whl" ] || die "no $HERE/.whl/liger_kernel-$v-*.whl (README.md: 'Wheels for an offline GPU machine')"
     rm -rf "/tmp/liger-$v"
@@ -120,7 +127,6 @@ step() { # step NAME PYTHONPATH ARGS...: `python -m tilegate ARGS`, its exit cod
     STEPS+=("$name $rc $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}")")
 }
 
-wants() { [[ " ${RUN[*]} " == *" $1 "* ]]; }
 BASELINES=baselines
 if wants a; then
     step a-quick-cold "$NEW" perf --profile "$PROFILE" --report-only --no-plots --out-dir "$OUT/a-quick-cold"
@@ -139,8 +145,15 @@ if wants c; then
 fi
 if wants d; then
     step d-upgrade "$ROOT" upgrade-ab --old /tmp/liger-0.8.4 --new /tmp/liger-0.8.5 \
-        --profile "$PROFILE" --repeats 2
+        --profile "$PROFILE" --repeats "$REPEATS"
     mkdir -p "$OUT/d-upgrade" && cp .perf/upgrade-ab/*.json .perf/upgrade-ab/report.md "$OUT/d-upgrade/" 2>/dev/null
+fi
+if wants e; then
+    "$PY" "$HERE/tools/edited_liger.py" /tmp/liger-0.8.5 /tmp/liger-edited || die "cannot edit Liger"
+    rm -rf .perf/upgrade-ab
+    step e-edited "$ROOT" upgrade-ab --old /tmp/liger-0.8.5 --new /tmp/liger-edited \
+        --profile "$PROFILE" --repeats "$REPEATS"
+    rm -rf "$OUT/e-edited" && cp -r .perf/upgrade-ab "$OUT/e-edited"
 fi
 
 say "summary (exit: 0 holds, 1 regression / slower, 2 cannot judge, 124 timed out)"
