@@ -196,13 +196,8 @@ class GroupMeasurer:
         prep.phases |= {"checks": 0.0, "identity": 0.0}
         for case in group_cases:
             res = prep.results[case.slot] = CaseResult(case, tolerance=tol)
-            variant = self.registry.get(case.slot)
+            variant, res.skip_reason = self._runnable(case)
             if variant is None:
-                res.skip_reason = f"variant {case.slot!r} is not in benchmark {self.benchmark.name}"
-                continue
-            reason = variant.unsupported_reason(self.capability)
-            if reason:
-                res.skip_reason = f"{case.variant} cannot run here: {reason}"
                 continue
             warned: list[Warned] = []
             t_case = time.perf_counter()
@@ -317,17 +312,23 @@ class GroupMeasurer:
         for prep, _ in budgeted:
             self._finish(prep)
 
+    def _runnable(self, case: Case) -> tuple[Any, str | None]:
+        """The variant that runs `case` here, or None and why it cannot (the case's skip reason)."""
+        variant = self.registry.get(case.slot)
+        if variant is None:
+            return None, f"variant {case.slot!r} is not in benchmark {self.benchmark.name}"
+        reason = variant.unsupported_reason(self.capability)
+        if reason:
+            return None, f"{case.variant} cannot run here: {reason}"
+        return variant, None
+
     def _compile_first(self, group_cases: list[Case], params: Any, inputs: Any) -> None:
         """Compile the group's kernels side by side (tilegate.harness.precompile); the first
         group also starts the CUDA profiler meanwhile, for the identities that follow."""
         from tilegate.harness.identity import start_profiler
         from tilegate.harness.precompile import first_calls
 
-        variants = []
-        for case in group_cases:
-            variant = self.registry.get(case.slot)
-            if variant is not None and not variant.unsupported_reason(self.capability):
-                variants.append(variant)
+        variants = [v for v, _ in map(self._runnable, group_cases) if v is not None]
         with warnlog.recording() as warned:
             first_calls(
                 [functools.partial(_made_and_called, v, params, inputs) for v in variants],

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -158,5 +159,8 @@ def test_upgrade_ab_gives_a_verdict_per_kernel(repo: Path, tmp_path: Path) -> No
         assert f"| `{kernel}` |" in report
     if old:
         assert "liger_kernel " in report.splitlines()[0]  # "... liger_kernel 0.8.4 -> 0.8.5"
+        # 0.8.5 changed the norm backwards (COMPUTE_DW), not swiglu: each kernel says so
+        assert re.search(r"^\| `liger-rms_norm-bwd` \| \w+ \| changed \|", report, re.M)
+        assert re.search(r"^\| `liger-swiglu-fwd` \| \w+ \| same \|", report, re.M)
     else:
         assert "A/A of environments" in report
