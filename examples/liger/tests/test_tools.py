@@ -43,7 +43,9 @@ def test_the_edited_copy_differs_by_the_three_edits_and_its_version(tmp_path: Pa
     ops, edited = src / "liger_kernel" / "ops", tmp_path / "edited" / "liger_kernel" / "ops"
     changed = {p.name for p in edited.glob("*.py") if p.read_text() != (ops / p.name).read_text()}
     assert changed == {"swiglu.py", "rms_norm.py", "layer_norm.py"}
-    assert "loop_unroll_factor=2" in (edited / "rms_norm.py").read_text()
+    rms = (edited / "rms_norm.py").read_text()
+    bwd = rms[rms.index("def rms_norm_backward(") :]
+    assert "num_warps=2,  # tilegate edit" in bwd and rms.count("tilegate edit") == 1
     assert "num_stages=3" in (edited / "layer_norm.py").read_text()
     swiglu = (edited / "swiglu.py").read_text()
     fwd = swiglu[swiglu.index("def swiglu_forward(") : swiglu.index("def swiglu_backward(")]
@@ -57,8 +59,10 @@ def test_a_release_without_the_edited_text_is_named_and_nothing_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tool, src = _tool(), _release(tmp_path)
-    rms = src / "liger_kernel" / "ops" / "rms_norm.py"
-    rms.write_text(rms.read_text().replace("for row_idx in range(", "for row in range("))
+    ln = src / "liger_kernel" / "ops" / "layer_norm.py"
+    ln.write_text(ln.read_text().replace("for row_idx in range(", "for row in range("))
     assert tool.main(src, tmp_path / "edited") == 2
-    assert "rms_norm.py: no 'for row_idx in range(row_start, row_end):'" in capsys.readouterr().err
+    assert (
+        "layer_norm.py: no 'for row_idx in range(row_start, row_end):'" in capsys.readouterr().err
+    )
     assert not (tmp_path / "edited").exists() and not (tmp_path / "edited.tmp").exists()

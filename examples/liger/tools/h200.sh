@@ -15,8 +15,8 @@
 #   b  rebaseline --measure 3 -> OUT/baselines/<gpu-slug>.json (nvidia-h200.json on an H200)
 #   c  $AA A/A runs (default 3): perf --ab HEAD, judged against b's baseline too
 #   d  upgrade-ab --old 0.8.4 --new 0.8.5 --repeats $REPEATS (default 2): a verdict per kernel
-#   e  upgrade-ab --old 0.8.5 --new 0.8.5 edited by tools/edited_liger.py (swiglu forward's
-#      num_warps, rms_norm / layer_norm backward's row loops) --repeats $REPEATS: each changed kernel's
+#   e  upgrade-ab --old 0.8.5 --new 0.8.5 edited by tools/edited_liger.py (rms_norm backward's
+#      and swiglu forward's num_warps, layer_norm backward's row loop) --repeats $REPEATS: each changed kernel's
 #      verdict and why it changed (the report's "Why it changed")
 # STEPS="b c d" runs only those (default: a b c d); without b, c is judged against the
 # example's committed baselines/. Step d alone needs the 0.8.4 wheel.
