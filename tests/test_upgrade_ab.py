@@ -11,6 +11,7 @@ import pytest
 
 from tests._factories import key, load_run, make_run, write
 from tilegate.errors import InputError
+from tilegate.explain.diff import explain_runs
 from tilegate.judge import vocabulary
 from tilegate.judge.outcome import Outcome, upgrade_outcome
 from tilegate.judge.results import load_results
@@ -21,7 +22,8 @@ from tilegate.run.upgrade import measure_sides, render
 
 OLD = {"torch": "2.11.0+cu130", "triton": "3.6.0", "python": "3.12.3"}
 NEW = {**OLD, "triton": "3.9.0"}
-EXPLAIN_FIXTURE = Path(__file__).parent / "fixtures" / "synthetic-ab-explain-h200.json"
+FIXTURES = Path(__file__).parent / "fixtures"
+EXPLAIN_FIXTURE = FIXTURES / "synthetic-ab-explain-h200.json"
 
 
 def sides(tmp_path: Path, slow: dict[str, float], n: int = 3):  # type: ignore[no-untyped-def]
@@ -207,3 +209,30 @@ def test_an_upgrade_that_changed_code_but_not_time_says_so_and_explains_nothing(
     assert "| `persistent` | SAME | changed |" in text
     assert "| `tiled` | SAME | same |" in text
     assert "Why it changed" not in text
+
+
+def test_the_h200s_liger_config_and_loop_changes_are_explained_by_their_facts(
+    tmp_path: Path,
+) -> None:
+    """Recorded on the H200 (examples/liger/tools/h200.sh step e, docs/results-h200.md round 12):
+    the first process of each side, Liger 0.8.5 against the copy tools/edited_liger.py made. The
+    facts come from the records as the GPU wrote them, not from this test."""
+    old, new = (FIXTURES / f"recorded-h200-liger-edit-{s}.json" for s in ("old", "new"))
+    rms, ln, swiglu = (
+        f"liger-{k}-bf16-T8192-H4096" for k in ("rms_norm-bwd", "layer_norm-bwd", "swiglu-fwd")
+    )
+    got = {
+        e.key: e
+        for e in explain_runs(old, new, [(rms, "SLOWER"), (ln, "FASTER"), (swiglu, "SLOWER")])
+    }
+    # the config change: num_warps 8 -> 2 and what it did to registers and spills
+    assert got[rms].lines[0].startswith("`_rms_norm_backward_kernel`: spilled bytes 0 -> 46")
+    assert "num_warps 8 -> 2" in got[rms].lines[0]
+    # the loop change: the row loop software-pipelined, its loads through shared memory
+    assert got[ln].lines[0] == (
+        "`_layer_norm_backward_kernel`: shared memory 8 KiB -> 32 KiB, registers/thread 128 -> 103"
+    )
+    assert any("cp.async 0 -> 18" in line for line in got[ln].lines)
+    assert all(len(e.lines) <= 5 for e in got.values())
+    # num_warps 8 -> 4 in swiglu's forward: a changed compiled kernel, named by its fact
+    assert "num_warps 8 -> 4" in got[swiglu].lines[0]
