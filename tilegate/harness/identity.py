@@ -251,7 +251,8 @@ def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
                 entry, handle = _record().interpreted_launch(self, args, grid, kwargs)
                 seen.explain.append(entry)
                 seen.handles.append(handle)
-            return orig(self, *args, grid=grid, warmup=warmup, **kwargs)
+            with _device_code():
+                return orig(self, *args, grid=grid, warmup=warmup, **kwargs)
 
         return run
 
@@ -296,6 +297,14 @@ def _dispatched(ops: list[str]) -> Iterator[None]:
     from torch.utils._pytree import tree_flatten
 
     class Record(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            # torch wraps a mode's __torch_dispatch__ in dynamo.disable, so that code compiled by
+            # torch.compile does not trace into it, which imports torch._dynamo (2-3 s of CPU
+            # per process); where nothing has imported it, nothing compiled can run in the block
+            # (a variant that compiles did so in its first call, outside this mode)
+            return "torch._dynamo" in sys.modules
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             flat, _ = tree_flatten((args, kwargs or {}))
             ops.append(repr((str(func), tuple(_operand(x) for x in flat))))
@@ -468,6 +477,7 @@ def _is_project(filename: str) -> bool:
 
 _MONITOR: list[int] = []  # the sys.monitoring tool id this process holds (acquired once)
 _SINK: list[list[Any]] = []  # where the running capture collects code objects
+_COLLECTOR: list[Callable[..., None]] = []  # the profile functions the captures have set
 
 
 def _on_start(code: Any, offset: int) -> Any:
@@ -508,13 +518,41 @@ def _host_code(sink: list[Any]) -> Iterator[None]:
             if event == "call" and _is_project(frame.f_code.co_filename):
                 sink.append(frame.f_code)
 
+        _COLLECTOR.append(profile)
         sys.setprofile(profile)
         try:
             yield
         finally:
             sys.setprofile(previous)
+            _COLLECTOR.pop()
     finally:
         _SINK.pop()
+
+
+@contextlib.contextmanager
+def _device_code() -> Iterator[None]:
+    """Pause the host-code collection inside a kernel launch under the interpreter: there the
+    kernel's @jit functions run as Python, device code that the launch's source hash covers
+    (and that a GPU never runs as Python). With a profile function (Python < 3.12), which puts
+    the whole interpreter on its slow tracing path, the launch also runs in a third of the
+    time."""
+    mon = getattr(sys, "monitoring", None)
+    if _MONITOR and mon is not None and _SINK:
+        events = mon.get_events(_MONITOR[0])
+        mon.set_events(_MONITOR[0], 0)
+        try:
+            yield
+        finally:
+            mon.set_events(_MONITOR[0], events)
+        return
+    if not _COLLECTOR or sys.getprofile() is not _COLLECTOR[-1]:
+        yield
+        return
+    sys.setprofile(None)
+    try:
+        yield
+    finally:
+        sys.setprofile(_COLLECTOR[-1])
 
 
 def _strip_docstrings(tree: ast.AST) -> ast.AST:

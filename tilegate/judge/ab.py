@@ -49,7 +49,6 @@ from types import MappingProxyType
 from typing import Any
 
 import numpy as np
-from scipy import stats as _sp
 
 from tilegate import __version__
 from tilegate.errors import InputError
@@ -421,7 +420,7 @@ def _wilcoxon(logs: np.ndarray, alternative: str) -> float:
     nonzero = logs[logs != 0]
     if len(nonzero) < 2:
         return 1.0
-    p = float(_sp.wilcoxon(nonzero, alternative=alternative).pvalue)
+    p = float(stats.scipy_stats().wilcoxon(nonzero, alternative=alternative).pvalue)
     return 1.0 if math.isnan(p) else p
 
 

@@ -44,7 +44,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _sp
 
 from tilegate.judge import stats
 
@@ -147,8 +146,8 @@ def _mode(group: Sequence[Unit], tolerance: float, confidence: float, alpha: flo
     nonzero = logs[logs != 0]
     p_up = p_down = 1.0
     if len(nonzero) >= 2:
-        p_up = float(_sp.wilcoxon(nonzero, alternative="greater").pvalue)
-        p_down = float(_sp.wilcoxon(nonzero, alternative="less").pvalue)
+        p_up = float(stats.scipy_stats().wilcoxon(nonzero, alternative="greater").pvalue)
+        p_down = float(stats.scipy_stats().wilcoxon(nonzero, alternative="less").pvalue)
     return Mode(
         ratio=float(np.exp(np.median(logs))),
         ci=(lo, hi),
@@ -186,7 +185,7 @@ def find_modes(
     split = float(np.median(high_logs) - np.median(low_logs))
     if gaps[cut - 1] <= gap_min or split <= split_min:
         return ()
-    p = float(_sp.mannwhitneyu(low_logs, high_logs, alternative="less").pvalue)
+    p = float(stats.scipy_stats().mannwhitneyu(low_logs, high_logs, alternative="less").pvalue)
     if not p < MODE_P:
         return ()
     return (

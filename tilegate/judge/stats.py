@@ -19,10 +19,19 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from scipy import stats as _sp
-from scipy.stats import mannwhitneyu
+
+
+def scipy_stats() -> Any:
+    """scipy.stats, imported where a test or quantile is computed, not with this module: its
+    import costs about 1 s of CPU, in every perf-suite process, which on the smoke profile (5
+    rounds a case: too few for median_ci) computes none of it."""
+    from scipy import stats
+
+    return stats
+
 
 # Expected range of R normal draws in standard deviations (Tukey's d2). The calibration's
 # "drift" is the range of 3 per-run medians; other run counts are scaled to that scale.
@@ -52,7 +61,7 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
         raise ValueError("median_ci of no samples")
     if n < 6:  # too few for any useful interval: the whole range
         return xs[0], xs[-1]
-    lo_rank = int(_sp.binom.ppf((1 - confidence) / 2, n, 0.5))
+    lo_rank = int(scipy_stats().binom.ppf((1 - confidence) / 2, n, 0.5))
     hi_rank = n - 1 - lo_rank
     return xs[max(lo_rank - 1, 0)], xs[min(hi_rank + 1, n - 1)]
 
@@ -71,7 +80,7 @@ def rms_upper_bound(deviations: Sequence[float], confidence: float) -> float:
         raise ValueError("rms_upper_bound of no deviations")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    return float(math.sqrt(float(np.sum(d * d)) / _sp.chi2.ppf(1 - confidence, d.size)))
+    return float(math.sqrt(float(np.sum(d * d)) / scipy_stats().chi2.ppf(1 - confidence, d.size)))
 
 
 def run_drift(run_medians: Sequence[float]) -> float:
@@ -154,7 +163,7 @@ def _mwu(x: Sequence[float], y: Sequence[float], alternative: str) -> float:
         return 1.0
     if min(x) == max(x) == min(y) == max(y):  # no information; scipy would return NaN
         return 1.0
-    p = float(mannwhitneyu(x, y, alternative=alternative, method="auto").pvalue)
+    p = float(scipy_stats().mannwhitneyu(x, y, alternative=alternative, method="auto").pvalue)
     return 1.0 if math.isnan(p) else p
 
 

@@ -23,7 +23,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _sp
 
 from tilegate.errors import InputError
 from tilegate.judge import stats
@@ -175,7 +174,7 @@ def judge_upgrade(old_runs: Sequence[Run], new_runs: Sequence[Run]) -> UpgradeCo
         effect = stats.median(new) / stats.median(old) - 1
         noise = max((max(x) - min(x)) / stats.median(x) for x in (old, new))
         tol = UPGRADE.tolerance(noise).value
-        t = _sp.ttest_ind(np.log(new), np.log(old), equal_var=False)
+        t = stats.scipy_stats().ttest_ind(np.log(new), np.log(old), equal_var=False)
         p = 1.0 if math.isnan(t.pvalue) else float(t.pvalue)
         if abs(effect) > tol and p < UPGRADE.alpha:
             change = Change.SLOWER if effect > 0 else Change.FASTER
