@@ -28,8 +28,24 @@ SHARED_FIXTURES = (
 )
 
 
+# The modules whose tests start tilegate or perf-suite processes (5-80 s each on a CI core): run
+# first, so that the session ends on short tests spread over every worker, not on one long test
+# while the other workers idle.
+HEAVY_FIRST = (
+    "test_pipeline_smoke.py",
+    "test_gate_from_base.py",
+    "test_installed.py",
+    "test_shard.py",
+    "test_explain.py",
+    "test_escapes.py",
+    "test_confirm.py",
+    "test_history_dashboard.py",
+)
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.path.name not in HEAVY_FIRST)  # stable: order kept within
     if not getattr(config.option, "loadgroup", False):
         return
     for item in items:

@@ -186,6 +186,7 @@ def test_nox_perf_ab_smoke_runs_both_kernels_packages(tmp_path: Path) -> None:
         "--out-dir",
         str(out),
         "--perf-axis=K=24",
+        "--perf-axis=layout=nt",  # what is asserted below is the nt cases'
         "--perf-variants=torch,swizzle_persistent,xtile_persistent",
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
