@@ -28,9 +28,9 @@ SHARED_FIXTURES = (
 )
 
 
-# The modules whose tests start tilegate or perf-suite processes (5-80 s each on a CI core): run
-# first, so that the session ends on short tests spread over every worker, not on one long test
-# while the other workers idle.
+# The modules whose tests start tilegate or perf-suite processes (5-80 s each on a CI core), the
+# longest first: they run first, so that the session ends on short tests spread over every
+# worker, not on one long test while the other workers idle.
 HEAVY_FIRST = (
     "test_pipeline_smoke.py",
     "test_gate_from_base.py",
@@ -45,7 +45,8 @@ HEAVY_FIRST = (
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.path.name not in HEAVY_FIRST)  # stable: order kept within
+    heavy = {name: i for i, name in enumerate(HEAVY_FIRST)}  # the longest first
+    items.sort(key=lambda item: heavy.get(item.path.name, len(heavy)))  # stable within a module
     if not getattr(config.option, "loadgroup", False):
         return
     for item in items:
