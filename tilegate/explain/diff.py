@@ -406,33 +406,35 @@ def ir_dirs(results: Path) -> list[Path]:
     return list(dict.fromkeys(dirs))
 
 
-def explain_cases(results: Path, cases: Sequence[tuple[str, str]]) -> list[Explanation]:
-    """The explanations of `cases` ((case id, verdict)) of a results file."""
+def _explained(
+    cases: Sequence[tuple[str, str]], paths: Sequence[Path], base: str, head: str
+) -> list[Explanation]:
+    """`cases` explained between the `base` side's rows of the first results file and the
+    `head` side's of the last (one file: an A/B run; two: an upgrade's processes)."""
     if not cases:
         return []
     try:
-        sides = read_sides(results)
+        sides = [read_sides(p) for p in dict.fromkeys(paths)]
     except Exception as err:
-        why = f"results {results} unreadable: {type(err).__name__}: {err}"
+        shown = " or ".join(str(p) for p in dict.fromkeys(paths))
+        why = f"results {shown} unreadable: {type(err).__name__}: {err}"
         return [Explanation(k, v, unavailable=why) for k, v in cases]
-    dirs = ir_dirs(results)
+    dirs = list(dict.fromkeys(d for p in paths for d in ir_dirs(p)))
     return [
-        explain_pair(k, v, sides.get(("base", k)), sides.get(("head", k)), dirs) for k, v in cases
+        explain_pair(k, v, sides[0].get((base, k)), sides[-1].get((head, k)), dirs)
+        for k, v in cases
     ]
+
+
+def explain_cases(results: Path, cases: Sequence[tuple[str, str]]) -> list[Explanation]:
+    """The explanations of `cases` ((case id, verdict)) of an A/B results file."""
+    return _explained(cases, [results], "base", "head")
 
 
 def explain_runs(base: Path, head: Path, cases: Sequence[tuple[str, str]]) -> list[Explanation]:
     """The explanations of `cases` between two results files of one side each: an upgrade A/B's
     old process (the base) against its new one (tilegate.run.upgrade)."""
-    if not cases:
-        return []
-    try:
-        old, new = read_sides(base), read_sides(head)
-    except Exception as err:
-        why = f"results {base} or {head} unreadable: {type(err).__name__}: {err}"
-        return [Explanation(k, v, unavailable=why) for k, v in cases]
-    dirs = list(dict.fromkeys([*ir_dirs(base), *ir_dirs(head)]))
-    return [explain_pair(k, v, old.get(("head", k)), new.get(("head", k)), dirs) for k, v in cases]
+    return _explained(cases, [base, head], "head", "head")
 
 
 def explain_judgement(results: Path, cmp: Any = None, ab: Any = None) -> list[Explanation]:
