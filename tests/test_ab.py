@@ -17,8 +17,9 @@ import torch
 
 from tests._factories import build_baseline, key, load_run, make_run, write
 from tilegate.errors import InputError
-from tilegate.harness.base import SOURCE_FILE, load, materialise, package_name
+from tilegate.harness.base import materialise, read_base
 from tilegate.harness.identity import capture, identity
+from tilegate.harness.sides import SideFailure, SideSpec, start
 from tilegate.harness.timing import round_order
 from tilegate.judge import stats
 from tilegate.judge.ab import (
@@ -106,26 +107,38 @@ def repo(tmp_path: Path) -> Path:
     return r
 
 
-@pytest.mark.interpreter
-def test_two_versions_of_one_kernel_module_live_side_by_side(repo: Path, tmp_path: Path) -> None:
-    old = materialise("HEAD~1", repo, tmp_path / "ab", source="kernels")
+def _import_as(path: Path, name: str):  # type: ignore[no-untyped-def]
+    """The package in `path` imported under `name` (two versions of one package in one test)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(
+        name, path / "__init__.py", submodule_search_locations=[str(path)]
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_base_is_its_whole_tree_checked_out(repo: Path, tmp_path: Path) -> None:
+    (repo / "README.md").write_text("not code\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "a file beside the code")
+    old = materialise("HEAD~2", repo, tmp_path / "ab", source="kernels")
     new = materialise("HEAD", repo, tmp_path / "ab", source="kernels")
-    assert old.sha == _git(repo, "rev-parse", "HEAD~1") and old.sha != new.sha
-    assert (old.path / "kernels" / "__init__.py").read_text() == KERNELS.format(scale=1.0)
+    assert old.sha == _git(repo, "rev-parse", "HEAD~2") and old.sha != new.sha
+    assert (old.tree / "kernels" / "__init__.py").read_text() == KERNELS.format(scale=1.0)
+    assert (new.tree / "README.md").is_file() and not (old.tree / "README.md").exists()
     assert not list((tmp_path / "ab").glob(".*partial")), "nothing half-extracted is left"
-    v1 = load(old.path, old.package).VARIANTS["scale"]
-    v2 = load(new.path, new.package).VARIANTS["scale"]
-    x = torch.arange(8, dtype=torch.float32)
-    assert torch.equal(v1.matmul(x, None), x) and torch.equal(v2.matmul(x, None), 2 * x)
-    # both compiled from the same source: the same code under the interpreter ...
-    with capture() as c1:
-        v1.matmul(x, None)
-    with capture() as c2:
-        v2.matmul(x, None)
-    assert identity(c1).kind == "source" and identity(c1).launches == 1
-    # ... but the host code differs (the scale constant in kernels/__init__.py): the whole
-    # case's identity covers it, so the case is "changed" and judged on its ratio (issue 19)
-    assert identity(c1) != identity(c2), "host code changed: the case's identity must see it"
+    assert read_base(new.path).source == "kernels"
+
+
+def test_a_base_without_the_source_path_cannot_judge(repo: Path, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"has no src/mypkg/ .*no code of the base to measure"):
+        materialise("HEAD", repo, tmp_path / "ab", source="src/mypkg")
+    assert not list((tmp_path / "ab").glob(".*partial")), "nothing half-extracted is left"
 
 
 @pytest.mark.interpreter
@@ -136,9 +149,9 @@ def test_changed_kernel_source_changes_the_identity(repo: Path, tmp_path: Path) 
     b = materialise("HEAD", repo, tmp_path / "ab", source="kernels")
     x = torch.arange(8, dtype=torch.float32)
     ids = []
-    for base in (a, b):
+    for i, base in enumerate((a, b)):
         with capture() as seen:
-            load(base.path, base.package).VARIANTS["scale"].matmul(x, None)
+            _import_as(base.tree / "kernels", f"kernels_{i}").VARIANTS["scale"].matmul(x, None)
         ids.append(identity(seen))
     assert ids[0].hash != ids[1].hash
 
@@ -163,9 +176,7 @@ def test_sass_identity_ignores_where_the_kernel_lies(tmp_path: Path) -> None:
     shutil.copytree(REPO / "kernels", copy / "kernels")
     src = copy / "kernels" / "persistent.py"
     src.write_text("# a comment that moves every kernel down\n\n" + src.read_text())
-    # what materialise() writes beside the package it extracted
-    (copy / SOURCE_FILE).write_text(json.dumps({"package": "kernels", "benchmark": None}))
-    other = load(copy, "tilegate_base_moved")
+    other = _import_as(copy / "kernels", "tilegate_test_moved")
     target = Target("sm_90", (9, 0), 132, "test")
     head = VARIANTS["xtile_persistent"].plan(
         16384, 16384, 128, dtype="fp16", layout="nt", capability=(9, 0), num_sms=132
@@ -202,27 +213,20 @@ def test_a_missing_base_names_the_ref_and_the_fetch_depth(repo: Path, tmp_path: 
 
 
 def test_a_base_that_does_not_import_is_named(repo: Path, tmp_path: Path) -> None:
+    """A side's process whose package fails to import: the side, its tree, the module and the
+    error are named, and no process is left running."""
     (repo / "kernels" / "__init__.py").write_text("raise RuntimeError('broken base')\n")
     _git(repo, "commit", "-qam", "break")
     base = materialise("HEAD", repo, tmp_path / "ab", source="kernels")
-    with pytest.raises(InputError, match="fail to import: RuntimeError: broken base"):
-        load(base.path, package_name(base.sha))
-
-
-def test_the_kernels_package_imports_itself_only_relatively() -> None:
-    """What lets a base's kernels/ be imported under another name beside ours."""
-    import ast
-
-    def absolute(node: ast.AST) -> list[str]:
-        if isinstance(node, ast.ImportFrom) and node.level == 0:
-            return [node.module or ""]
-        return [a.name for a in node.names] if isinstance(node, ast.Import) else []
-
-    for path in (REPO / "kernels").glob("*.py"):
-        # the import statements, not the text: a docstring may show a user `from kernels import`
-        names = [n for node in ast.walk(ast.parse(path.read_text())) for n in absolute(node)]
-        bad = [n for n in names if n == "kernels" or n.startswith("kernels.")]
-        assert not bad, f"{path.name} imports {bad} absolutely"
+    spec = SideSpec(
+        "base", base.tree, "kernels", tmp_path / "none", label=f"the base {base.sha[:12]}"
+    )
+    with pytest.raises(SideFailure) as err:
+        start([spec], tmp_path / "sides", None)
+    said = str(err.value)
+    assert f"the base {base.sha[:12]}" in said
+    assert "'kernels'" in said and "fails to import: RuntimeError: broken base" in said
+    assert (tmp_path / "sides" / "base.log").is_file()
 
 
 def test_round_order_keeps_a_pair_together_and_alternates_who_goes_first() -> None:

@@ -265,7 +265,7 @@ class _Timer:
     def warm(self, fns, seconds, pairs=None) -> float:
         return 1e-3
 
-    def time(self, fns, rounds=None, pairs=None):
+    def time(self, fns, rounds=None, pairs=None, **_):
         drift = 1 + 0.01 * self.rng.standard_normal(rounds)
         self.calls += len(fns) * rounds
         return {

@@ -67,7 +67,7 @@ def test_measurer_uses_the_benchmarks_error() -> None:
         def warm(self, fns, seconds, pairs=None):
             return 1e-3
 
-        def time(self, fns, rounds=None, pairs=None):
+        def time(self, fns, rounds=None, pairs=None, **_):
             return {n: [1e-3] * rounds for n in fns}
 
     cases = build_cases(bench.profile("p"), ["ref"])

@@ -224,3 +224,133 @@ def test_pull_requests_of_an_init_repository_through_the_base_gate(
     assert code == 1, said
     for case in ("triton_scale-fp32-n100", "triton_scale-fp32-n256"):
         assert f"`{case}` | variant gone: triton_scale is not in the registry" in report
+
+
+# --- a package that imports itself by name (issue 38): each side a checkout and a process ------
+
+LAUNCH = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
+
+
+def launch(x, y):
+    _scale_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024, num_warps=8)
+    return y
+"""
+
+# one group, no confirmation: what is asserted is what each side ran, not a verdict on timings
+ONE = ["--profile", "smoke", "--no-plots", "--confirm-runs", "0", "--perf-axis=n=256"]
+
+
+def _self_importing(site: Path, where: Path, package: str, src: bool) -> Path:
+    """A `tilegate init` repository whose kernels module imports the package BY ITS OWN NAME
+    (`from <package>._launch import launch`, as Liger-Kernel, fla and FlagGems do), in a
+    `src/` layout if asked; one commit."""
+    repo = where / package
+    repo.mkdir()
+    made = _sh([str(site / "bin" / "tilegate"), "init", "--package", package], repo, _env(site))
+    assert made.returncode == 0, _said(made)
+    code = repo / package
+    (code / "_launch.py").write_text(LAUNCH)
+    kernels = code / "kernels.py"
+    text = kernels.read_text()
+    call = "        _scale_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)\n        return y"
+    assert call in text
+    text = text.replace(call, "        return launch(x, y)")
+    text = text.replace(
+        "from tilegate.declare import Variant\n",
+        f"from {package}._launch import launch\nfrom tilegate.declare import Variant\n",
+    )
+    kernels.write_text(text)
+    if src:
+        (repo / "src").mkdir()
+        code.rename(repo / "src" / package)
+        toml = repo / "pyproject.toml"
+        toml.write_text(
+            toml.read_text().replace(f'source = "{package}"', f'source = "src/{package}"')
+        )
+        protocol = next((repo / "perf_tests").glob("test_*.py"))
+        assert f"from {package}.kernels import" in protocol.read_text()
+    (repo / ".gitignore").write_text(".perf/\n__pycache__/\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "tilegate init"]):
+        _git(repo, *args)
+    return repo
+
+
+def _launch_file(repo: Path) -> Path:
+    (found,) = [p for p in repo.rglob("_launch.py") if ".perf" not in p.parts]
+    return found
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("src", [False, True], ids=["flat", "src-layout"])
+def test_a_package_that_imports_itself_by_name_is_measured_side_by_side(
+    site: Path, tmp_path: Path, src: bool
+) -> None:
+    """The base side runs the base's code: a pull request that changes num_warps is seen and
+    explained (with the same-process alias import of before, the base ran the head's code and
+    the change passed unseen); an A/A of the same repository is the same code everywhere."""
+    repo = _self_importing(site, tmp_path, "selfbench", src)
+    py = [sys.executable, "-m", "tilegate", "perf"]
+    aa = _sh([*py, "--ab", "HEAD", *ONE, "--out-dir", str(repo / ".perf" / "aa")], repo, _env(site))
+    assert aa.returncode == 0, _said(aa)
+    report = (repo / ".perf" / "aa" / "report.md").read_text()
+    assert "each side its own checkout and process" in report
+    assert "**Compiled code changed** for no variant" in report, report
+
+    launch = _launch_file(repo)
+    launch.write_text(launch.read_text().replace("num_warps=8", "num_warps=4"))
+    _git(repo, "commit", "-qam", "num_warps 4")
+    ab = _sh(
+        [*py, "--ab", "HEAD~1", *ONE, "--out-dir", str(repo / ".perf" / "ab")], repo, _env(site)
+    )
+    assert ab.returncode in (0, 1, 2), _said(ab)  # smoke: the timings decide nothing here
+    report = (repo / ".perf" / "ab" / "report.md").read_text()
+    assert "Compiled code changed** for `triton_scale`" in report, report
+    assert "num_warps 8 -&gt; 4" in report or "num_warps 8 -> 4" in report, report
+    data = json.loads((repo / ".perf" / "ab" / "results.json").read_text())
+    sides = data["machine_info"]["tilegate"]["ab"]["sides"]
+    assert Path(sides["head"]["tree"]) == repo
+    assert Path(sides["base"]["tree"]).is_relative_to(repo / ".perf" / "ab" / "ab")
+    rows = {
+        (b["extra_info"]["tilegate"]["key"], b["extra_info"]["tilegate"].get("side", "head")):
+        b["extra_info"]["tilegate"]
+        for b in data["benchmarks"]
+    }  # fmt: skip
+    head, base = rows[("triton_scale-fp32-n256", "head")], rows[("triton_scale-fp32-n256", "base")]
+    assert head["code_hash"] != base["code_hash"]
+    pairing = data["machine_info"]["tilegate"]["pairing"]
+    assert pairing["processes"] == ["head", "base"]
+    assert pairing["handover_first_call"]["counted"] is False
+
+
+@pytest.mark.interpreter
+def test_a_base_whose_package_does_not_import_cannot_judge_and_names_it(
+    site: Path, tmp_path: Path
+) -> None:
+    repo = _self_importing(site, tmp_path, "brokenbench", src=False)
+    launch = _launch_file(repo)
+    good = launch.read_text()
+    launch.write_text(good + "\ndef broken(:\n")
+    _git(repo, "commit", "-qam", "a base that does not import")
+    launch.write_text(good)
+    _git(repo, "commit", "-qam", "fixed")
+    base = _git(repo, "rev-parse", "HEAD~1").strip()
+    done = _sh([sys.executable, "-m", "tilegate", "perf", "--ab", "HEAD~1", *ONE], repo, _env(site))
+    assert done.returncode == 2, _said(done)
+    report = (repo / ".perf" / "report.md").read_text()
+    assert report.startswith("# tilegate: CANNOT JUDGE"), report
+    for said in (
+        f"the base {base[:12]}",
+        "fails to import",
+        "SyntaxError",
+        "(at brokenbench/_launch.py:",
+    ):
+        assert said in report, (said, report)
+    assert not (repo / ".perf" / "results.json").exists(), "nothing half-written"

@@ -105,7 +105,7 @@ class _Timer:
         self.warms.append(seconds)
         return self.SOAK_PACE if seconds == self.chunk else self.WARM_PACE
 
-    def time(self, fns, rounds=None, pairs=None):
+    def time(self, fns, rounds=None, pairs=None, **_):
         return {n: [1e-3] * rounds for n in fns}
 
 
@@ -150,7 +150,9 @@ def test_without_a_soak_the_first_group_warms_up_and_paces_itself() -> None:
 
 def test_the_side_by_side_compile_is_for_a_gpu_only() -> None:
     m, cases, _, made = _measurer(soak_s=0.0, device="cpu", threads=4)
-    assert m.compile_threads == 0, "the interpreter compiles nothing (and is not thread-safe)"
+    assert m.sides["head"].compile_threads == 0, (
+        "the interpreter compiles nothing (and is not thread-safe)"
+    )
     m.result(cases[0])
     assert sorted(made) == ["a", "b"], "each variant made once: by its check"
 

@@ -60,6 +60,20 @@ class Config:
         return self.root / self.protocol
 
     @property
+    def import_roots(self) -> list[str]:
+        """Where the source package is imported from: the directory holding it (the root, or
+        its src/ in a src layout), then the root (the protocol's own helpers)."""
+        return list(dict.fromkeys([str((self.root / self.source).parent), str(self.root)]))
+
+    def put_on_path(self) -> None:
+        """The import roots on sys.path, before anything else (an installed copy of the
+        package must not shadow the repository's)."""
+        for where in reversed(self.import_roots):
+            if where in sys.path:
+                sys.path.remove(where)
+            sys.path.insert(0, where)
+
+    @property
     def benchmark(self) -> str:
         """How the benchmark is found, for messages: the protocol directory's BENCHMARK."""
         return f"{self.protocol}/: BENCHMARK"
@@ -147,9 +161,7 @@ def load_benchmark(config: Config) -> Any:
     """The protocol's benchmark, validated against the registry; InputError naming the file."""
     from tilegate.protocol import load_protocol
 
-    root = str(config.root)
-    if root not in sys.path:
-        sys.path.insert(0, root)
+    config.put_on_path()
     registry = load_registry(config) if config.registry else None
     return load_protocol(config.protocol_dir, registry=registry, registry_name=config.registry)
 
@@ -161,9 +173,7 @@ def load_registry(config: Config) -> tuple[Any, ...]:
     assert config.registry is not None
     module_name, _, attr = config.registry.partition(":")
     where = f"{config.file}: [tool.tilegate] registry = {config.registry!r}"
-    root = str(config.root)
-    if root not in sys.path:
-        sys.path.insert(0, root)
+    config.put_on_path()
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as err:

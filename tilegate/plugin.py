@@ -35,7 +35,10 @@ from tilegate.cases import BASE_SUFFIX, Case, build_cases, parse_value, select_v
 CASES = pytest.StashKey[list[Case]]()
 BENCH = pytest.StashKey[Any]()  # the declared benchmark (tilegate.declare.Benchmark)
 BASE = pytest.StashKey[dict[str, Any]]()  # the A/B base's variants by (head) name
-BASE_BENCH = pytest.StashKey[Any]()
+BASE_BENCH = pytest.StashKey[Any]()  # what the base's process declares (harness.sides.SideFacts)
+SIDES = pytest.StashKey[dict[str, Any]]()  # an A/B's side processes (harness.sides.RemoteSide)
+SIDE_FACTS = pytest.StashKey[dict[str, Any]]()
+FAILED = pytest.StashKey[list[str]]()  # a side's process failed: why (no results are kept)
 COVERAGE = pytest.StashKey[dict[str, Any]]()  # machine_info.tilegate.coverage, less the outcomes
 RUN = pytest.StashKey["PerfRun"]()
 
@@ -104,8 +107,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--perf-ab-base",
         default=None,
         metavar="DIR",
-        help="A/B run: DIR holds the base commit's source (tilegate perf --ab REF "
-        "materialises it); every case is timed beside its base version, round by round",
+        help="A/B run: DIR holds the base commit's tree (tilegate perf --ab REF materialises "
+        "it), or `@head`: this tree again (an upgrade: the sides differ by --perf-side-path); "
+        "each side is measured in a process of its own, round by round beside the other",
+    )
+    group.addoption(
+        "--perf-side-path",
+        action="append",
+        default=[],
+        metavar="SIDE=DIR",
+        help="A/B run: DIR first on that side's sys.path (head or base; repeatable): a release "
+        "of Triton or of a library unpacked there (tilegate upgrade-ab)",
+    )
+    group.addoption(
+        "--perf-side-logs",
+        default=None,
+        metavar="DIR",
+        help="A/B run: the sides' logs and Triton caches (default: .perf/sides)",
     )
     group.addoption("--perf-ab-ref", default=None, help="A/B run: the base ref as given")
     group.addoption("--perf-ab-sha", default=None, help="A/B run: the base commit")
@@ -150,22 +168,96 @@ def _benchmark(config: pytest.Config) -> Any:
         raise pytest.UsageError(f"tilegate: {err}") from err
 
 
-def _base(config: pytest.Config, head: Any) -> tuple[Any, dict[str, Any]]:
-    """The A/B base's benchmark and its variants by head name ({} outside an A/B run)."""
-    path = config.getoption("--perf-ab-base")
-    if not path:
-        return None, {}
-    from tilegate.errors import InputError
-    from tilegate.harness.base import load_benchmark, package_name, paired_base
+def _side_paths(config: pytest.Config) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {"head": [], "base": []}
+    for text in config.getoption("--perf-side-path"):
+        side, sep, where = text.partition("=")
+        if not sep or side not in out or not where:
+            raise pytest.UsageError(f"--perf-side-path {text!r}: expected head=DIR or base=DIR")
+        path = Path(where).resolve()
+        if not path.is_dir():
+            raise pytest.UsageError(f"--perf-side-path {text!r}: {path} is not a directory")
+        out[side].append(str(path))
+    return out
 
-    sha = config.getoption("--perf-ab-sha") or Path(path).name
+
+def _side_specs(config: pytest.Config) -> list[Any]:
+    """The head's and the base's process (harness.sides.SideSpec): each tree, its code, its
+    protocol: the base's own where it has one, else the head's."""
+    from tilegate import config as tg_config
+    from tilegate.errors import InputError
+    from tilegate.harness.base import read_base
+    from tilegate.harness.sides import SideSpec
+
+    here = tg_config.find()
+    paths = _side_paths(config)
+    where = config.getoption("--perf-ab-base")
+    ref = config.getoption("--perf-ab-ref") or ""
+    sha = config.getoption("--perf-ab-sha") or ""
+    head = SideSpec(
+        "head",
+        here.root,
+        here.source,
+        here.protocol_dir,
+        here.registry,
+        label=f"the head ({here.root})",
+        path_first=tuple(paths["head"]),
+    )
+    if where == "@head":
+        base = SideSpec(
+            "base",
+            here.root,
+            here.source,
+            here.protocol_dir,
+            here.registry,
+            label=f"the base ({', '.join(paths['base']) or 'this environment'})",
+            path_first=tuple(paths["base"]),
+        )
+        return [head, base]
     try:
-        bench = load_benchmark(Path(path), package_name(sha))
+        found = read_base(Path(where).resolve(), ref, sha)
     except InputError as err:
-        raise pytest.UsageError(f"A/B base {config.getoption('--perf-ab-ref')}: {err}") from err
-    theirs = {v.name: v for v in bench.variants if not v.reference}
+        raise pytest.UsageError(f"A/B base {ref}: {err}") from err
+    label = f"the base {found.sha[:12]}" + (f" ({ref})" if ref and ref != found.sha else "")
+    base = SideSpec(
+        "base",
+        found.tree,
+        found.source,
+        found.tree / found.protocol if found.protocol else here.protocol_dir,
+        found.registry if found.protocol else here.registry,
+        label=label,
+        path_first=tuple(paths["base"]),
+        drop=(str(here.root),),
+    )
+    # the head's process: nothing of the base's tree on its path (nor the other way round)
+    return [SideSpec(**{**head.__dict__, "drop": (str(found.tree),)}), base]
+
+
+def _start_sides(config: pytest.Config, profile: str | None) -> None:
+    """An A/B run: start each side's process, its code imported by its own name
+    (tilegate.harness.sides); a side that cannot import is a usage error naming it (exit 2)."""
+    from tilegate.harness.sides import SideFailure, start
+
+    logs = Path(config.getoption("--perf-side-logs") or Path(config.rootpath) / ".perf" / "sides")
+    try:
+        sides, facts = start(_side_specs(config), logs.resolve(), profile)
+    except SideFailure as err:
+        raise pytest.UsageError(f"tilegate: cannot judge: {err}") from err
+    config.stash[SIDES], config.stash[SIDE_FACTS] = sides, facts
+    config.add_cleanup(lambda: [side.close() for side in sides.values()])
+
+
+def _base(config: pytest.Config, head: Any) -> tuple[Any, dict[str, Any]]:
+    """The A/B base's declaration (what its process declares) and its variants by head name
+    ({} outside an A/B run)."""
+    from tilegate.harness.base import paired_base
+
+    facts = config.stash.get(SIDE_FACTS, {}).get("base")
+    if facts is None:
+        return None, {}
+    theirs = {n: v for n, v in facts.variants.items() if not v.reference}
     # keyed by the head's names: a renamed variant meets its base version under its new name
-    return bench, paired_base(theirs, head.variant_map)
+    return facts, paired_base(theirs, head.variant_map)
 
 
 def _pairs(options: list[str], what: str, like: Callable[[str], Any]) -> dict[str, Any]:
@@ -292,18 +384,24 @@ def _coverage_facts(
         ref = str(config.getoption("--perf-ab-ref") or config.getoption("--perf-ab-sha") or "")
         if len(ref) == 40 and all(c in "0123456789abcdef" for c in ref):
             ref = ref[:12]  # a commit as gate_from_base.py gives it
-        base_profile = base_bench.profile_map.get(profile.name)
         expected = {
-            "protocol": f"the base's ({ref})",
+            "protocol": f"the base's ({ref})" if ref else "the base's",
             "profile": profile.name,
             "cases": {},
-            "expectations": _expectation_facts(base_bench.expectations, to_head),
-        }
-        if base_profile is not None:
-            for case in build_cases(base_profile, tuple(base_bench.variant_map)):
-                name = to_head.get(case.variant, case.variant)
-                key = "-".join((name, *case.labels))
-                expected["cases"][key] = {"variant": name, "params": dict(case.params)}
+            "expectations": [
+                {**e, "faster": to_head.get(e["faster"], e["faster"]),
+                 "than": to_head.get(e["than"], e["than"])}
+                for e in base_bench.expectations
+            ],
+        }  # fmt: skip
+        if base_bench.profile_cases is not None:
+            for key, case in base_bench.profile_cases.items():
+                variant = str(case["variant"])
+                name = to_head.get(variant, variant)
+                expected["cases"][name + key[len(variant) :]] = {
+                    "variant": name,
+                    "params": dict(case["params"]),
+                }
         else:
             expected["missing_profile"] = True
     return {
@@ -370,6 +468,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if interpreter:
         # The interpreter must be chosen before Triton decorates the kernels.
         os.environ["TRITON_INTERPRET"] = "1"
+    if config.getoption("--perf-ab-base"):
+        _start_sides(config, config.getoption("--perf-profile") or bench.profile().name)
     config.stash[CASES] = _profile_cases(config)
 
 
@@ -465,6 +565,7 @@ class PerfRun:
         from tilegate.harness.device import gpu_info, software_versions
         from tilegate.harness.gpu_state import StateLog, StateSampler
         from tilegate.harness.measure import GroupMeasurer
+        from tilegate.harness.sides import TimerFacts
         from tilegate.harness.timing import CudaTimer, HostTimer, TimerConfig
 
         self.config = config
@@ -485,15 +586,26 @@ class PerfRun:
         registry |= {f"{name}{BASE_SUFFIX}": v for name, v in config.stash[BASE].items()}
         base_bench = config.stash[BASE_BENCH]
         self.registry_facts = registry_facts(
-            bench.variant_map, dict(base_bench.variant_map) if base_bench is not None else None
+            bench.variant_map, dict(base_bench.variants) if base_bench is not None else None
         )
+        self.sides: dict[str, Any] = config.stash.get(SIDES, {})
         self.ab = (
             {
                 "ref": config.getoption("--perf-ab-ref"),
                 "sha": config.getoption("--perf-ab-sha"),
                 "variants": sorted(config.stash[BASE].keys()),
+                # each side a checkout and a process (tilegate.harness.sides)
+                "sides": {
+                    name: {
+                        "tree": str(side.spec.root),
+                        "path_first": list(side.spec.path_first),
+                        "software": config.stash[SIDE_FACTS][name].software,
+                        "log": str(side.log_path),
+                    }
+                    for name, side in self.sides.items()
+                },
             }
-            if config.stash[BASE]
+            if self.sides
             else None
         )
         fixed_rounds = config.getoption("--perf-rounds")
@@ -512,7 +624,9 @@ class PerfRun:
         if self.smoke:
             self.gpu = None
             self.state = None
-            self.timer: Any = HostTimer(timer_config)
+            self.timer: Any = (
+                TimerFacts(timer_config, HostTimer.name) if self.sides else HostTimer(timer_config)
+            )
             device, capability = "cpu", None
         else:
             try:
@@ -527,8 +641,16 @@ class PerfRun:
             self.state = StateLog()
             self.state.sample("start")
             self.sampler = StateSampler().start()
-            self.timer = CudaTimer(timer_config, l2_bytes=gpu.l2_bytes)
             device, capability = "cuda", gpu.capability
+            self.timer = (
+                TimerFacts(
+                    timer_config, "cuda-event+hold" if timer_config.hold_host else "cuda-event"
+                )
+                if self.sides
+                else CudaTimer(timer_config, l2_bytes=gpu.l2_bytes)
+            )
+        if self.sides:
+            self._setup_sides(registry, config, device, capability, _compile_threads(config))
         self.measurer = GroupMeasurer(
             benchmark=bench,
             groups=self.groups,
@@ -545,8 +667,38 @@ class PerfRun:
             ab_budget=not config.getoption("--perf-ab-full"),
             ab_tolerances=self._ab_tolerances(config),
             compile_threads=_compile_threads(config),
+            sides=self.sides or None,
         )
         self._done = 0
+
+    def _setup_sides(
+        self,
+        registry: Mapping[str, Any],
+        config: pytest.Config,
+        device: str,
+        capability: tuple[int, int] | None,
+        compile_threads: int,
+    ) -> None:
+        """Each side's process gets its slots (the base's under the base's own variant names),
+        the timer's configuration and the device; the head's the test-only injections."""
+        for name, side in self.sides.items():
+            # the head's slots are its variants' names (an injected impostor's too), the
+            # base's "<head name>@base" run the base variant they pair with
+            mine = {
+                slot: getattr(v, "name", slot) if name == "base" else slot
+                for slot, v in registry.items()
+                if slot.endswith(BASE_SUFFIX) == (name == "base")
+            }
+            side.setup(
+                slots=mine,
+                timer_config=self.timer.config,
+                timer=self.timer.name,
+                device=device,
+                capability=capability,
+                l2_bytes=self.gpu.l2_bytes if self.gpu is not None else 0,
+                compile_threads=compile_threads,
+                inject=self.injected if name == "head" else [],
+            )
 
     @staticmethod
     def _ab_tolerances(config: pytest.Config) -> Any:
@@ -637,6 +789,7 @@ class PerfRun:
             # exists is a failure, a renamed one is judged under its new name
             **self.registry_facts,
             **({"ab": self.ab} if self.ab else {}),
+            **({"pairing": self.measurer.pairing()} if self.sides else {}),
             **({"budget": self.budget()} if self.ab and self.budget() else {}),
             **(
                 {"shard": self.config.getoption("--perf-shard")}
@@ -660,7 +813,7 @@ class PerfRun:
         unsupported: dict[str, list[str]] = {"head": [], "base": []}
         for result in self.measurer._results.values():
             case = result.case
-            if result.skip_reason and self._unsupported(case):
+            if result.skip_reason and result.unsupported:
                 unsupported["base" if case.base else "head"].append(case.id)
             if case.base:
                 continue
@@ -671,11 +824,6 @@ class PerfRun:
         facts: dict[str, Any] = self.config.stash[COVERAGE]
         return {**facts, "skipped": skipped, "failed": failed, "unsupported": unsupported}
 
-    def _unsupported(self, case: Case) -> bool:
-        variant = self.measurer.registry.get(case.slot)
-        capability = self.gpu.capability if self.gpu is not None else None
-        return variant is not None and variant.unsupported_reason(capability) is not None
-
 
 @pytest.fixture(scope="session")
 def perf_run(request: pytest.FixtureRequest) -> PerfRun:
@@ -683,6 +831,26 @@ def perf_run(request: pytest.FixtureRequest) -> PerfRun:
     if RUN not in config.stash:
         config.stash[RUN] = PerfRun(config)
     return config.stash[RUN]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A side's process failed mid-run: no results file is left (pytest-benchmark wrote what
+    little it had just before), and the reason is left where `tilegate perf` reads it."""
+    run = session.config.stash.get(RUN, None)
+    if run is None or run.measurer.failure is None:
+        return
+    target = session.config.getoption("benchmark_json", None)
+    if target is not None:
+        path = Path(getattr(target, "name", target))
+        with contextlib.suppress(AttributeError, OSError):
+            target.close()  # pytest-benchmark 5.2.3 opens it
+        path.unlink(missing_ok=True)
+    logs = session.config.getoption("--perf-side-logs")
+    if logs:
+        from tilegate.fileio import atomic_write_text
+        from tilegate.harness.sides import SIDE_FAILURE_FILE
+
+        atomic_write_text(Path(logs) / SIDE_FAILURE_FILE, run.measurer.failure + "\n")
 
 
 def pytest_benchmark_update_machine_info(

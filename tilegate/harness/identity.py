@@ -703,9 +703,15 @@ def identity(captured: Captured) -> Identity:
     """The identity of a captured call (module docstring): its Triton launches, torch ops, GPU
     activity and host code; the torch reference (no Triton launch) by torch's version too."""
     import torch
+    import triton
 
+    # the compiler is part of the code: one TTIR lowers to other machine code under another
+    # Triton (an upgrade's two sides, tilegate upgrade-ab)
+    triton_part = _sha(
+        triton.__version__, *((la.code, la.grid, la.meta) for la in captured.launches)
+    )
     parts = (
-        ("triton", _sha(*((la.code, la.grid, la.meta) for la in captured.launches))[:16]),
+        ("triton", triton_part[:16] if captured.launches else _sha()[:16]),
         ("torch_ops", _sha(*captured.ops)[:16]),
         ("gpu_activity", _sha(*captured.kernels)[:16]),
         ("host_code", host_code_hash(captured.code, _roots(captured))[:16]),

@@ -1,68 +1,62 @@
 """Measure the groups of a run: same inputs per group, correctness first, then interleaved timing.
 
 A group is every variant at one grid point of the declared benchmark (tilegate.declare). Its
-inputs are drawn once (the declaration's `inputs`, a fixed seed per group); each variant's call
-(its factory's, `Variant.make`) is checked against the declared higher-precision reference
-output before any of its timings count. Only variants that passed are timed,
-all together, round by round, so the ratios between them are paired; each group's rounds are
-spread over several sweeps of the whole run (see GroupMeasurer).
+inputs are drawn once per side (the declaration's `inputs`, a fixed seed per group); each
+variant's call (its factory's, `Variant.make`) is checked against the declared higher-precision
+reference output before any of its timings count. Only variants that passed are timed, all
+together, round by round, so the ratios between them are paired; each group's rounds are spread
+over several sweeps of the whole run (see GroupMeasurer).
+
+What touches the code under test is a side's (tilegate.harness.side.SideMeasurer): in a stored
+run the one side lives in this process; in an A/B run each side is a process of its own, its
+commit imported by its own name (tilegate.harness.sides), and every round of a group times both
+sides back to back, one process after the other, in a balanced random order (`paired_rounds`).
 """
 
 from __future__ import annotations
 
-import functools
 import math
+import random
 import statistics
 import time
 import zlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tilegate import warnlog
 from tilegate.cases import BASE_SUFFIX, Case
-from tilegate.fingerprint.record import compile_changed
 from tilegate.fingerprint.record import spent_s as explain_spent_s
 from tilegate.harness.budget import GroupBudget, Tolerances, aligned
-from tilegate.harness.correctness import check_call
-from tilegate.harness.identity import Identity, capture, identity
+from tilegate.harness.side import CaseResult, SideMeasurer
+from tilegate.harness.sides import SideFailure
 from tilegate.judge.stats import paired_ratio
-from tilegate.warnlog import Warned
+from tilegate.warnlog import Warned, unique
 
+__all__ = ["HANDOVER_BLOCK_S", "CaseResult", "GroupMeasurer", "group_seed", "paired_rounds"]
 
-@dataclass
-class CaseResult:
-    case: Case
-    skip_reason: str | None = None
-    correct: bool | None = None
-    rel_err: float | None = None
-    error: str | None = None
-    samples_s: list[float] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
-    identity: Identity | None = None  # the compiled code the correctness call ran
-    # what Triton or torch warned while this case was compiled and checked: recorded, not raised
-    warnings: list[Warned] = field(default_factory=list)
-    tolerance: float = 0.0  # the relative error allowed (the declaration's)
-
-    @property
-    def failure(self) -> str | None:
-        """Why this case must fail its test, or None."""
-        if self.error is not None:
-            return f"{self.case.id}: {self.error}"
-        if self.correct is False:
-            return (
-                f"{self.case.id}: wrong result: relative error {self.rel_err:.3g} > "
-                f"{self.tolerance:g} against the reference; its timing does not count"
-            )
-        return None
-
-
-def _made_and_called(variant: Any, params: Any, inputs: Any) -> Any:
-    return variant.make(params, inputs)()
+# A side holds the GPU for at least this long before handing it to the other (whole rounds of
+# its slots): a hand-over costs a synchronise and a message through a pipe, ~0.1 ms, and its
+# first call is timed apart; short calls are timed several rounds to a hand-over.
+HANDOVER_BLOCK_S = 0.01
 
 
 def group_seed(group: str) -> int:
     return zlib.crc32(group.encode()) & 0x7FFFFFFF
+
+
+def paired_rounds(
+    rounds: int, block: int, sides: Sequence[str], rng: random.Random
+) -> list[tuple[int, tuple[str, ...]]]:
+    """The blocks of a sweep of `rounds` rounds, `block` rounds each (the last may be shorter),
+    each with the order its sides take the GPU in: as many blocks start with one side as with
+    the other (one more for an odd count, chosen at random), shuffled (Pinpoint's pairs)."""
+    if rounds < 1 or block < 1:
+        return []
+    n = math.ceil(rounds / block)
+    ab, ba = tuple(sides), tuple(reversed(sides))
+    orders = [ab, ba] * (n // 2) + ([rng.choice([ab, ba])] if n % 2 else [])
+    rng.shuffle(orders)
+    return [(min(block, rounds - i * block), order) for i, order in enumerate(orders)]
 
 
 @dataclass
@@ -71,9 +65,11 @@ class _Prepared:
 
     group: str
     results: dict[str, CaseResult]  # by slot: the variant, or "<variant>@base" in an A/B run
-    fns: dict[str, Callable[[], Any]]
+    fns: dict[str, str]  # the slots that are timed, each with the side that times it
     pairs: dict[str, str] = field(default_factory=dict)  # A/B: slot -> its base slot
     rounds_per_pass: int = 0
+    rounds_done: int = 0  # rounds timed so far: the next round's number (its order)
+    pace: dict[str, float] = field(default_factory=dict)  # per side: seconds per round (warm)
     samples: dict[str, list[float]] = field(default_factory=dict)
     pass_medians: dict[str, list[float]] = field(default_factory=dict)
     spans: list[tuple[float, float]] = field(default_factory=list)  # timed windows (perf_counter)
@@ -83,6 +79,8 @@ class _Prepared:
     # the CUDA profiler): the progress line says it, so a slow run's minutes can be placed
     phases: dict[str, float] = field(default_factory=dict)
     budget: GroupBudget | None = None  # A/B: which slots each sweep times (tilegate.harness.budget)
+    handovers: list[tuple[str, float]] = field(default_factory=list)  # (slot, first call's s)
+    blocks: list[tuple[float, str]] = field(default_factory=list)  # (start s, "head,base")
 
 
 class GroupMeasurer:
@@ -92,6 +90,11 @@ class GroupMeasurer:
     of each group are split over `passes` sweeps across all groups. The GPU's state drifts over
     seconds (power cap, temperature), shifting whole groups by +-0.5 % when each is timed in
     one go; spreading a group over the run averages that out.
+
+    `sides` (an A/B run: {"head": ..., "base": ...}, tilegate.harness.sides) measure the slots of
+    their cases (a base case's slot is "<variant>@base"); without it one side in this process
+    measures every slot of `registry` with `timer`. `registry` names each slot's variant (its
+    `twin_of` and `reference` are read here; the calls are the sides').
     """
 
     def __init__(
@@ -112,9 +115,8 @@ class GroupMeasurer:
         ab_budget: bool = True,
         ab_tolerances: Tolerances | None = None,
         compile_threads: int = 0,
+        sides: Mapping[str, Any] | None = None,
     ) -> None:
-        import torch
-
         if passes < 1:
             raise ValueError(f"passes must be >= 1, got {passes}")
         if soak_s < 0:
@@ -122,7 +124,6 @@ class GroupMeasurer:
         self.soak_s = soak_s
         self.sampler = sampler
         self.soaked_s = 0.0
-        self.torch = torch
         self.benchmark = benchmark
         self.registry = registry
         # the variant every row's ratio_to_reference is measured against (Variant.reference)
@@ -130,10 +131,21 @@ class GroupMeasurer:
             (name for name, v in registry.items() if getattr(v, "reference", False)), None
         )
         self.timer = timer
-        # the code under test, head's and base's copies: the host-code part of the identity
-        self._owners = tuple(getattr(v, "make", v) for v in registry.values())
+        self.config = timer.config
         self.device = device
         self.capability = capability
+        if sides is None:
+            sides = {
+                "head": SideMeasurer(
+                    benchmark=benchmark,
+                    registry=registry,
+                    timer=timer,
+                    device=device,
+                    capability=capability,
+                    compile_threads=compile_threads,
+                )
+            }
+        self.sides = dict(sides)
         self.groups = groups
         self.passes = passes
         self.warmup_first_s = warmup_first_s
@@ -143,13 +155,18 @@ class GroupMeasurer:
         self.ab_budget = ab_budget
         self.ab_tolerances = ab_tolerances or Tolerances()
         self.on_progress = on_progress or (lambda line: None)
-        # > 1: each group's kernels are compiled in this many threads before its checks
-        # (tilegate.harness.precompile); on a GPU only (the interpreter compiles nothing)
-        self.compile_threads = compile_threads if device == "cuda" else 0
-        self.compile_warnings: list[Warned] = []  # what the side-by-side compiles warned
         self._pace: dict[str, float] = {}  # seconds per round of each group, from the soak
         self._results: dict[str, CaseResult] = {}
-        self.warnings: list[Warned] = []  # Triton / torch warnings while timing (not per case)
+        # the first call of a side after a hand-over, as a fraction above the slot's median
+        self.handover_offsets: list[float] = []
+        self.blocks = {"head-first": 0, "base-first": 0}
+        self.rounds_log: dict[str, list[tuple[float, str]]] = {}
+        self._t0 = time.perf_counter()
+        self.failure: str | None = None  # why a side's process failed (no results then)
+
+    def side_of(self, case: Case) -> str:
+        """The side that measures `case`: the base's for its base slot in an A/B run."""
+        return "base" if case.base and "base" in self.sides else "head"
 
     def warnings_seen(self) -> list[dict[str, Any]]:
         """Every distinct Triton / torch warning of the run: how often, and the first case."""
@@ -159,20 +176,31 @@ class GroupMeasurer:
             for w in res.warnings:
                 first.setdefault(w, res.case.test_id)
             seen += res.warnings
-        seen += self.warnings + self.compile_warnings
-        compiling = set(self.compile_warnings)
+        compiling: list[Warned] = []
+        for side in self.sides.values():
+            compiled, timed = side.warnings_seen()
+            compiling += compiled
+            seen += timed + compiled
         return [
             {
                 **w.to_json(),
                 "count": n,
-                "first_case": first.get(w, "while compiling" if w in compiling else "while timing"),
+                "first_case": first.get(
+                    w, "while compiling" if w in set(compiling) else "while timing"
+                ),
             }
-            for w, n in warnlog.unique(seen)
+            for w, n in unique(seen)
         ]
 
     def result(self, case: Case) -> CaseResult:
         if not self._results:
-            self._measure_all()
+            try:
+                self._measure_all()
+            except SideFailure as err:  # a side's process died: nothing here can be judged
+                import pytest
+
+                self.failure = str(err)
+                pytest.exit(f"tilegate: cannot judge: {err}", returncode=2)
         if case.test_id not in self._results:
             raise KeyError(f"case {case.test_id} is not in the groups this measurer was given")
         return self._results[case.test_id]
@@ -180,80 +208,42 @@ class GroupMeasurer:
     # -- internals -------------------------------------------------------------------------
 
     def _prepare(self, group: str, group_cases: list[Case]) -> _Prepared:
-        """Draw the group's inputs and check every variant; the checked ones get a timed callable."""
+        """Each side draws the group's inputs and checks its cases; the checked ones are timed."""
         t0 = time.perf_counter()
-        params = group_cases[0].params
-        inputs = self.benchmark.inputs(params, self.device, group_seed(group))
-        ref = self.benchmark.reference_output(params, inputs)
-        tol = self.benchmark.tolerance_for(params)
-        metric = getattr(self.benchmark, "error", None)  # None: relative_error
         prep = _Prepared(group, {}, {})
-        prep.phases = {"inputs": time.perf_counter() - t0}
-        if self.compile_threads > 1:
-            t_compile = time.perf_counter()
-            self._compile_first(group_cases, params, inputs)
-            prep.phases["compile"] = time.perf_counter() - t_compile
-        prep.phases |= {"checks": 0.0, "identity": 0.0}
+        by_side: dict[str, list[Case]] = {}
         for case in group_cases:
-            res = prep.results[case.slot] = CaseResult(case, tolerance=tol)
-            variant, res.skip_reason = self._runnable(case)
-            if variant is None:
-                continue
-            warned: list[Warned] = []
-            t_case = time.perf_counter()
-            t_second = None
-            try:
-                # the correctness call: its host code counts; its torch ops and GPU activity
-                # would be the first call's (compiling), so they come from the second call only
-                # and are not recorded here (a CUDA profiler session per case saved)
-                with (
-                    warnlog.recording() as seen_warnings,
-                    capture(*self._owners, host_only=True) as first,
-                ):
-                    call = variant.make(params, inputs)
-                    got = check_call(call, ref, tol, error=metric, params=params)
-                warned += seen_warnings
-                launches = first
-                t_second = time.perf_counter()
-                if got.error is None:
-                    # the identity of a second call: what is timed, in steady state. A first call
-                    # also does what a process does once (compiling, a library's cache filled,
-                    # and the torch ops those run): the head's first call did it and the base's,
-                    # sharing the library, did not, so a Liger layer_norm backward was "changed"
-                    # in every A/A run on the H200. The host code counts from both calls and make.
-                    with warnlog.recording() as seen_warnings, capture(*self._owners) as launches:
-                        call()
-                    warned += [w for w in seen_warnings if w not in warned]  # once per case
-                    launches.code = first.code + launches.code
-            except Exception as exc:  # a kernel that raises fails its own case, not the group
-                res.error = f"{type(exc).__name__}: {exc}"
-                continue
-            finally:
-                res.warnings = list(warned)
-                t_end = time.perf_counter()
-                prep.phases["checks"] += (t_second or t_end) - t_case
-                prep.phases["identity"] += t_end - (t_second or t_end)
-            res.correct, res.rel_err, res.error = got.correct, got.rel_err, got.error
-            res.identity = identity(launches)
-            injected = getattr(call, "injected", None) or getattr(variant, "injected", None)
-            if injected:  # tilegate.plugin --inject: test-only changes
-                res.identity = res.identity.marked(str(injected))
-            # A wrong kernel is still timed (its row is written, marked incorrect, and refused
-            # by the gate); a kernel that errored or wrote nothing is not.
-            if got.error is None:
-                prep.fns[case.slot] = call
+            by_side.setdefault(self.side_of(case), []).append(case)
+        for name, cases in by_side.items():
+            results, phases, timed = self.sides[name].prepare(group, cases, group_seed(group))
+            prep.results |= results
+            prep.fns |= {slot: name for slot in timed}
+            for k, v in phases.items():
+                prep.phases[k] = prep.phases.get(k, 0.0) + v
         prep.pairs = {
             c.variant: c.slot
             for c in group_cases
             if c.base and c.variant in prep.fns and c.slot in prep.fns
         }
-        # the compile facts that explain a changed pair (tilegate.explain; AOT under the interpreter)
-        compile_changed(
-            (prep.results[h].identity, prep.results[b].identity) for h, b in prep.pairs.items()
-        )
-        del ref, inputs
+        self._explain_changed(prep)
         prep.seconds = time.perf_counter() - t0
         return prep
+
+    def _explain_changed(self, prep: _Prepared) -> None:
+        """The compile facts that explain a changed pair (tilegate.explain; AOT under the
+        interpreter), recorded by the side that ran each call."""
+        want: dict[str, list[str]] = {}
+        for head, base in prep.pairs.items():
+            h, b = prep.results[head].identity, prep.results[base].identity
+            if h is None or b is None or h.hash == b.hash:
+                continue
+            for slot in (head, base):
+                want.setdefault(prep.fns[slot], []).append(slot)
+        for name, slots in want.items():
+            for slot, facts in self.sides[name].explain(prep.group, slots).items():
+                res = prep.results[slot]
+                if res.identity is not None and facts is not None:
+                    res.identity = replace(res.identity, explain=facts)
 
     def _measure_all(self) -> None:
         prepared = []
@@ -268,15 +258,14 @@ class GroupMeasurer:
                 + ", ".join(f"{k} {v:.1f}" for k, v in prep.phases.items())
                 + ")"
             )
-        config = self.timer.config
-        with warnlog.recording() as warned:
-            self._time(prepared, config)
-        self.warnings += warned
-        self.on_progress(
-            f"recording what explains each case took {explain_spent_s():.2f} s in this process"
-        )
+        self._time(prepared)
+        if len(self.sides) == 1:  # the side is this process (an A/B's sides log their own)
+            self.on_progress(
+                f"recording what explains each case took {explain_spent_s():.2f} s in this process"
+            )
 
-    def _time(self, prepared: list[_Prepared], config: Any) -> None:
+    def _time(self, prepared: list[_Prepared]) -> None:
+        config = self.config
         self._soak([p for p in prepared if p.fns])
         for p in range(self.passes):
             self.on_progress(f"timing pass {p + 1}/{self.passes} over {len(prepared)} groups")
@@ -286,10 +275,10 @@ class GroupMeasurer:
                     if p == 0:
                         pace = self._pace.get(prep.group) or 0.0
                         if pace > 0:  # the soak just ran these kernels: 3 rounds re-warm them
-                            self.timer.warm(prep.fns, 0.0, pairs=prep.pairs)
+                            self._warm(prep, list(prep.fns), 0.0)
                         else:
                             warm = self.warmup_first_s if i == 0 else config.warmup_s
-                            pace = self.timer.warm(prep.fns, warm, pairs=prep.pairs)
+                            pace = self._warm(prep, list(prep.fns), warm)
                         prep.rounds_per_pass = math.ceil(config.rounds_for(pace) / self.passes)
                         prep.budget = self._budget(prep)
                     self._sweep(prep, warm=p > 0)
@@ -312,31 +301,74 @@ class GroupMeasurer:
         for prep, _ in budgeted:
             self._finish(prep)
 
-    def _runnable(self, case: Case) -> tuple[Any, str | None]:
-        """The variant that runs `case` here, or None and why it cannot (the case's skip reason)."""
-        variant = self.registry.get(case.slot)
-        if variant is None:
-            return None, f"variant {case.slot!r} is not in benchmark {self.benchmark.name}"
-        reason = variant.unsupported_reason(self.capability)
-        if reason:
-            return None, f"{case.variant} cannot run here: {reason}"
-        return variant, None
+    def _split(self, prep: _Prepared, names: Sequence[str]) -> dict[str, list[str]]:
+        """`names` by the side that times them, in the sides' order."""
+        out: dict[str, list[str]] = {}
+        for side in self.sides:
+            mine = [n for n in names if prep.fns.get(n) == side]
+            if mine:
+                out[side] = mine
+        return out
 
-    def _compile_first(self, group_cases: list[Case], params: Any, inputs: Any) -> None:
-        """Compile the group's kernels side by side (tilegate.harness.precompile); the first
-        group also starts the CUDA profiler meanwhile, for the identities that follow."""
-        from tilegate.harness.identity import start_profiler
-        from tilegate.harness.precompile import first_calls
+    def _warm(self, prep: _Prepared, names: Sequence[str], seconds: float) -> float:
+        """Each side runs its slots' calls in turn (`seconds` shared out); seconds per round of
+        all of them."""
+        split = self._split(prep, names)
+        for side, mine in split.items():
+            prep.pace[side] = self.sides[side].warm(prep.group, mine, seconds / len(split))
+        return sum(prep.pace.get(side, 0.0) for side in split)
 
-        variants = [v for v, _ in map(self._runnable, group_cases) if v is not None]
-        with warnlog.recording() as warned:
-            first_calls(
-                [functools.partial(_made_and_called, v, params, inputs) for v in variants],
-                self.compile_threads,
-                beside=start_profiler,  # once per process
-            )
-            self.torch.cuda.synchronize()
-        self.compile_warnings += warned
+    def _timed(self, prep: _Prepared, names: Sequence[str], rounds: int) -> dict[str, list[float]]:
+        """`rounds` rounds of `names`. One side: its own interleaved rounds. Two sides: paired
+        rounds across the processes, block by block (HANDOVER_BLOCK_S), each block timing one
+        side's slots and then the other's (`paired_rounds`); a side waits until its work has
+        finished before it hands the GPU over, and its first call after a hand-over is timed
+        apart and not counted."""
+        split = self._split(prep, names)
+        out: dict[str, list[float]] = {n: [] for n in names}
+        first = prep.rounds_done
+        prep.rounds_done += rounds
+        if len(split) == 1:
+            ((side, mine),) = split.items()
+            pairs = {h: b for h, b in prep.pairs.items() if h in mine and b in mine}
+            got = self.sides[side].time(prep.group, mine, rounds, first_round=first, pairs=pairs)
+            for n, xs in got.samples.items():
+                out[n] += xs
+            return out
+        slowest = max(prep.pace.get(side) or 0.0 for side in split)
+        block = max(1, math.floor(HANDOVER_BLOCK_S / slowest)) if slowest > 0 else 1
+        rng = random.Random(group_seed(f"{prep.group}#{first}"))
+        log = self.rounds_log.setdefault(prep.group, [])
+        for k, order in paired_rounds(rounds, block, tuple(split), rng):
+            log.append((round(time.perf_counter() - self._t0, 4), ",".join(order)))
+            self.blocks[f"{order[0]}-first"] = self.blocks.get(f"{order[0]}-first", 0) + 1
+            for side in order:
+                got = self.sides[side].time(
+                    prep.group, split[side], k, first_round=first, handover=True
+                )
+                for n, xs in got.samples.items():
+                    out[n] += xs
+                if got.handover is not None:
+                    prep.handovers.append(got.handover)
+            first += k
+        return out
+
+    def _sweep(self, prep: _Prepared, *, warm: bool) -> None:
+        """Time one sweep of the group: every slot, or those its budget names."""
+        names = prep.budget.active() if prep.budget is not None else list(prep.fns)
+        if not names:
+            return
+        if warm:  # clocks are up: a short re-warm of this group's kernels only
+            self._warm(prep, names, 0.0)
+        t_begin = time.perf_counter()
+        timed = self._timed(prep, names, prep.rounds_per_pass)
+        prep.spans.append((t_begin, time.perf_counter()))
+        for name, got in timed.items():
+            prep.samples.setdefault(name, []).extend(got)
+            if got:
+                prep.pass_medians.setdefault(name, []).append(statistics.median(got))
+        if prep.budget is not None:
+            prep.budget.record(timed, prep.rounds_per_pass)
 
     def _budget(self, prep: _Prepared) -> GroupBudget | None:
         """The group's A/B plan, from the identities its correctness calls captured."""
@@ -374,24 +406,6 @@ class GroupMeasurer:
                 kept |= sides & set(pairs)
         return kept
 
-    def _sweep(self, prep: _Prepared, *, warm: bool) -> None:
-        """Time one sweep of the group: every slot, or those its budget names."""
-        names = prep.budget.active() if prep.budget is not None else list(prep.fns)
-        fns = {n: prep.fns[n] for n in names}
-        if not fns:
-            return
-        if warm:  # clocks are up: a short re-warm of this group's kernels only
-            self.timer.warm(fns, 0.0, pairs=prep.pairs)
-        t_begin = time.perf_counter()
-        timed = self.timer.time(fns, prep.rounds_per_pass, pairs=prep.pairs)
-        prep.spans.append((t_begin, time.perf_counter()))
-        for name, got in timed.items():
-            prep.samples.setdefault(name, []).extend(got)
-            if got:
-                prep.pass_medians.setdefault(name, []).append(statistics.median(got))
-        if prep.budget is not None:
-            prep.budget.record(timed, prep.rounds_per_pass)
-
     def _soak(self, prepared: list[_Prepared]) -> None:
         """Run the groups' kernels in turn, untimed, for about `soak_s` seconds."""
         if self.soak_s <= 0 or not prepared:
@@ -406,7 +420,7 @@ class GroupMeasurer:
         while time.perf_counter() - t0 < self.soak_s:
             for prep in prepared:
                 # its pace at working temperature sizes the group's rounds (no warm-up after)
-                self._pace[prep.group] = self.timer.warm(prep.fns, chunk, pairs=prep.pairs)
+                self._pace[prep.group] = self._warm(prep, list(prep.fns), chunk)
                 if time.perf_counter() - t0 >= self.soak_s:
                     break
         self.soaked_s = time.perf_counter() - t0
@@ -437,8 +451,33 @@ class GroupMeasurer:
                 if state is not None:
                     res.extra["gpu_state"] = state
             self._results[res.case.test_id] = res
+        for slot, first in prep.handovers:
+            med = statistics.median(prep.samples[slot]) if prep.samples.get(slot) else 0.0
+            if med > 0:
+                self.handover_offsets.append(first / med - 1.0)
+        for side in set(prep.fns.values()):
+            self.sides[side].release(prep.group)  # its inputs and calls: the memory they hold
         if self.on_group is not None:
             self.on_group(prep.group, prep.results, prep.seconds)
+
+    def pairing(self) -> dict[str, Any] | None:
+        """machine_info.tilegate.pairing: how the rounds of an A/B's two processes were paired
+        (None with one side): the blocks each side began, and the first call after a hand-over
+        (timed apart, never counted) as a fraction above its slot's median."""
+        if len(self.sides) < 2:
+            return None
+        offsets = sorted(self.handover_offsets)
+        return {
+            "processes": list(self.sides),
+            "block_s": HANDOVER_BLOCK_S,
+            "blocks": dict(self.blocks),
+            "handover_first_call": {
+                "calls": len(offsets),
+                "median_offset": statistics.median(offsets) if offsets else None,
+                "counted": False,
+            },
+            "rounds_log": {g: [list(b) for b in log] for g, log in self.rounds_log.items()},
+        }
 
     def _extra(
         self,

@@ -141,13 +141,16 @@ class CudaTimer:
         fns: Mapping[str, Callable[[], Any]],
         rounds: int | None = None,
         pairs: Mapping[str, str] | None = None,
+        *,
+        first_round: int = 0,
     ) -> dict[str, list[float]]:
-        """Seconds per call for each callable, one sample per round, rounds interleaved."""
+        """Seconds per call for each callable, one sample per round, rounds interleaved (in the
+        order of round `first_round` and on: a sweep timed in blocks goes on rotating)."""
         torch = self._torch
         names = list(fns)
         events: dict[str, list[tuple[Any, Any]]] = {n: [] for n in names}
         hold = self.hold_cycles(names) if self.config.hold_host else 0
-        for r in range(rounds or self.config.rounds):
+        for r in range(first_round, first_round + (rounds or self.config.rounds)):
             for name in round_order(names, r, pairs):
                 begin = torch.cuda.Event(enable_timing=True)
                 end = torch.cuda.Event(enable_timing=True)
@@ -160,6 +163,26 @@ class CudaTimer:
                 events[name].append((begin, end))
         torch.cuda.synchronize()
         return {n: [b.elapsed_time(e) / 1e3 for b, e in pairs] for n, pairs in events.items()}
+
+    @staticmethod
+    def order(names: list[str], r: int) -> list[str]:
+        return round_order(names, r)
+
+    def once(self, fn: Callable[[], Any]) -> float:
+        """One call, flushed and timed with an event pair, waited for: the first call after
+        another process had the GPU (tilegate.harness.sides), which is not counted."""
+        torch = self._torch
+        hold = self.hold_cycles(list(self._enqueue_s)) if self.config.hold_host else 0
+        begin = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        if hold:
+            torch.cuda._sleep(hold)
+        self._flush()
+        begin.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return float(begin.elapsed_time(end) / 1e3)
 
     def hold_seconds(self, names: list[str]) -> float:
         """Twice the longest median host enqueue time of these calls (warm-up), clamped."""
@@ -200,15 +223,27 @@ class HostTimer:
         fns: Mapping[str, Callable[[], Any]],
         rounds: int | None = None,
         pairs: Mapping[str, str] | None = None,
+        *,
+        first_round: int = 0,
     ) -> dict[str, list[float]]:
         names = list(fns)
         out: dict[str, list[float]] = {n: [] for n in names}
-        for r in range(rounds or self.config.rounds):
+        for r in range(first_round, first_round + (rounds or self.config.rounds)):
             for name in round_order(names, r, pairs):
                 t0 = time.perf_counter()
                 fns[name]()
                 out[name].append(time.perf_counter() - t0)
         return out
+
+    @staticmethod
+    def order(names: list[str], r: int) -> list[str]:
+        return round_order(names, r)
+
+    @staticmethod
+    def once(fn: Callable[[], Any]) -> float:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
 
 
 def event_time(fn: Callable[[], Any], reps: int = 5) -> float:

@@ -396,6 +396,12 @@ class ABComparison:
     def sha(self) -> str:
         return str((self.run.env.ab or {}).get("sha") or "")
 
+    @property
+    def processes(self) -> int:
+        """How many processes measured the sides: 2 (each side a checkout and a process,
+        tilegate.harness.sides); 1 in results of the same-process engine before it."""
+        return 2 if (self.run.env.ab or {}).get("sides") else 1
+
     def by(self, *verdicts: ABVerdict) -> list[ABCase]:
         return [c for c in self.cases if c.verdict in verdicts]
 

@@ -541,7 +541,13 @@ def _ab(ab: ABComparison) -> list[str]:
         f", confirmed by {len(ab.confirmations)} re-measurement(s)" if ab.confirmations else ""
     )
     return [
-        f"## A/B against `{ab.ref}`{sha}: one process, the same rounds{confirmed}",
+        f"## A/B against `{ab.ref}`{sha}: "
+        + (
+            "each side its own checkout and process, paired round by round"
+            if ab.processes == 2
+            else "one process, the same rounds"
+        )
+        + confirmed,
         "",
         *_ab_budget(ab),
         *_ab_summary(ab),

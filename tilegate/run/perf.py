@@ -306,12 +306,19 @@ class Perf:
             )
         results = self.out_dir / "results.json"
         results.unlink(missing_ok=True)
+        from tilegate.harness.sides import SIDE_FAILURE_FILE
+
+        side_failure = self.out_dir / "sides" / SIDE_FAILURE_FILE
+        side_failure.unlink(missing_ok=True)
         suite = self.suite
         if self.gpus > 1:
             self.log(f"perf: the suite's groups over {self.gpus} GPUs, one process each")
             suite = functools.partial(run_shards, gpus=self.gpus)
         suite_code = suite(results, self.profile, args)  # shards that cannot merge: InputError
         ended = self.clock()
+        if side_failure.exists():  # a side's process failed: the plugin left no results
+            results.unlink(missing_ok=True)
+            return self._fail(side_failure.read_text(errors="replace").strip())
         if not results.exists() or results.stat().st_size == 0:
             reason = suite_failure(suite_code, results)
             results.unlink(missing_ok=True)  # pytest-benchmark 5.2.3 leaves 0 bytes behind
@@ -439,7 +446,12 @@ def ab_args(ref: str, out_dir: Path) -> list[str]:
         protocol=config.protocol,
         registry=config.registry,
     )
-    return [f"--perf-ab-base={base.path}", f"--perf-ab-ref={ref}", f"--perf-ab-sha={base.sha}"]
+    return [
+        f"--perf-ab-base={base.path}",
+        f"--perf-ab-ref={ref}",
+        f"--perf-ab-sha={base.sha}",
+        f"--perf-side-logs={(out_dir / 'sides').resolve()}",
+    ]
 
 
 def ab_tolerances(slug: str, baselines_dir: Path, out_dir: Path) -> Path:

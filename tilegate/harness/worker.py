@@ -1,0 +1,258 @@
+"""A side's process: its tree first on sys.path, its code imported by its own name, measured here.
+
+Started by tilegate.harness.sides.RemoteSide as `python -c BOOT GATE_DIR FD`: the boot line
+imports this module (the gate's tilegate) from GATE_DIR and takes that directory off sys.path
+again, so the tilegate that measures is always the gate's, whichever tilegate/ or package the
+side's tree holds. Requests come as length-prefixed pickles on stdin; each answer goes to file
+descriptor FD as ("ok", value) or ("error", message). stdout and stderr are the side's log.
+
+The verbs: hello (set sys.path, import the side's package and its protocol: what it declares),
+setup (the slots, the timer, the device), prepare / explain / warm / time / release (the
+side's tilegate.harness.side.SideMeasurer), warnings, bye.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pickle
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, BinaryIO
+
+_FRAME_SIZE = 8
+
+
+def _read(stream: BinaryIO, size: int) -> bytes | None:
+    data = b""
+    while len(data) < size:
+        chunk = stream.read(size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def _paths(roots: list[str], drop: list[str]) -> None:
+    """The side's roots first on sys.path; nothing of another side's tree on it."""
+    dropped = set(drop)
+    kept = [p for p in sys.path if str(Path(p or ".").resolve()) not in dropped]
+    sys.path[:] = [*roots, *(p for p in kept if p not in roots)]
+    importlib.invalidate_caches()
+
+
+def _where(err: BaseException, root: Path) -> str:
+    """` (at pkg/mod.py:12)`: the last place in the side's tree the error passed through."""
+    import traceback
+
+    places = [(f.filename, f.lineno) for f in traceback.extract_tb(err.__traceback__)]
+    if isinstance(err, SyntaxError) and err.filename:
+        places.append((err.filename, err.lineno))
+    for filename, line in reversed(places):
+        path = Path(filename).resolve()
+        if root.resolve() in path.parents:
+            return f" (at {path.relative_to(root.resolve())}:{line})"
+    return ""
+
+
+def _short(err: BaseException) -> str:
+    return (
+        f"{type(err).__name__}: {err}".strip().splitlines()[0][:500]
+        if str(err)
+        else type(err).__name__
+    )
+
+
+class Worker:
+    def __init__(self) -> None:
+        self.bench: Any = None
+        self.measurer: Any = None
+        self.root = Path()
+
+    def hello(
+        self,
+        roots: list[str],
+        drop: list[str],
+        source: str,
+        root: str,
+        protocol: str,
+        registry: str | None,
+        profile: str | None,
+    ) -> Any:
+        from tilegate.cases import build_cases
+        from tilegate.harness.base import _switches
+        from tilegate.harness.device import software_versions
+        from tilegate.harness.sides import SideFacts, VariantFacts
+        from tilegate.protocol import check, find_benchmarks
+
+        self.root = Path(root)
+        _paths(roots, drop)
+        package = Path(source).name
+        holder = (self.root / source).parent
+        if not (self.root / source).is_dir():
+            raise LookupError(
+                f"its tree {self.root} has no {source}/ ([tool.tilegate] source) to measure"
+            )
+        try:
+            module = importlib.import_module(package)
+        except Exception as err:
+            raise LookupError(
+                f"its package {package!r} ({holder / package}) fails to import: "
+                f"{_short(err)}{_where(err, self.root)}"
+            ) from err
+        where = Path(getattr(module, "__file__", "") or "").resolve()
+        if holder.resolve() not in where.parents:
+            raise LookupError(
+                f"`import {package}` gives {where}, not the tree's {holder / package}: "
+                "something earlier on sys.path shadows it"
+            )
+        variants = None
+        if registry:
+            mod_name, _, attr = registry.partition(":")
+            try:
+                found = getattr(importlib.import_module(mod_name), attr)
+            except Exception as err:
+                raise LookupError(
+                    f"its registry {registry} fails to import: {_short(err)}"
+                    f"{_where(err, self.root)}"
+                ) from err
+            variants = tuple(found.values() if isinstance(found, dict) else found)
+        directory = Path(protocol)
+        try:
+            benches = find_benchmarks(directory)
+        except Exception as err:
+            raise LookupError(
+                f"its protocol {directory}: {_short(err)}{_where(err, self.root)}"
+            ) from err
+        self.bench = check(benches, directory, variants, registry)
+        bench = self.bench
+        cases = None
+        if profile in bench.profile_map or profile is None:
+            prof = bench.profile(profile)
+            cases = {
+                c.id: {"variant": c.variant, "params": dict(c.params)}
+                for c in build_cases(prof, tuple(bench.variant_map))
+            }
+        return SideFacts(
+            benchmark=bench.name,
+            variants={
+                v.name: VariantFacts(
+                    name=v.name,
+                    reference=bool(v.reference),
+                    twin_of=v.twin_of,
+                    renamed_from=tuple(getattr(v, "renamed_from", ()) or ()),
+                    switches_key=_switches(v),
+                    family=getattr(v, "family", None),
+                )
+                for v in bench.variants
+            },
+            profile_cases=cases,
+            expectations=[
+                {
+                    "faster": e.faster,
+                    "than": e.than,
+                    "per": e.per,
+                    "where": {k: list(v) for k, v in e.where.items()},
+                }
+                for e in bench.expectations
+            ],
+            software=software_versions(),
+        )
+
+    def setup(
+        self,
+        slots: dict[str, str],
+        timer_config: Any,
+        timer: str,
+        device: str,
+        capability: tuple[int, int] | None,
+        l2_bytes: int,
+        compile_threads: int,
+        inject: list[str],
+    ) -> None:
+        from tilegate.harness.side import SideMeasurer
+        from tilegate.harness.timing import CudaTimer, HostTimer
+
+        variants = dict(self.bench.variant_map)
+        if inject:
+            from tilegate.plugin import apply_injections
+
+            variants = apply_injections(self.bench, variants, inject)
+        missing = sorted({n for n in slots.values() if n not in variants})
+        if missing:
+            raise LookupError(f"its benchmark has no variant(s) {missing}")
+        registry = {slot: variants[name] for slot, name in slots.items()}
+        if device == "cuda":
+            import torch
+
+            torch.cuda.init()
+            clock: Any = CudaTimer(timer_config, l2_bytes=l2_bytes)
+        else:
+            clock = HostTimer(timer_config)
+        assert clock.name == timer, (clock.name, timer)
+        self.measurer = SideMeasurer(
+            benchmark=self.bench,
+            registry=registry,
+            timer=clock,
+            device=device,
+            capability=capability,
+            compile_threads=compile_threads,
+            name=os.environ.get("TILEGATE_SIDE", "side"),
+        )
+
+    def prepare(self, group: str, cases: list[dict[str, Any]], seed: int) -> Any:
+        from tilegate.harness.side import wire_result
+        from tilegate.harness.sides import unwire_case
+
+        results, phases, timed = self.measurer.prepare(group, [unwire_case(c) for c in cases], seed)
+        return {s: wire_result(r) for s, r in results.items()}, phases, timed
+
+    def explain(self, group: str, slots: list[str]) -> Any:
+        return self.measurer.explain(group, slots)
+
+    def warm(self, group: str, names: list[str], seconds: float) -> float:
+        return float(self.measurer.warm(group, names, seconds))
+
+    def time(self, **kwargs: Any) -> Any:
+        return self.measurer.time(**kwargs)
+
+    def release(self, group: str) -> None:
+        self.measurer.release(group)
+
+    def warnings(self) -> Any:
+        if self.measurer is None:
+            return [], []
+        return self.measurer.warnings_seen()
+
+
+def main(answer_fd: int) -> None:
+    answers = os.fdopen(answer_fd, "wb")
+    requests = sys.stdin.buffer
+    worker = Worker()
+    while True:
+        head = _read(requests, _FRAME_SIZE)
+        if head is None:
+            return  # the coordinator is gone
+        body = _read(requests, int.from_bytes(head, "big"))
+        if body is None:
+            return
+        verb, kwargs = pickle.loads(body)
+        if verb == "bye":
+            answer: tuple[str, Any] = ("ok", None)
+        else:
+            try:
+                answer = ("ok", getattr(worker, verb)(**kwargs))
+            except Exception as err:
+                traceback.print_exc()
+                what = str(err) if isinstance(err, LookupError) and str(err) else _short(err)
+                answer = ("error", f"{verb}: {what}")
+        try:
+            data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as err:  # an answer that cannot travel: say so, do not die
+            data = pickle.dumps(("error", f"{verb}: its answer cannot be sent: {_short(err)}"))
+        answers.write(len(data).to_bytes(_FRAME_SIZE, "big") + data)
+        answers.flush()
+        sys.stdout.flush()
+        if verb == "bye":
+            return
