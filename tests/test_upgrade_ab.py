@@ -1,214 +1,92 @@
-"""The GPU upgrade A/B of environments (tilegate/judge/upgrade.py judges, tilegate/run/upgrade.py runs
-and renders) on synthetic runs of two Tritons."""
+"""The upgrade A/B (tilegate/run/upgrade.py): an A/B of this tree under two environments, on the
+engine of every A/B (tilegate.run.perf, each side a process: tilegate.harness.sides); the report
+says what differs between the sides (tilegate/report/upgrade.py). The whole run on the CPU is
+tests/test_installed.py's and examples/liger's."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 
-from tests._factories import key, load_run, make_run, write
-from tilegate.errors import InputError
 from tilegate.explain.diff import explain_runs
-from tilegate.judge import vocabulary
-from tilegate.judge.outcome import Outcome, upgrade_outcome
-from tilegate.judge.results import load_results
-from tilegate.judge.upgrade import UpgradeComparison, judge_upgrade
-from tilegate.judge.vocabulary import Change
-from tilegate.run import upgrade
-from tilegate.run.upgrade import measure_sides, render
+from tilegate.report.upgrade import changed, upgrade_section
+from tilegate.run import perf, upgrade
 
-OLD = {"torch": "2.11.0+cu130", "triton": "3.6.0", "python": "3.12.3"}
-NEW = {**OLD, "triton": "3.9.0"}
 FIXTURES = Path(__file__).parent / "fixtures"
-EXPLAIN_FIXTURE = FIXTURES / "synthetic-ab-explain-h200.json"
 
 
-def sides(tmp_path: Path, slow: dict[str, float], n: int = 3):  # type: ignore[no-untyped-def]
-    old = [load_run(tmp_path, f"old-{i}.json", seed=200 + i, software=OLD) for i in range(n)]
-    new = [
-        load_run(tmp_path, f"new-{i}.json", seed=300 + i, software=NEW, slow=slow) for i in range(n)
-    ]
-    return old, new
-
-
-def test_a_kernel_the_upgrade_slows_is_named_and_only_it(tmp_path: Path) -> None:
-    cmp = judge_upgrade(*sides(tmp_path, {key("persistent", K=4096): 1.08}))
-    by = {c.key: c for c in cmp.cases}
-    assert by[key("persistent", K=4096)].change is Change.SLOWER
-    assert by[key("persistent", K=4096)].effect == pytest.approx(0.08, abs=0.03)
-    assert cmp.kernels()["persistent"] is Change.SLOWER
-    assert [v for v, c in cmp.kernels().items() if c is Change.SLOWER] == ["persistent"]
-    assert upgrade_outcome(cmp).code == 1
-    text = render(cmp)
-    assert text.startswith("# tilegate upgrade A/B: FAIL: Triton 3.6.0 -> 3.9.0: persistent slower")
-
-
-def test_the_upgrade_exit_code_is_the_one_exit_rules(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """tilegate.judge.outcome decides the upgrade's exit code, as it does the stored and A/B."""
-    slowed = key("persistent", K=4096)
-    cmp = judge_upgrade(*sides(tmp_path, {slowed: 1.08}))
-    result = upgrade_outcome(cmp)
-    assert result.code == 1
-    assert [c.key for c in result.upgrade] == [slowed]
-    assert result.parts == ["1 case slower under the new environment"]
-    (tmp_path / "same").mkdir()
-    same = judge_upgrade(*sides(tmp_path / "same", {}))
-    assert upgrade_outcome(same) == Outcome(0)
-    # the report asks the rule, it has none of its own
-    seen = []
-
-    def rule(c: UpgradeComparison) -> Outcome:
-        seen.append(c)
-        return Outcome(2)
-
-    monkeypatch.setattr(upgrade, "upgrade_outcome", rule)
-    assert not hasattr(cmp, "exit_code"), "the comparison holds facts; the exit rule is outcome's"
-    assert render(cmp).startswith("# tilegate upgrade A/B: CANNOT JUDGE: ") and seen == [cmp]
-
-
-def test_smoke_upgrade_runs_never_fail_by_the_one_exit_rule(tmp_path: Path) -> None:
-    slowed = key("persistent", K=4096)
-    old = [
-        load_run(tmp_path, f"so-{i}.json", seed=230 + i, software=OLD, mode="smoke")
-        for i in range(3)
-    ]
-    new = [
-        load_run(
-            tmp_path, f"sn-{i}.json", seed=330 + i, software=NEW, mode="smoke", slow={slowed: 1.3}
-        )
-        for i in range(3)
-    ]
-    cmp = judge_upgrade(old, new)
-    assert cmp.smoke and any(c.change is Change.SLOWER for c in cmp.cases)
-    assert upgrade_outcome(cmp) == Outcome(0)
-    assert render(cmp).startswith("# tilegate upgrade A/B: PASS: ")
-
-
-def test_the_upgrade_words_are_the_vocabularys() -> None:
-    assert Change is vocabulary.Change
-    assert [c.value for c in Change] == ["SLOWER", "FASTER", "SAME", "AMBIGUOUS"]
-    assert {c.value for c in Change} <= {v.value for v in vocabulary.ABVerdict}
-
-
-def test_a_whole_machine_shift_is_no_kernel_change(tmp_path: Path) -> None:
-    """Every row, cuBLAS included, 4 % slower under the new side: the ratios hold."""
-    old = [load_run(tmp_path, f"o-{i}.json", seed=210 + i, software=OLD) for i in range(3)]
-    new = [
-        load_run(tmp_path, f"n-{i}.json", seed=310 + i, software=NEW, machine_factor=1.04)
-        for i in range(3)
-    ]
-    cmp = judge_upgrade(old, new)
-    assert upgrade_outcome(cmp).code == 0
-    assert Change.SLOWER not in cmp.kernels().values()
-
-
-def test_the_same_triton_on_both_sides_is_said_and_passes(tmp_path: Path) -> None:
-    old = [load_run(tmp_path, f"a-{i}.json", seed=220 + i, software=OLD) for i in range(3)]
-    new = [load_run(tmp_path, f"b-{i}.json", seed=320 + i, software=OLD) for i in range(3)]
-    cmp = judge_upgrade(old, new)
-    assert upgrade_outcome(cmp).code == 0 and any("A/A" in n for n in cmp.notes)
-
-
-def test_too_few_processes_or_other_gpus_cannot_judge(tmp_path: Path) -> None:
-    old, new = sides(tmp_path, {}, n=1)
-    with pytest.raises(InputError, match="at least 2 processes"):
-        judge_upgrade(old, new)
-
-
-def test_the_sides_alternate_and_the_new_triton_goes_first_on_pythonpath(tmp_path: Path) -> None:
-    calls: list[tuple[str, Path | None]] = []
-
-    def suite(out: Path, profile: str, extra: Sequence[str], pythonpath: Path | None = None) -> int:
-        calls.append((out.name, pythonpath))
-        write(out, make_run(seed=len(calls), software=NEW if pythonpath else OLD))
-        return 0
-
-    new_triton = tmp_path / "triton-3.9.0"
-    (new_triton / "triton").mkdir(parents=True)
-    old, new = measure_sides(
-        new_triton, None, 3, "quick", [], tmp_path / "ab", suite=suite, log=lambda line: None
-    )
-    assert [c[0] for c in calls] == [
-        "old-1.json",
-        "new-1.json",
-        "old-2.json",
-        "new-2.json",
-        "old-3.json",
-        "new-3.json",
-    ]
-    assert [c[1] for c in calls] == [None, new_triton] * 3
-    assert len(old) == len(new) == 3
-    with pytest.raises(InputError, match="holds no triton/ package"):
-        measure_sides(tmp_path, None, 3, "quick", [], tmp_path / "x", suite=suite)
-    with pytest.raises(InputError, match="at least 2"):
-        measure_sides(new_triton, None, 1, "quick", [], tmp_path / "x", suite=suite)
-
-
-def _upgrade_side(path: Path, side: str, i: int) -> Path:
-    """One process of an upgrade side cut from the explain fixture (an A/B run as an H200
-    records it): the `side` rows and the reference, each case's samples scaled a little per
-    process (the processes of a side differ, the ratio between the sides holds)."""
-    data = json.loads(EXPLAIN_FIXTURE.read_text())
-    rows = []
-    for b in data["benchmarks"]:
-        tg = b["extra_info"]["tilegate"]
-        if tg.get("reference") or tg.get("side", "head") == side:
-            tg.pop("side", None)
-            for ratio in [k for k in tg if k.startswith("ratio_to_")]:
-                del tg[ratio]  # derived again from the scaled samples
-            if not tg.get("reference"):
-                tg["samples_s"] = [x * (1 + 0.002 * i) for x in tg["samples_s"]]
-                tg["median_s"] *= 1 + 0.002 * i
-            rows.append(b)
-    data["benchmarks"] = rows
-    data["machine_info"]["tilegate"]["software"]["triton"] = "3.6.0" if side == "base" else "3.9.0"
-    return write(path, data)
-
-
-def test_an_upgrade_explains_its_decided_cases_whose_code_changed(tmp_path: Path) -> None:
-    """The explain fixture's base rows as the old side, its head rows as the new: `tiled`'s
-    num_stages 3 -> 4 and `grouped`'s extra clone are named, base -> head, in the report."""
-    old = [_upgrade_side(tmp_path / f"old-{i}.json", "base", i) for i in (1, 2)]
-    new = [_upgrade_side(tmp_path / f"new-{i}.json", "head", i) for i in (1, 2)]
-    cmp = judge_upgrade([load_results(p) for p in old], [load_results(p) for p in new])
-    assert {c.kernel_name: c.code_changed for c in cmp.cases} == {"tiled": True, "grouped": True}
-    assert {c.change for c in cmp.cases} == {Change.SLOWER}
-    text = render(cmp, None, upgrade.explain(cmp, old[0], new[0]))
-    why = text.split("**Why it changed** (Triton 3.6.0 -> Triton 3.9.0: ", 1)[1]
-    assert (
-        "<code>tiled-fp16-nt-K512</code> SLOWER: <code>tiled_matmul_kernel</code>: "
-        "programs/SM 2 -&gt; 1, num_stages 3 -&gt; 4" in why
-    )
-    assert "- `grouped-fp16-nt-K128` SLOWER: +1 launch: the copy of `aten.clone.default`" in why
-    assert "| `tiled` | SLOWER | changed |" in text
-    sidecar = json.loads((tmp_path / "explain" / "explanations.json").read_text())
-    assert set(sidecar["cases"]) == {c.key for c in cmp.cases}
-
-
-def test_an_upgrade_that_changed_code_but_not_time_says_so_and_explains_nothing(
+def test_the_upgrade_section_names_what_changed_and_where_each_side_came_from(
     tmp_path: Path,
 ) -> None:
-    """Liger 0.8.4 -> 0.8.5 changed the backward kernels and not their time: the kernel reads
-    SAME with its compiled code changed, and only a decided case gets a why."""
-    old = [
-        load_run(tmp_path, f"o-{i}.json", seed=240 + i, software=OLD, code={"persistent": "a"})
-        for i in range(3)
-    ]
-    new = [
-        load_run(tmp_path, f"n-{i}.json", seed=340 + i, software=NEW, code={"persistent": "b"})
-        for i in range(3)
-    ]
-    cmp = judge_upgrade(old, new)
-    assert cmp.kernels()["persistent"] is Change.SAME
-    text = render(cmp)
-    assert "| `persistent` | SAME | changed |" in text
-    assert "| `tiled` | SAME | same |" in text
-    assert "Why it changed" not in text
+    old = {"torch": "2.11.0", "triton": "3.6.0", "liger_kernel": "0.8.4"}
+    new = {**old, "triton": "3.9.0", "liger_kernel": "0.8.5"}
+    assert changed(old, new) == [("liger_kernel", "0.8.4", "0.8.5"), ("triton", "3.6.0", "3.9.0")]
+    text = upgrade_section(old, new, tmp_path / "new", None, "5 facts changed")
+    assert text.startswith("## Upgrade: liger_kernel 0.8.4 -> 0.8.5, Triton 3.6.0 -> 3.9.0\n")
+    assert f"`{tmp_path / 'new'}` first" in text and "the runner's own environment" in text
+    assert "5 facts changed" in text
+    same = upgrade_section(old, old, tmp_path / "new", tmp_path / "old")
+    assert "no package version differs between the sides" in same
+
+
+class _Perf:
+    """Stands in for tilegate.run.perf.Perf: records how it was made, writes what a run writes."""
+
+    made: ClassVar[list[dict[str, Any]]] = []
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+        _Perf.made.append(kwargs)
+
+    def run(self) -> int:
+        out = self.kwargs["out_dir"]
+        out.mkdir(parents=True, exist_ok=True)
+        sides = {
+            "head": {"software": {"triton": "3.9.0", "torch": "2.11.0"}},
+            "base": {"software": {"triton": "3.6.0", "torch": "2.11.0"}},
+        }
+        (out / "results.json").write_text(
+            json.dumps({"machine_info": {"tilegate": {"ab": {"sides": sides}}}, "benchmarks": []})
+        )
+        (out / "report.md").write_text("# tilegate: FAIL: 1 case slower than its base\n\nbody\n")
+        return 1
+
+
+def test_an_upgrade_is_an_ab_of_this_tree_with_the_new_release_first_on_the_heads_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(perf, "Perf", _Perf)
+    _Perf.made.clear()
+    new, old = tmp_path / "triton-3.9.0", tmp_path / "triton-3.6.0"
+    for d in (new, old):
+        (d / "triton").mkdir(parents=True)
+    out = tmp_path / "upgrade-ab"
+    code = upgrade.run_upgrade(
+        new, old, "quick", ["-x"], out, fingerprint=False, log=lambda line: None
+    )
+    assert code == 1, "the A/B's verdict is the upgrade's"
+    (made,) = _Perf.made
+    assert made["ab_sides"][0] == "--perf-ab-base=@head"
+    assert f"--perf-side-path=head={new.resolve()}" in made["ab_sides"]
+    assert f"--perf-side-path=base={old.resolve()}" in made["ab_sides"]
+    assert made["stored"] is False and made["pytest_args"] == ["-x"]
+    report = (out / "report.md").read_text()
+    lines = report.splitlines()
+    assert lines[0] == "# tilegate: FAIL: 1 case slower than its base", "one headline: the A/B's"
+    assert lines[2] == "## Upgrade: Triton 3.6.0 -> 3.9.0"
+    assert report.rstrip().endswith("body")
+
+
+def test_a_new_dir_with_nothing_to_import_cannot_judge(tmp_path: Path) -> None:
+    out = tmp_path / "upgrade-ab"
+    code = upgrade.run_upgrade(tmp_path, None, "quick", [], out, log=lambda line: None)
+    assert code == 2
+    report = (out / "report.md").read_text()
+    assert report.startswith("# tilegate: CANNOT JUDGE") and "--new" in report
+    assert "holds no triton/ package" in report
 
 
 def test_the_h200s_liger_config_and_loop_changes_are_explained_by_their_facts(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tilegate.judge import ab, crosstile, outcome, upgrade, verdict, vocabulary
+from tilegate.judge import ab, crosstile, outcome, verdict, vocabulary
 from tilegate.judge.vocabulary import JUDGEMENTS, Word, used_by
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,12 +39,6 @@ SPELLED = {
         ("INCONSISTENT", "SAME CODE, TIME MOVED"),
         ("UNSTABLE", "UNSTABLE"),
     ],
-    "upgrade": [
-        ("SLOWER", "SLOWER"),
-        ("FASTER", "FASTER"),
-        ("SAME", "SAME"),
-        ("AMBIGUOUS", "AMBIGUOUS"),
-    ],
     "expectation": [("PASS", "PASS"), ("FAIL", "FAIL"), ("NOT_MEASURED", "NOT MEASURED")],
     "outcome": [("PASS", "PASS"), ("FAIL", "FAIL"), ("CANNOT_JUDGE", "CANNOT JUDGE")],
 }
@@ -55,13 +49,11 @@ def test_each_judging_module_uses_the_vocabularys_enum() -> None:
     assert outcome.Verdict is vocabulary.Verdict
     assert ab.ABVerdict is vocabulary.ABVerdict
     assert outcome.ABVerdict is vocabulary.ABVerdict
-    assert upgrade.Change is vocabulary.Change
     assert crosstile.Status is vocabulary.Status
     assert verdict.Status is vocabulary.Status
     assert dict(JUDGEMENTS) == {
         "stored": vocabulary.Verdict,
         "ab": vocabulary.ABVerdict,
-        "upgrade": vocabulary.Change,
         "expectation": vocabulary.Status,
         "outcome": vocabulary.Headline,
     }
@@ -74,7 +66,6 @@ def test_each_judging_module_uses_the_vocabularys_enum() -> None:
         "tilegate/judge/ab.py",
         "tilegate/judge/crosstile.py",
         "tilegate/judge/outcome.py",
-        "tilegate/judge/upgrade.py",
         "tilegate/run/upgrade.py",
     ],
 )
@@ -123,13 +114,12 @@ def test_every_word_is_spelled_as_before_and_defined_once() -> None:
 
 
 def test_shared_words_are_one_word() -> None:
-    assert used_by(Word.SLOWER) == ["ab", "upgrade"]
-    for w in (Word.FASTER, Word.SAME, Word.AMBIGUOUS):
-        assert used_by(w) == ["ab", "upgrade"]
+    for w in (Word.SLOWER, Word.FASTER, Word.SAME, Word.AMBIGUOUS):
+        assert used_by(w) == ["ab"]
     assert used_by(Word.NEW) == ["stored", "ab"]
     assert used_by(Word.NOT_MEASURED) == ["stored", "expectation"]
     assert used_by(Word.PASS) == used_by(Word.FAIL) == ["expectation", "outcome"]
-    assert vocabulary.Change.SLOWER == vocabulary.ABVerdict.SLOWER == Word.SLOWER.value
+    assert Word.SLOWER.value == vocabulary.ABVerdict.SLOWER
 
 
 def test_the_docstring_says_what_every_word_means_and_who_uses_it() -> None:

@@ -374,40 +374,16 @@ def _cmd_ab_noise(args: argparse.Namespace) -> int:
 
 
 def _cmd_upgrade_ab(args: argparse.Namespace) -> int:
-    from tilegate.judge.outcome import upgrade_outcome
-    from tilegate.judge.upgrade import judge_upgrade
-    from tilegate.run.perf import run_suite
-    from tilegate.run.upgrade import explain, fingerprint_diff, measure_sides, render
+    from tilegate.run.upgrade import run_upgrade
 
-    out_dir = PERF_DIR / "upgrade-ab"
-    try:
-        old, new = measure_sides(
-            Path(args.new),
-            Path(args.old) if args.old else None,
-            args.repeats,
-            args.profile,
-            args.pytest_args,
-            out_dir,
-            suite=run_suite,
-        )
-        cmp = judge_upgrade([load_results(p) for p in old], [load_results(p) for p in new])
-    except InputError as err:
-        _err(f"cannot judge the upgrade: {err}")
-        atomic_write_text(
-            out_dir / "report.md", f"# tilegate upgrade A/B: CANNOT JUDGE (exit 2)\n\n{err}\n"
-        )
-        return EXIT_CANNOT_JUDGE
-    old_triton = cmp.old_runs[0].env.software.get("triton", "")
-    fp = (
-        None
-        if args.no_fingerprint
-        else fingerprint_diff(Path(args.new), old_triton, out_dir / "fingerprint.md")
+    return run_upgrade(
+        Path(args.new),
+        Path(args.old) if args.old else None,
+        args.profile,
+        args.pytest_args,
+        PERF_DIR / "upgrade-ab",
+        fingerprint=not args.no_fingerprint,
     )
-    text = render(cmp, fp, explain(cmp, old[0], new[0]))
-    atomic_write_text(out_dir / "report.md", text)
-    print(text, end="")
-    print(f"(report written to {out_dir / 'report.md'})", file=sys.stderr)
-    return upgrade_outcome(cmp).code
 
 
 # --- fingerprint (another module; imported only when asked for) ------------------------------------------
@@ -637,13 +613,14 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "upgrade-ab",
-        help="a Triton (or library) upgrade on this GPU: the suite under the runner's "
-        "environment and a new one (DIR first on PYTHONPATH), alternating processes, each case "
-        "on its ratio to the benchmark's reference",
-        description="Run the perf suite --repeats times under each environment, alternating, and "
-        "judge each case and kernel on its ratio to the benchmark's reference variant, measured "
-        "in the same process (the reference is the same on both sides); for a Triton upgrade, "
-        "the compile fingerprint's upgrade report beside it. Unknown options go to pytest.",
+        help="a Triton (or library) upgrade on this GPU: an A/B of this tree under the runner's "
+        "environment (base) and a new one (head: DIR first on its path), two processes paired "
+        "round by round",
+        description="An A/B run of this tree against itself: the head side's process imports "
+        "--new DIR first, the base side's --old DIR (default: the runner's own environment); "
+        "each case judged on head / base paired per round, as every A/B (its tolerances, "
+        "confirmation and explanations); for a Triton upgrade, the compile fingerprint's upgrade "
+        "report beside it. Unknown options go to pytest.",
         parents=[shared.profile("upgrade-ab", default="quick", use="the profile")],
     )
     p.add_argument(
@@ -652,7 +629,6 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument(
         "--old", metavar="DIR", help="the old side's triton/ (default: the runner's own)"
     )
-    p.add_argument("--repeats", type=int, default=3, help="processes per side (default: 3)")
     p.add_argument(
         "--no-fingerprint", action="store_true", help="skip the compile fingerprint's diff"
     )

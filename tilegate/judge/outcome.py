@@ -23,10 +23,8 @@
   or expectations (A/B: while not acknowledged); an unacknowledged loosening of baselines/ by the
   pull request fails (tilegate.judge.integrity); the same identity on both sides with a ratio
   A/A noise cannot give is exit 2 (the identity missed something).
-* Upgrade A/B (`tilegate upgrade-ab`: the suite under two environments in alternating
-  processes; no baseline, so only this applies): a case SLOWER under the new environment fails
-  (its kernel got slower); smoke runs (the CPU interpreter) never fail: their timings mean
-  nothing.
+* Upgrade A/B (`tilegate upgrade-ab`): an A/B of one tree under two environments, judged as
+  every A/B (no stored baseline).
 
 The words the verdicts give, and what each means: tilegate.judge.vocabulary.
 """
@@ -39,7 +37,6 @@ from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK
 from tilegate.judge.ab import ABCase, ABComparison
 from tilegate.judge.coverage import Coverage
 from tilegate.judge.crosstile import ExpectationResult
-from tilegate.judge.upgrade import UpgradeCase, UpgradeComparison
 from tilegate.judge.verdict import Comparison, RowVerdict
 from tilegate.judge.vocabulary import ABVerdict, Headline, Verdict
 
@@ -55,7 +52,6 @@ class Outcome:
     gone: tuple[RowVerdict, ...] = ()  # baseline rows of a variant no longer in the registry
     inconsistent: tuple[ABCase, ...] = ()  # same identity, a ratio noise cannot give (exit 2)
     integrity: tuple[str, ...] = ()  # unacknowledged loosening of baselines/ (judge.integrity)
-    upgrade: tuple[UpgradeCase, ...] = ()  # upgrade A/B cases SLOWER under the new environment
     coverage: Coverage | None = None  # what the protocol says to measure and check
     # A/B UNSTABLE cases: with a mode slower on its own rounds (fails), and the rest (exit 2)
     unstable_slower: tuple[ABCase, ...] = ()
@@ -78,11 +74,6 @@ class Outcome:
             len(self.unstable_slower),
             "unstable case with a slower mode",
             "unstable cases with a slower mode",
-        )
-        count(
-            len(self.upgrade),
-            "case slower under the new environment",
-            "cases slower under the new environment",
         )
         count(len(self.removed), "case of a removed variant", "cases of removed variants")
         count(
@@ -162,16 +153,6 @@ def _outcome(cmp: Comparison | None, ab: ABComparison | None) -> Outcome:
     if code == EXIT_OK and cmp is not None and cmp.off_gpus:
         code = EXIT_CANNOT_JUDGE  # rows of an off GPU were measured but could not be judged
     return Outcome(code, regressions, drift, broken, slower)
-
-
-def upgrade_outcome(cmp: UpgradeComparison) -> Outcome:
-    """The upgrade A/B's exit code: 1 when a case is SLOWER under the new environment (a kernel
-    got slower), unless every run is a smoke run (the verdicts are shown, the timings mean
-    nothing: exit 0); else 0."""
-    if cmp.smoke:
-        return Outcome(EXIT_OK)
-    slower = tuple(c for c in cmp.cases if c.fails)
-    return Outcome(EXIT_FAIL if slower else EXIT_OK, upgrade=slower)
 
 
 def headline(code: int) -> Headline:

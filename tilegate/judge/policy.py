@@ -22,10 +22,9 @@ from tilegate.judge import stats
 @dataclass(frozen=True)
 class TolerancePolicy:
     """The one shape of every tolerance of the gate: the stored baseline's (`Policy`, noise = the
-    drift of the run medians), the A/B's (`tilegate.judge.ab.ABPolicy`, noise = the A/A spread
-    of the run ratios) and the upgrade's (`tilegate.judge.upgrade.UPGRADE`, noise = the spread of
-    each side's ratios): tolerance = clamp(multiple x noise, floor, ceiling), and a change must
-    also be significant at alpha."""
+    drift of the run medians) and the A/B's (`tilegate.judge.ab.ABPolicy`, noise = the A/A
+    spread of the run ratios; an upgrade's too): tolerance = clamp(multiple x noise, floor,
+    ceiling), and a change must also be significant at alpha."""
 
     multiple: float = 3.0  # tolerance = multiple x noise ...
     floor: float = 0.04  # ... at least this (relative slowdown) ...

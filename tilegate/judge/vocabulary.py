@@ -1,15 +1,14 @@
 """The verdict vocabulary: every word a judgement can give, defined once, and what it means.
 
-Five judgements give words; the exit rule that turns them into an exit code, and the exit
+Four judgements give words; the exit rule that turns them into an exit code, and the exit
 code into the run's headline word, is tilegate.judge.outcome (the only one). Each judgement
 has its own `str` Enum below, whose members are words of `Word`: a word two judgements share
-(SLOWER in the A/B and the upgrade, NEW, NOT MEASURED, PASS, FAIL) is one word with one
+(NEW, NOT MEASURED, PASS, FAIL) is one word with one
 meaning, spelled once.
 
 * stored: a row against the stored baseline (`Verdict`, tilegate.judge.verdict);
-* ab: a case of the head against its base, in the same rounds (`ABVerdict`, tilegate.judge.ab);
-* upgrade: a case under a new environment against the old one, in alternating processes
-  (`Change`, tilegate.judge.upgrade);
+* ab: a case of the head against its base, in the same rounds (`ABVerdict`, tilegate.judge.ab;
+  an upgrade is an A/B of one tree under two environments);
 * expectation: a relational expectation at one value of its axis (`Status`,
   tilegate.judge.crosstile);
 * outcome: the whole run, from its exit code (`Headline`, tilegate.judge.outcome.headline):
@@ -35,12 +34,11 @@ The words (the value, as the JSON files and the reports spell it; the judgements
 * ``VARIANT REMOVED`` (stored): in the baseline, but its variant is no longer in the registry
   (removed, not renamed). Fails, with the expectations it takes with it, until the baseline
   drops it.
-* ``SLOWER`` (ab, upgrade): slower than the tolerance, significant (the A/B: the whole interval
-  of the median ratio, and a majority of the runs; the upgrade: the effect on the ratio to the
-  reference, Welch's t-test). Fails (the upgrade: unless its runs are smoke runs).
-* ``FASTER`` (ab, upgrade): faster than the tolerance, likewise significant. Never fails.
-* ``SAME`` (ab, upgrade): within the tolerance (the A/B: the whole interval). Never fails.
-* ``AMBIGUOUS`` (ab, upgrade): neither: the data cannot decide, measure more. Never fails.
+* ``SLOWER`` (ab): slower than the tolerance, significant (the whole interval of the median
+  ratio, and a majority of the runs). Fails.
+* ``FASTER`` (ab): faster than the tolerance, likewise significant. Never fails.
+* ``SAME`` (ab): within the tolerance (the whole interval). Never fails.
+* ``AMBIGUOUS`` (ab): neither: the data cannot decide, measure more. Never fails.
 * ``UNCHANGED CODE`` (ab): the same compiled-code identity on both sides: cannot be blamed,
   whatever its ratio says (the ratio is noise).
 * ``REMOVED`` (ab): a variant only the base has (removed, not renamed). Fails unless
@@ -83,7 +81,7 @@ class Word(str, enum.Enum):
     NEW = "NEW"
     # stored and expectation
     NOT_MEASURED = "NOT MEASURED"
-    # ab and upgrade
+    # ab
     SLOWER = "SLOWER"
     FASTER = "FASTER"
     SAME = "SAME"
@@ -136,15 +134,6 @@ class ABVerdict(str, enum.Enum):
     UNSTABLE = Word.UNSTABLE.value
 
 
-class Change(str, enum.Enum):
-    """A case under the new environment against the old one (tilegate.judge.upgrade)."""
-
-    SLOWER = Word.SLOWER.value
-    FASTER = Word.FASTER.value
-    SAME = Word.SAME.value
-    AMBIGUOUS = Word.AMBIGUOUS.value
-
-
 class Status(str, enum.Enum):
     """An expectation at one value of its axis (tilegate.judge.crosstile)."""
 
@@ -166,7 +155,6 @@ JUDGEMENTS: Mapping[str, type[enum.Enum]] = MappingProxyType(
     {
         "stored": Verdict,
         "ab": ABVerdict,
-        "upgrade": Change,
         "expectation": Status,
         "outcome": Headline,
     }

@@ -220,6 +220,10 @@ class Perf:
     warm_within_s: float = 60.0
     pytest_args: Sequence[str] = ()
     ab: str | None = None  # A/B: the base ref whose kernels are measured beside the head's
+    # A/B: the suite options that make the sides, where they are not REF's checkout against
+    # this tree (tilegate upgrade-ab: this tree twice, each side with its own releases first)
+    ab_sides: Sequence[str] = ()
+    stored: bool = True  # also judge against the stored baseline (an upgrade: the A/B alone)
     # a pull request: baselines/ is REF's, the working tree's is diffed against it
     # (tilegate.judge.integrity); its loosenings fail unless accept_baseline_change
     baselines_from: str | None = None
@@ -291,9 +295,9 @@ class Perf:
         baseline = self.baseline or baseline_path(slug, self.baselines_dir)
         args = list(self.pytest_args)
         if self.ab is not None:  # a REF that cannot be materialised: InputError, exit 2 (run)
-            base = ab_args(self.ab, self.out_dir)
+            base = list(self.ab_sides) or ab_args(self.ab, self.out_dir)
             args += base
-            self.log(f"perf: A/B against {self.ab}: {base[0]}")
+            self.log(f"perf: A/B against {self.ab}: {' '.join(base)}")
             if not any(a.startswith("--perf-ab-full") for a in args):
                 args.append(
                     f"--perf-ab-tolerances={ab_tolerances(slug, self.baselines_dir, self.out_dir)}"
@@ -396,7 +400,7 @@ class Perf:
     def _judge(self, results: Path, baseline: Path, confirms: list[Path], suspects: Path) -> Gated:
         judged = gate(
             results,
-            baseline if baseline.exists() else None,
+            baseline if baseline.exists() and self.stored else None,
             confirms,
             baselines_dir=self.baselines_dir,
             report_path=self.report_path,

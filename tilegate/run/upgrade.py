@@ -1,23 +1,21 @@
-"""A Triton upgrade judged on the GPU: the suite under two environments in alternating processes.
+"""A Triton or library upgrade judged on the GPU: one tree, two environments, paired rounds.
 
-`tilegate upgrade-ab --new DIR` (`nox -s upgrade_ab -- --new DIR` in this repository) runs the
-perf suite under the runner's environment ("old") and under the same one with DIR first on
-PYTHONPATH ("new": a newer Triton unpacked there, as a runner image upgrade would bring),
-alternating old, new, old, new, ... for `--repeats` processes each. Each case is judged on its
-ratio to the benchmark's reference in its own process (tilegate.judge.upgrade: the method, the
-verdicts and the exit rule).
+`tilegate upgrade-ab --new DIR [--old DIR]` (`nox -s upgrade_ab -- --new DIR` in this repository)
+is an A/B run of this tree against itself (tilegate.run.perf, the engine of every A/B): the head
+side's process has DIR first on its sys.path (a newer Triton unpacked there, as a runner image
+upgrade would bring, or a library's release: `pip install --no-deps --target DIR
+liger-kernel==0.8.5`), the base side's has `--old DIR` (default: the runner's own environment).
+Both processes take turns on the GPU round by round, and each case is judged on head / base
+paired per round, with the A/B's statistics and tolerances (the A/A noise file), its
+confirmation and its explanations: one engine, one statistics. A case's compiled code includes
+the Triton that compiled it (tilegate.harness.identity), so every Triton kernel is "changed"
+under another Triton; under the same Triton (a library upgrade) a kernel the release did not
+change is the same code and cannot be blamed.
 
-The same works for any library the benchmark's variants import, not only Triton: DIR holds
-its package (`pip install --no-deps --target DIR liger-kernel==0.8.5`), `--old DIR` the
-release to compare with (default: the runner's own). Each side's results file gets the versions
-of the distributions its DIR holds (their `*.dist-info`; for the runner's own side, the same
-distributions' versions there) added to its software, and the report names what changed
-(``liger_kernel 0.8.4 -> 0.8.5``). Smoke runs (CPU interpreter) go through the same steps but
-never fail: their timings mean nothing.
-
-Beside it, for a Triton upgrade (DIR holds triton/), the compile fingerprint's upgrade report
-under the new Triton (what changed in the compiled code, `tilegate/fingerprint`), when the old
-Triton's fingerprints are recorded.
+The report is the A/B's, under `.perf/upgrade-ab/`, with what changed between the sides
+(``Triton 3.6.0 -> 3.9.0``, ``liger_kernel 0.8.4 -> 0.8.5``) at its top, and, for a Triton
+upgrade, the compile fingerprint's upgrade report (what changed in the compiled code,
+`tilegate/fingerprint`) at its end, when the old Triton's fingerprints are recorded.
 """
 
 from __future__ import annotations
@@ -27,173 +25,84 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from tilegate.errors import InputError
-from tilegate.explain.diff import EXPLAINED, Explanation, explain_runs, write
+from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
 from tilegate.fileio import atomic_write_text
-from tilegate.judge.outcome import headline, upgrade_outcome
-from tilegate.judge.upgrade import UPGRADE, UpgradeComparison, changed, tritons
-from tilegate.judge.vocabulary import Change
-from tilegate.markdown import pct, table
-from tilegate.report.explain import why_section
+from tilegate.report.upgrade import upgrade_section
 
 
-def _display(name: str) -> str:
-    return "Triton" if name == "triton" else name
+def check_dir(what: str, path: Path | None) -> None:
+    """InputError naming --new / --old when DIR holds nothing to import."""
+    if path is not None and not (path / "triton").is_dir() and not _packages(path):
+        raise InputError(
+            f"{what} {path} holds no triton/ package and no other Python package: unpack "
+            "the Triton to try there (README, 'Trying a new Triton on a runner'), or "
+            "install the library's release there (pip install --no-deps --target DIR ...)"
+        )
 
 
-def _what(cmp: UpgradeComparison) -> tuple[str, str, str]:
-    """(the upgrade, the old side, the new side) in words: "Triton 3.6.0 -> 3.9.0",
-    "liger_kernel 0.8.4 -> 0.8.5, ...": what changed; Triton's versions when nothing did."""
-    moved = changed(cmp.old_runs, cmp.new_runs)
-    if not moved:
-        moved = [("triton", tritons(cmp.old_runs), tritons(cmp.new_runs))]
-    return (
-        ", ".join(f"{_display(n)} {o} -> {v}" for n, o, v in moved),
-        ", ".join(f"{_display(n)} {o}" for n, o, _ in moved),
-        ", ".join(f"{_display(n)} {v}" for n, _, v in moved),
-    )
-
-
-def _code(cmp: UpgradeComparison, kernel: str) -> str:
-    """Whether a kernel's compiled code differs between the sides, in words: a SAME kernel whose
-    code changed is a change the time did not follow."""
-    seen = {c.code_changed for c in cmp.cases if c.kernel_name == kernel}
-    if True in seen:
-        return "changed"
-    return "same" if seen == {False} else "not recorded"
-
-
-def explain(cmp: UpgradeComparison, old: Path, new: Path) -> list[Explanation]:
-    """Every decided case whose compiled code changed, explained between the first process of
-    each side (tilegate.explain.diff); their sidecar and TTGIR diffs are written beside `new`."""
-    cases = [
-        (c.key, c.change.name) for c in cmp.cases if c.code_changed and c.change.name in EXPLAINED
-    ]
-    explanations = explain_runs(old, new, cases)
-    write(explanations, new)
-    return explanations
-
-
-def render(
-    cmp: UpgradeComparison,
-    fingerprint: str | None = None,
-    explanations: Sequence[Explanation] = (),
-) -> str:
-    """The upgrade A/B as markdown: per kernel first (with why the decided ones changed), then
-    per case."""
-    what, old_t, new_t = _what(cmp)
-    ref = cmp.old_runs[0].reference or "the reference"
-    kernels = cmp.kernels()
-    slower = [v for v, c in kernels.items() if c is Change.SLOWER]
-    head = headline(upgrade_outcome(cmp).code).value
-    out = [
-        f"# tilegate upgrade A/B: {head}: {what}"
-        + (f": {', '.join(slower)} slower" if slower else ""),
-        "",
-        f"{len(cmp.old_runs)} processes under {old_t} and {len(cmp.new_runs)} under "
-        f"{new_t}, alternating, on {cmp.old_runs[0].env.gpu.name}; each case judged on its "
-        f"ratio to `{ref}` in its own process (tolerance = clamp({UPGRADE.multiple:g} x the within-side "
-        f"spread, {UPGRADE.floor:.0%}, {UPGRADE.ceiling:.0%}), Welch t-test p < {UPGRADE.alpha:g}).",
-        "",
-        *(f"- {n}" for n in cmp.notes),
-        "",
-        "## Per kernel",
-        "",
-        *table(
-            ["kernel", "verdict", "compiled code", "cases"],
-            "llll",
-            [
-                (
-                    f"`{v}`",
-                    change.value,
-                    _code(cmp, v),
-                    ", ".join(
-                        f"{c.where} {c.change.value.lower()} {pct(c.effect)}"
-                        for c in cmp.cases
-                        if c.kernel_name == v
-                    ),
-                )
-                for v, change in kernels.items()
-            ],
-        ),
-        "",
-        *why_section(explanations, f"{old_t} -> {new_t}"),
-        f"## Per case (ratio to `{ref}` in each process)",
-        "",
-        *table(
-            ["case", old_t, new_t, "change", "tolerance", "p", "verdict"],
-            "lllrrrl",
-            [
-                (
-                    f"`{c.key}`",
-                    ", ".join(f"{r:.4f}" for r in c.old),
-                    ", ".join(f"{r:.4f}" for r in c.new),
-                    pct(c.effect),
-                    f"{c.tolerance:.1%}",
-                    f"{c.p:.2g}",
-                    c.change.value,
-                )
-                for c in cmp.cases
-            ],
-        ),
-        "",
-    ]
-    if fingerprint:
-        out += [
-            "## What the upgrade changes in the compiled code (fingerprint)",
-            "",
-            fingerprint,
-            "",
-        ]
-    return "\n".join(out).rstrip() + "\n"
-
-
-Suite = Callable[..., int]
-
-
-def measure_sides(
-    new_path: Path,
-    old_path: Path | None,
-    repeats: int,
+def run_upgrade(
+    new: Path,
+    old: Path | None,
     profile: str,
     pytest_args: Sequence[str],
     out_dir: Path,
     *,
-    suite: Suite,
+    fingerprint: bool = True,
     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
-) -> tuple[list[Path], list[Path]]:
-    """Run the suite old, new, old, new, ...: `repeats` processes a side."""
-    if repeats < 2:
-        raise InputError(f"--repeats must be at least 2 (3 recommended), got {repeats}")
-    for what, path in (("--new", new_path), ("--old", old_path)):
-        if path is not None and not (path / "triton").is_dir() and not _packages(path):
-            raise InputError(
-                f"{what} {path} holds no triton/ package and no other Python package: unpack "
-                "the Triton to try there (README, 'Trying a new Triton on a runner'), or "
-                "install the library's release there (pip install --no-deps --target DIR ...)"
-            )
-    names = sorted({n for p in (new_path, old_path) if p is not None for n in dist_versions(p)})
-    stamps = {
-        "old": side_versions(old_path, names),
-        "new": side_versions(new_path, names),
-    }
-    out_dir.mkdir(parents=True, exist_ok=True)
-    old: list[Path] = []
-    new: list[Path] = []
-    for i in range(1, repeats + 1):
-        for side, prefix, runs in (("old", old_path, old), ("new", new_path, new)):
-            out = out_dir / f"{side}-{i}.json"
-            out.unlink(missing_ok=True)
-            log(f"upgrade-ab: {side} {i}/{repeats}" + (f" (PYTHONPATH {prefix})" if prefix else ""))
-            code = suite(out, profile, list(pytest_args), pythonpath=prefix)
-            if code != 0 or not out.exists():
-                raise InputError(f"the {side} side's run {i} failed (pytest exit {code})")
-            stamp_software(out, stamps[side])
-            runs.append(out)
-    return old, new
+) -> int:
+    """Measure and judge the upgrade (module doc); its exit code (0, 1 or 2)."""
+    from tilegate.run.perf import Perf
+
+    report = out_dir / "report.md"
+    try:
+        for what, path in (("--new", new), ("--old", old)):
+            check_dir(what, path)
+    except InputError as err:
+        log(f"upgrade-ab: cannot judge: {err}")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(report, f"# tilegate: CANNOT JUDGE (exit 2)\n\n{err}\n")
+        return EXIT_CANNOT_JUDGE
+    sides = [
+        "--perf-ab-base=@head",
+        f"--perf-side-path=head={new.resolve()}",
+        *([f"--perf-side-path=base={old.resolve()}"] if old is not None else []),
+        f"--perf-side-logs={(out_dir / 'sides').resolve()}",
+    ]
+    perf = Perf(
+        profile=profile,
+        ab="the old environment",
+        ab_sides=sides,
+        stored=False,
+        pytest_args=list(pytest_args),
+        out_dir=out_dir,
+        plots=False,
+        log=log,
+    )
+    code = perf.run()
+    results = out_dir / "results.json"
+    if not results.is_file() or not report.is_file():
+        return code
+    names = sorted({n for p in (new, old) if p is not None for n in dist_versions(p)})
+    versions = {"head": side_versions(new, names), "base": side_versions(old, names)}
+    try:
+        ab = json.loads(results.read_text())["machine_info"]["tilegate"]["ab"]
+        for side, facts in (ab.get("sides") or {}).items():
+            versions.setdefault(side, {}).update(facts.get("software") or {})
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    fp = None
+    if fingerprint:
+        old_triton = versions["base"].get("triton", "")
+        fp = fingerprint_diff(new, old_triton, out_dir / "fingerprint.md")
+    text = report.read_text(encoding="utf-8")
+    first, _, rest = text.partition("\n")
+    section = upgrade_section(versions["base"], versions["head"], new, old, fp)
+    atomic_write_text(report, f"{first}\n\n{section}{rest}")
+    log(f"upgrade-ab: report: {report}")
+    return code
 
 
 def _packages(path: Path) -> list[str]:
@@ -229,20 +138,6 @@ def side_versions(path: Path | None, names: Sequence[str]) -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             out[name] = "absent"
     return out
-
-
-def stamp_software(results: Path, versions: Mapping[str, str]) -> None:
-    """Add `versions` to the results file's software where the suite did not record them itself
-    (it records torch, Triton and Python; its own record is never overwritten)."""
-    if not versions:
-        return
-    data = json.loads(results.read_text())
-    software = (
-        data.setdefault("machine_info", {}).setdefault("tilegate", {}).setdefault("software", {})
-    )
-    for name, version in versions.items():
-        software.setdefault(name, version)
-    atomic_write_text(results, json.dumps(data, indent=2) + "\n")
 
 
 def fingerprint_diff(new_path: Path, old_triton: str, out: Path) -> str | None:
