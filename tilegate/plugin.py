@@ -123,7 +123,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--perf-side-logs",
         default=None,
         metavar="DIR",
-        help="A/B run: the sides' logs and Triton caches (default: .perf/sides)",
+        help="A/B run: where each side's process writes its log (default: .perf/sides)",
     )
     group.addoption("--perf-ab-ref", default=None, help="A/B run: the base ref as given")
     group.addoption("--perf-ab-sha", default=None, help="A/B run: the base commit")

@@ -90,6 +90,15 @@ class SideFacts:
     software: dict[str, str]
 
 
+def side_cache_dir(side: str) -> Path:
+    """A side's own Triton cache (its autotuner's disk cache too): a directory of the cache this
+    process would use (TRITON_CACHE_DIR, else Triton's default ~/.triton/cache), one per side,
+    kept from run to run (compiled kernels are keyed by their source; a side's later runs
+    start warm)."""
+    base = os.environ.get("TRITON_CACHE_DIR") or str(Path.home() / ".triton" / "cache")
+    return Path(base) / f"tilegate-side-{side}"
+
+
 def _gate_dir() -> str:
     """The directory that holds the tilegate package this process runs: the worker imports
     tilegate from there (the gate's code), whatever the side's tree holds."""
@@ -108,7 +117,7 @@ class RemoteSide:
         self.log_path = log_dir / f"{spec.name}.log"
         self._log = self.log_path.open("wb")
         env = {**os.environ, **spec.env}
-        env.setdefault("TRITON_CACHE_DIR", str(log_dir / spec.name / "triton-cache"))
+        env["TRITON_CACHE_DIR"] = str(side_cache_dir(spec.name))
         # the worker's sys.path is set by the worker (module doc); PYTHONPATH's entries that
         # point into another side's tree would reach past it
         dropped = {str(Path(d).resolve()) for d in spec.drop}
