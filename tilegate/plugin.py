@@ -38,6 +38,7 @@ BASE = pytest.StashKey[dict[str, Any]]()  # the A/B base's variants by (head) na
 BASE_BENCH = pytest.StashKey[Any]()  # what the base's process declares (harness.sides.SideFacts)
 SIDES = pytest.StashKey[dict[str, Any]]()  # an A/B's side processes (harness.sides.RemoteSide)
 SIDE_FACTS = pytest.StashKey[dict[str, Any]]()
+SPECS = pytest.StashKey[dict[str, Any]]()  # each side's tree and code (harness.sides.SideSpec)
 FAILED = pytest.StashKey[list[str]]()  # a side's process failed: why (no results are kept)
 COVERAGE = pytest.StashKey[dict[str, Any]]()  # machine_info.tilegate.coverage, less the outcomes
 RUN = pytest.StashKey["PerfRun"]()
@@ -239,11 +240,15 @@ def _start_sides(config: pytest.Config, profile: str | None) -> None:
     from tilegate.harness.sides import SideFailure, start
 
     logs = Path(config.getoption("--perf-side-logs") or Path(config.rootpath) / ".perf" / "sides")
+    specs = _side_specs(config)
     try:
-        sides, facts = start(_side_specs(config), logs.resolve(), profile)
+        sides, facts = start(
+            specs, logs.resolve(), profile, sha=config.getoption("--perf-ab-sha") or ""
+        )
     except SideFailure as err:
         raise pytest.UsageError(f"tilegate: cannot judge: {err}") from err
     config.stash[SIDES], config.stash[SIDE_FACTS] = sides, facts
+    config.stash[SPECS] = {spec.name: spec for spec in specs}
     config.add_cleanup(lambda: [side.close() for side in sides.values()])
 
 
@@ -594,15 +599,17 @@ class PerfRun:
                 "ref": config.getoption("--perf-ab-ref"),
                 "sha": config.getoption("--perf-ab-sha"),
                 "variants": sorted(config.stash[BASE].keys()),
-                # each side a checkout and a process (tilegate.harness.sides)
+                # each side a checkout, measured in a process of its own or, where its package
+                # imports itself relatively only, both in one (tilegate.harness.sides)
+                "processes": len(self.sides),
                 "sides": {
                     name: {
-                        "tree": str(side.spec.root),
-                        "path_first": list(side.spec.path_first),
+                        "tree": str(spec.root),
+                        "path_first": list(spec.path_first),
                         "software": config.stash[SIDE_FACTS][name].software,
-                        "log": str(side.log_path),
+                        "process": name if name in self.sides else next(iter(self.sides)),
                     }
-                    for name, side in self.sides.items()
+                    for name, spec in config.stash[SPECS].items()
                 },
             }
             if self.sides
@@ -685,9 +692,9 @@ class PerfRun:
             # the head's slots are its variants' names (an injected impostor's too), the
             # base's "<head name>@base" run the base variant they pair with
             mine = {
-                slot: getattr(v, "name", slot) if name == "base" else slot
+                slot: getattr(v, "name", slot) if slot.endswith(BASE_SUFFIX) else slot
                 for slot, v in registry.items()
-                if slot.endswith(BASE_SUFFIX) == (name == "base")
+                if self._process_of(slot) == name
             }
             side.setup(
                 slots=mine,
@@ -699,6 +706,10 @@ class PerfRun:
                 compile_threads=compile_threads,
                 inject=self.injected if name == "head" else [],
             )
+
+    def _process_of(self, slot: str) -> str:
+        """The side process that measures `slot` (the head's for both in a one-process A/B)."""
+        return "base" if slot.endswith(BASE_SUFFIX) and "base" in self.sides else "head"
 
     @staticmethod
     def _ab_tolerances(config: pytest.Config) -> Any:

@@ -20,6 +20,7 @@ import tarfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from tilegate.errors import InputError
@@ -146,6 +147,71 @@ def read_base(path: Path, ref: str = "", sha: str = "") -> Base:
         raise InputError(
             f"A/B base {path} was not materialised by tilegate (no readable {SOURCE_FILE})"
         ) from err
+
+
+# --- one process for both sides, where the package allows it -------------------------------------
+
+
+def package_name(sha: str) -> str:
+    """The name a base's package is imported under beside the head's, in one process."""
+    return f"tilegate_base_{sha[:12]}"
+
+
+def imports_by_name(tree: Path, source: str) -> list[str]:
+    """The files of the source package that import it by its own name (`import pkg`, `from pkg
+    import`, or a string naming it, as `importlib.import_module("pkg.x")` takes): [] when it
+    imports itself relatively only. Only then can two versions of it live in one process under
+    two names (tilegate.harness.sides: the one-process A/B)."""
+    import ast
+
+    package = Path(source).name
+    root = tree / source
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        try:
+            nodes = ast.walk(ast.parse(path.read_bytes()))
+        except (OSError, SyntaxError, ValueError):
+            found.append(str(path.relative_to(tree)))  # unreadable: not shown to be relative
+            continue
+        for node in nodes:
+            names: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names = [node.value] if node.value.startswith(f"{package}.") else []
+            if any(n == package or n.startswith(f"{package}.") for n in names):
+                found.append(str(path.relative_to(tree)))
+                break
+    return found
+
+
+def load_aliased(tree: Path, source: str, alias: str) -> ModuleType:
+    """Import the package at tree/source as `alias` (its relative imports follow it)."""
+    import importlib.util
+    import sys
+
+    if alias in sys.modules:
+        return sys.modules[alias]
+    init = tree / source / "__init__.py"
+    if not init.is_file():
+        raise InputError(f"A/B base {tree}: no {source}/__init__.py")
+    spec = importlib.util.spec_from_file_location(
+        alias, init, submodule_search_locations=[str(tree / source)]
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[alias] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:
+        del sys.modules[alias]
+        raise InputError(
+            f"its package {Path(source).name!r} ({tree / source}) fails to import: "
+            f"{type(err).__name__}: {err}"
+        ) from err
+    return module
 
 
 # --- variant identity across the change ------------------------------------------------------

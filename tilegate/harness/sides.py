@@ -88,6 +88,7 @@ class SideFacts:
     profile_cases: dict[str, dict[str, Any]] | None  # None: the side has no such profile
     expectations: list[dict[str, Any]]
     software: dict[str, str]
+    alias: SideFacts | None = None  # the base's, loaded in the same process (one-process A/B)
 
 
 def side_cache_dir(side: str) -> Path:
@@ -223,8 +224,9 @@ class RemoteSide:
 
     # -- the side's verbs --------------------------------------------------------------------
 
-    def hello(self, profile: str | None) -> SideFacts:
-        """Load the side's code and benchmark in its process; what it declares."""
+    def hello(self, profile: str | None, alias: SideSpec | None = None, sha: str = "") -> SideFacts:
+        """Load the side's code and benchmark in its process; what it declares. `alias`: the
+        base's tree too, its package under another name (one process for both sides)."""
         spec = self.spec
         facts: SideFacts = self.request(
             "hello",
@@ -235,6 +237,15 @@ class RemoteSide:
             protocol=str(spec.protocol),
             registry=spec.registry,
             profile=profile,
+            alias=None
+            if alias is None
+            else {
+                "tree": str(alias.root),
+                "source": alias.source,
+                "protocol": str(alias.protocol),
+                "registry": alias.registry,
+                "sha": sha,
+            },
         )
         return facts
 
@@ -326,18 +337,41 @@ class TimerFacts:
     name: str
 
 
+def one_process(head: SideSpec, base: SideSpec) -> list[str]:
+    """Why the two sides need a process each ([] when one process can hold both): a package
+    that imports itself by its own name (its files named), or sides of different environments.
+    Where neither, both versions live in one process under two names, each pair of calls back
+    to back in every round: the same rounds, the same verdicts, and (measured on the H200,
+    docs/measuring.md) tighter pairs than two processes taking turns."""
+    from tilegate.harness.base import imports_by_name
+
+    if head.path_first or base.path_first or head.root == base.root:
+        return ["the sides differ by their environments"]
+    return [
+        f"{side.says()}: {', '.join(files[:3])}{' ...' if len(files) > 3 else ''}"
+        for side in (head, base)
+        if (files := imports_by_name(side.root, side.source))
+    ]
+
+
 def start(
-    specs: Sequence[SideSpec], log_dir: Path, profile: str | None
+    specs: Sequence[SideSpec], log_dir: Path, profile: str | None, *, sha: str = ""
 ) -> tuple[dict[str, RemoteSide], dict[str, SideFacts]]:
-    """Start every side's process and load its code; SideFailure naming the first that fails
+    """Start the sides' processes and load their code: one for the head and one for the base,
+    or one for both where `one_process` allows it; SideFailure naming the first that fails
     (the others are stopped)."""
     sides: dict[str, RemoteSide] = {}
     facts: dict[str, SideFacts] = {}
+    together = len(specs) == 2 and not one_process(specs[0], specs[1])
     try:
-        for spec in specs:
+        for spec in specs[:1] if together else specs:
             sides[spec.name] = RemoteSide(spec, log_dir)
         for name, side in sides.items():
-            facts[name] = side.hello(profile)
+            facts[name] = side.hello(profile, specs[1] if together else None, sha)
+        if together:
+            got = facts[specs[0].name].alias
+            assert got is not None
+            facts[specs[1].name] = got
     except BaseException:
         for side in sides.values():
             side.kill()

@@ -18,6 +18,7 @@ import os
 import pickle
 import sys
 import traceback
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -67,6 +68,7 @@ def _short(err: BaseException) -> str:
 class Worker:
     def __init__(self) -> None:
         self.bench: Any = None
+        self.alias: Any = None  # the base's benchmark, in a one-process A/B
         self.measurer: Any = None
         self.root = Path()
 
@@ -79,11 +81,8 @@ class Worker:
         protocol: str,
         registry: str | None,
         profile: str | None,
+        alias: dict[str, Any] | None = None,
     ) -> Any:
-        from tilegate.cases import build_cases
-        from tilegate.harness.base import _switches
-        from tilegate.harness.device import software_versions
-        from tilegate.harness.sides import SideFacts, VariantFacts
         from tilegate.protocol import check, find_benchmarks
 
         self.root = Path(root)
@@ -126,7 +125,36 @@ class Worker:
                 f"its protocol {directory}: {_short(err)}{_where(err, self.root)}"
             ) from err
         self.bench = check(benches, directory, variants, registry)
-        bench = self.bench
+        facts = _facts(self.bench, profile)
+        if alias is not None:  # the base's package too, under another name (one process)
+            self.alias = self._alias(package, **alias)
+            facts = replace(facts, alias=_facts(self.alias, profile))
+        return facts
+
+    def _alias(
+        self, package: str, tree: str, source: str, protocol: str, registry: str | None, sha: str
+    ) -> Any:
+        """The base's benchmark: its package imported as tilegate_base_<sha> from its tree, its
+        protocol evaluated with it in place of the head's (tilegate.protocol.load_base_protocol)."""
+        from tilegate.harness.base import load_aliased, package_name
+        from tilegate.protocol import load_base_protocol
+
+        name = package_name(sha)
+        base = Path(tree)
+        try:
+            load_aliased(base, source, name)
+            return load_base_protocol(Path(protocol), package, name, registry)
+        except Exception as err:
+            raise LookupError(f"the base {sha[:12]}: {_short(err)}{_where(err, base)}") from err
+
+
+def _facts(bench: Any, profile: str | None) -> Any:
+    from tilegate.cases import build_cases
+    from tilegate.harness.base import _switches
+    from tilegate.harness.device import software_versions
+    from tilegate.harness.sides import SideFacts, VariantFacts
+
+    if True:
         cases = None
         if profile in bench.profile_map or profile is None:
             prof = bench.profile(profile)
@@ -171,6 +199,7 @@ class Worker:
         compile_threads: int,
         inject: list[str],
     ) -> None:
+        from tilegate.cases import BASE_SUFFIX
         from tilegate.harness.side import SideMeasurer
         from tilegate.harness.timing import CudaTimer, HostTimer
 
@@ -179,10 +208,13 @@ class Worker:
             from tilegate.plugin import apply_injections
 
             variants = apply_injections(self.bench, variants, inject)
-        missing = sorted({n for n in slots.values() if n not in variants})
-        if missing:
-            raise LookupError(f"its benchmark has no variant(s) {missing}")
-        registry = {slot: variants[name] for slot, name in slots.items()}
+        theirs = dict(self.alias.variant_map) if self.alias is not None else {}
+        registry = {}
+        for slot, name in slots.items():
+            own = theirs if slot.endswith(BASE_SUFFIX) and self.alias is not None else variants
+            if name not in own:
+                raise LookupError(f"its benchmark has no variant {name!r} (slot {slot})")
+            registry[slot] = own[name]
         if device == "cuda":
             import torch
 

@@ -398,9 +398,9 @@ class ABComparison:
 
     @property
     def processes(self) -> int:
-        """How many processes measured the sides: 2 (each side a checkout and a process,
-        tilegate.harness.sides); 1 in results of the same-process engine before it."""
-        return 2 if (self.run.env.ab or {}).get("sides") else 1
+        """How many processes measured the sides: 2 (each side a process of its own), or 1
+        (both versions of a package that imports itself relatively, in one; tilegate.harness.sides)."""
+        return int((self.run.env.ab or {}).get("processes") or 1)
 
     def by(self, *verdicts: ABVerdict) -> list[ABCase]:
         return [c for c in self.cases if c.verdict in verdicts]

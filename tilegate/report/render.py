@@ -545,7 +545,7 @@ def _ab(ab: ABComparison) -> list[str]:
         + (
             "each side its own checkout and process, paired round by round"
             if ab.processes == 2
-            else "one process, the same rounds"
+            else "each side its own checkout, both in one process, the same rounds"
         )
         + confirmed,
         "",
