@@ -191,18 +191,21 @@ def split(params: Mapping[str, Any]) -> tuple[str, str]:
 
 def make_inputs(params: Mapping[str, Any], device: str, seed: int) -> dict[str, torch.Tensor]:
     """The op's tensors from a fixed seed: activations N(0, 1), norm weights 1 + noise (HF
-    initializes them to ones), `dy` the backward's fixed output gradient (a backward only)."""
+    initializes them to ones), `dy` the backward's fixed output gradient (a backward only).
+    Drawn on the device: the logits are 1G elements at 8192 x 128256 (seconds on a CPU)."""
     op, pass_ = split(params)
     dtype = DTYPES[params["dtype"]]
     t, h = int(params["tokens"]), int(params["hidden"])
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
 
     def randn(*shape: int, scale: float = 1.0) -> torch.Tensor:
-        return (torch.randn(*shape, generator=g) * scale).to(dtype=dtype, device=device)
+        x = torch.randn(*shape, generator=g, device=device, dtype=torch.float32)
+        return (x * scale if scale != 1.0 else x).to(dtype)
 
     if op == "cross_entropy":
         v = int(params["vocab"])
-        return {"x": randn(t, v), "target": torch.randint(0, v, (t,), generator=g).to(device)}
+        target = torch.randint(0, v, (t,), generator=g, device=device)
+        return {"x": randn(t, v), "target": target}
     if op == "swiglu":
         out = {"a": randn(t, h), "b": randn(t, h)}
     else:
