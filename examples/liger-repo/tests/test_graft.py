@@ -159,6 +159,39 @@ def test_graft_refuses_a_grafted_tree_and_a_tree_without_liger(
     assert not (tmp_path / "perf_tests").exists()
 
 
+def test_make_bundle_replays_each_pr_as_two_commits_without_history(tmp_path: Path) -> None:
+    liger = make_liger_repo(tmp_path / "liger")
+    (liger / "README.md").write_text("history the bundle leaves behind\n")
+    git(liger, "add", "-A")
+    git(liger, "commit", "-q", "-m", "docs")
+    parent = git(liger, "rev-parse", "HEAD").strip()
+    path = liger / EDIT_FILE
+    text = path.read_text()
+    at = text.index(EDIT_OLD, text.index(EDIT_IN))
+    path.write_text(text[:at] + EDIT_NEW + text[at + len(EDIT_OLD) :])
+    git(liger, "commit", "-q", "-am", "perf(swiglu): 2 warps (#7)\n\nthe body")
+    pr = git(liger, "rev-parse", "HEAD").strip()
+    bundle = tmp_path / "out" / "liger.bundle"
+    proc = run(tmp_path, str(HERE / "tools" / "make-bundle.py"), str(liger / ".git"), str(bundle),
+               "--pr", f"7={pr[:10]}")  # fmt: skip
+    assert proc.returncode == 0, _why(proc)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(bundle), str(clone))
+    refs = git(clone, "for-each-ref", "--format=%(refname:short)", "refs/remotes").split()
+    assert sorted(refs) == ["origin/HEAD", "origin/aa", "origin/pr-7-base", "origin/pr-7-head"]
+    base, head, aa = (f"origin/{r}" for r in ("pr-7-base", "pr-7-head", "aa"))
+    assert git(clone, "rev-list", "--count", base).strip() == "1"  # no Liger history
+    assert git(clone, "rev-parse", f"{head}^") == git(clone, "rev-parse", base)
+    assert git(clone, "log", "-1", "--format=%s", head).strip() == "perf(swiglu): 2 warps (#7)"
+    # the base is the PR's parent and the graft; the head adds the PR's diff, nothing else
+    assert git(clone, "rev-parse", f"{base}:src") == git(liger, "rev-parse", f"{parent}:src")
+    assert git(clone, "rev-parse", f"{head}:src") == git(liger, "rev-parse", f"{pr}:src")
+    assert set(git(clone, "ls-tree", "-r", "--name-only", base).split()) >= GRAFTED
+    assert git(clone, "diff", "--name-only", base, head).split() == [EDIT_FILE]
+    assert git(clone, "rev-parse", f"{aa}^{{tree}}") == git(clone, "rev-parse", f"{head}^{{tree}}")
+    assert git(clone, "rev-parse", f"{aa}^") == git(clone, "rev-parse", head)
+
+
 LOAD = """
 import json
 from tilegate.config import find

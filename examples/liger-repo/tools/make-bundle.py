@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 """The Liger-Kernel commits a GPU machine needs, as one small git bundle (no history).
 
-    python examples/liger-repo/tools/make-bundle.py LIGER_GIT_DIR OUT.bundle
+    python examples/liger-repo/tools/make-bundle.py LIGER_GIT_DIR OUT.bundle [--pr N=COMMIT ...]
 
 LIGER_GIT_DIR is a clone of github.com/linkedin/Liger-Kernel (its .git directory, or a bare
-one). For each replayed pull request N (PRS below), two commits of fresh history:
+one). For each replayed pull request N (PRS below, or each --pr N=COMMIT: its merge commit,
+a squash merge of one parent), two commits of fresh history:
 
     pr-N-base   the tree of the PR's parent commit + graft.py's files (one commit, no parent):
                 the repository as it would be once a maintainer's first tilegate PR is merged
     pr-N-head   pr-N-base + the PR's own diff (`git diff PARENT PR`, applied), the PR's title
 
-and `aa`, pr-945-head's tree again as a child of pr-945-head (an A/A: `--base pr-945-head` on a
-checkout of `aa` measures the same code on both sides). HEAD is `aa`. Files whose blobs the
+and `aa`, the first PR's head tree again as its child (pr-945-head's: `--base pr-945-head` on a
+checkout of `aa` is an A/A, the same code on both sides). HEAD is `aa`. Files whose blobs the
 clone lacks (a partial clone's large test data) are left out and listed. The bundle is a few MB
 (the limit a device call carries is 64 MiB; this refuses over 20 MiB). Standard library and the
 git command line only.
@@ -31,7 +32,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]  # examples/liger-repo
 # PR number -> its merge commit on Liger-Kernel's main (squash merges: one parent)
 PRS = {945: "540575bc", 1266: "8832b2e7"}
-AA_OF = 945
 LIMIT = 20 * 1024 * 1024
 # fresh history, the same bytes from one build to the next
 IDENTITY = {
@@ -118,13 +118,13 @@ def load_graft():  # type: ignore[no-untyped-def]
     return module
 
 
-def build(liger: Path, out: Path, work: Path) -> dict[str, str]:
+def build(liger: Path, out: Path, work: Path, prs: dict[int, str]) -> dict[str, str]:
     """The small repository's refs {name: sha}; the bundle written to out."""
     graft = load_graft()
     small = work / "small.git"
     subprocess.run(["git", "init", "-q", "--bare", str(small)], check=True, capture_output=True)
     refs: dict[str, str] = {}
-    for number, pr in PRS.items():
+    for number, pr in prs.items():
         pr_sha = git("rev-parse", "--verify", f"{pr}^{{commit}}", git_dir=liger).decode().strip()
         parent = git("rev-parse", "--verify", f"{pr_sha}^1", git_dir=liger).decode().strip()
         title = git("log", "-1", "--format=%s", pr_sha, git_dir=liger).decode().strip()
@@ -158,7 +158,8 @@ def build(liger: Path, out: Path, work: Path) -> dict[str, str]:
             f"{title}\n\nReplayed: {pr_sha} (git diff {parent[:8]} {pr_sha[:8]}).",
             base,
         )
-    head = refs[f"pr-{AA_OF}-head"]
+    first = next(iter(prs))
+    head = refs[f"pr-{first}-head"]
     aa_tree = git("rev-parse", f"{head}^{{tree}}", git_dir=small).decode().strip()
     refs["aa"] = (
         git(
@@ -167,7 +168,7 @@ def build(liger: Path, out: Path, work: Path) -> dict[str, str]:
             "-p",
             head,
             "-m",
-            f"A/A: pr-{AA_OF}-head's tree again",
+            f"A/A: pr-{first}-head's tree again",
             git_dir=small,
             env=IDENTITY,
         )
@@ -199,12 +200,26 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="make-bundle.py", description=__doc__.split("\n\n")[0])
     p.add_argument("liger_git_dir", type=Path, help="Liger-Kernel's git directory")
     p.add_argument("out", type=Path, help="the bundle to write (e.g. .bundle/liger.bundle)")
+    p.add_argument(
+        "--pr",
+        action="append",
+        metavar="N=COMMIT",
+        help=f"a pull request to replay, its number and merge commit (default: {PRS})",
+    )
     args = p.parse_args(argv)
+    prs = dict(PRS)
+    if args.pr:
+        try:
+            prs = {int(n): c for n, _, c in (x.partition("=") for x in args.pr) if c}
+        except ValueError:
+            prs = {}
+        if len(prs) != len(args.pr):
+            p.error(f"--pr takes N=COMMIT (a number and a commit), got {args.pr}")
     out = args.out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="liger-bundle-"))
     try:
-        refs = build(args.liger_git_dir.resolve(), out, work)
+        refs = build(args.liger_git_dir.resolve(), out, work, prs)
     except Refused as err:
         print(f"make-bundle.py: {err}", file=sys.stderr)
         return 2
