@@ -254,6 +254,7 @@ def test_smoke_run_checks_and_times_liger_beside_torch(grafted: Path) -> None:
         assert row["rel_err"] <= 1e-4, key
     assert rows["liger-layer_norm-bwd-fp32-T9-H96"]["code_hash_kind"] == "source"  # Triton ran
     assert (out / "report.md").read_text().startswith("# tilegate:")
+    assert "configfile: perf_tests/pytest.ini" in (out / "results.log").read_text()
 
 
 # --- the A/B: each side must run its own commit's liger_kernel -------------------------------
