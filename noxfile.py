@@ -203,7 +203,8 @@ LIGER_OLD = "liger-kernel==0.8.4"
 
 @nox.session(venv_backend="none", allow_parallel=True)
 def liger(session: nox.Session) -> None:
-    """examples/liger: Liger-Kernel's ops and tilegate's CPU pipeline on them (interpreter)."""
+    """examples/liger: Liger-Kernel's ops and tilegate's CPU pipeline on them (interpreter);
+    examples/liger-repo: its graft onto a Liger-shaped repository made from the same release."""
     bindir, _ = _test_env(session)
     # the `liger` group is the `test` group and the Liger release: that release goes into a
     # directory of its own on PYTHONPATH (as the older one does), the shared virtualenv stays
@@ -226,6 +227,18 @@ def liger(session: nox.Session) -> None:
         "tests",
         *session.posargs,
         env={"PYTHONPATH": os.pathsep.join([new, str(ROOT)]), "LIGER_OLD_DIR": old},
+    )
+    session.chdir(ROOT)  # the repository's pytest config; the tests build their own repository
+    _run_in(
+        session,
+        bindir,
+        "-m",
+        "pytest",
+        "-q",
+        *XDIST,
+        "examples/liger-repo/tests",
+        *session.posargs,
+        env={"PYTHONPATH": os.pathsep.join([new, str(ROOT)])},
     )
 
 

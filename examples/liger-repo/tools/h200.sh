@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# Liger-Kernel's own repository gated on an H200, pull request by pull request, into OUT:
+#
+#   examples/liger-repo/tools/h200.sh OUT [STEPS]        # STEPS default: "945 1266 aa"
+#
+# Needs: the bundle (examples/liger-repo/.bundle/liger.bundle, made here by tools/make-bundle.py,
+# ignored by git, carried with the tree; or BUNDLE=PATH); python3 (or $PYTHON) with CUDA torch,
+# Triton, pytest, pytest-benchmark, scipy (the image's: torch 2.11, Triton 3.6, pytest-benchmark
+# 5.2.3); git. tilegate is this checkout's (PYTHONPATH), as an adopter's installed tilegate: the
+# Liger tree has no tilegate/ of its own. Nothing is downloaded.
+#
+# Each step is what perf.yml runs on a pull request, the base's gate script on the head's
+# checkout (`--via python`: Liger's tree has no tools/gpu-nox.sh):
+#
+#   python tools/ci/gate_from_base.py --base BASE --repo CLONE --via python --out-dir DIR \
+#       -- --profile quick --no-plots
+#
+#   945    head pr-945-head  (#945, LayerNorm backward: atomics -> persistent reduction)
+#          base pr-945-base  (its parent + the graft)
+#   1266   head pr-1266-head (#1266, cross-entropy: exp -> exp2)
+#          base pr-1266-base
+#   aa     $AA runs (default 3) of head aa, base pr-945-head: the same tree on both sides
+#
+# No baseline is stored (baselines/ holds a README only): each run is judged by its A/B, within
+# the 3 % ceiling (no A/A noise file). Into OUT (3 files): summary.md (per step: exit code, wall
+# time, the report's headline, its per-case verdict rows and why each changed), steps.tar.gz
+# (per step: report.md, results.json, gate.json, the gate's log), h200.log (this console); a
+# table last. Steps start only while DEADLINE_S (default 540) seconds from the start are not
+# spent, each within STEP_TIMEOUT (default 200) and what is left.
+#
+# A dry run of the script on a CPU: PROFILE=smoke AA=1 EXTRA="--report-only
+# --perf-axis=kernel=layer_norm-bwd" (Triton interpreter; timings mean nothing).
+set -uo pipefail
+
+OUT=${1:?usage: examples/liger-repo/tools/h200.sh OUT [STEPS]}
+read -r -a RUN <<<"${2:-${STEPS:-945 1266 aa}}"
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
+HERE=$(cd "$(dirname "$0")/.." && pwd) # examples/liger-repo
+ROOT=$(cd "$HERE/../.." && pwd)        # the tilegate checkout
+PY=${PYTHON:-python3}
+BUNDLE=${BUNDLE:-$HERE/.bundle/liger.bundle}
+PROFILE=${PROFILE:-quick}
+AA=${AA:-3}
+STEP_TIMEOUT=${STEP_TIMEOUT:-200}
+DEADLINE_S=${DEADLINE_S:-540}
+read -r -a EXTRA <<<"${EXTRA:-}"
+START=$(date +%s)
+exec > >(tee "$OUT/h200.log") 2>&1
+
+say() { printf '\n=== %s\n' "$*"; }
+die() {
+    echo "h200.sh: $*" >&2
+    exit 2
+}
+
+[ -f "$BUNDLE" ] || die "no bundle $BUNDLE: make it with examples/liger-repo/tools/make-bundle.py (README.md)"
+command -v git >/dev/null || die "no git"
+WORK=$(mktemp -d /tmp/liger-repo-h200.XXXXXX)
+CLONE=$WORK/liger
+git clone -q "$BUNDLE" "$CLONE" || die "cannot clone $BUNDLE"
+git -C "$CLONE" config user.name h200 && git -C "$CLONE" config user.email h200@localhost
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+export TRITON_CACHE_DIR=$WORK/triton-cache # cold for the first step, warm after
+ref() { git -C "$CLONE" rev-parse --verify -q "origin/$1^{commit}" || die "the bundle has no $1"; }
+
+say "environment"
+"$PY" - "$PROFILE" <<'PYEOF' | tee "$WORK/env.txt" || die "the environment is not usable (above)"
+import importlib.metadata as md
+import sys
+
+import pytest_benchmark  # noqa: F401
+import scipy  # noqa: F401
+import tilegate
+import torch
+import triton
+
+print(f"python {sys.version.split()[0]} torch {torch.__version__} triton {triton.__version__} "
+      f"pytest-benchmark {md.version('pytest-benchmark')} tilegate {tilegate.__file__}")
+if sys.argv[1] != "smoke":
+    from tilegate.harness.device import gpu_info
+
+    g = gpu_info()
+    print(f"gpu {g.name} slug={g.slug} sm_{g.capability[0]}{g.capability[1]} driver {g.driver}")
+PYEOF
+git -C "$CLONE" log --oneline --all | sed 's/^/bundle: /'
+
+SUMMARY=$WORK/summary.md
+{
+    echo "# Liger-Kernel's repository through tools/ci/gate_from_base.py (profile $PROFILE)"
+    echo
+    echo '```'
+    cat "$WORK/env.txt"
+    echo '```'
+} >"$SUMMARY"
+ROWS=()
+
+# the report's headline, its per-case rows (the A/B tables), why each decided case changed
+# (the report's words), and what differs between the sides' launches of every A/B case
+# (tilegate.explain.diff on results.json: the ambiguous ones too)
+digest() {
+    "$PY" - "$1/report.md" "$1/results.json" <<'PYEOF'
+import re
+import sys
+from pathlib import Path
+
+try:
+    lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
+except OSError:
+    lines = ["(no report)"]
+print(f"**{lines[0].lstrip('# ').strip()}**" if lines else "(empty report)")
+section, why = "", False
+for line in lines[1:]:
+    if line.startswith("## "):
+        section, why = line, False
+    if line.startswith("**Why it changed**"):
+        why = True
+    elif why and line.startswith(("- ", "<details><summary>")):
+        print(re.sub(r"</?(details|summary|code)>", "", line).replace("`", ""))
+    elif line.startswith("| `liger-") and (section.startswith("## A/B") or section.startswith("## Deciding")):
+        print(line)
+    elif section.startswith("## A/B") and line.startswith("- **"):
+        print(line)
+print("\nEvery A/B case, base -> head (tilegate.explain.diff of results.json):\n")
+try:
+    from tilegate.explain.diff import explain_cases, read_sides
+
+    results = Path(sys.argv[2])
+    keys = sorted(k for side, k in read_sides(results) if side == "base")
+    for e in explain_cases(results, [(k, "") for k in keys]):
+        print(f"- {e.key}: " + ("; ".join(e.lines) or e.unavailable or "no recorded difference"))
+except Exception as err:  # a dry run's digest must not stop the steps
+    print(f"- (unavailable: {type(err).__name__}: {err})")
+PYEOF
+}
+
+step() { # step NAME HEAD_REF BASE_REF
+    local name=$1 head base left t0 t1 rc wall dir=$WORK/out-$1
+    head=$(ref "$2") && base=$(ref "$3") || return
+    left=$((DEADLINE_S - ($(date +%s) - START)))
+    if [ "$left" -lt 60 ]; then
+        ROWS+=("$name - - skipped: ${left}s left of DEADLINE_S=$DEADLINE_S")
+        printf '\n## %s: skipped (%ss left)\n' "$name" "$left" >>"$SUMMARY"
+        return
+    fi
+    say "$name: head $2 (${head:0:12}), base $3 (${base:0:12})"
+    git -C "$CLONE" checkout -q --detach "$head" || die "cannot check out $2"
+    rm -rf "$dir" && mkdir -p "$dir"
+    t0=$(date +%s.%N)
+    timeout "$((left < STEP_TIMEOUT ? left : STEP_TIMEOUT))" "$PY" "$ROOT/tools/ci/gate_from_base.py" \
+        --base "$base" --repo "$CLONE" --via python --out-dir "$dir" \
+        -- --profile "$PROFILE" --no-plots "${EXTRA[@]}" 2>&1 | tee "$dir/gate-from-base.log"
+    rc=${PIPESTATUS[0]}
+    t1=$(date +%s.%N)
+    wall=$(awk "BEGIN{printf \"%.1f\", $t1 - $t0}")
+    local head_line
+    head_line=$(head -1 "$dir/report.md" 2>/dev/null | sed 's/^# *//')
+    ROWS+=("$name $rc $wall ${head_line:-(no report)}")
+    {
+        printf '\n## %s: exit %s, %s s (head %s %s, base %s %s)\n\n' "$name" "$rc" "$wall" \
+            "$2" "${head:0:12}" "$3" "${base:0:12}"
+        digest "$dir"
+    } >>"$SUMMARY"
+    mkdir -p "$WORK/steps/$name"
+    for f in report.md results.json gate.json gate-base.log gate-from-base.log; do
+        [ -f "$dir/$f" ] && cp "$dir/$f" "$WORK/steps/$name/"
+    done
+}
+
+for s in "${RUN[@]}"; do
+    case $s in
+    945 | 1266) step "$s" "pr-$s-head" "pr-$s-base" ;;
+    aa) for i in $(seq 1 "$AA"); do step "aa-$i" aa pr-945-head; done ;;
+    *) die "unknown step $s (known: 945 1266 aa)" ;;
+    esac
+done
+
+table() {
+    printf '%-8s %4s %8s  %s\n' step exit wall_s headline
+    for r in "${ROWS[@]}"; do
+        read -r n rc w h <<<"$r"
+        printf '%-8s %4s %8s  %s\n' "$n" "$rc" "$w" "$h"
+    done
+    printf 'total wall %s s\n' "$(($(date +%s) - START))"
+}
+{
+    printf '\n## Table (exit: 0 holds, 1 regression, 2 cannot judge, 124 timed out)\n\n```\n'
+    table
+    printf '```\n'
+} >>"$SUMMARY"
+cp "$SUMMARY" "$OUT/summary.md"
+[ -d "$WORK/steps" ] && tar czf "$OUT/steps.tar.gz" -C "$WORK" steps
+git -C "$CLONE" worktree prune 2>/dev/null
+rm -rf "$WORK"
+say "summary (exit: 0 holds, 1 regression, 2 cannot judge, 124 timed out): $OUT/summary.md"
+table
