@@ -44,7 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-INTERPRET_ENV = "TILEGATE_AUTOTUNE_CONFIG"  # the interpreter's config: "index" or "kernel=index,..."
+INTERPRET_ENV = (
+    "TILEGATE_AUTOTUNE_CONFIG"  # the interpreter's config: "index" or "kernel=index,..."
+)
 CONFIG_FIELDS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
@@ -135,7 +137,9 @@ def key_of(tuner: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[s
     """The values of the tuner's key arguments and the arguments' dtypes (Triton's key)."""
     names = list(getattr(tuner, "arg_names", None) or [])
     given = {**dict(zip(names, args, strict=False)), **kwargs}
-    out: dict[str, Any] = {k: _plain(given[k]) for k in getattr(tuner, "keys", None) or [] if k in given}
+    out: dict[str, Any] = {
+        k: _plain(given[k]) for k in getattr(tuner, "keys", None) or [] if k in given
+    }
     dtypes = [str(v.dtype) for k, v in given.items() if k in names and hasattr(v, "dtype")]
     if dtypes:
         out["dtypes"] = dtypes

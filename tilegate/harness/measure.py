@@ -26,6 +26,7 @@ from tilegate.fingerprint.record import spent_s as explain_spent_s
 from tilegate.harness.budget import GroupBudget, Tolerances, aligned
 from tilegate.harness.correctness import check_call
 from tilegate.harness.identity import Identity, capture, identity
+from tilegate.harness.timing import host_info
 from tilegate.judge.stats import paired_ratio
 from tilegate.warnlog import Warned
 
@@ -83,6 +84,7 @@ class _Prepared:
     # the CUDA profiler): the progress line says it, so a slow run's minutes can be placed
     phases: dict[str, float] = field(default_factory=dict)
     budget: GroupBudget | None = None  # A/B: which slots each sweep times (tilegate.harness.budget)
+    host: dict[str, list[float]] = field(default_factory=dict)  # host seconds per call, per round
 
 
 class GroupMeasurer:
@@ -385,6 +387,8 @@ class GroupMeasurer:
         t_begin = time.perf_counter()
         timed = self.timer.time(fns, prep.rounds_per_pass, pairs=prep.pairs)
         prep.spans.append((t_begin, time.perf_counter()))
+        for name, got in getattr(self.timer, "host_samples", {}).items():
+            prep.host.setdefault(name, []).extend(got)  # beside the GPU samples, round by round
         for name, got in timed.items():
             prep.samples.setdefault(name, []).extend(got)
             if got:
@@ -428,6 +432,8 @@ class GroupMeasurer:
         for name, res in prep.results.items():
             res.samples_s = prep.samples.get(name, [])
             res.extra = self._extra(res, ref_samples, prep.samples, ranges)
+            held = name in getattr(self.timer, "held", ())
+            res.extra.update(host_info(prep.host.get(name), res.samples_s, held))
             if prep.budget is not None and name in prep.budget.slots:
                 # which of the group's rounds this row was timed in, and why it stopped
                 res.extra["timed_in"] = prep.budget.timed_in(name)
