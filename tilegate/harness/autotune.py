@@ -44,10 +44,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tilegate.judge.autotune import CONFIG_FIELDS
+
 INTERPRET_ENV = (
     "TILEGATE_AUTOTUNE_CONFIG"  # the interpreter's config: "index" or "kernel=index,..."
 )
-CONFIG_FIELDS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
 class AutotuneFailed(RuntimeError):
@@ -71,32 +72,6 @@ def config_json(cfg: Any) -> dict[str, Any]:
     for k in CONFIG_FIELDS:
         out[k] = _plain(getattr(cfg, k, None))
     return out
-
-
-def config_text(cfg: Mapping[str, Any], only: Sequence[str] | None = None) -> str:
-    """`BK=64, num_warps=4, num_stages=3` (num_ctas 1 and maxnreg None left out); `only`: the
-    names to show (the ones that differ)."""
-    items = [(str(k), v) for k, v in (cfg.get("kwargs") or {}).items()]
-    items += [(k, cfg.get(k)) for k in CONFIG_FIELDS]
-    shown = [
-        f"{k}={v}"
-        for k, v in items
-        if (only is None or k in only)
-        and not (k == "num_ctas" and v == 1 and only is None)
-        and not (k == "maxnreg" and v is None and only is None)
-    ]
-    return ", ".join(shown) or "the same config"
-
-
-def _flat(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    return {**(cfg.get("kwargs") or {}), **{k: cfg.get(k) for k in CONFIG_FIELDS}}
-
-
-def config_change(base: Mapping[str, Any], head: Mapping[str, Any]) -> str:
-    """`BK=64, num_warps=4 -> BK=32, num_warps=2`: the fields of two configs that differ."""
-    b, h = _flat(base), _flat(head)
-    differ = [k for k in dict.fromkeys([*b, *h]) if b.get(k) != h.get(k)]
-    return f"{config_text(base, differ)} -> {config_text(head, differ)}"
 
 
 def _sha(*parts: Any) -> str:
