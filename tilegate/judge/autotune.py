@@ -125,3 +125,14 @@ def retuned(picks: Picks | None) -> list[str]:
     """Kernels whose tuner timed its configs again in the identity's (second) call: its key moves
     from call to call, so it re-tunes inside the timed rounds too."""
     return sorted({str(p.get("kernel")) for p in picks or () if p.get("how") == "tuned"})
+
+
+def per_run(picks_per_process: Sequence[Picks | None]) -> tuple[str, ...]:
+    """Each distinct pick of a row's runs, `kernel: BK=64, num_warps=4 (3 runs)` (a baseline
+    row's `autotune`)."""
+    seen: dict[str, int] = {}
+    for picks in picks_per_process:
+        for k, p in _table(picks).items():
+            text = f"{k[0]}: {config_text(p['config'])}"
+            seen[text] = seen.get(text, 0) + 1
+    return tuple(f"{t} ({n} run{'s' if n > 1 else ''})" for t, n in seen.items())

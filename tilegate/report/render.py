@@ -475,6 +475,7 @@ def _ab_rows(cases: Sequence[Any]) -> list[Sequence[Any]]:
                 f"`{c.key}`",
                 ms(_median(c.base_median_s, c.base)),
                 ms(_median(c.head_median_s, c.head)),
+                _host(c),
                 f"{c.ratio:.4f}" if c.ratio is not None else "",
                 f"{pct(c.ci[0] - 1)} .. {pct(c.ci[1] - 1)}" if c.ci else "",
                 f"{c.tolerance:.2%}" if c.tolerance is not None else "",
@@ -485,6 +486,16 @@ def _ab_rows(cases: Sequence[Any]) -> list[Sequence[Any]]:
             )
         )
     return rows
+
+
+def _host(c: Any) -> str:
+    """The host time per call, base -> head, and which time the verdict is on (the one that
+    bounds the call: tilegate.judge.ab's judged_on), e.g. `0.021 -> 0.024 (judged)`."""
+    b, h = (getattr(r, "host_s", None) for r in (c.base, c.head))
+    if b is None and h is None:
+        return ""
+    shown = f"{ms(b)} -> {ms(h)}" if b is not None and h is not None else ms(b or h)
+    return shown + (" (judged)" if getattr(c, "judged_on", "gpu") == "host" else "")
 
 
 def _median(pooled: float | None, row: Any) -> float | None:
@@ -498,6 +509,7 @@ def _ab_table(ab: ABComparison) -> list[str]:
         "case",
         "base (ms)",
         "head (ms)",
+        "host base -> head (ms)",
         "head / base",
         "interval",
         "tolerance",
@@ -506,12 +518,14 @@ def _ab_table(ab: ABComparison) -> list[str]:
         "verdict",
         "note",
     ]
-    align = "lrrrrrrlll"
+    align = "lrrrrrrrlll"
     judged = [c for c in ab.cases if c.code_changed is not False]
     same = [c for c in ab.cases if c.code_changed is False]
     legend = [
         "*head / base*: the median over rounds of head_i / base_i, both timed back to back in every "
         "round; *base*, *head*: the medians of the same rounds (every run, confirmations too)"
+        "; *host*: host seconds per call of its wrapper, marked (judged) where the host bounds "
+        "the call (its ratio, interval and verdict are then the host time's; else the GPU's)"
         f"; *interval*: its {ab.policy.confidence:.0%} confidence interval; *p*: one-sided "
         "Wilcoxon signed-rank test in the direction of the change.",
         "",
