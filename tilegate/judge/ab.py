@@ -520,7 +520,8 @@ def judge_case(
     if split is not None:
         return replace(measured, verdict=ABVerdict.UNSTABLE, note=split)
     picks = autotune.line(base.autotune, head.autotune)
-    flip = autotune.classify(changed, base.autotune, head.autotune)
+    same = None if changed is None else not changed
+    flip = autotune.classify(same, base.autotune, head.autotune)
     measured = replace(measured, explained_by=flip, picks=picks)
     if flip == autotune.TUNER_FLIP:
         note = (
