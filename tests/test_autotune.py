@@ -377,3 +377,56 @@ def test_results_with_picks_and_host_times_stay_pytest_benchmark_json(tmp_path: 
     )  # fmt: skip
     assert got.returncode == 0 and HOST_CASE in got.stdout, got.stderr[-2000:]
     assert REFERENCE.name in VARIANTS
+
+
+def test_a_repository_with_an_autotuned_kernel_runs_its_smoke_ab_with_the_picks_recorded(
+    tmp_path: Path,
+) -> None:
+    """`tilegate init`, its kernel made `@triton.autotune`d (two configs, keyed on n), an A/A
+    smoke A/B on the interpreter: before, every autotuned case failed ("0 active drivers")."""
+    import os
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("TRITON_INTERPRET", None)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
+
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    assert run("git", "init", "-q").returncode == 0
+    assert run(sys.executable, "-m", "tilegate", "init", "--package", "tuned").returncode == 0
+    kernels = tmp_path / "tuned" / "kernels.py"
+    text = kernels.read_text()
+    text = text.replace(
+        "@triton.jit\ndef _scale_kernel",
+        "@triton.autotune(\n    configs=[triton.Config({'BLOCK': 1024}, num_warps=4),"
+        " triton.Config({'BLOCK': 256}, num_warps=2)],\n    key=['n'],\n)\n"
+        "@triton.jit\ndef _scale_kernel",
+    )
+    text = text.replace(
+        "_scale_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)",
+        "_scale_kernel[lambda m: (triton.cdiv(x.numel(), m['BLOCK']),)](x, y, x.numel())",
+    )
+    assert "triton.autotune" in text and "m['BLOCK']" in text
+    kernels.write_text(text)
+    run("git", "add", "-A")
+    assert run(*git, "commit", "-qm", "autotuned").returncode == 0
+    perf = run(
+        sys.executable, "-m", "tilegate", "perf", "--profile", "smoke", "--ab", "HEAD",
+        "--report-only", "--no-plots", "--perf-axis=n=256",
+    )  # fmt: skip
+    assert perf.returncode == 0, perf.stdout[-3000:] + perf.stderr[-3000:]
+    rows = json.loads((tmp_path / ".perf" / "results.json").read_text())["benchmarks"]
+    picks = {
+        (r["extra_info"]["tilegate"].get("side", "head"), r["extra_info"]["tilegate"]["key"]): r[
+            "extra_info"
+        ]["tilegate"].get("autotune")
+        for r in rows
+    }
+    for side in ("head", "base"):
+        (pick,) = picks[(side, "triton_scale-fp32-n256")]
+        assert pick["kernel"] == "_scale_kernel" and pick["configs"] == 2
+        assert pick["config"]["kwargs"] == {"BLOCK": 1024} and pick["key"]["n"] == 256
+        assert pick["how"].startswith("interpreter")
