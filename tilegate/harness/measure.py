@@ -432,7 +432,7 @@ class GroupMeasurer:
         for name, res in prep.results.items():
             res.samples_s = prep.samples.get(name, [])
             res.extra = self._extra(res, ref_samples, prep.samples, ranges)
-            held = name in getattr(self.timer, "held", ())
+            held = bool(getattr(self.timer, "is_held", lambda fn: False)(prep.fns.get(name)))
             res.extra.update(host_info(prep.host.get(name), res.samples_s, held))
             if prep.budget is not None and name in prep.budget.slots:
                 # which of the group's rounds this row was timed in, and why it stopped

@@ -115,7 +115,9 @@ class CudaTimer:
         self._torch = torch
         self._enqueue_s: dict[str, list[float]] = {}  # host seconds to queue each call
         self._event_s: dict[str, float] = {}  # warm-up: median event seconds of each call
-        self.held: set[str] = set()  # the host-bound calls the GPU waits for (module doc)
+        # the host-bound calls the GPU waits for (module doc), by callable: slot names recur in
+        # every group, a group's callables live for the whole run
+        self._held: set[int] = set()
         # after each time(): host seconds each sample's call took to return, per round
         self.host_samples: dict[str, list[float]] = {}
         self._flush_buf = None
@@ -163,21 +165,29 @@ class CudaTimer:
         torch.cuda.synchronize()
         for name, got in events.items():
             self._event_s[name] = statistics.median(b.elapsed_time(e) / 1e3 for b, e in got)
-        self._find_host_bound(names, pairs)
+        self._find_host_bound(fns, pairs)
         return (time.perf_counter() - paced_from) / (rounds - 1)
 
-    def _find_host_bound(self, names: list[str], pairs: Mapping[str, str] | None) -> None:
+    def _find_host_bound(
+        self, fns: Mapping[str, Callable[[], Any]], pairs: Mapping[str, str] | None
+    ) -> None:
         """The calls held from now on: host-bound in this warm-up (HOST_BOUND_RATIO), each with
         its A/B partner (both sides of a pair are timed alike)."""
         if not self.config.hold_host_bound or self.config.hold_host:
             return
-        for name in names:
+        found = set()
+        for name in fns:
             host, gpu = self._enqueue_s.get(name), self._event_s.get(name)
             if host and gpu and statistics.median(host) >= HOST_BOUND_RATIO * gpu:
-                self.held.add(name)
+                found.add(name)
         for head, base in (pairs or {}).items():
-            if head in self.held or base in self.held:
-                self.held |= {head, base}
+            if head in found or base in found:
+                found |= {head, base}
+        self._held |= {id(fns[n]) for n in found if n in fns}
+
+    def is_held(self, fn: Any) -> bool:
+        """Whether this call's samples are held (found host-bound in a warm-up)."""
+        return id(fn) in self._held
 
     def time(
         self,
@@ -191,7 +201,9 @@ class CudaTimer:
         events: dict[str, list[tuple[Any, Any]]] = {n: [] for n in names}
         host: dict[str, list[float]] = {n: [] for n in names}
         hold = self.hold_cycles(names) if self.config.hold_host else 0
-        holds = {n: hold or (self._held_cycles(n, pairs) if n in self.held else 0) for n in names}
+        holds = {
+            n: hold or (self._held_cycles(n, pairs) if self.is_held(fns[n]) else 0) for n in names
+        }
         for r in range(rounds or self.config.rounds):
             for name in round_order(names, r, pairs):
                 begin = torch.cuda.Event(enable_timing=True)
@@ -233,7 +245,9 @@ class HostTimer:
         self.config = config
         # no host time apart from the samples: they are host times (the interpreter is the host)
         self.host_samples: dict[str, list[float]] = {}
-        self.held: set[str] = set()
+
+    def is_held(self, fn: Any) -> bool:
+        return False
 
     def warm(
         self,
