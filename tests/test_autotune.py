@@ -434,3 +434,27 @@ def test_a_repository_with_an_autotuned_kernel_runs_its_smoke_ab_with_the_picks_
         assert pick["kernel"] == "_scale_kernel" and pick["configs"] == 2
         assert pick["config"]["kwargs"] == {"BLOCK": 1024} and pick["key"]["n"] == 256
         assert pick["how"].startswith("interpreter")
+
+
+def test_a_tuner_whose_every_config_failed_names_its_kernel_and_the_error() -> None:
+    from tilegate.harness.autotune import AutotuneFailed, _wrap_run
+
+    def scale_kernel() -> None: ...
+
+    class Tuner:  # what Triton's Autotuner holds after timing configs that all failed
+        base_fn = scale_kernel
+
+        def __init__(self) -> None:
+            self.arg_names: list[str] = []
+            self.keys: list[str] = []
+            self.configs = ["a", "b"]
+            self.configs_timings = {"a": [float("inf")] * 3, "b": [float("inf")] * 3}
+
+    def run(self: Tuner) -> None:
+        raise RuntimeError("out of resources: shared memory")
+
+    with pytest.raises(
+        AutotuneFailed, match="scale_kernel: every one of its 2 configs failed"
+    ) as e:
+        _wrap_run(run)(Tuner())
+    assert "RuntimeError: out of resources" in str(e.value)

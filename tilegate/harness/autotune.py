@@ -266,7 +266,10 @@ def _pinned_config(tuner: Any, key: dict[str, Any]) -> Any:
 def _caller_identity(tuner: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
     constexprs = sorted((k, _plain(v)) for k, v in kwargs.items() if k not in ("grid", "warmup"))
     dtypes = key_of(tuner, args, {}).get("dtypes", [])
-    return _sha("autotuned", source_digest(tuner), space_digest(tuner), constexprs, dtypes)
+    fixed = getattr(tuner, "_tilegate_digests", None)
+    if fixed is None:  # the kernel's source and the declared space do not change in a process
+        fixed = tuner._tilegate_digests = (source_digest(tuner), space_digest(tuner))
+    return _sha("autotuned", *fixed, constexprs, dtypes)
 
 
 def _wrap_run(orig: Any) -> Any:
@@ -285,7 +288,8 @@ def _wrap_run(orig: Any) -> Any:
         kept = self.configs
         if pin is not None:
             self.configs = [pin]
-        active = Active(self, dict(kwargs), _caller_identity(self, args, kwargs))
+        identity = _caller_identity(self, args, kwargs) if watch is not None else ""
+        active = Active(self, dict(kwargs), identity)
         tuned = [False]
         if watch is not None:
             watch.stack.append(active)
