@@ -185,6 +185,13 @@ def test_two_sides_with_another_pick_and_the_same_source_are_a_tuner_flip(tmp_pa
     assert "tuner flip" in case.note and not case.fails
     assert outcome(None, cmp).code == 0
     assert autotune.retime_config(True, _pick(PICK_A), _pick(PICK_B)) == _pick(PICK_A)
+    from tilegate.report.render import _ab_summary
+
+    summary = "\n".join(_ab_summary(cmp))
+    assert (
+        f"**Tuner flips (the same source and configs, another autotuner pick; not blamed)** (1): `{CASE}` -25"
+        in summary
+    )
     # the why line: the picks, not "compiled code changed"
     (why,) = explain_cases(path, [c for c in decided(ab=cmp) if c[0] == CASE])
     assert why.lines == [

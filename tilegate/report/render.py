@@ -21,6 +21,7 @@ from typing import Any
 
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL
 from tilegate.judge.ab import UNSTABLE_TODO, ABComparison, ABVerdict
+from tilegate.judge.autotune import TUNER_FLIP
 from tilegate.judge.baseline import Baseline
 from tilegate.judge.coverage import Coverage
 from tilegate.judge.crosstile import CrossTilePair, ExpectationResult, Status, crosstile_pairs
@@ -438,6 +439,13 @@ def _ab_summary(ab: ABComparison) -> list[str]:
         + (f"; the same as the base for {listing([f'`{v}`' for v in same])}" if same else "")
         + ". A case whose code is the base's cannot be blamed."
     )
+    _bullet(
+        out,
+        "Tuner flips (the same source and configs, another autotuner pick; not blamed)",
+        [f"`{c.key}` {pct((c.ratio or 1) - 1)}" for c in ab.cases if c.explained_by == TUNER_FLIP],
+        "Each case's picks in its note and its why; a re-time of both sides on one config "
+        "separates the pick from the change (tilegate.judge.autotune.retime_config).",
+    )
     _bullet(out, "New in the head (not judged)", [f"`{c.key}`" for c in ab.by(ABVerdict.NEW)])
     _bullet(
         out,
@@ -540,7 +548,8 @@ def _ab_table(ab: ABComparison) -> list[str]:
             "",
         ]
     if same:
-        worst = max(same, key=lambda c: abs((c.ratio or 1.0) - 1))
+        noise = [c for c in same if c.explained_by != TUNER_FLIP] or same  # flips: their picks'
+        worst = max(noise, key=lambda c: abs((c.ratio or 1.0) - 1))
         out += _fold(
             f"{len(same)} case(s) with the base's compiled code: not judged; their ratio is the "
             f"A/B noise (largest: {pct((worst.ratio or 1.0) - 1)}, `{worst.key}`)",
