@@ -186,8 +186,9 @@ class CudaTimer:
         self._held |= {id(fns[n]) for n in found if n in fns}
 
     def is_held(self, fn: Any) -> bool:
-        """Whether this call's samples are held (found host-bound in a warm-up)."""
-        return id(fn) in self._held
+        """Whether this call's samples are held (every call's with `hold_host`; else found
+        host-bound in a warm-up)."""
+        return self.config.hold_host or id(fn) in self._held
 
     def time(
         self,
