@@ -465,3 +465,44 @@ def test_a_tuner_whose_every_config_failed_names_its_kernel_and_the_error() -> N
     ) as e:
         _wrap_run(run)(Tuner())
     assert "RuntimeError: out of resources" in str(e.value)
+
+
+def test_the_cuda_timer_holds_only_its_host_bound_calls_and_records_host_time() -> None:
+    """A stub CUDA (every event pair 1 ms apart): a call whose Python takes 4 ms is host-bound
+    and held (a busy-wait kernel queued before each of its samples, and its A/B partner's), a
+    call that returns at once is not; every sample's host time is recorded."""
+    from types import SimpleNamespace
+
+    from tilegate.harness import timing
+
+    sleeps: list[int] = []
+    event = SimpleNamespace(record=lambda: None, elapsed_time=lambda end: 1.0)
+    timer = timing.CudaTimer(timing.TimerConfig(l2_flush=False, rounds=4))
+    timer._torch = SimpleNamespace(  # type: ignore[assignment]
+        cuda=SimpleNamespace(
+            synchronize=lambda: None,
+            Event=lambda enable_timing: event,
+            _sleep=sleeps.append,
+        )
+    )
+
+    def slow() -> None:
+        time.sleep(0.004)
+
+    def fast() -> None:
+        pass
+
+    def partner() -> None:
+        pass
+
+    fns = {"slow": slow, "fast": fast, "slow@base": partner}
+    pairs = {"slow": "slow@base"}
+    timer.warm(fns, 0.0, pairs=pairs)
+    assert timer.is_held(slow) and timer.is_held(partner) and not timer.is_held(fast)
+    got = timer.time(fns, pairs=pairs)
+    assert set(got) == set(timer.host_samples) == set(fns)
+    assert all(len(v) == 4 for v in timer.host_samples.values())
+    assert statistics.median(timer.host_samples["slow"]) >= 0.004
+    assert statistics.median(timer.host_samples["fast"]) < 0.001
+    assert len(sleeps) == 8, "a hold before each sample of the host-bound call and its partner"
+    assert min(sleeps) >= timing.HOLD_CLOCK_HZ * 0.008 * 0.99  # twice the host time
