@@ -261,7 +261,11 @@ def test_the_host_hold_is_the_warmed_groups_own() -> None:
     from tilegate.harness import timing
 
     held = timing.CudaTimer(timing.TimerConfig(l2_flush=False, hold_host=True))
-    held._torch = SimpleNamespace(cuda=SimpleNamespace(synchronize=lambda: None))
+    # the warm-up also brackets each call with events (the GPU time the host time is held to)
+    event = SimpleNamespace(record=lambda: None, elapsed_time=lambda end: 1.0)
+    held._torch = SimpleNamespace(
+        cuda=SimpleNamespace(synchronize=lambda: None, Event=lambda enable_timing: event)
+    )
     held.warm({"liger": lambda: _time.sleep(0.004)}, 0.0)  # a heavy group first
     heavy = held.hold_seconds(["liger"])
     held.warm({"liger": lambda: None}, 0.0)  # then a light one, same slot name

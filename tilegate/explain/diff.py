@@ -23,6 +23,7 @@ from typing import Any
 from tilegate.fingerprint.extract import strip_locations
 from tilegate.fingerprint.facts import FACT_ORDER
 from tilegate.fingerprint.record import explain_dir
+from tilegate.judge import autotune
 
 MAX_LINES = 5
 SCHEMA = "tilegate.explain/1"
@@ -83,6 +84,9 @@ class Side:
     record: Mapping[str, Any] | None
     code_hash: str | None
     parts: Mapping[str, Any]
+    # the autotuner picks of the row (extra_info.tilegate.autotune): the first line when the
+    # sides picked differently (tilegate.judge.autotune)
+    autotune: tuple[Mapping[str, Any], ...] = ()
 
 
 def read_sides(path: Path) -> dict[tuple[str, str], Side]:
@@ -95,10 +99,12 @@ def read_sides(path: Path) -> dict[tuple[str, str], Side]:
             continue
         rec = tg.get("explain")
         parts = tg.get("code_parts")
+        picks = tg.get("autotune")
         out[(str(tg.get("side") or "head"), tg["key"])] = Side(
             rec if isinstance(rec, dict) else None,
             tg.get("code_hash") if isinstance(tg.get("code_hash"), str) else None,
             parts if isinstance(parts, dict) else {},
+            tuple(p for p in picks if isinstance(p, dict)) if isinstance(picks, list) else (),
         )
     return out
 
@@ -317,7 +323,12 @@ def explain_pair(
         if base is None or head is None:
             out.unavailable = "the results hold no base row of this case"
             return out
-        if base.code_hash and head.code_hash and base.code_hash == head.code_hash:
+        picks = autotune.line(base.autotune, head.autotune)
+        same = bool(base.code_hash and head.code_hash and base.code_hash == head.code_hash)
+        if same and picks:  # a tuner flip: the picks are the whole story
+            out.lines = [f"{picks} ({autotune.TUNER_FLIP}: the same source and configs)"]
+            return out
+        if same:
             out.unavailable = "same code on both sides: nothing to explain"
             return out
         if base.record is None or head.record is None:
@@ -327,10 +338,11 @@ def explain_pair(
                 "without the explanation, or its recording failed)"
             )
             return out
-        lines = _launch_lines(base.record, head.record)
+        lines = [picks] if picks else []
+        lines += _launch_lines(base.record, head.record)
         facts, mixes, irs = _kernel_lines(base.record, head.record)
         lines += facts + mixes
-        if not lines:
+        if not lines or lines == [picks]:
             parts = sorted(
                 k
                 for k in set(base.parts) | set(head.parts)
@@ -387,11 +399,12 @@ def _word(v: Any) -> str:
 
 def decided(cmp: Any = None, ab: Any = None) -> list[tuple[str, str]]:
     """(case id, verdict) of every case whose code changed and whose verdict is explained
-    (EXPLAINED, by name): the A/B cases, and the stored-baseline rows of an A/B run that
+    (EXPLAINED, by name), and every tuner flip (its picks): the A/B cases, and the stored-baseline rows of an A/B run that
     have a base side."""
     out: dict[str, str] = {}
     for c in getattr(ab, "cases", ()) or ():
-        if c.code_changed and _word(c.verdict) in EXPLAINED:
+        flip = getattr(c, "explained_by", None) == autotune.TUNER_FLIP  # its why: the picks
+        if (c.code_changed and _word(c.verdict) in EXPLAINED) or flip:
             out.setdefault(c.key, _word(c.verdict))
     if ab is not None:
         changed = {c.key for c in ab.cases if c.code_changed}

@@ -34,6 +34,12 @@ kernel (a `c.zero_()` in the wrapper was "the same compiled code" before):
   (the whole package's source did before, so any edit made every case "changed"). Tables such
   as a config dict enter through what they do: the compiled code, grids and launches above.
 
+An autotuned launch (tilegate.harness.autotune) is hashed from its kernel's source (AST) and its
+autotuner's config space, not from the code of the config it picked: the pick is recorded beside
+the identity (`Identity.autotune`, `extra_info.tilegate.autotune`), so two processes that picked
+differently for the same source and configs run "the same code" with another pick (a tuner flip,
+tilegate.judge.autotune), and a changed config list or kernel is a changed identity.
+
 Compiled Triton code is hashed from its TTIR (locations dropped) and the compile options, not
 from its SASS: on sm_90 Triton 3.6's warp-specialization pass assigns the mbarriers of
 `tma_ws_persistent` in an order that changes from one process to the next (TTIR identical,
@@ -109,6 +115,8 @@ class Captured:
     handles: list[Any] = field(default_factory=list)
     activity: list[dict[str, Any]] = field(default_factory=list)
     activity_us: float | None = None
+    # the autotuners' picks of the call (tilegate.harness.autotune): recorded, never hashed
+    autotune: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -126,6 +134,8 @@ class Identity:
     # handles an ahead-of-time compile of its interpreter launches needs (never written)
     explain: dict[str, Any] | None = field(default=None, compare=False)
     handles: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    # each autotuner pick the call used: kernel, key, config, configs, space, how (not hashed)
+    autotune: tuple[dict[str, Any], ...] = field(default=(), compare=False)
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -137,6 +147,8 @@ class Identity:
             out["code_parts"] = dict(self.parts)
         if self.explain:
             out["explain"] = self.explain
+        if self.autotune:
+            out["autotune"] = [dict(p) for p in self.autotune]
         return out
 
     def marked(self, what: str) -> Identity:
@@ -149,6 +161,7 @@ class Identity:
             self.parts,
             self.explain,
             self.handles,
+            self.autotune,
         )
 
 
@@ -201,6 +214,11 @@ def _compiled_launch(kernel: Any, grid: Any) -> Launch:
     return Launch(code, kind, _grid(grid), _meta(kernel.metadata))
 
 
+def _autotuned_launch(active: Any, kind: str) -> Launch:
+    """A launch under an autotuner: its source and config space (the pick is recorded apart)."""
+    return Launch(_sha("autotuned", active.identity), kind, (), ())
+
+
 def _interpreted_launch(fn: Any, grid: Any, kwargs: dict[str, Any]) -> Launch:
     """An interpreter launch: the dependency-aware source hash, constexprs, grid."""
     from triton.runtime.jit import JITFunction
@@ -221,7 +239,10 @@ def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
+    from tilegate.harness import autotune
+
     seen = Captured(roots=source_roots(owners))
+    watch = autotune.Watch()
     originals: list[tuple[Any, Callable[..., Any]]] = []
 
     def package_of(fn: Any) -> None:
@@ -233,11 +254,18 @@ def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
     def compiled_run(orig: Callable[..., Any]) -> Callable[..., Any]:
         def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
             kernel = orig(self, *args, grid=grid, warmup=warmup, **kwargs)
+            if watch.benchmarking:  # an autotuner timing its configs: not the call's work
+                return kernel
             package_of(self)
             if kernel is not None and not warmup:
                 if hasattr(kernel, "result"):  # an async compile
                     kernel = kernel.result()
-                seen.launches.append(_compiled_launch(kernel, grid))
+                tuned = watch.current()
+                seen.launches.append(
+                    _compiled_launch(kernel, grid)
+                    if tuned is None
+                    else _autotuned_launch(tuned, compiled_code(kernel)[1])
+                )
                 seen.explain.append(_record().gpu_launch(self, kernel, grid, kwargs))
             return kernel
 
@@ -245,9 +273,14 @@ def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
 
     def interpreted_run(orig: Callable[..., Any]) -> Callable[..., Any]:
         def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-            if not warmup:
+            if not warmup and not watch.benchmarking:
                 package_of(self)
-                seen.launches.append(_interpreted_launch(self, grid, kwargs))
+                tuned = watch.current()
+                seen.launches.append(
+                    _interpreted_launch(self, grid, kwargs)
+                    if tuned is None
+                    else _autotuned_launch(tuned, "source")
+                )
                 entry, handle = _record().interpreted_launch(self, args, grid, kwargs)
                 seen.explain.append(entry)
                 seen.handles.append(handle)
@@ -265,6 +298,8 @@ def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
         cls.run = wrap(cls.run)
     try:
         with contextlib.ExitStack() as stack:
+            watch = stack.enter_context(autotune.watching())
+            seen.autotune = watch.picks
             stack.enter_context(_host_code(seen.code))
             if host_only:
                 yield seen
@@ -719,14 +754,17 @@ def identity(captured: Captured) -> Identity:
     whole = tuple(v for _, v in parts)
     explained = _explained(captured)
     handles = tuple(captured.handles)
+    picks = tuple(captured.autotune)
     if not captured.launches:
         digest = _sha("reference", torch.__version__, whole)
-        return Identity(f"{SCHEME}:sha256:{digest}", "reference", 0, parts, explained, handles)
+        return Identity(
+            f"{SCHEME}:sha256:{digest}", "reference", 0, parts, explained, handles, picks
+        )
     kinds = {launch.kind for launch in captured.launches}
     kind = kinds.pop() if len(kinds) == 1 else "+".join(sorted(kinds))
     digest = _sha(whole)
     return Identity(
-        f"{SCHEME}:sha256:{digest}", kind, len(captured.launches), parts, explained, handles
+        f"{SCHEME}:sha256:{digest}", kind, len(captured.launches), parts, explained, handles, picks
     )
 
 

@@ -29,6 +29,7 @@ from tilegate.fingerprint.record import spent_s as explain_spent_s
 from tilegate.harness.budget import GroupBudget, Tolerances, aligned
 from tilegate.harness.side import CaseResult, SideMeasurer
 from tilegate.harness.sides import SideFailure
+from tilegate.harness.timing import host_info
 from tilegate.judge.stats import paired_ratio
 from tilegate.warnlog import Warned, unique
 
@@ -79,6 +80,8 @@ class _Prepared:
     # the CUDA profiler): the progress line says it, so a slow run's minutes can be placed
     phases: dict[str, float] = field(default_factory=dict)
     budget: GroupBudget | None = None  # A/B: which slots each sweep times (tilegate.harness.budget)
+    host: dict[str, list[float]] = field(default_factory=dict)  # host seconds per call, per round
+    held: set[str] = field(default_factory=set)  # the slots timed held (host-bound: timing.py)
     handovers: list[tuple[str, float]] = field(default_factory=list)  # (slot, first call's s)
     blocks: list[tuple[float, str]] = field(default_factory=list)  # (start s, "head,base")
 
@@ -314,8 +317,16 @@ class GroupMeasurer:
         """Each side runs its slots' calls in turn (`seconds` shared out); seconds per round of
         all of them."""
         split = self._split(prep, names)
+        found: set[str] = set()
         for side, mine in split.items():
-            prep.pace[side] = self.sides[side].warm(prep.group, mine, seconds / len(split))
+            prep.pace[side], held = self.sides[side].warm(prep.group, mine, seconds / len(split))
+            found |= {n.removesuffix(BASE_SUFFIX) for n in held}
+        if len(split) > 1:  # a host-bound call is held on both sides, or its ratio is no pair
+            for side, mine in split.items():
+                more = [n for n in mine if n.removesuffix(BASE_SUFFIX) in found]
+                if set(more) - prep.held:
+                    self.sides[side].hold(prep.group, more)
+        prep.held |= {n for n in names if n.removesuffix(BASE_SUFFIX) in found}
         return sum(prep.pace.get(side, 0.0) for side in split)
 
     def _timed(self, prep: _Prepared, names: Sequence[str], rounds: int) -> dict[str, list[float]]:
@@ -332,8 +343,7 @@ class GroupMeasurer:
             ((side, mine),) = split.items()
             pairs = {h: b for h, b in prep.pairs.items() if h in mine and b in mine}
             got = self.sides[side].time(prep.group, mine, rounds, first_round=first, pairs=pairs)
-            for n, xs in got.samples.items():
-                out[n] += xs
+            self._took(prep, got, out)
             return out
         slowest = max(prep.pace.get(side) or 0.0 for side in split)
         block = max(1, math.floor(HANDOVER_BLOCK_S / slowest)) if slowest > 0 else 1
@@ -346,12 +356,20 @@ class GroupMeasurer:
                 got = self.sides[side].time(
                     prep.group, split[side], k, first_round=first, handover=True
                 )
-                for n, xs in got.samples.items():
-                    out[n] += xs
+                self._took(prep, got, out)
                 if got.handover is not None:
                     prep.handovers.append(got.handover)
             first += k
         return out
+
+    @staticmethod
+    def _took(prep: _Prepared, got: Any, out: dict[str, list[float]]) -> None:
+        """A side's answer: its GPU samples into `out`, its host seconds per call beside them."""
+        for n, xs in got.samples.items():
+            out[n] += xs
+        for n, xs in got.host.items():
+            prep.host.setdefault(n, []).extend(xs)  # beside the GPU samples, round by round
+        prep.held |= {n for n, held in got.held.items() if held}
 
     def _sweep(self, prep: _Prepared, *, warm: bool) -> None:
         """Time one sweep of the group: every slot, or those its budget names."""
@@ -442,6 +460,7 @@ class GroupMeasurer:
         for name, res in prep.results.items():
             res.samples_s = prep.samples.get(name, [])
             res.extra = self._extra(res, ref_samples, prep.samples, ranges)
+            res.extra.update(host_info(prep.host.get(name), res.samples_s, name in prep.held))
             if prep.budget is not None and name in prep.budget.slots:
                 # which of the group's rounds this row was timed in, and why it stopped
                 res.extra["timed_in"] = prep.budget.timed_in(name)

@@ -69,6 +69,8 @@ class Timed:
 
     samples: dict[str, list[float]]
     handover: tuple[str, float] | None = None  # (slot, seconds)
+    host: dict[str, list[float]] = field(default_factory=dict)  # host seconds per call
+    held: dict[str, bool] = field(default_factory=dict)  # timed held (host-bound: timing.py)
 
 
 @dataclass
@@ -240,13 +242,19 @@ class SideMeasurer:
         held = self._groups[group]
         return {n: held.fns[n] for n in names}
 
-    def warm(self, group: str, names: Sequence[str], seconds: float) -> float:
+    def warm(self, group: str, names: Sequence[str], seconds: float) -> tuple[float, list[str]]:
         """Run the slots' calls in turn for about `seconds` (at least 3 rounds); seconds per
-        round of these slots."""
+        round of these slots, and those the timer holds from now on (host-bound)."""
+        fns = self._fns(group, names)
         with warnlog.recording() as warned:
-            pace = float(self.timer.warm(self._fns(group, names), seconds))
+            pace = float(self.timer.warm(fns, seconds))
         self.timing_warnings += warned
-        return pace
+        return pace, [n for n, fn in fns.items() if self._held(fn)]
+
+    def hold(self, group: str, names: Sequence[str]) -> None:
+        """Time these slots held from now on: their partner on another side is host-bound."""
+        for fn in self._fns(group, names).values():
+            self.timer.hold(fn)
 
     def time(
         self,
@@ -269,7 +277,11 @@ class SideMeasurer:
                 first = (order[0], float(self.timer.once(fns[order[0]])))
             samples = self.timer.time(fns, rounds, pairs or None, first_round=first_round)
         self.timing_warnings += warned
-        return Timed(samples, first)
+        host = dict(getattr(self.timer, "host_samples", {}))
+        return Timed(samples, first, host, {n: self._held(fn) for n, fn in fns.items()})
+
+    def _held(self, fn: Any) -> bool:
+        return bool(getattr(self.timer, "is_held", lambda fn: False)(fn))
 
     def warnings_seen(self) -> tuple[list[Warned], list[Warned]]:
         """(while compiling side by side, while timing)."""

@@ -271,8 +271,12 @@ class RemoteSide:
         )
         return out
 
-    def warm(self, group: str, names: Sequence[str], seconds: float) -> float:
-        return float(self.request("warm", group=group, names=list(names), seconds=seconds))
+    def warm(self, group: str, names: Sequence[str], seconds: float) -> tuple[float, list[str]]:
+        pace, held = self.request("warm", group=group, names=list(names), seconds=seconds)
+        return float(pace), list(held)
+
+    def hold(self, group: str, names: Sequence[str]) -> None:
+        self.request("hold", group=group, names=list(names))
 
     def time(
         self,

@@ -13,6 +13,17 @@ busy-wait kernel (`torch.cuda._sleep`) is queued before each sample's flush, for
 longest host enqueue time of the group's calls (measured in the warm-up), so the whole call is
 queued before the GPU reaches its start event; nvbench's "blocking kernel" does the same. The
 timer is then "cuda-event+hold", never compared with a baseline timed without.
+
+Host time is measured for every call beside its GPU time: `CudaTimer.host_samples` holds, after
+each `time()`, the host seconds each sample's call took to return (its wrapper's Python and the
+enqueue of its kernels), one per round like the GPU samples. A call is host-bound when its host
+time per call reaches its GPU time: timed back to back, its events then measure how fast Python
+queues it (the GPU idles between its kernels), and a head-only sweep and a paired round disagree.
+With `hold_host_bound` (the default) the warm-up finds such calls (host enqueue time at least
+HOST_BOUND_RATIO x its event time, both medians of the warm-up's paced rounds) and holds the GPU
+before each of their samples only (`held`): their GPU time is their kernels' time, exactly as
+`hold_host` does for every call; a call that is not host-bound is timed as before. The verdict
+of a host-bound case is on its host time (tilegate.judge.ab, `host_s`).
 """
 
 from __future__ import annotations
@@ -43,6 +54,7 @@ class TimerConfig:
     warmup_s: float = 0.3  # interleaved warm-up before the timed rounds of a group
     l2_flush: bool = True
     hold_host: bool = False  # the GPU waits until each sample's call is queued (module doc)
+    hold_host_bound: bool = True  # ... for the host-bound calls only (found in the warm-up)
 
     def __post_init__(self) -> None:
         if self.rounds < 1:
@@ -86,6 +98,10 @@ def round_order(names: list[str], r: int, pairs: Mapping[str, str] | None = None
 HOLD_CLOCK_HZ = 2.0e9  # cycles per second assumed for the hold (at a lower clock it lasts longer)
 HOLD_MAX_S = 0.01
 HOLD_MIN_S = 20e-6
+# a call whose host enqueue time in the warm-up is at least this share of its event time is held:
+# timed back to back, a host-bound call's events follow its host time (ratio ~1), a GPU-bound
+# call's host returns long before its kernels end (the matmul's: < 0.1)
+HOST_BOUND_RATIO = 0.8
 
 
 class CudaTimer:
@@ -98,6 +114,12 @@ class CudaTimer:
         self.name = "cuda-event+hold" if config.hold_host else "cuda-event"
         self._torch = torch
         self._enqueue_s: dict[str, list[float]] = {}  # host seconds to queue each call
+        self._event_s: dict[str, float] = {}  # warm-up: median event seconds of each call
+        # the host-bound calls the GPU waits for (module doc), by callable: slot names recur in
+        # every group, a group's callables live for the whole run
+        self._held: set[int] = set()
+        # after each time(): host seconds each sample's call took to return, per round
+        self.host_samples: dict[str, list[float]] = {}
         self._flush_buf = None
         if config.l2_flush:
             nbytes = max(L2_FLUSH_MIN_BYTES, 4 * l2_bytes)
@@ -119,6 +141,7 @@ class CudaTimer:
         # this group's host enqueue times only: slot names ("liger", "torch") recur in every
         # group, and time() follows the warm-up of its own group
         self._enqueue_s = {}
+        events: dict[str, list[tuple[Any, Any]]] = {}
         rounds = 0
         start = time.perf_counter()
         paced_from = start
@@ -128,13 +151,48 @@ class CudaTimer:
                 paced_from = time.perf_counter()
             for name in round_order(names, rounds, pairs):
                 self._flush()
+                if rounds:
+                    begin = torch.cuda.Event(enable_timing=True)
+                    end = torch.cuda.Event(enable_timing=True)
+                    begin.record()
                 t0 = time.perf_counter()
                 fns[name]()
                 if rounds:
                     self._enqueue_s.setdefault(name, []).append(time.perf_counter() - t0)
+                    end.record()
+                    events.setdefault(name, []).append((begin, end))
             rounds += 1
         torch.cuda.synchronize()
+        for name, got in events.items():
+            self._event_s[name] = statistics.median(b.elapsed_time(e) / 1e3 for b, e in got)
+        self._find_host_bound(fns, pairs)
         return (time.perf_counter() - paced_from) / (rounds - 1)
+
+    def _find_host_bound(
+        self, fns: Mapping[str, Callable[[], Any]], pairs: Mapping[str, str] | None
+    ) -> None:
+        """The calls held from now on: host-bound in this warm-up (HOST_BOUND_RATIO), each with
+        its A/B partner (both sides of a pair are timed alike)."""
+        if not self.config.hold_host_bound or self.config.hold_host:
+            return
+        found = set()
+        for name in fns:
+            host, gpu = self._enqueue_s.get(name), self._event_s.get(name)
+            if host and gpu and statistics.median(host) >= HOST_BOUND_RATIO * gpu:
+                found.add(name)
+        for head, base in (pairs or {}).items():
+            if head in found or base in found:
+                found |= {head, base}
+        self._held |= {id(fns[n]) for n in found if n in fns}
+
+    def is_held(self, fn: Any) -> bool:
+        """Whether this call's samples are held (every call's with `hold_host`; else found
+        host-bound in a warm-up)."""
+        return self.config.hold_host or id(fn) in self._held
+
+    def hold(self, fn: Any) -> None:
+        """Hold this call's samples from now on (its partner in another process is host-bound)."""
+        self._held.add(id(fn))
 
     def time(
         self,
@@ -149,19 +207,26 @@ class CudaTimer:
         torch = self._torch
         names = list(fns)
         events: dict[str, list[tuple[Any, Any]]] = {n: [] for n in names}
+        host: dict[str, list[float]] = {n: [] for n in names}
         hold = self.hold_cycles(names) if self.config.hold_host else 0
+        holds = {
+            n: hold or (self._held_cycles(n, pairs) if self.is_held(fns[n]) else 0) for n in names
+        }
         for r in range(first_round, first_round + (rounds or self.config.rounds)):
             for name in round_order(names, r, pairs):
                 begin = torch.cuda.Event(enable_timing=True)
                 end = torch.cuda.Event(enable_timing=True)
-                if hold:
-                    torch.cuda._sleep(hold)
+                if holds[name]:
+                    torch.cuda._sleep(holds[name])
                 self._flush()
                 begin.record()
+                t0 = time.perf_counter()
                 fns[name]()
+                host[name].append(time.perf_counter() - t0)
                 end.record()
                 events[name].append((begin, end))
         torch.cuda.synchronize()
+        self.host_samples = host
         return {n: [b.elapsed_time(e) / 1e3 for b, e in pairs] for n, pairs in events.items()}
 
     @staticmethod
@@ -193,6 +258,11 @@ class CudaTimer:
     def hold_cycles(self, names: list[str]) -> int:
         return int(self.hold_seconds(names) * HOLD_CLOCK_HZ)
 
+    def _held_cycles(self, name: str, pairs: Mapping[str, str] | None) -> int:
+        """A held call's hold: twice the longer host time of it and its A/B partner."""
+        partner = {**(pairs or {}), **{b: h for h, b in (pairs or {}).items()}}.get(name)
+        return self.hold_cycles([n for n in (name, partner) if n])
+
 
 class HostTimer:
     """Smoke mode only: a host clock around synchronous CPU (interpreter) calls. Measures nothing real."""
@@ -201,6 +271,14 @@ class HostTimer:
 
     def __init__(self, config: TimerConfig) -> None:
         self.config = config
+        # no host time apart from the samples: they are host times (the interpreter is the host)
+        self.host_samples: dict[str, list[float]] = {}
+
+    def is_held(self, fn: Any) -> bool:
+        return False
+
+    def hold(self, fn: Any) -> None:
+        """Nothing to hold: the interpreter's calls are synchronous."""
 
     def warm(
         self,
@@ -263,3 +341,20 @@ def event_time(fn: Callable[[], Any], reps: int = 5) -> float:
         torch.cuda.synchronize()
         times.append(begin.elapsed_time(end) / 1e3)
     return statistics.median(times)
+
+
+def host_info(host_s: list[float] | None, gpu_s: list[float], held: bool) -> dict[str, Any]:
+    """What a results row says of its host time (extra_info.tilegate): `host_s` (the median host
+    seconds per call), `host_samples_s` (one per round, the rounds of its GPU samples), and
+    `host_bound` (its host time at or above its GPU time: the verdict is on the host time);
+    `held`: its samples were held (module doc). Nothing where no host time was measured apart
+    (the smoke profile's host clock)."""
+    if not host_s or not gpu_s or len(host_s) != len(gpu_s):
+        return {}
+    host = statistics.median(host_s)
+    return {
+        "host_s": host,
+        "host_samples_s": list(host_s),
+        "host_bound": host >= statistics.median(gpu_s),
+        "held": held,
+    }

@@ -243,8 +243,11 @@ def _facts(bench: Any, profile: str | None) -> Any:
     def explain(self, group: str, slots: list[str]) -> Any:
         return self.measurer.explain(group, slots)
 
-    def warm(self, group: str, names: list[str], seconds: float) -> float:
-        return float(self.measurer.warm(group, names, seconds))
+    def warm(self, group: str, names: list[str], seconds: float) -> Any:
+        return self.measurer.warm(group, names, seconds)
+
+    def hold(self, group: str, names: list[str]) -> None:
+        self.measurer.hold(group, names)
 
     def time(self, **kwargs: Any) -> Any:
         return self.measurer.time(**kwargs)

@@ -36,6 +36,18 @@ more runs give a tighter tolerance, never a looser one; a case seen in fewer tha
 MIN_NOISE_RUNS runs gets at least the largest tolerance of the cases seen that often (POOLED).
 A case it lacks gets the ceiling, marked uncalibrated.
 
+Autotuned kernels (tilegate.judge.autotune): the identity is the source and the config space,
+the pick is recorded beside it. Same identity, another pick: a TUNER FLIP, UNCHANGED (never
+blamed, never INCONSISTENT: the time moved with the pick), its why line names the picks; another
+identity and another pick: a CODE CHANGE, judged, its note naming the picks; one side whose
+processes (the run and its confirmations) picked differently: UNSTABLE with the picks named.
+
+Host-bound calls (tilegate.harness.timing: host time per call at or above the GPU time): the
+verdict is on the time that bounds the call. A case either side of which is host-bound is judged
+on its paired per-round host times, against the host tolerance from its own A/A noise (the noise
+file's `<case>#host` rows, HOST_POLICY); a GPU-bound case is judged on its GPU time and a host
+time beyond its host tolerance is reported in its note, never failed.
+
 The words (ABVerdict) are tilegate.judge.vocabulary's; the exit rule is tilegate.judge.outcome.
 """
 
@@ -53,7 +65,7 @@ import numpy as np
 from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_json, is_finite_number, read_json
-from tilegate.judge import stats
+from tilegate.judge import autotune, stats
 from tilegate.judge.modes import Mode, find_modes
 from tilegate.judge.policy import TolerancePolicy
 from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, row_order
@@ -61,6 +73,13 @@ from tilegate.judge.vocabulary import ABVerdict
 from tilegate.markdown import listing
 
 NOISE_SCHEMA = "tilegate.ab-noise/1"
+
+
+HOST = "#host"  # a noise row of a case's host time: "<case id>#host"
+
+
+def host_key(key: str) -> str:
+    return f"{key}{HOST}"
 
 
 def noise_path(slug: str, directory: str | Path = Path("baselines")) -> Path:
@@ -98,6 +117,11 @@ class ABPolicy(TolerancePolicy):
         return policy
 
 
+# Host times move between processes far more than GPU times (Liger's norm ops: up to 50 %), so
+# a host verdict gets its own, wider bounds on the same shape of policy
+HOST_POLICY = ABPolicy(floor=0.02, ceiling=0.25)
+
+
 # --- the A/A noise file ----------------------------------------------------------------------
 
 
@@ -128,7 +152,8 @@ class Noise:
     def tolerance(self, key: str) -> tuple[float, str]:
         row = self.rows.get(key)
         if row is None:
-            return self.policy.ceiling, f"uncalibrated: {key} not in {self.path}"
+            ceiling = HOST_POLICY.ceiling if key.endswith(HOST) else self.policy.ceiling
+            return ceiling, f"uncalibrated: {key} not in {self.path}"
         return row.tolerance, f"A/A noise ({row.source}, {len(row.run_ratios)} runs)"
 
 
@@ -211,22 +236,44 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
             pair = _pairs(run, key)
             if pair is not None:
                 per_key.setdefault(key, []).append(float(np.median(_per_round(run, *pair))))
+                hosts = _on_host(pair[0], pair[1])
+                if hosts is not None:
+                    ratio = float(np.median(_per_round(run, *hosts)))
+                    per_key.setdefault(host_key(key), []).append(ratio)
     noise_of = {
         key: stats.rms_upper_bound([r - 1.0 for r in ratios], policy.noise_confidence)
         for key, ratios in per_key.items()
     }
-    own = {key: policy.tolerance(noise_of[key]) for key in per_key}
+    own = {
+        key: (HOST_POLICY if key.endswith(HOST) else policy).tolerance(noise_of[key])
+        for key in per_key
+    }
     # A case seen in fewer than MIN_NOISE_RUNS runs (a default-profile case beside quick runs)
     # has a spread that says too little: it gets at least the largest tolerance of the cases
     # that were seen often enough, or the ceiling when none was.
     pooled = max(
-        (t.value for key, t in own.items() if len(per_key[key]) >= MIN_NOISE_RUNS),
+        (
+            t.value
+            for key, t in own.items()
+            if len(per_key[key]) >= MIN_NOISE_RUNS and not key.endswith(HOST)
+        ),
         default=policy.ceiling,
+    )
+    pooled_host = max(
+        (
+            t.value
+            for key, t in own.items()
+            if len(per_key[key]) >= MIN_NOISE_RUNS and key.endswith(HOST)
+        ),
+        default=HOST_POLICY.ceiling,
     )
     rows = {}
     for key, ratios in sorted(per_key.items()):
         spread, tol = max(abs(r - 1.0) for r in ratios), own[key]
-        if len(ratios) < MIN_NOISE_RUNS and tol.value < pooled:
+        if key.endswith(HOST) and len(ratios) < MIN_NOISE_RUNS and tol.value < pooled_host:
+            row = NoiseRow(key, tuple(ratios), spread, pooled_host, POOLED, noise_of[key])
+            rows[key] = row
+        elif len(ratios) < MIN_NOISE_RUNS and tol.value < pooled and not key.endswith(HOST):
             rows[key] = NoiseRow(key, tuple(ratios), spread, pooled, POOLED, noise_of[key])
         else:
             rows[key] = NoiseRow(key, tuple(ratios), spread, tol.value, tol.bound, noise_of[key])
@@ -355,6 +402,15 @@ class ABCase:
     head_median_s: float | None = None
     base_median_s: float | None = None
     modes: tuple[Mode, ...] = ()  # UNSTABLE: its two modes, the faster first (judge.modes)
+    # autotuned: "tuner flip" or "code change" where the sides picked differently
+    # (tilegate.judge.autotune), and the why line naming the picks
+    explained_by: str | None = None
+    picks: str | None = None
+    # which time bounds the call and was judged: "gpu" or "host" (tilegate.harness.timing);
+    # the other one's paired ratio, reported
+    judged_on: str = "gpu"
+    host_ratio: float | None = None
+    gpu_ratio: float | None = None
 
     @property
     def slower_mode(self) -> bool:
@@ -466,6 +522,19 @@ def judge_case(
         head_median_s=float(np.median(np.concatenate([h for h, _ in sides]))),
         base_median_s=float(np.median(np.concatenate([b for _, b in sides]))),
     )
+    split = _split_picks(pairs)
+    if split is not None:
+        return replace(measured, verdict=ABVerdict.UNSTABLE, note=split)
+    picks = autotune.line(base.autotune, head.autotune)
+    same = None if changed is None else not changed
+    flip = autotune.classify(same, base.autotune, head.autotune)
+    measured = replace(measured, explained_by=flip, picks=picks)
+    if flip == autotune.TUNER_FLIP:
+        note = (
+            f"tuner flip ({picks}): the same source and configs, another pick; its "
+            f"{ratio - 1:+.1%} is the pick's, not this change's (not blamed)"
+        )
+        return replace(measured, verdict=ABVerdict.UNCHANGED, note=note)
     if changed is False:
         moved = ratio - 1
         # a smoke run's times (the CPU interpreter, tiny shapes) mean nothing: only GPU times
@@ -528,7 +597,99 @@ def judge_case(
         )
     if changed is None:
         note = "; ".join(filter(None, [note, "no code hash on a side: identity unknown"]))
+    if flip == autotune.CODE_CHANGE:
+        note = "; ".join(filter(None, [f"code change, another pick ({picks})", note]))
     return replace(measured, verdict=verdict, note=note)
+
+
+def _split_picks(pairs: Sequence[tuple[Run, Row, Row]]) -> str | None:
+    """UNSTABLE's note when one side's processes (a run and its confirmations) picked
+    differently, or a tuner re-tuned in the identity's call; None otherwise."""
+    retuned = sorted({k for _, h, b in pairs for k in autotune.retuned(h.autotune + b.autotune)})
+    if retuned:
+        return (
+            f"autotuner re-tuned {listing(retuned)} in a steady-state call: its key moves from "
+            "call to call, so it tunes inside the timed rounds; not decided"
+        )
+    for side, rows in (("head", [h for _, h, _ in pairs]), ("base", [b for _, _, b in pairs])):
+        split = autotune.unstable([r.autotune for r in rows]) if len(rows) > 1 else None
+        if split:
+            return (
+                f"the {side}'s processes picked different autotuner configs ({split}): its time "
+                f"depends on the pick, not decided; {UNSTABLE_TODO}"
+            )
+    return None
+
+
+def _on_host(head: Row, base: Row) -> tuple[Row, Row] | None:
+    """The pair with their host times as samples, where both have them; else None."""
+    h, b = head.host_samples_s, base.host_samples_s
+    if h is None or b is None:
+        return None
+    return (
+        replace(head, samples_s=h, median_s=float(np.median(h))),
+        replace(base, samples_s=b, median_s=float(np.median(b))),
+    )
+
+
+def _host_bound(pairs: Sequence[tuple[Run, Row, Row]]) -> bool:
+    """Whether the host bounds the call: either side host-bound in the first run."""
+    _, head, base = pairs[0]
+    return bool(head.host_bound or base.host_bound) and _on_host(head, base) is not None
+
+
+def judge_bound(
+    key: str,
+    pairs: Sequence[tuple[Run, Row, Row]],
+    noise: Noise | None,
+    policy: ABPolicy,
+) -> ABCase:
+    """The verdict on the time that bounds the call (module docstring): GPU time, or host time
+    for a host-bound case; the other time's paired ratio reported beside it."""
+
+    def tolerance(k: str) -> tuple[float, str]:
+        if noise is not None:
+            return noise.tolerance(k)
+        ceiling = HOST_POLICY.ceiling if k.endswith(HOST) else policy.ceiling
+        return ceiling, "uncalibrated: no noise file"
+
+    hosts = [(run, *pair) for run, h, b in pairs if (pair := _on_host(h, b)) is not None]
+    host_ratio = (
+        float(np.median(np.concatenate([_per_round(run, h, b) for run, h, b in hosts])))
+        if len(hosts) == len(pairs)
+        else None
+    )
+    if not _host_bound(pairs) or len(hosts) != len(pairs):
+        judged = judge_case(key, pairs, *tolerance(key), policy)
+        judged = replace(judged, host_ratio=host_ratio)
+        host_tol, _ = tolerance(host_key(key))
+        if host_ratio is not None and host_ratio - 1 > host_tol and judged.verdict in _TIMED:
+            said = (
+                f"host time {host_ratio - 1:+.1%} per call (beyond its {host_tol:.1%} host "
+                "tolerance): reported, not judged, the GPU bounds the call"
+            )
+            judged = replace(judged, note="; ".join(filter(None, [judged.note, said])))
+        return judged
+    judged = judge_case(key, hosts, *tolerance(host_key(key)), HOST_POLICY)
+    _, head, base = pairs[0]
+    gpu_ratio = float(np.median(np.concatenate([_per_round(run, h, b) for run, h, b in pairs])))
+    said = (
+        f"host-bound (host {head.host_s * 1e3 if head.host_s else 0:.4g} ms >= GPU "
+        f"{head.median_s * 1e3:.4g} ms per call): judged on the host time; GPU "
+        f"{gpu_ratio - 1:+.1%}"
+    )
+    return replace(
+        judged,
+        head=head,
+        base=base,
+        judged_on="host",
+        host_ratio=judged.ratio,
+        gpu_ratio=gpu_ratio,
+        note="; ".join(filter(None, [said, judged.note])),
+    )
+
+
+_TIMED = (ABVerdict.SAME, ABVerdict.FASTER, ABVerdict.SLOWER, ABVerdict.AMBIGUOUS)
 
 
 UNSTABLE_TODO = (
@@ -691,17 +852,12 @@ def compare_ab(
                 ABCase(key, ABVerdict.REMOVED, None, base, note=note, acknowledged=accept_removed)
             )
             continue
-        tol, source = (
-            noise.tolerance(key)
-            if noise is not None
-            else (policy.ceiling, "uncalibrated: no noise file")
-        )
         pairs = [(run, head, base)]
         for conf in confirmations:
             pair = _pairs(conf, key)
             if pair is not None:
                 pairs.append((conf, *pair))
-        judged = judge_case(key, pairs, tol, source, policy)
+        judged = judge_bound(key, pairs, noise, policy)
         olds = getattr(run.env, "renamed", {}).get(head.variant)
         if olds:
             renamed = f"renamed from {' / '.join(olds)}: judged against the base's {olds[0]}"

@@ -110,6 +110,9 @@ class BaselineRow(MatmulNames):
     # the gate tell a row's own change from a shift of the whole machine (docs/gate.md)
     ratio_to_reference: float | None = None
     code_hash: str | None = None  # the compiled code measured (tilegate.harness.identity)
+    # the autotuner picks of its runs, `kernel: BK=64, num_warps=4 (3 runs)`, each distinct
+    # pick once (tilegate.judge.autotune): more than one per kernel where the runs picked apart
+    autotune: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,8 @@ def _row_json(row: BaselineRow) -> dict[str, Any]:
         data["ratio_to_twin_runs"] = [round(r, 4) for r in row.ratio_to_twin_runs]
     if row.tflops is not None:
         data["tflops"] = round(row.tflops, 1)
+    if row.autotune:
+        data["autotune"] = list(row.autotune)
     if row.ratio_to_reference is not None:
         data["ratio_to_reference"] = round(row.ratio_to_reference, 5)
     if row.code_hash is not None:
@@ -327,6 +332,7 @@ def _parse_row(key: str, raw: Any, where_file: str) -> BaselineRow:
         tflops=float(raw["tflops"]) if is_finite_number(raw.get("tflops")) else None,
         ratio_to_reference=_optional_positive(raw, "ratio_to_reference", where),
         code_hash=raw.get("code_hash") if isinstance(raw.get("code_hash"), str) else None,
+        autotune=tuple(str(a) for a in raw.get("autotune") or [] if isinstance(a, str)),
     )
 
 

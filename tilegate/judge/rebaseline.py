@@ -19,7 +19,7 @@ from typing import Any
 
 from tilegate import __version__
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
-from tilegate.judge import stats
+from tilegate.judge import autotune, stats
 from tilegate.judge.baseline import (
     Baseline,
     BaselineRow,
@@ -144,6 +144,7 @@ def _measured_row(key: str, per_run: list[tuple[Run, Row]], tolerances: Toleranc
         ratio_to_twin_runs=tuple(ratios),
         tflops=stats.median(tflops) if tflops else None,
         ratio_to_reference=stats.median(to_ref) if to_ref else None,
+        autotune=autotune.per_run([r.autotune for _, r in per_run]),
         code_hash=hashes.pop(),
     )
 
@@ -342,6 +343,17 @@ def _run_warnings(
             "slowdown of that size could hide in their noise; the ceiling is used: "
             + ", ".join(f"{k} (needs {policy.multiple * rows[k].drift:.1%})" for k in noisy)
             + ". Lock clocks or run more rounds, or accept it with a reviewed override in tolerances.toml."
+        )
+    split = {
+        k: why
+        for k, v in per_key.items()
+        if (why := autotune.unstable([r.autotune for _, r in v])) is not None
+    }
+    if split:
+        warnings.append(
+            f"{len(split)} row(s) whose autotuner picked differently in different runs, stored "
+            "with their picks (their spread includes the picks'): "
+            + "; ".join(f"{k} ({why})" for k, why in sorted(split.items()))
         )
     for run in runs:
         if run.env.throttled:

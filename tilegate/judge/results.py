@@ -209,6 +209,15 @@ class Row(MatmulNames):
     # pass_medians_s)); each sweep times rounds_per_pass rounds of its group, so round r of the
     # group is in sweep r // (len(samples_s) // sweeps). None: not recorded (or inconsistent)
     sweeps: int | None = None
+    # the autotuner picks its call used (tilegate.harness.autotune; tilegate.judge.autotune)
+    autotune: tuple[Mapping[str, Any], ...] = ()
+    # host seconds per call (tilegate.harness.timing.host_info): the median, one per round of
+    # samples_s, whether the host bounds the call (its verdict is then on the host time), and
+    # whether its GPU samples were held (their kernels' time)
+    host_s: float | None = None
+    host_samples_s: tuple[float, ...] | None = None
+    host_bound: bool | None = None
+    held: bool = False
 
 
 def param_order(params: Mapping[str, Any], axes: Sequence[str]) -> tuple[Any, ...]:
@@ -623,11 +632,37 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
         raise InputError(
             f"{where}: extra_info.tilegate.budget.stopped is {stopped!r}; expected a string"
         )
+    autotune = tg.get("autotune", [])
+    if not isinstance(autotune, list) or not all(
+        isinstance(p, dict)
+        and isinstance(p.get("kernel"), str)
+        and isinstance(p.get("config"), dict)
+        for p in autotune
+    ):
+        raise InputError(
+            f"{where}: extra_info.tilegate.autotune is {autotune!r}; expected a list of picks "
+            "(kernel, key, config)"
+        )
+    host = tg.get("host_samples_s")
+    if host is not None and (
+        not isinstance(host, list)
+        or len(host) != len(samples)
+        or not all(is_finite_positive(h) for h in host)
+    ):
+        raise InputError(
+            f"{where}: extra_info.tilegate.host_samples_s must be one positive host time per "
+            f"sample ({len(samples)}); re-run the suite"
+        )
     pass_medians = tg.get("pass_medians_s")
     sweeps = None
     if isinstance(pass_medians, list) and pass_medians and len(samples) % len(pass_medians) == 0:
         sweeps = len(pass_medians)
     return Row(
+        autotune=tuple(MappingProxyType(dict(p)) for p in autotune),
+        host_s=float(statistics.median(host)) if host else None,
+        host_samples_s=tuple(float(h) for h in host) if host else None,
+        host_bound=bool(tg["host_bound"]) if isinstance(tg.get("host_bound"), bool) else None,
+        held=tg.get("held") is True,
         timed_in=timed_in,
         budget_stopped=stopped,
         sweeps=sweeps,

@@ -21,6 +21,7 @@ from typing import Any
 
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL
 from tilegate.judge.ab import UNSTABLE_TODO, ABComparison, ABVerdict
+from tilegate.judge.autotune import TUNER_FLIP
 from tilegate.judge.baseline import Baseline
 from tilegate.judge.coverage import Coverage
 from tilegate.judge.crosstile import CrossTilePair, ExpectationResult, Status, crosstile_pairs
@@ -438,6 +439,13 @@ def _ab_summary(ab: ABComparison) -> list[str]:
         + (f"; the same as the base for {listing([f'`{v}`' for v in same])}" if same else "")
         + ". A case whose code is the base's cannot be blamed."
     )
+    _bullet(
+        out,
+        "Tuner flips (the same source and configs, another autotuner pick; not blamed)",
+        [f"`{c.key}` {pct((c.ratio or 1) - 1)}" for c in ab.cases if c.explained_by == TUNER_FLIP],
+        "Each case's picks in its note and its why; a re-time of both sides on one config "
+        "separates the pick from the change (tilegate.judge.autotune.retime_config).",
+    )
     _bullet(out, "New in the head (not judged)", [f"`{c.key}`" for c in ab.by(ABVerdict.NEW)])
     _bullet(
         out,
@@ -475,6 +483,7 @@ def _ab_rows(cases: Sequence[Any]) -> list[Sequence[Any]]:
                 f"`{c.key}`",
                 ms(_median(c.base_median_s, c.base)),
                 ms(_median(c.head_median_s, c.head)),
+                _host(c),
                 f"{c.ratio:.4f}" if c.ratio is not None else "",
                 f"{pct(c.ci[0] - 1)} .. {pct(c.ci[1] - 1)}" if c.ci else "",
                 f"{c.tolerance:.2%}" if c.tolerance is not None else "",
@@ -485,6 +494,16 @@ def _ab_rows(cases: Sequence[Any]) -> list[Sequence[Any]]:
             )
         )
     return rows
+
+
+def _host(c: Any) -> str:
+    """The host time per call, base -> head, and which time the verdict is on (the one that
+    bounds the call: tilegate.judge.ab's judged_on), e.g. `0.021 -> 0.024 (judged)`."""
+    b, h = (getattr(r, "host_s", None) for r in (c.base, c.head))
+    if b is None and h is None:
+        return ""
+    shown = f"{ms(b)} -> {ms(h)}" if b is not None and h is not None else ms(b or h)
+    return shown + (" (judged)" if getattr(c, "judged_on", "gpu") == "host" else "")
 
 
 def _median(pooled: float | None, row: Any) -> float | None:
@@ -498,6 +517,7 @@ def _ab_table(ab: ABComparison) -> list[str]:
         "case",
         "base (ms)",
         "head (ms)",
+        "host base -> head (ms)",
         "head / base",
         "interval",
         "tolerance",
@@ -506,12 +526,14 @@ def _ab_table(ab: ABComparison) -> list[str]:
         "verdict",
         "note",
     ]
-    align = "lrrrrrrlll"
+    align = "lrrrrrrrlll"
     judged = [c for c in ab.cases if c.code_changed is not False]
     same = [c for c in ab.cases if c.code_changed is False]
     legend = [
         "*head / base*: the median over rounds of head_i / base_i, both timed back to back in every "
         "round; *base*, *head*: the medians of the same rounds (every run, confirmations too)"
+        "; *host*: host seconds per call of its wrapper, marked (judged) where the host bounds "
+        "the call (its ratio, interval and verdict are then the host time's; else the GPU's)"
         f"; *interval*: its {ab.policy.confidence:.0%} confidence interval; *p*: one-sided "
         "Wilcoxon signed-rank test in the direction of the change.",
         "",
@@ -526,7 +548,8 @@ def _ab_table(ab: ABComparison) -> list[str]:
             "",
         ]
     if same:
-        worst = max(same, key=lambda c: abs((c.ratio or 1.0) - 1))
+        noise = [c for c in same if c.explained_by != TUNER_FLIP] or same  # flips: their picks'
+        worst = max(noise, key=lambda c: abs((c.ratio or 1.0) - 1))
         out += _fold(
             f"{len(same)} case(s) with the base's compiled code: not judged; their ratio is the "
             f"A/B noise (largest: {pct((worst.ratio or 1.0) - 1)}, `{worst.key}`)",

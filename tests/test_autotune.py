@@ -1,0 +1,508 @@
+"""Issue 39: autotuned kernels and host-bound calls, on the CPU.
+
+* an autotuned toy kernel (`@triton.autotune`, the interpreter) runs one config and records its
+  pick beside its identity; a forced other pick (`pinned`) is the same identity, a changed config
+  list another;
+* two sides that picked differently with the same source read "tuner flip" (never "code
+  changed", never blamed), with the picks in the why line; with another source, "code change";
+  one side's processes picking apart is UNSTABLE naming the picks; a rebaseline stores the picks;
+* host time per call: measured beside the GPU samples, a host-bound case judged on it (a wrapper's
+  added Python fails), the same host change behind a long GPU kernel reported, not failed;
+* the results with picks and host times stay pytest-benchmark JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from tests._factories import REFERENCE, VARIANTS, bench, key, make_run, write
+from tilegate.explain.diff import decided, explain_cases
+from tilegate.harness.autotune import INTERPRET_ENV, pinned, side_cache_env
+from tilegate.harness.identity import capture, identity
+from tilegate.judge import autotune
+from tilegate.judge.ab import ABVerdict, build_noise, compare_ab, host_key
+from tilegate.judge.outcome import outcome
+from tilegate.judge.results import load_results
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TOY = textwrap.dedent(
+    """
+    import torch
+    import triton
+    import triton.language as tl
+
+    CONFIGS = [
+        triton.Config({"BLOCK": 32}, num_warps=4),
+        triton.Config({"BLOCK": 64}, num_warps=2),
+    ]
+
+
+    @triton.autotune(configs=CONFIGS, key=["n"])
+    @triton.jit
+    def scale_kernel(x_ptr, y_ptr, n, factor, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * factor, mask=mask)
+
+
+    def scale(x):
+        y = torch.empty_like(x)
+        grid = lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)
+        scale_kernel[grid](x, y, x.numel(), 2.0)
+        return y
+    """
+)
+
+
+def _toy(tmp_path: Path, name: str, source: str = TOY) -> Any:
+    """The toy module written to tmp_path/<name>.py and imported (a module per side)."""
+    import importlib.util
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _ident(module: Any) -> Any:
+    x = torch.arange(100, dtype=torch.float32)
+    with capture(module.scale) as seen:
+        y = module.scale(x)
+    assert torch.equal(y, 2 * x)
+    return identity(seen)
+
+
+# --- the harness: picks recorded, one config under the interpreter, pinned -----------------------
+
+
+def test_an_autotuned_kernel_runs_one_config_under_the_interpreter_and_records_its_pick(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Triton 3.6's autotuner under the interpreter: "0 active drivers" (it cannot time); here
+    # it runs its first config and the pick says so
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    toy = _toy(tmp_path, "toy_first")
+    ident = _ident(toy)
+    (pick,) = ident.autotune
+    assert pick["kernel"] == "scale_kernel" and pick["configs"] == 2
+    assert pick["config"]["kwargs"] == {"BLOCK": 32} and pick["config"]["num_warps"] == 4
+    assert pick["key"]["n"] == 100 and pick["how"].startswith("interpreter: its first config")
+    assert ident.as_json()["autotune"] == [pick]
+    # the timed calls after the check reuse it: no tuning, no driver needed
+    assert torch.equal(toy.scale(torch.ones(100)), torch.full((100,), 2.0))
+
+
+def test_the_interpreters_config_can_be_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv(INTERPRET_ENV, "scale_kernel=1")
+    (pick,) = _ident(_toy(tmp_path, "toy_named")).autotune
+    assert pick["config"]["kwargs"] == {"BLOCK": 64} and pick["config"]["num_warps"] == 2
+    assert INTERPRET_ENV in pick["how"]
+
+
+def test_another_pick_is_the_same_identity_and_another_config_list_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    first = _ident(_toy(tmp_path, "toy_a"))
+    other = {"kwargs": {"BLOCK": 64}, "num_warps": 2, "num_stages": 3, "num_ctas": 1}
+    other["maxnreg"] = None
+    side_b = _toy(tmp_path, "toy_b")  # the other side's copy: the same source
+    with pinned([{"kernel": "scale_kernel", "key": None, "config": other}]):
+        forced = _ident(side_b)
+    assert forced.autotune[0]["config"]["kwargs"] == {"BLOCK": 64}
+    assert forced.autotune[0]["how"] == "pinned"
+    assert forced.hash == first.hash, "a pick is recorded beside the identity, not in it"
+    # outside the block the tuner is as it was
+    assert _ident(side_b).autotune[0]["config"]["kwargs"] == {"BLOCK": 32}
+    # a config removed from the list: the config space changed, so the identity did
+    fewer = TOY.replace('    triton.Config({"BLOCK": 64}, num_warps=2),\n', "")
+    fewer = fewer.replace('triton.Config({"BLOCK": 32}, num_warps=4),', (
+        'triton.Config({"BLOCK": 32}, num_warps=4), triton.Config({"BLOCK": 16}, num_warps=1),'
+    ))  # fmt: skip
+    assert _ident(_toy(tmp_path, "toy_c", fewer)).hash != first.hash
+    # a comment in the kernel moves nothing
+    commented = TOY.replace("pid = tl.program_id(0)", "pid = tl.program_id(0)  # one per block")
+    assert _ident(_toy(tmp_path, "toy_d", commented)).hash == first.hash
+
+
+def test_every_side_has_its_own_caches(tmp_path: Path) -> None:
+    a, b = side_cache_env(tmp_path / "base"), side_cache_env(tmp_path / "head")
+    assert set(a) >= {"TRITON_CACHE_DIR", "FLAGGEMS_CACHE_DIR"}
+    assert all(a[k] != b[k] and a[k].startswith(str(tmp_path / "base")) for k in a)
+
+
+# --- the judge: tuner flip, code change, unstable, rebaseline -------------------------------------
+
+CASE = key("tma_xtile_persistent", K=512)
+PICK_A = {"kwargs": {"BK": 64}, "num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None}
+PICK_B = {"kwargs": {"BK": 32}, "num_warps": 2, "num_stages": 3, "num_ctas": 1, "maxnreg": None}
+
+
+def _pick(config: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"kernel": "k", "key": {"K": 512}, "config": config, "configs": 4, "space": "s1"}]
+
+
+def _ab_file(
+    tmp_path: Path, name: str, *, head: dict[str, Any], base: dict[str, Any], **kwargs: Any
+) -> Path:
+    """An A/B run whose CASE's head and base rows carry these picks (`code`: the hashes)."""
+    data = make_run(rounds=300, seed=kwargs.pop("seed", 3), **kwargs)
+    bench(data, CASE)["extra_info"]["tilegate"]["autotune"] = _pick(head)
+    bench(data, f"{CASE}@base")["extra_info"]["tilegate"]["autotune"] = _pick(base)
+    return write(tmp_path / name, data)
+
+
+def test_two_sides_with_another_pick_and_the_same_source_are_a_tuner_flip(tmp_path: Path) -> None:
+    # on the H200 three A/A runs of an autotuned softmax read "compiled code changed", FASTER by
+    # 16-39 % (16 vs 8 warps); one failed. The same code and configs, another pick: a tuner flip
+    path = _ab_file(
+        tmp_path, "flip.json", head=PICK_B, base=PICK_A, code={}, ab={CASE: 0.75}
+    )  # the head's pick 25 % faster
+    cmp = compare_ab(load_results(path), None)
+    case = {c.key: c for c in cmp.cases}[CASE]
+    assert case.verdict is ABVerdict.UNCHANGED and case.code_changed is False, case
+    assert case.explained_by == autotune.TUNER_FLIP
+    assert "autotuner: BK=64, num_warps=4 -> BK=32, num_warps=2" in case.note
+    assert "tuner flip" in case.note and not case.fails
+    assert outcome(None, cmp).code == 0
+    assert autotune.retime_config(True, _pick(PICK_A), _pick(PICK_B)) == _pick(PICK_A)
+    from tilegate.report.render import _ab_summary
+
+    summary = "\n".join(_ab_summary(cmp))
+    assert (
+        f"**Tuner flips (the same source and configs, another autotuner pick; not blamed)** (1): `{CASE}` -25"
+        in summary
+    )
+    # the why line: the picks, not "compiled code changed"
+    (why,) = explain_cases(path, [c for c in decided(ab=cmp) if c[0] == CASE])
+    assert why.lines == [
+        "autotuner: BK=64, num_warps=4 -> BK=32, num_warps=2 (tuner flip: the same source "
+        "and configs)"
+    ]
+
+
+def test_another_pick_with_changed_code_is_a_code_change_and_judged(tmp_path: Path) -> None:
+    path = _ab_file(
+        tmp_path, "code.json", head=PICK_B, base=PICK_A, code={},
+        base_code={"tma_xtile_persistent": "sha256:old"}, ab={CASE: 1.10},
+    )  # fmt: skip
+    case = {c.key: c for c in compare_ab(load_results(path), None).cases}[CASE]
+    assert case.code_changed and case.explained_by == autotune.CODE_CHANGE
+    assert case.verdict is ABVerdict.SLOWER, case
+    assert case.note.startswith("code change, another pick (autotuner: BK=64, num_warps=4 ->")
+    assert autotune.retime_config(False, _pick(PICK_A), _pick(PICK_B)) is None
+
+
+def test_one_sides_processes_picking_apart_is_unstable_never_slower(tmp_path: Path) -> None:
+    first = _ab_file(
+        tmp_path, "r1.json", head=PICK_A, base=PICK_A, code={},
+        base_code={"tma_xtile_persistent": "sha256:old"}, ab={CASE: 1.10},
+    )  # fmt: skip
+    again = _ab_file(
+        tmp_path, "r2.json", head=PICK_B, base=PICK_A, code={}, seed=5,
+        base_code={"tma_xtile_persistent": "sha256:old"}, ab={CASE: 1.10},
+    )  # fmt: skip
+    cmp = compare_ab(load_results(first), None, [load_results(again)])
+    case = {c.key: c for c in cmp.cases}[CASE]
+    assert case.verdict is ABVerdict.UNSTABLE and not case.fails, case
+    assert "BK=64, num_warps=4, num_stages=3 (1 run), BK=32, num_warps=2" in case.note
+
+
+def test_a_rebaseline_whose_runs_picked_apart_stores_the_picks_and_says_so(
+    tmp_path: Path,
+) -> None:
+    from tilegate.judge.policy import Tolerances
+    from tilegate.judge.rebaseline import rebaseline
+
+    runs = []
+    for seed, pick in ((101, PICK_A), (102, PICK_A), (103, PICK_B)):
+        data = make_run(seed=seed, code={})
+        bench(data, CASE)["extra_info"]["tilegate"]["autotune"] = _pick(pick)
+        runs.append(load_results(write(tmp_path / f"r{seed}.json", data)))
+    plan = rebaseline(runs, out=tmp_path / "b.json", old=None, tolerances=Tolerances())
+    row = plan.baseline.rows[CASE]
+    assert row.autotune == (
+        "k: BK=64, num_warps=4, num_stages=3 (2 runs)",
+        "k: BK=32, num_warps=2, num_stages=3 (1 run)",
+    )
+    assert any("picked differently in different runs" in w and CASE in w for w in plan.warnings)
+
+
+# --- host time: measured, judged where it bounds the call -----------------------------------------
+
+HOST_CASE = key("tiled", K=128)  # a 0.05 ms row of the factory: the host bounds it below
+GPU_CASE = key("tiled", K=4096)  # a long GPU kernel: the host hides behind it
+
+
+def _with_host(
+    data: dict[str, Any], case: str, base_host_s: float, head_factor: float, seed: int
+) -> None:
+    """Host samples for both sides of `case`: the base's around `base_host_s`, the head's
+    `head_factor` x (a wrapper's added Python work)."""
+    rng = np.random.default_rng(seed)
+    for side, factor in (("", head_factor), ("@base", 1.0)):
+        tg = bench(data, f"{case}{side}")["extra_info"]["tilegate"]
+        n = len(tg["samples_s"])
+        host = [float(x) for x in base_host_s * factor * np.exp(rng.normal(0, 0.02, n))]
+        tg["host_samples_s"], tg["host_s"] = host, statistics.median(host)
+        tg["host_bound"] = tg["host_s"] >= tg["median_s"]
+
+
+def _host_run(tmp_path: Path, name: str, factor: float, seed: int) -> Path:
+    """An A/B run whose `tiled` wrapper changed (its host code: another identity) and whose
+    head's host time is `factor` x the base's at HOST_CASE and GPU_CASE."""
+    changed = {"tiled": "sha256:old-wrapper"} if factor != 1.0 else None
+    data = make_run(rounds=300, seed=seed, code={}, ab={}, base_code=changed)
+    gpu_ms = bench(data, HOST_CASE)["extra_info"]["tilegate"]["median_s"] * 1e3
+    _with_host(data, HOST_CASE, 2 * gpu_ms * 1e-3, factor, seed)
+    _with_host(data, GPU_CASE, 2 * gpu_ms * 1e-3, factor, seed + 1)
+    return write(tmp_path / name, data)
+
+
+def test_a_wrapper_regression_fails_a_host_bound_case_and_is_reported_behind_a_long_kernel(
+    tmp_path: Path,
+) -> None:
+    path = _host_run(tmp_path, "host.json", factor=1.3, seed=7)
+    run = load_results(path)
+    cmp = compare_ab(run, None)
+    cases = {c.key: c for c in cmp.cases}
+    host = cases[HOST_CASE]
+    assert run.rows[HOST_CASE].host_bound and host.judged_on == "host"
+    assert host.verdict is ABVerdict.SLOWER and host.fails, host
+    assert host.host_ratio == pytest.approx(1.3, rel=0.03) and abs(host.gpu_ratio - 1) < 0.02
+    assert host.note.startswith("host-bound (host ") and "judged on the host time" in host.note
+    behind = cases[GPU_CASE]
+    assert not run.rows[GPU_CASE].host_bound and behind.judged_on == "gpu"
+    assert behind.verdict is ABVerdict.SAME and not behind.fails
+    assert "reported, not judged, the GPU bounds the call" in behind.note
+    assert outcome(None, cmp).code == 1
+    # the report shows both times and marks the judged one
+    from tilegate.report.render import _ab_table
+
+    text = "\n".join(_ab_table(cmp))
+    assert "host base -> head (ms)" in text and "(judged)" in text
+
+
+def test_the_host_time_gets_its_own_aa_tolerance(tmp_path: Path) -> None:
+    runs = [load_results(_host_run(tmp_path, f"aa{s}.json", 1.0, s)) for s in (1, 2, 3)]
+    noise = build_noise(runs, tmp_path / "n.ab.json")
+    tol, source = noise.tolerance(host_key(HOST_CASE))
+    assert host_key(HOST_CASE) in noise.rows and source.startswith("A/A noise")
+    assert 0.02 <= tol <= 0.25
+    # an A/A with host times judged on them passes
+    cmp = compare_ab(load_results(_host_run(tmp_path, "aa9.json", 1.0, 9)), noise)
+    assert outcome(None, cmp).code == 0, [(c.key, c.verdict, c.note) for c in cmp.cases]
+
+
+def test_the_measurer_records_host_time_beside_the_gpu_time() -> None:
+    """A simulated GPU (its kernels 5 us), real host time: the wrapper whose Python does more
+    work records it, and is host-bound."""
+    from tilegate.cases import build_cases
+    from tilegate.declare import Axis, Benchmark, Profile, Variant
+    from tilegate.harness.measure import GroupMeasurer
+    from tilegate.harness.timing import TimerConfig, round_order
+
+    def make(work: int):  # type: ignore[no-untyped-def]
+        def factory(params, inputs):  # type: ignore[no-untyped-def]
+            def call():  # type: ignore[no-untyped-def]
+                sum(range(work))  # the wrapper's Python
+                return inputs * 2
+
+            return call
+
+        return factory
+
+    bench_ = Benchmark(
+        name="toy",
+        variants=(Variant("ref", make(0), reference=True), Variant("slow", make(20000))),
+        profiles=(Profile("p", (Axis("n", (4,)),)),),
+        inputs=lambda params, device, seed: torch.ones(params["n"]),
+        reference_output=lambda params, inputs: 2 * torch.ones(params["n"], dtype=torch.float64),
+        tolerance=lambda params: 1e-6,
+    )
+
+    class SimTimer:
+        config = TimerConfig(rounds=20)
+
+        def __init__(self) -> None:
+            self.held: set[int] = set()  # what the warm-up found host-bound
+            self.host_samples: dict[str, list[float]] = {}
+
+        def is_held(self, fn):  # type: ignore[no-untyped-def]
+            return id(fn) in self.held
+
+        def warm(self, fns, seconds, pairs=None):  # type: ignore[no-untyped-def]
+            self.held |= {id(fns["slow"])} if "slow" in fns else set()
+            return 1e-3
+
+        def time(self, fns, rounds=None, pairs=None):  # type: ignore[no-untyped-def]
+            host: dict[str, list[float]] = {n: [] for n in fns}
+            for r in range(rounds):
+                for name in round_order(list(fns), r, pairs):
+                    t0 = time.perf_counter()
+                    fns[name]()
+                    host[name].append(time.perf_counter() - t0)
+            self.host_samples = host
+            return {n: [5e-6] * rounds for n in fns}
+
+    cases = build_cases(bench_.profile("p"), ["ref", "slow"])
+    m = GroupMeasurer(
+        benchmark=bench_, registry=bench_.variant_map, timer=SimTimer(), device="cpu",
+        capability=None, groups={cases[0].group: cases}, warmup_first_s=0.0,
+    )  # fmt: skip
+    ref, slow = (m.result(c).extra for c in cases)
+    assert len(slow["host_samples_s"]) == len(slow["samples_s"]) == 20
+    assert slow["host_s"] > ref["host_s"] and slow["host_bound"] is True and slow["held"]
+    assert ref["held"] is False
+
+
+def test_results_with_picks_and_host_times_stay_pytest_benchmark_json(tmp_path: Path) -> None:
+    path = _host_run(tmp_path, "r.json", 1.0, 3)
+    data = json.loads(path.read_text())
+    bench(data, HOST_CASE)["extra_info"]["tilegate"]["autotune"] = _pick(PICK_A)
+    write(path, data)
+    load_results(path)  # ours reads it
+    compare = "import sys; from pytest_benchmark.cli import main; sys.argv[0] = 'x'; main()"
+    got = subprocess.run(
+        [sys.executable, "-c", compare, "compare", str(path)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert got.returncode == 0 and HOST_CASE in got.stdout, got.stderr[-2000:]
+    assert REFERENCE.name in VARIANTS
+
+
+def test_a_repository_with_an_autotuned_kernel_runs_its_smoke_ab_with_the_picks_recorded(
+    tmp_path: Path,
+) -> None:
+    """`tilegate init`, its kernel made `@triton.autotune`d (two configs, keyed on n), an A/A
+    smoke A/B on the interpreter: before, every autotuned case failed ("0 active drivers")."""
+    import os
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("TRITON_INTERPRET", None)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
+
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    assert run("git", "init", "-q").returncode == 0
+    assert run(sys.executable, "-m", "tilegate", "init", "--package", "tuned").returncode == 0
+    kernels = tmp_path / "tuned" / "kernels.py"
+    text = kernels.read_text()
+    text = text.replace(
+        "@triton.jit\ndef _scale_kernel",
+        "@triton.autotune(\n    configs=[triton.Config({'BLOCK': 1024}, num_warps=4),"
+        " triton.Config({'BLOCK': 256}, num_warps=2)],\n    key=['n'],\n)\n"
+        "@triton.jit\ndef _scale_kernel",
+    )
+    text = text.replace(
+        "_scale_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)",
+        "_scale_kernel[lambda m: (triton.cdiv(x.numel(), m['BLOCK']),)](x, y, x.numel())",
+    )
+    assert "triton.autotune" in text and "m['BLOCK']" in text
+    kernels.write_text(text)
+    run("git", "add", "-A")
+    assert run(*git, "commit", "-qm", "autotuned").returncode == 0
+    perf = run(
+        sys.executable, "-m", "tilegate", "perf", "--profile", "smoke", "--ab", "HEAD",
+        "--report-only", "--no-plots", "--perf-axis=n=256",
+    )  # fmt: skip
+    assert perf.returncode == 0, perf.stdout[-3000:] + perf.stderr[-3000:]
+    rows = json.loads((tmp_path / ".perf" / "results.json").read_text())["benchmarks"]
+    picks = {
+        (r["extra_info"]["tilegate"].get("side", "head"), r["extra_info"]["tilegate"]["key"]): r[
+            "extra_info"
+        ]["tilegate"].get("autotune")
+        for r in rows
+    }
+    for side in ("head", "base"):
+        (pick,) = picks[(side, "triton_scale-fp32-n256")]
+        assert pick["kernel"] == "_scale_kernel" and pick["configs"] == 2
+        assert pick["config"]["kwargs"] == {"BLOCK": 1024} and pick["key"]["n"] == 256
+        assert pick["how"].startswith("interpreter")
+
+
+def test_a_tuner_whose_every_config_failed_names_its_kernel_and_the_error() -> None:
+    from tilegate.harness.autotune import AutotuneFailed, _wrap_run
+
+    def scale_kernel() -> None: ...
+
+    class Tuner:  # what Triton's Autotuner holds after timing configs that all failed
+        base_fn = scale_kernel
+
+        def __init__(self) -> None:
+            self.arg_names: list[str] = []
+            self.keys: list[str] = []
+            self.configs = ["a", "b"]
+            self.configs_timings = {"a": [float("inf")] * 3, "b": [float("inf")] * 3}
+
+    def run(self: Tuner) -> None:
+        raise RuntimeError("out of resources: shared memory")
+
+    with pytest.raises(
+        AutotuneFailed, match="scale_kernel: every one of its 2 configs failed"
+    ) as e:
+        _wrap_run(run)(Tuner())
+    assert "RuntimeError: out of resources" in str(e.value)
+
+
+def test_the_cuda_timer_holds_only_its_host_bound_calls_and_records_host_time() -> None:
+    """A stub CUDA (every event pair 1 ms apart): a call whose Python takes 4 ms is host-bound
+    and held (a busy-wait kernel queued before each of its samples, and its A/B partner's), a
+    call that returns at once is not; every sample's host time is recorded."""
+    from types import SimpleNamespace
+
+    from tilegate.harness import timing
+
+    sleeps: list[int] = []
+    event = SimpleNamespace(record=lambda: None, elapsed_time=lambda end: 1.0)
+    timer = timing.CudaTimer(timing.TimerConfig(l2_flush=False, rounds=4))
+    timer._torch = SimpleNamespace(  # type: ignore[assignment]
+        cuda=SimpleNamespace(
+            synchronize=lambda: None,
+            Event=lambda enable_timing: event,
+            _sleep=sleeps.append,
+        )
+    )
+
+    def slow() -> None:
+        time.sleep(0.004)
+
+    def fast() -> None:
+        pass
+
+    def partner() -> None:
+        pass
+
+    fns = {"slow": slow, "fast": fast, "slow@base": partner}
+    pairs = {"slow": "slow@base"}
+    timer.warm(fns, 0.0, pairs=pairs)
+    assert timer.is_held(slow) and timer.is_held(partner) and not timer.is_held(fast)
+    got = timer.time(fns, pairs=pairs)
+    assert set(got) == set(timer.host_samples) == set(fns)
+    assert all(len(v) == 4 for v in timer.host_samples.values())
+    assert statistics.median(timer.host_samples["slow"]) >= 0.004
+    assert statistics.median(timer.host_samples["fast"]) < 0.001
+    assert len(sleeps) == 8, "a hold before each sample of the host-bound call and its partner"
+    assert min(sleeps) >= timing.HOLD_CLOCK_HZ * 0.008 * 0.99  # twice the host time

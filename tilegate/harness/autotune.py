@@ -1,0 +1,424 @@
+"""Autotuned kernels: what an autotuner picked for a call, its config space, one config under
+the interpreter, a pinned config for a re-time, and a side's own caches.
+
+An autotuner (Triton's `triton.runtime.autotuner.Autotuner`, and the tuners built on it: fla's
+`CachedAutotuner` from `fla_cache_autotune` calls its `run`; FlagGems' `LibTuner` overrides it)
+times its configs at the first call of a key and keeps the fastest. Two processes can pick
+differently for the same source when two configs are close, so the pick is recorded beside the
+identity, never in it:
+
+* `watching()` wraps the `run` (and `_bench`) of every Autotuner class for the duration of a
+  captured call (tilegate.harness.identity.capture enters it): each autotuned launch is
+  identified by its kernel's source (the AST of the kernel and of the `@jit` functions it calls:
+  comments and lines do not count) and its config space, and the pick (config kwargs,
+  num_warps, num_stages, num_ctas, maxnreg, the key it was picked for) is recorded in
+  `Watch.picks`, never hashed. Launches made while a tuner benchmarks its configs are not the
+  call's work and are not recorded.
+* Under the CPU interpreter (TRITON_INTERPRET=1) a tuner cannot time anything (Triton 3.6:
+  "0 active drivers"): it runs one config, its first, or the one INTERPRET_ENV names
+  (`kernel=index,...` or `index`), and the pick says so (`how`).
+* `pinned(picks)` makes every tuner named in `picks` run the picked config (a re-time of both
+  sides on one config, tilegate.judge.autotune.retime_config says when); outside the block the
+  tuners are as they were.
+* `side_cache_env(root)`: the environment a side's process sets so that its tuners' disk caches
+  are its own (Triton's cache, which holds Triton's autotune cache; fla's config dir; FlagGems'
+  database and cache dir), never the other side's.
+
+Autotuning happens in the first call of a key, the correctness call (tilegate.harness.measure),
+before any timed round: the warm-up and the timed calls reuse the tuner's in-memory pick for the
+same inputs (same key). A pick recorded as `tuned` in the identity's second call means the key
+changes from call to call (the tuner re-tunes inside the timed rounds): the judge refuses it.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import inspect
+import json
+import os
+import textwrap
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tilegate.judge.autotune import CONFIG_FIELDS
+
+INTERPRET_ENV = (
+    "TILEGATE_AUTOTUNE_CONFIG"  # the interpreter's config: "index" or "kernel=index,..."
+)
+
+
+class AutotuneFailed(RuntimeError):
+    """Every config of an autotuner failed to compile or run (the case fails, naming it)."""
+
+
+# --- configs as data ---------------------------------------------------------------------------
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    return repr(v)
+
+
+def config_json(cfg: Any) -> dict[str, Any]:
+    """A triton.Config as results data: its kwargs and launch options."""
+    out: dict[str, Any] = {
+        "kwargs": {str(k): _plain(v) for k, v in (getattr(cfg, "kwargs", None) or {}).items()}
+    }
+    for k in CONFIG_FIELDS:
+        out[k] = _plain(getattr(cfg, k, None))
+    return out
+
+
+def _sha(*parts: Any) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(repr(p).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+# --- the tuner, its kernel, its key --------------------------------------------------------------
+
+
+def _base_fn(tuner: Any) -> Any:
+    fn = getattr(tuner, "base_fn", None) or getattr(tuner, "fn", None)
+    while fn is not None and not inspect.isfunction(fn) and hasattr(fn, "fn"):
+        fn = fn.fn
+    return fn
+
+
+def kernel_name(tuner: Any) -> str:
+    """The tuned kernel's name (its Python function's), the same on both sides of an A/B."""
+    fn = _base_fn(tuner)
+    return str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or "?")
+
+
+def space(tuner: Any) -> list[dict[str, Any]]:
+    """The tuner's declared configs (before any narrowing by tilegate), as data."""
+    configs = getattr(tuner, "_tilegate_space", None) or getattr(tuner, "configs", None) or []
+    return [config_json(c) for c in configs]
+
+
+def space_digest(tuner: Any) -> str:
+    return _sha(json.dumps(space(tuner), sort_keys=True))
+
+
+def key_of(tuner: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The values of the tuner's key arguments and the arguments' dtypes (Triton's key)."""
+    names = list(getattr(tuner, "arg_names", None) or [])
+    given = {**dict(zip(names, args, strict=False)), **kwargs}
+    out: dict[str, Any] = {
+        k: _plain(given[k]) for k in getattr(tuner, "keys", None) or [] if k in given
+    }
+    dtypes = [str(v.dtype) for k, v in given.items() if k in names and hasattr(v, "dtype")]
+    if dtypes:
+        out["dtypes"] = dtypes
+    return out
+
+
+def _strip(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.decorator_list = []  # the tuner's configs enter as the space, not as text
+    return tree
+
+
+def _pyfn(obj: Any) -> Any:
+    while obj is not None and not inspect.isfunction(obj) and hasattr(obj, "fn"):
+        obj = obj.fn
+    return obj if inspect.isfunction(obj) else None
+
+
+def source_digest(fn: Any, _seen: set[int] | None = None) -> str:
+    """A kernel's source as its AST (no comments, docstrings, positions or decorators) with that
+    of every `@jit` function it calls by a global name (`helper(...)`, `mod.helper(...)`) and the
+    scalar globals it reads: what the compiler is given, wherever the file lies."""
+    seen = _seen if _seen is not None else set()
+    py = _pyfn(fn)
+    if py is None or id(py) in seen:
+        return ""
+    seen.add(id(py))
+    try:
+        tree = _strip(ast.parse(textwrap.dedent(inspect.getsource(py))))
+    except (OSError, TypeError, SyntaxError):
+        return _sha(getattr(py, "__code__", None) and py.__code__.co_code)
+    glb = getattr(py, "__globals__", {})
+    deps: list[Any] = []
+    for node in ast.walk(tree):
+        value: Any = None
+        name = ""
+        if isinstance(node, ast.Name) and node.id in glb:
+            name, value = node.id, glb[node.id]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            mod = glb.get(node.value.id)
+            if inspect.ismodule(mod) and not mod.__name__.startswith(("triton", "torch")):
+                name, value = f"{node.value.id}.{node.attr}", getattr(mod, node.attr, None)
+        if not name:
+            continue
+        if hasattr(value, "fn") and _pyfn(value) is not None:  # a @jit callee
+            deps.append((name, source_digest(value, seen)))
+        elif isinstance(value, (bool, int, float, str)):
+            deps.append((name, repr(value)))
+        elif type(value).__name__ == "constexpr":
+            deps.append((name, repr(getattr(value, "value", value))))
+    return _sha(ast.dump(tree), sorted(set(deps)))
+
+
+# --- watching the tuners of a call ---------------------------------------------------------------
+
+
+@dataclass
+class Active:
+    """A tuner whose `run` is on the stack: the launches below it are its kernel's."""
+
+    tuner: Any
+    kwargs: dict[str, Any]  # the caller's keyword arguments (not the config's)
+    identity: str  # source + config space + the caller's constexprs and dtypes
+
+
+@dataclass
+class Watch:
+    picks: list[dict[str, Any]] = field(default_factory=list)
+    stack: list[Active] = field(default_factory=list)
+    benchmarking: int = 0  # > 0: a tuner is timing its configs (launches are not the call's)
+
+    def current(self) -> Active | None:
+        return self.stack[-1] if self.stack else None
+
+
+_WATCHES: list[Watch] = []  # the innermost records
+_PINS: list[dict[tuple[str, str], dict[str, Any]]] = []  # (kernel, key json) -> config
+_PATCHED: list[tuple[type, str, Any]] = []
+_DEPTH = [0]
+
+
+def _classes() -> list[type]:
+    from triton.runtime.autotuner import Autotuner
+
+    out, todo = [], [Autotuner]
+    while todo:
+        cls = todo.pop()
+        if cls not in out:
+            out.append(cls)
+            todo += cls.__subclasses__()
+    return out
+
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def _interpreter_choice(tuner: Any) -> tuple[int, str]:
+    """Which config the interpreter runs: INTERPRET_ENV's for this kernel, else the first."""
+    name = kernel_name(tuner)
+    for item in filter(None, (os.environ.get(INTERPRET_ENV) or "").split(",")):
+        kernel, _, index = item.rpartition("=")
+        if kernel in ("", name) and index.strip().isdigit():
+            i = int(index)
+            if i < len(tuner._tilegate_space):
+                return i, f"interpreter: config {i} ({INTERPRET_ENV})"
+    return 0, "interpreter: its first config, not tuned"
+
+
+def _narrow_for_interpreter(tuner: Any) -> None:
+    """Under the interpreter a tuner cannot time its configs: it keeps one (for good: the whole
+    process interprets), the declared space kept aside for the identity."""
+    if getattr(tuner, "_tilegate_space", None) is None:
+        tuner._tilegate_space = list(tuner.configs)
+    if len(tuner._tilegate_space) > 1 and getattr(tuner, "_tilegate_how", None) is None:
+        i, how = _interpreter_choice(tuner)
+        tuner.configs = [tuner._tilegate_space[i]]
+        tuner._tilegate_how = how
+
+
+def _pinned_config(tuner: Any, key: dict[str, Any]) -> Any:
+    if not _PINS:
+        return None
+    name, key_json = kernel_name(tuner), json.dumps(key, sort_keys=True)
+    want = _PINS[-1].get((name, key_json)) or _PINS[-1].get((name, ""))
+    if want is None:
+        return None
+    configs = getattr(tuner, "_tilegate_space", None) or tuner.configs
+    for cfg in configs:
+        if config_json(cfg) == {**config_json(cfg), **want}:
+            return cfg
+    from triton import Config
+
+    return Config(
+        dict(want.get("kwargs") or {}), **{k: want[k] for k in CONFIG_FIELDS if k in want}
+    )
+
+
+def _caller_identity(tuner: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
+    constexprs = sorted((k, _plain(v)) for k, v in kwargs.items() if k not in ("grid", "warmup"))
+    dtypes = key_of(tuner, args, {}).get("dtypes", [])
+    fixed = getattr(tuner, "_tilegate_digests", None)
+    if fixed is None:  # the kernel's source and the declared space do not change in a process
+        fixed = tuner._tilegate_digests = (source_digest(tuner), space_digest(tuner))
+    return _sha("autotuned", *fixed, constexprs, dtypes)
+
+
+def _wrap_run(orig: Any) -> Any:
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        watch = _WATCHES[-1] if _WATCHES else None
+        if watch is not None and watch.stack and watch.stack[-1].tuner is self:
+            return orig(self, *args, **kwargs)  # a subclass's run calling its base's
+        if watch is not None and watch.benchmarking:
+            return orig(self, *args, **kwargs)
+        if _interpreting():
+            _narrow_for_interpreter(self)
+        if getattr(self, "_tilegate_space", None) is None:
+            self._tilegate_space = list(self.configs)
+        key = key_of(self, args, kwargs)
+        pin = _pinned_config(self, key)
+        kept = self.configs
+        if pin is not None:
+            self.configs = [pin]
+        identity = _caller_identity(self, args, kwargs) if watch is not None else ""
+        active = Active(self, dict(kwargs), identity)
+        tuned = [False]
+        if watch is not None:
+            watch.stack.append(active)
+        before = len(getattr(self, "cache", None) or {})
+        try:
+            ret = orig(self, *args, **kwargs)
+        except Exception as err:
+            timings = getattr(self, "configs_timings", None) or {}
+            failed = timings and all(
+                not all(t < float("inf") for t in (v if isinstance(v, list) else [v]))
+                for v in timings.values()
+            )
+            if failed:
+                raise AutotuneFailed(
+                    f"autotuned kernel {kernel_name(self)}: every one of its {len(timings)} "
+                    f"configs failed to compile or run; the error of the one it ran: "
+                    f"{type(err).__name__}: {err}"
+                ) from err
+            raise
+        finally:
+            if pin is not None:
+                self.configs = kept
+            if watch is not None:
+                watch.stack.pop()
+            tuned[0] = len(getattr(self, "cache", None) or {}) > before
+        if watch is not None and len(self._tilegate_space) > 1:
+            how = (
+                "pinned"
+                if pin is not None
+                else getattr(self, "_tilegate_how", None) or ("tuned" if tuned[0] else "autotuned")
+            )
+            pick = {
+                "kernel": kernel_name(self),
+                "key": key,
+                "config": config_json(getattr(self, "best_config", None) or self.configs[0]),
+                "configs": len(self._tilegate_space),
+                "space": space_digest(self),
+                "how": how,
+            }
+            if pick not in watch.picks:
+                watch.picks.append(pick)
+        return ret
+
+    return run
+
+
+def _wrap_bench(orig: Any) -> Any:
+    def bench(self: Any, *args: Any, **kwargs: Any) -> Any:
+        watch = _WATCHES[-1] if _WATCHES else None
+        if watch is None:
+            return orig(self, *args, **kwargs)
+        watch.benchmarking += 1
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            watch.benchmarking -= 1
+
+    return bench
+
+
+@contextlib.contextmanager
+def _patched() -> Iterator[None]:
+    """Every Autotuner class's own `run` and `_bench` wrapped (nested blocks patch once)."""
+    if _DEPTH[0] == 0:
+        try:
+            classes = _classes()
+        except ImportError:
+            classes = []
+        for cls in classes:
+            for name, wrap in (("run", _wrap_run), ("_bench", _wrap_bench)):
+                if name in vars(cls):
+                    _PATCHED.append((cls, name, vars(cls)[name]))
+                    setattr(cls, name, wrap(vars(cls)[name]))
+    _DEPTH[0] += 1
+    try:
+        yield
+    finally:
+        _DEPTH[0] -= 1
+        if _DEPTH[0] == 0:
+            while _PATCHED:
+                cls, name, orig = _PATCHED.pop()
+                setattr(cls, name, orig)
+
+
+@contextlib.contextmanager
+def watching() -> Iterator[Watch]:
+    """Record the picks of the tuners that run inside the block (module docstring)."""
+    watch = Watch()
+    with _patched():
+        _WATCHES.append(watch)
+        try:
+            yield watch
+        finally:
+            _WATCHES.remove(watch)
+
+
+@contextlib.contextmanager
+def pinned(picks: Sequence[Mapping[str, Any]]) -> Iterator[None]:
+    """Inside the block, each tuner named in `picks` (records as `Watch.picks` holds them, e.g.
+    one side's `extra_info.tilegate.autotune`) runs the picked config, for the key it was picked
+    for (or for any key where the pick names none); its own in-memory picks are left alone."""
+    table: dict[tuple[str, str], dict[str, Any]] = {}
+    for p in picks:
+        key = json.dumps(p["key"], sort_keys=True) if p.get("key") is not None else ""
+        table[(str(p["kernel"]), key)] = dict(p["config"])
+    with _patched():
+        _PINS.append(table)
+        try:
+            yield
+        finally:
+            _PINS.remove(table)
+
+
+# --- a side's own caches -------------------------------------------------------------------------
+
+# variables a side's process must not inherit: they point a package at a shared config store
+SIDE_UNSET = ("FLA_CONFIG_DIR", "FLAGGEMS_DB_URL")
+
+
+def side_cache_env(root: Path) -> dict[str, str]:
+    """The environment of a side's process whose caches live under `root` (one per side, e.g.
+    `.perf/sides/<side>/cache`): Triton's cache (compiled kernels and, with
+    TRITON_CACHE_AUTOTUNING or `cache_results=True`, its autotune timings), FlagGems' cache dir
+    (its tuning database lives there unless FLAGGEMS_DB_URL names one) and a Triton home.
+    fla reads its shipped configs from its own package (the side's tree) unless FLA_CONFIG_DIR
+    is set: a worker also drops every SIDE_UNSET variable from its environment."""
+    root = Path(root).resolve()
+    return {
+        "TRITON_CACHE_DIR": str(root / "triton"),
+        "TRITON_HOME": str(root / "triton-home"),
+        "FLAGGEMS_CACHE_DIR": str(root / "flaggems"),
+    }

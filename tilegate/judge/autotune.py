@@ -1,0 +1,138 @@
+"""Autotuner picks as explanations (plain data in, words out; no torch, no Triton).
+
+A row's `autotune` (extra_info.tilegate.autotune, tilegate.harness.autotune) lists each pick its
+call used: the kernel, the key it was picked for, the config (kwargs, num_warps, num_stages,
+num_ctas, maxnreg), the size and digest of the config space, and how it was chosen. The identity
+of a case is its source and config space, so:
+
+* two sides with the same identity and another pick: a TUNER FLIP (the pull request did not
+  change what the tuner chooses from; its time difference is the pick's): never blamed on the
+  change, re-timed on one config where the engine can (`retime_config`);
+* another identity and another pick: a CODE CHANGE whose pick is part of the change;
+* one side whose processes picked differently (a confirmation, a rebaseline's runs): UNSTABLE
+  with the picks named, never SLOWER.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+TUNER_FLIP = "tuner flip"
+CODE_CHANGE = "code change"
+CONFIG_FIELDS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+Picks = Sequence[Mapping[str, Any]]
+
+
+def _flat(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    return {**(cfg.get("kwargs") or {}), **{k: cfg.get(k) for k in CONFIG_FIELDS}}
+
+
+def config_text(cfg: Mapping[str, Any], only: Sequence[str] | None = None) -> str:
+    """`BK=64, num_warps=4, num_stages=3` (num_ctas 1 and maxnreg None left out unless named)."""
+    items = _flat(cfg).items()
+    shown = [
+        f"{k}={v}"
+        for k, v in items
+        if (k in only if only is not None else not ((k == "num_ctas" and v == 1) or v is None))
+    ]
+    return ", ".join(shown) or "its config"
+
+
+def config_change(base: Mapping[str, Any], head: Mapping[str, Any]) -> str:
+    """`BK=64, num_warps=4 -> BK=32, num_warps=2`: only the fields that differ."""
+    b, h = _flat(base), _flat(head)
+    differ = [k for k in dict.fromkeys([*b, *h]) if b.get(k) != h.get(k)]
+    return f"{config_text(base, differ)} -> {config_text(head, differ)}"
+
+
+def _table(picks: Picks | None) -> dict[tuple[str, str], Mapping[str, Any]]:
+    out: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for p in picks or ():
+        if isinstance(p, Mapping) and isinstance(p.get("config"), Mapping):
+            key = json.dumps(p.get("key"), sort_keys=True, default=str)
+            out[(str(p.get("kernel")), key)] = p
+    return out
+
+
+def changes(base: Picks | None, head: Picks | None) -> list[str]:
+    """Per tuned kernel (and key) whose pick differs: `kernel: BK=64 -> BK=32`; a kernel tuned
+    on one side only: `kernel: tuned in the head only`."""
+    b, h = _table(base), _table(head)
+    out = []
+    for k in dict.fromkeys([*b, *h]):
+        kernel = k[0]
+        if k not in b or k not in h:
+            out.append(f"{kernel}: tuned in the {'head' if k in h else 'base'} only")
+        elif _flat(b[k]["config"]) != _flat(h[k]["config"]):
+            out.append(f"{kernel}: {config_change(b[k]['config'], h[k]['config'])}")
+    return out
+
+
+def line(base: Picks | None, head: Picks | None) -> str | None:
+    """The why line of a case whose sides picked differently: `autotuner: BK=64, num_warps=4 ->
+    BK=32, num_warps=2` (the kernel named where the call tunes more than one); None: the same."""
+    got = changes(base, head)
+    if not got:
+        return None
+    kernels = {k for k, _ in _table(base)} | {k for k, _ in _table(head)}
+    if len(kernels) == 1:
+        got = [g.split(": ", 1)[1] for g in got]
+    return "autotuner: " + "; ".join(got)
+
+
+def classify(same_code: bool | None, base: Picks | None, head: Picks | None) -> str | None:
+    """TUNER_FLIP (same identity, another pick), CODE_CHANGE (another identity and another
+    pick), or None (the same picks, or nothing tuned, or identity unknown)."""
+    if same_code is None or not changes(base, head):
+        return None
+    return TUNER_FLIP if same_code else CODE_CHANGE
+
+
+def retime_config(
+    same_code: bool | None, base: Picks | None, head: Picks | None
+) -> list[Mapping[str, Any]] | None:
+    """The picks both sides are re-timed with (`tilegate.harness.autotune.pinned`) when a case is
+    a tuner flip: the base's, for every kernel both sides tuned and picked differently; None when
+    no re-time is needed (same picks) or meaningful (the code changed: the pick is part of it)."""
+    if classify(same_code, base, head) != TUNER_FLIP:
+        return None
+    b, h = _table(base), _table(head)
+    shared = [b[k] for k in b if k in h and _flat(b[k]["config"]) != _flat(h[k]["config"])]
+    return [dict(p) for p in shared] or None
+
+
+def unstable(picks_per_process: Sequence[Picks | None]) -> str | None:
+    """Where one side's processes picked differently: `kernel: BK=64 (2 runs), BK=32 (1 run)`
+    per kernel and key; None when every process picked the same."""
+    seen: dict[tuple[str, str], dict[str, int]] = {}
+    for picks in picks_per_process:
+        for k, p in _table(picks).items():
+            text = config_text(p["config"])
+            seen.setdefault(k, {})
+            seen[k][text] = seen[k].get(text, 0) + 1
+    split = [
+        f"{k[0]}: " + ", ".join(f"{t} ({n} run{'s' if n > 1 else ''})" for t, n in configs.items())
+        for k, configs in seen.items()
+        if len(configs) > 1
+    ]
+    return "; ".join(split) or None
+
+
+def retuned(picks: Picks | None) -> list[str]:
+    """Kernels whose tuner timed its configs again in the identity's (second) call: its key moves
+    from call to call, so it re-tunes inside the timed rounds too."""
+    return sorted({str(p.get("kernel")) for p in picks or () if p.get("how") == "tuned"})
+
+
+def per_run(picks_per_process: Sequence[Picks | None]) -> tuple[str, ...]:
+    """Each distinct pick of a row's runs, `kernel: BK=64, num_warps=4 (3 runs)` (a baseline
+    row's `autotune`)."""
+    seen: dict[str, int] = {}
+    for picks in picks_per_process:
+        for k, p in _table(picks).items():
+            text = f"{k[0]}: {config_text(p['config'])}"
+            seen[text] = seen.get(text, 0) + 1
+    return tuple(f"{t} ({n} run{'s' if n > 1 else ''})" for t, n in seen.items())
