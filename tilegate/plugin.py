@@ -249,7 +249,8 @@ def _start_sides(config: pytest.Config, profile: str | None) -> None:
         raise pytest.UsageError(f"tilegate: cannot judge: {err}") from err
     config.stash[SIDES], config.stash[SIDE_FACTS] = sides, facts
     config.stash[SPECS] = {spec.name: spec for spec in specs}
-    config.add_cleanup(lambda: [side.close() for side in sides.values()])
+    for side in sides.values():
+        config.add_cleanup(side.close)
 
 
 def _base(config: pytest.Config, head: Any) -> tuple[Any, dict[str, Any]]:

@@ -92,10 +92,10 @@ class SideFacts:
 
 
 def side_cache_dir(side: str) -> Path:
-    """A side's own Triton cache (its autotuner's disk cache too): a directory of the cache this
-    process would use (TRITON_CACHE_DIR, else Triton's default ~/.triton/cache), one per side,
-    kept from run to run (compiled kernels are keyed by their source; a side's later runs
-    start warm)."""
+    """A side's own caches (Triton's, its autotuner's, a library's tuning database:
+    tilegate.harness.autotune.side_cache_env): a directory of the Triton cache this process would
+    use (TRITON_CACHE_DIR, else ~/.triton/cache), one per side, kept from run to run (compiled
+    kernels are keyed by their source; a side's later runs start warm)."""
     base = os.environ.get("TRITON_CACHE_DIR") or str(Path.home() / ".triton" / "cache")
     return Path(base) / f"tilegate-side-{side}"
 
@@ -117,8 +117,11 @@ class RemoteSide:
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = log_dir / f"{spec.name}.log"
         self._log = self.log_path.open("wb")
-        env = {**os.environ, **spec.env}
-        env["TRITON_CACHE_DIR"] = str(side_cache_dir(spec.name))
+        from tilegate.harness.autotune import SIDE_UNSET, side_cache_env
+
+        env = {k: v for k, v in {**os.environ, **spec.env}.items() if k not in SIDE_UNSET}
+        # its own caches: Triton's (compiled kernels, its autotuner's timings), FlagGems' ...
+        env.update(side_cache_env(side_cache_dir(spec.name)))
         # the worker's sys.path is set by the worker (module doc); PYTHONPATH's entries that
         # point into another side's tree would reach past it
         dropped = {str(Path(d).resolve()) for d in spec.drop}

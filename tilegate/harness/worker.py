@@ -147,47 +147,6 @@ class Worker:
         except Exception as err:
             raise LookupError(f"the base {sha[:12]}: {_short(err)}{_where(err, base)}") from err
 
-
-def _facts(bench: Any, profile: str | None) -> Any:
-    from tilegate.cases import build_cases
-    from tilegate.harness.base import _switches
-    from tilegate.harness.device import software_versions
-    from tilegate.harness.sides import SideFacts, VariantFacts
-
-    if True:
-        cases = None
-        if profile in bench.profile_map or profile is None:
-            prof = bench.profile(profile)
-            cases = {
-                c.id: {"variant": c.variant, "params": dict(c.params)}
-                for c in build_cases(prof, tuple(bench.variant_map))
-            }
-        return SideFacts(
-            benchmark=bench.name,
-            variants={
-                v.name: VariantFacts(
-                    name=v.name,
-                    reference=bool(v.reference),
-                    twin_of=v.twin_of,
-                    renamed_from=tuple(getattr(v, "renamed_from", ()) or ()),
-                    switches_key=_switches(v),
-                    family=getattr(v, "family", None),
-                )
-                for v in bench.variants
-            },
-            profile_cases=cases,
-            expectations=[
-                {
-                    "faster": e.faster,
-                    "than": e.than,
-                    "per": e.per,
-                    "where": {k: list(v) for k, v in e.where.items()},
-                }
-                for e in bench.expectations
-            ],
-            software=software_versions(),
-        )
-
     def setup(
         self,
         slots: dict[str, str],
@@ -259,6 +218,46 @@ def _facts(bench: Any, profile: str | None) -> Any:
         if self.measurer is None:
             return [], []
         return self.measurer.warnings_seen()
+
+
+def _facts(bench: Any, profile: str | None) -> Any:
+    from tilegate.cases import build_cases
+    from tilegate.harness.base import _switches
+    from tilegate.harness.device import software_versions
+    from tilegate.harness.sides import SideFacts, VariantFacts
+
+    cases = None
+    if profile in bench.profile_map or profile is None:
+        prof = bench.profile(profile)
+        cases = {
+            c.id: {"variant": c.variant, "params": dict(c.params)}
+            for c in build_cases(prof, tuple(bench.variant_map))
+        }
+    return SideFacts(
+        benchmark=bench.name,
+        variants={
+            v.name: VariantFacts(
+                name=v.name,
+                reference=bool(v.reference),
+                twin_of=v.twin_of,
+                renamed_from=tuple(getattr(v, "renamed_from", ()) or ()),
+                switches_key=_switches(v),
+                family=getattr(v, "family", None),
+            )
+            for v in bench.variants
+        },
+        profile_cases=cases,
+        expectations=[
+            {
+                "faster": e.faster,
+                "than": e.than,
+                "per": e.per,
+                "where": {k: list(v) for k, v in e.where.items()},
+            }
+            for e in bench.expectations
+        ],
+        software=software_versions(),
+    )
 
 
 def main(answer_fd: int) -> None:
