@@ -82,6 +82,10 @@ class _Prepared:
     budget: GroupBudget | None = None  # A/B: which slots each sweep times (tilegate.harness.budget)
     host: dict[str, list[float]] = field(default_factory=dict)  # host seconds per call, per round
     held: set[str] = field(default_factory=set)  # the slots timed held (host-bound: timing.py)
+    # two processes: the base side's copy of the reference, timed whenever the head's reference
+    # is and never reported, so both processes run the same calls (the reference's allocations
+    # change a process's host time: Liger's cross_entropy 1.9 -> 19 ms per call on the H200)
+    shadow: str | None = None
     handovers: list[tuple[str, float]] = field(default_factory=list)  # (slot, first call's s)
     blocks: list[tuple[float, str]] = field(default_factory=list)  # (start s, "head,base")
 
@@ -217,8 +221,18 @@ class GroupMeasurer:
         by_side: dict[str, list[Case]] = {}
         for case in group_cases:
             by_side.setdefault(self.side_of(case), []).append(case)
+        ref = next((c for c in group_cases if c.variant == self.reference and not c.base), None)
+        shadow = None
+        if ref is not None and "base" in by_side and "base" in self.sides:
+            shadow = replace(ref, base=True)
+            by_side["base"].append(shadow)
         for name, cases in by_side.items():
             results, phases, timed = self.sides[name].prepare(group, cases, group_seed(group))
+            if shadow is not None and name == "base":
+                results.pop(shadow.slot, None)
+                if shadow.slot in timed:
+                    prep.shadow = shadow.slot
+                    timed = [t for t in timed if t != shadow.slot]
             prep.results |= results
             prep.fns |= {slot: name for slot in timed}
             for k, v in phases.items():
@@ -305,10 +319,13 @@ class GroupMeasurer:
             self._finish(prep)
 
     def _split(self, prep: _Prepared, names: Sequence[str]) -> dict[str, list[str]]:
-        """`names` by the side that times them, in the sides' order."""
+        """`names` by the side that times them, in the sides' order (the base's with the
+        shadow of the reference where the head's reference is among them)."""
         out: dict[str, list[str]] = {}
         for side in self.sides:
             mine = [n for n in names if prep.fns.get(n) == side]
+            if side == "base" and prep.shadow is not None and self.reference in names:
+                mine.append(prep.shadow)
             if mine:
                 out[side] = mine
         return out
@@ -320,13 +337,15 @@ class GroupMeasurer:
         found: set[str] = set()
         for side, mine in split.items():
             prep.pace[side], held = self.sides[side].warm(prep.group, mine, seconds / len(split))
-            found |= {n.removesuffix(BASE_SUFFIX) for n in held}
+            found |= {n.removesuffix(BASE_SUFFIX) for n in held if n != prep.shadow}
         if len(split) > 1:  # a host-bound call is held on both sides, or its ratio is no pair
             for side, mine in split.items():
                 more = [n for n in mine if n.removesuffix(BASE_SUFFIX) in found]
                 if set(more) - prep.held:
                     self.sides[side].hold(prep.group, more)
         prep.held |= {n for n in names if n.removesuffix(BASE_SUFFIX) in found}
+        if prep.shadow is not None and self.reference in prep.held and len(split) > 1:
+            self.sides["base"].hold(prep.group, [prep.shadow])
         return sum(prep.pace.get(side, 0.0) for side in split)
 
     def _timed(self, prep: _Prepared, names: Sequence[str], rounds: int) -> dict[str, list[float]]:
@@ -364,12 +383,15 @@ class GroupMeasurer:
 
     @staticmethod
     def _took(prep: _Prepared, got: Any, out: dict[str, list[float]]) -> None:
-        """A side's answer: its GPU samples into `out`, its host seconds per call beside them."""
+        """A side's answer: its GPU samples into `out`, its host seconds per call beside them
+        (the shadow's are dropped)."""
         for n, xs in got.samples.items():
-            out[n] += xs
+            if n != prep.shadow:
+                out[n] += xs
         for n, xs in got.host.items():
-            prep.host.setdefault(n, []).extend(xs)  # beside the GPU samples, round by round
-        prep.held |= {n for n, held in got.held.items() if held}
+            if n != prep.shadow:
+                prep.host.setdefault(n, []).extend(xs)  # beside the GPU samples, round by round
+        prep.held |= {n for n, held in got.held.items() if held and n != prep.shadow}
 
     def _sweep(self, prep: _Prepared, *, warm: bool) -> None:
         """Time one sweep of the group: every slot, or those its budget names."""
@@ -474,7 +496,7 @@ class GroupMeasurer:
             med = statistics.median(prep.samples[slot]) if prep.samples.get(slot) else 0.0
             if med > 0:
                 self.handover_offsets.append(first / med - 1.0)
-        for side in set(prep.fns.values()):
+        for side in set(prep.fns.values()) | ({"base"} if prep.shadow else set()):
             self.sides[side].release(prep.group)  # its inputs and calls: the memory they hold
         if self.on_group is not None:
             self.on_group(prep.group, prep.results, prep.seconds)
