@@ -134,11 +134,11 @@ def _boom(*_args: object, **_kwargs: object) -> None:
 CRASHES = {
     # command: (what to break, arguments after the command, the report it writes)
     "compare": (
-        "tilegate.report.gate.render",
+        "tilegate.run.gate.render",
         [str(RECORDED), str(BASELINE), "--no-plots"],
         "--report",
     ),
-    "report": ("tilegate.report.gate.render", [str(RECORDED), str(BASELINE)], "--out"),
+    "report": ("tilegate.run.gate.render", [str(RECORDED), str(BASELINE)], "--out"),
     "rebaseline": (
         "tilegate.judge.rebaseline.rebaseline",
         [str(RECORDED), "--out", "b.json"],

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
-from tilegate.explain.diff import EXPLAINED, MAX_LINES, Explanation, explain_cases, write
+from tilegate.explain.diff import MAX_LINES, Explanation, explain_cases, write
 
 
 def _title(sides: str) -> str:
@@ -82,17 +82,44 @@ def text(explanations: Sequence[Explanation]) -> str:
 # --- tilegate explain --------------------------------------------------------------------------
 
 
-def _verdicts(run: Any, baselines: Path) -> dict[str, str]:
-    """Each A/B case's verdict, as `tilegate compare` would judge it ({} where it cannot)."""
-    from tilegate.judge.ab import compare_ab, load_noise, noise_path
+def _recorded(results: Path) -> dict[str, Any] | None:
+    """The Judgement's record the run wrote beside `results` (tilegate.judge.gate.VERDICTS,
+    tilegate.run.gate.record), if it is this file's: its headline, verdicts and the decided
+    cases, confirmations included. None when there is none, or it is of another file."""
+    import hashlib
+
+    from tilegate.fileio import read_json
+    from tilegate.judge.gate import VERDICTS, VERDICTS_SCHEMA
+
+    path = results.parent / VERDICTS
+    try:
+        data = read_json(path, "the run's verdicts record")
+        digest = hashlib.sha256(results.read_bytes()).hexdigest()
+    except (InputError, OSError):
+        return None
+    if not isinstance(data, dict) or data.get("schema") != VERDICTS_SCHEMA:
+        return None
+    if data.get("results") != results.name or data.get("results_sha256") != digest:
+        return None
+    return data
+
+
+def _judged_again(results: Path, baselines: Path) -> dict[str, Any] | None:
+    """No record beside the file: the run judged again as `tilegate compare` would (without the
+    confirmations it may have had). None when it cannot be judged here."""
+    from tilegate.explain.diff import decided
+    from tilegate.judge.gate import judge
 
     try:
-        path = noise_path(run.env.gpu.slug, baselines)
-        noise = load_noise(path) if path.exists() else None
-        ab = compare_ab(run, noise)
+        judged = judge(results, baselines_dir=baselines)
     except InputError:
-        return {}
-    return {c.key: str(getattr(c.verdict, "name", c.verdict)) for c in ab.cases}
+        return None
+    return {
+        "headline": judged.headline,
+        "verdicts": judged.verdicts(),
+        "explained": decided(judged.comparison, judged.ab),
+        "confirmations": [],
+    }
 
 
 def explain_command(
@@ -101,8 +128,10 @@ def explain_command(
     baselines: Path = Path("baselines"),
     out: Path | None = None,
 ) -> tuple[int, str]:
-    """(exit code, text) of `tilegate explain`: 2 with the reason for a file that is not
-    tilegate results or a case it does not hold; 0 otherwise."""
+    """(exit code, text) of `tilegate explain`: the run's headline and the explanation of each
+    decided case with changed code, with the verdicts of the run that wrote `results` (its
+    record beside it, confirmations included; judged again when there is none). 2 with the
+    reason for a file that is not tilegate results or a case it does not hold; 0 otherwise."""
     from tilegate.judge.results import load_results
 
     try:
@@ -122,7 +151,21 @@ def explain_command(
             f"results {results} are not an A/B run (`tilegate perf --ab REF`): there is no base "
             "side to explain a change against\n"
         )
-    verdicts = _verdicts(run, baselines)
+    record = _recorded(results)
+    head: list[str] = []
+    if record is not None:
+        confirmed = record.get("confirmations") or []
+        head = [str(record.get("headline", ""))]
+        if confirmed:
+            head.append(f"(verdicts of the run, with its confirmations {', '.join(confirmed)})")
+    else:
+        record = _judged_again(results, baselines)
+        if record is not None:
+            head = [
+                str(record["headline"]),
+                f"(no record of the run beside {results}: judged again, without confirmations)",
+            ]
+    verdicts: dict[str, str] = dict(record.get("verdicts") or {}) if record else {}
     if cases:
         todo = [(c, verdicts.get(c, "")) for c in cases]
     else:
@@ -131,18 +174,21 @@ def explain_command(
             for k, h in run.rows.items()
             if k in run.base_rows and h.code_hash != run.base_rows[k].code_hash
         ]
-        todo = [(k, v) for k, v in verdicts.items() if k in changed and v in EXPLAINED]
-        if not verdicts:  # could not judge: every changed case, without its verdict
+        todo = [(str(k), str(v)) for k, v in (record or {}).get("explained") or []]
+        if record is None:  # could not judge: every changed case, without its verdict
             todo = [(k, "") for k in changed]
         if not todo:
-            return EXIT_OK, (
-                f"nothing to explain: no decided case of {results} has changed code "
-                f"({len(changed)} case(s) with changed code; name one to explain it anyway)\n"
-            )
+            return EXIT_OK, "\n".join(
+                [
+                    *head,
+                    f"nothing to explain: no decided case of {results} has changed code "
+                    f"({len(changed)} case(s) with changed code; name one to explain it anyway)",
+                ]
+            ) + "\n"
     explanations = explain_cases(results, todo)
     if out is not None:
         write(explanations, results, out)
-    return EXIT_OK, text(explanations)
+    return EXIT_OK, "".join(f"{line}\n" for line in head) + text(explanations)
 
 
 def add_subcommand(sub: Any) -> None:

@@ -339,6 +339,8 @@ class Perf:
             if confirm.exists():
                 confirms.append(confirm)
             judged = self._judge(results, baseline, confirms, suspects)
+        if judged.text:  # one run, one report: the last judgement's
+            print(judged.text, end="")
         code = judged.code
         if suite_code not in _SUITE_OK and code == EXIT_OK:
             code = EXIT_CANNOT_JUDGE  # a case failed its correctness check or crashed
@@ -405,22 +407,23 @@ class Perf:
             self.log(f"perf: the explanations of the changed cases took {judged.explain_s:.2f} s")
         for note in judged.notes:
             self.log(f"tilegate: {note}")
-        if judged.text:
-            print(judged.text, end="")
+        if judged.headline:
+            self.log(f"perf: {judged.headline}")
         return judged
 
 
 def _confirmable(judged: Gated) -> bool:
     """Whether a re-measurement could change the verdict: not after bad input, a GPU off or the
-    same code whose time moved (exit 2 for good); but an exit 2 that only UNSTABLE cases make is
-    "measure more" (tilegate.judge.outcome), and the confirmation re-measures them."""
+    same code whose time moved (exit 2 for good), nor in a smoke run (its timings decide
+    nothing); but an exit 2 that only UNSTABLE cases make is "measure more"
+    (tilegate.judge.outcome), and the confirmation re-measures them."""
+    if judged.judgement is None or judged.judgement.outcome.smoke:
+        return False
     if judged.code != EXIT_CANNOT_JUDGE:
         return True
     if judged.error or judged.ab is None:
         return False
-    from tilegate.judge.outcome import outcome
-
-    result = outcome(judged.comparison, judged.ab)
+    result = judged.judgement.outcome
     off = judged.comparison is not None and bool(judged.comparison.off_gpus)
     return bool(result.unstable) and not result.inconsistent and not off
 
