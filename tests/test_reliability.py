@@ -322,8 +322,8 @@ def _write(path: Path, data: Any) -> Path:
 @pytest.mark.parametrize(
     ("change", "needles"),
     [
-        (lambda d: d.pop("benchmarks"), ["no 'benchmarks' list", "nox -s perf"]),
-        (lambda d: d.pop("machine_info"), ["no 'machine_info'", "nox -s perf"]),
+        (lambda d: d.pop("benchmarks"), ["no 'benchmarks' list", "`tilegate perf`"]),
+        (lambda d: d.pop("machine_info"), ["no 'machine_info'", "`tilegate perf`"]),
         (
             lambda d: d["benchmarks"].append(d["benchmarks"][3]),
             ["row persistent-fp16-nt-K128", "appears twice", "its own file"],

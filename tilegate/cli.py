@@ -139,10 +139,11 @@ class _Shared:
         )
         return p
 
-    def profile(self, command: str, *, default: str, use: str) -> argparse.ArgumentParser:
-        """`--profile` of `command`, checked by main before the command runs (check_profile)."""
+    def profile(self, command: str, *, use: str) -> argparse.ArgumentParser:
+        """`--profile` of `command`, checked (and its default, the benchmark's, resolved) by main
+        before the command runs (check_profile)."""
         p = _parent()
-        add_profile_argument(p, default=default, use=use, names=self.profile_names(command))
+        add_profile_argument(p, use=use, names=self.profile_names(command))
         p.set_defaults(profile_checked_here=True)
         return p
 
@@ -216,14 +217,16 @@ def _gpus(text: str) -> int:
 
 def _measured(args: argparse.Namespace) -> tuple[list[str], Path | None, int | None]:
     """`--measure N`: run the suite N times first; (results files, default --out, exit code)."""
-    from tilegate.run.perf import SMOKE_PROFILE, gpu_slug, measure_runs
+    from tilegate.judge.results import SMOKE_SLUG
+    from tilegate.run.perf import gpu_slug, measure_runs
+    from tilegate.run.profiles import interpreter
 
     if args.results:
         raise InputError("give either results files or --measure N, not both")
     if args.measure < 1:
         raise InputError(f"--measure needs at least 1 run, got {args.measure}")
-    slug = SMOKE_PROFILE
-    if args.profile != SMOKE_PROFILE:
+    slug = SMOKE_SLUG
+    if not interpreter(args.profile):
         try:
             slug = gpu_slug()
         except (RuntimeError, ImportError) as err:
@@ -305,15 +308,15 @@ def _cmd_ab_noise(args: argparse.Namespace) -> int:
         if also and args.measure is None:
             raise InputError("--also PROFILE=N measures more A/A runs: give it with --measure N")
         if args.measure is not None:
-            from tilegate.run.perf import SMOKE_PROFILE, ab_args, gpu_slug, measure_runs
-            from tilegate.run.profiles import check_profile
+            from tilegate.run.perf import ab_args, gpu_slug, measure_runs
+            from tilegate.run.profiles import check_profile, interpreter
 
             if results:
                 raise InputError("give either A/A results files or --measure N, not both")
             for profile, _ in also:
                 check_profile(profile)
             try:
-                if args.profile != SMOKE_PROFILE:
+                if not interpreter(args.profile):
                     gpu_slug()  # no GPU: say so before materialising anything
             except (RuntimeError, ImportError) as err:
                 raise InputError(f"cannot measure: {err}") from err
@@ -488,7 +491,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         ".perf/results.json, report.md and plots. Unknown options go to pytest (e.g. "
         "--perf-variants, --perf-axis AXIS=V1,V2, --perf-set NAME=VALUE, --inject).",
         parents=[
-            shared.profile("perf", default="quick", use="a profile of the configured benchmark"),
+            shared.profile("perf", use="a profile of the configured benchmark"),
             shared.baselines,
             shared.no_plots,
         ],
@@ -578,7 +581,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
             shared.measure(
                 "run the perf suite N times on this GPU first and rebaseline from those runs"
             ),
-            shared.profile("rebaseline", default="default", use="with --measure: the profile"),
+            shared.profile("rebaseline", use="with --measure: the profile"),
         ],
     )
     p.add_argument(
@@ -619,7 +622,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         "both sides the same code), or measure N of them first with --measure N.",
         parents=[
             shared.measure("run N A/A runs on this GPU first"),
-            shared.profile("ab-noise", default="quick", use="with --measure: the profile"),
+            shared.profile("ab-noise", use="with --measure: the profile"),
         ],
     )
     p.add_argument("results", nargs="*", help="results JSON of A/A runs")
@@ -644,7 +647,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         "judge each case and kernel on its ratio to the benchmark's reference variant, measured "
         "in the same process (the reference is the same on both sides); for a Triton upgrade, "
         "the compile fingerprint's upgrade report beside it. Unknown options go to pytest.",
-        parents=[shared.profile("upgrade-ab", default="quick", use="the profile")],
+        parents=[shared.profile("upgrade-ab", use="the profile")],
     )
     p.add_argument(
         "--new", required=True, metavar="DIR", help="a directory holding the new triton/"
@@ -695,7 +698,7 @@ def _run(args: argparse.Namespace) -> int:
     if getattr(args, "profile_checked_here", False) and (
         not hasattr(args, "measure") or args.measure is not None
     ):
-        check_profile(args.profile)
+        args.profile = check_profile(args.profile)
     return int(args.func(args))
 
 

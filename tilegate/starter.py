@@ -11,7 +11,8 @@ Writes, in the working directory (the repository root):
   is, under the CPU interpreter with ``--profile smoke``;
 * ``baselines/README.md``: so that baselines/ is in every clone (git keeps no empty folder, and
   an A/B run reads the A/B noise and tolerances from it); ``tilegate rebaseline`` writes a GPU's
-  baseline beside it.
+  baseline beside it;
+* ``.gitignore``: ``.perf/`` (what every run generates) added, the file created if absent.
 
 An existing file is never overwritten (exit 2, nothing written).
 """
@@ -35,7 +36,7 @@ baselines = "baselines"                   # baselines/<gpu-slug>.json, tolerance
 """
 
 KERNELS = '''\
-"""The code tilegate gates in this repository (`tilegate init`; docs/plugin.md): its variants.
+"""The code tilegate gates in this repository (`tilegate init`; tilegate's docs/plugin.md).
 
 Two variants of y = 2 x: torch (the reference every ratio is measured against) and a Triton
 kernel. Replace them with your kernels; how they are measured is perf_tests/ (the protocol).
@@ -80,13 +81,14 @@ VARIANTS = (
 '''
 
 PROTOCOL = '''\
-"""How {package}'s kernels are measured (`tilegate init`; docs/plugin.md): a pytest-benchmark suite.
+"""How {package}'s kernels are measured (`tilegate init`; tilegate's docs/plugin.md): pytest-benchmark.
 
-    tilegate perf --profile smoke --report-only       # CPU interpreter: proves the wiring
-    tilegate perf --profile quick --report-only       # a GPU: real timings
-    tilegate rebaseline --measure 5 --profile quick   # store baselines/<gpu>.json
-    tilegate perf --profile quick                     # judge against it (exit 0 / 1 / 2)
-    pytest perf_tests --tilegate --perf-profile smoke --benchmark-json .perf/smoke.json
+    pytest perf_tests                                 # the suite: profile quick (no GPU: smoke)
+    tilegate perf --profile smoke --report-only       # CPU interpreter: the report, .perf/report.md
+    tilegate perf --report-only                       # a GPU: real timings (profile quick)
+    tilegate rebaseline --measure 5                   # store baselines/<gpu>.json
+    tilegate perf                                     # judge against it (exit 0 / 1 / 2)
+    tilegate perf --ab HEAD~1                         # a change against its base commit
 
 A pull request's {package}/ is measured under its base's copy of this file; an edit of this file
 is a change of the gate. Every case of the base's profile must be measured.
@@ -142,7 +144,7 @@ BASELINES_README = """\
 
 What `tilegate rebaseline` stores (one `<gpu-slug>.json` per GPU model), the A/B noise
 (`<gpu-slug>.ab.json`, `tilegate ab-noise`) and `tolerances.toml`. A pull request's A/B run reads
-them from here; this file keeps the folder in every clone (docs/plugin.md).
+them from here; this file keeps the folder in every clone (tilegate's docs/plugin.md).
 """
 
 
@@ -150,6 +152,17 @@ def _package_name(text: str) -> str:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a Python package name")
     return text
+
+
+def _ignore_perf(gitignore: Path) -> bool:
+    """`.perf/` (what every run generates) in `gitignore`, appended (the file created if
+    absent); False when it is there already."""
+    old = gitignore.read_text(encoding="utf-8") if gitignore.is_file() else ""
+    if any(line.strip().strip("/") == ".perf" for line in old.splitlines()):
+        return False
+    sep = "" if not old or old.endswith("\n") else "\n"
+    gitignore.write_text(f"{old}{sep}.perf/\n", encoding="utf-8")
+    return True
 
 
 def init(root: Path, package: str, say: Any = None) -> int:
@@ -187,10 +200,13 @@ def init(root: Path, package: str, say: Any = None) -> int:
     readme.parent.mkdir(exist_ok=True)
     if not readme.exists():
         readme.write_text(BASELINES_README, encoding="utf-8")
+    ignored = _ignore_perf(root / ".gitignore")
     say(
         f"tilegate init: [tool.tilegate] in {pyproject}, the code in {package}/kernels.py, its "
-        f"protocol in perf_tests/test_{package}.py, baselines/README.md. Next: tilegate perf "
-        "--profile smoke --report-only (docs/plugin.md)"
+        f"protocol in perf_tests/test_{package}.py, baselines/README.md"
+        + (", .perf/ in .gitignore" if ignored else "")
+        + ". Next: `pytest perf_tests` (the suite; without a GPU its smoke profile), then "
+        "`tilegate perf --profile smoke --report-only` (a report in .perf/report.md)"
     )
     return EXIT_OK
 
@@ -202,7 +218,7 @@ def add_subcommand(sub: Any) -> None:
         "(exit 2 if one exists)",
         description="Write a [tool.tilegate] table into ./pyproject.toml (created if absent), a "
         "two-variant package PACKAGE/kernels.py (the code), perf_tests/test_PACKAGE.py (the "
-        "protocol: a pytest-benchmark suite) and baselines/README.md. Refuses (exit 2, nothing "
+        "protocol: a pytest-benchmark suite), baselines/README.md and .perf/ in .gitignore. Refuses (exit 2, nothing "
         "written) when pyproject.toml already has [tool.tilegate] or a file exists.",
     )
     p.add_argument(

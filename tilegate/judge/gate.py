@@ -212,18 +212,21 @@ def judge(
             check_noise(noise)
         ab = compare_ab(run, noise, reruns, accept_removed=accept_baseline_change)
     no_baseline = None
+    # a hint names the repository's baselines/, never where a pull request's gate put the
+    # base's copy (tilegate.judge.integrity: a directory under .perf/ or a temporary one)
+    shown = baseline_path(slug) if integrity is not None else path
     if not path.exists() and (report_only or ab is not None):
         no_baseline = (
-            f"No baseline for {slug} at `{path}`, so no stored-baseline verdict. "
-            f"{how_to_create(slug, path)}"
+            f"No baseline for {slug} at `{shown}`, so no stored-baseline verdict. "
+            f"{how_to_create(slug, shown)}"
         )
         if ab is not None:
-            notes.append(f"no stored baseline {path}: judged on the A/B verdict alone")
+            notes.append(f"no stored baseline {shown}: judged on the A/B verdict alone")
     else:
         if not path.exists():
             raise InputError(
-                f"no baseline for {slug}: {path} does not exist. "
-                f"{how_to_create(slug, path)} "
+                f"no baseline for {slug}: {shown} does not exist. "
+                f"{how_to_create(slug, shown)} "
                 "To see the report without a verdict, pass --report-only."
             )
         stored = load_baseline(path)

@@ -355,8 +355,12 @@ def compare(
                 continue
             if key in missing:
                 note = "skipped or failed before timing (--allow-missing)"
-            elif base.group in measured_groups:
+            elif key in accounted:
+                note = "not measured: skipped or failed (the coverage says why)"
+            elif base.group in measured_groups and selected is not None:
                 note = "variant not selected for this run (--perf-variants)"
+            elif base.group in measured_groups:
+                note = "not measured in this run"
             else:
                 note = "not in this run's profile"
             verdicts.append(

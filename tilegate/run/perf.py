@@ -27,7 +27,7 @@ from tilegate.judge.baseline import baseline_path
 from tilegate.report.cannot_judge import cannot_judge_report
 from tilegate.run.crash import crash_reason, save_traceback
 from tilegate.run.gate import Gated, gate
-from tilegate.run.profiles import check_profile
+from tilegate.run.profiles import check_profile, interpreter
 
 HOME = Path(__file__).resolve().parents[2]  # the directory holding the tilegate package
 
@@ -54,7 +54,6 @@ def _plugin_args() -> list[str]:
     return [] if installed else ["-p", "tilegate.plugin"]
 
 
-SMOKE_PROFILE = "smoke"  # the CPU interpreter profile: no GPU, timings meaningless
 # pytest's exit codes that still leave results worth judging: all passed, nothing collected
 _SUITE_OK = (0, 5)
 VERDICT_TEXT = {0: "everything holds", 1: "REGRESSION or broken expectation", 2: "cannot judge"}
@@ -70,7 +69,7 @@ def _suite(
     env = dict(os.environ)
     first = [str(pythonpath)] if pythonpath else []
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [*first, str(HOME), env.get("PYTHONPATH")]))
-    if profile == SMOKE_PROFILE:
+    if interpreter(profile):
         env["TRITON_INTERPRET"] = "1"
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
@@ -243,8 +242,10 @@ class Perf:
         return EXIT_CANNOT_JUDGE
 
     def _slug(self) -> str | None:
-        if self.profile == SMOKE_PROFILE:
-            return SMOKE_PROFILE
+        if interpreter(self.profile):
+            from tilegate.judge.results import SMOKE_SLUG
+
+            return SMOKE_SLUG
         try:
             return self.detect_gpu()
         except (RuntimeError, ImportError) as err:
@@ -299,11 +300,8 @@ class Perf:
                     f"--perf-ab-tolerances={ab_tolerances(slug, self.baselines_dir, self.out_dir)}"
                 )
         elif not baseline.exists() and not self.report_only:
-            return self._fail(
-                f"no baseline {baseline} for GPU '{slug}'. Record one on this GPU with "
-                "`tilegate rebaseline --measure 3` (and commit it through review), or run "
-                "`tilegate perf --report-only`."
-            )
+            return self._fail(self._no_baseline(baseline, slug))
+        self._check_inputs(baseline)
         results = self.out_dir / "results.json"
         results.unlink(missing_ok=True)
         suite = self.suite
@@ -328,7 +326,7 @@ class Perf:
             confirm = self.out_dir / f"confirm-{i}.json"
             extra = [*args, what]
             idle = self.clock() - ended
-            if idle < self.warm_within_s:
+            if idle < self.warm_within_s and not interpreter(self.profile):
                 extra.append("--perf-soak=0")
                 self.log(
                     f"perf: the GPU is still warm (the last suite process ended {idle:.0f} s "
@@ -351,6 +349,35 @@ class Perf:
         what = "report-only run" if self.report_only else VERDICT_TEXT.get(code, "cannot judge")
         self.log(f"perf: {what} (exit {code}); report: {self.report_path}")
         return code
+
+    def _no_baseline(self, baseline: Path, slug: str) -> str:
+        """Why a run without --report-only cannot be judged here, and the commands that can."""
+        profile = f" --profile {self.profile}" if self.profile != check_profile(None) else ""
+        if interpreter(self.profile):
+            return (
+                f"no baseline {baseline}: profile '{self.profile}' runs under the CPU "
+                "interpreter, whose timings mean nothing, so no baseline of it is kept. Run "
+                f"`tilegate perf{profile} --report-only` (the report alone) or "
+                f"`tilegate perf{profile} --ab HEAD~1` (against the commit before: no baseline "
+                "needed)."
+            )
+        return (
+            f"no baseline {baseline} for GPU '{slug}'. Record one on this GPU with "
+            f"`tilegate rebaseline --measure 3{profile}` (and commit it through review), or run "
+            f"`tilegate perf{profile} --report-only`."
+        )
+
+    def _check_inputs(self, baseline: Path) -> None:
+        """The stored inputs read and validated before anything is measured (InputError naming
+        the file): the baseline and the tolerances beside it."""
+        from tilegate.judge.baseline import load_baseline
+        from tilegate.judge.policy import load_tolerances
+
+        if baseline.exists():
+            load_baseline(baseline)
+        tolerances = baseline.parent / "tolerances.toml"
+        if tolerances.exists():
+            load_tolerances(tolerances)
 
     def _what_to_confirm(self, judged: Gated, suspects: Path, i: int) -> str | None:
         """The suite option that names what confirmation `i` measures, or None: nothing to.
