@@ -148,7 +148,7 @@ them from here; this file keeps the folder in every clone (tilegate's docs/plugi
 """
 
 
-def _package_name(text: str) -> str:
+def package_name(text: str) -> str:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a Python package name")
     return text
@@ -209,22 +209,3 @@ def init(root: Path, package: str, say: Any = None) -> int:
         "`tilegate perf --profile smoke --report-only` (a report in .perf/report.md)"
     )
     return EXIT_OK
-
-
-def add_subcommand(sub: Any) -> None:
-    p = sub.add_parser(
-        "init",
-        help="write a starting [tool.tilegate], a starter package and its perf_tests/ protocol "
-        "(exit 2 if one exists)",
-        description="Write a [tool.tilegate] table into ./pyproject.toml (created if absent), a "
-        "two-variant package PACKAGE/kernels.py (the code), perf_tests/test_PACKAGE.py (the "
-        "protocol: a pytest-benchmark suite), baselines/README.md and .perf/ in .gitignore. Refuses (exit 2, nothing "
-        "written) when pyproject.toml already has [tool.tilegate] or a file exists.",
-    )
-    p.add_argument(
-        "--package",
-        type=_package_name,
-        default="perfbench",
-        help="the package that holds the kernels (default: perfbench)",
-    )
-    p.set_defaults(func=lambda args: init(Path.cwd(), args.package))
