@@ -27,13 +27,6 @@ from typing import Any
 
 EXIT_OK, EXIT_REFUSED = 0, 2
 
-TABLE = """\
-[tool.tilegate]
-source = "{package}"                      # the code: what a pull request changes (A/B: the base's)
-registry = "{package}.kernels:VARIANTS"   # its variants (module:attribute inside source)
-protocol = "perf_tests"                   # how it is measured: the base's judges a pull request
-baselines = "baselines"                   # baselines/<gpu-slug>.json, tolerances.toml
-"""
 
 KERNELS = '''\
 """The code tilegate gates in this repository (`tilegate init`; tilegate's docs/plugin.md).
@@ -167,7 +160,7 @@ def _ignore_perf(gitignore: Path) -> bool:
 
 def init(root: Path, package: str, say: Any = None) -> int:
     """Write the starting configuration under `root`; 2 (nothing written) when one exists."""
-    from tilegate.config import read_table
+    from tilegate.config import read_table, table
     from tilegate.errors import InputError
 
     say = say or (lambda line: print(line, file=sys.stderr))
@@ -189,7 +182,7 @@ def init(root: Path, package: str, say: Any = None) -> int:
             return EXIT_REFUSED
     old = pyproject.read_text(encoding="utf-8") if pyproject.is_file() else ""
     sep = "" if not old else ("\n" if old.endswith("\n") else "\n\n")
-    pyproject.write_text(old + sep + TABLE.format(package=package), encoding="utf-8")
+    pyproject.write_text(old + sep + table(package), encoding="utf-8")
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
