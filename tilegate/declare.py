@@ -90,6 +90,9 @@ class Variant:
     description: str = ""
     unsupported: Callable[[tuple[int, int] | None], str | None] | None = None
     plan: Callable[..., Any] | None = None
+    # the variant's own function (what `make` times, on caller-given arguments): for code that
+    # calls it outside a timed case, its tests and tools; never used by the gate
+    call: Callable[..., Any] | None = None
 
     def unsupported_reason(self, capability: tuple[int, int] | None) -> str | None:
         return self.unsupported(capability) if self.unsupported is not None else None
