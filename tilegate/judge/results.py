@@ -147,35 +147,8 @@ class Environment:
         return self.fixed.get("N")
 
 
-class MatmulNames:
-    """Legacy accessors of a row's `params` (the history store's columns, older reports): the
-    matmul benchmark's parameter names, None where a benchmark has no such parameter."""
-
-    params: Mapping[str, Any]
-
-    @property
-    def dtype(self) -> Any:
-        return self.params.get("dtype")
-
-    @property
-    def layout(self) -> Any:
-        return self.params.get("layout")
-
-    @property
-    def M(self) -> Any:
-        return self.params.get("M")
-
-    @property
-    def N(self) -> Any:
-        return self.params.get("N")
-
-    @property
-    def K(self) -> Any:
-        return self.params.get("K")
-
-
 @dataclass(frozen=True)
-class Row(MatmulNames):
+class Row:
     """One benchmark case of one run."""
 
     key: str

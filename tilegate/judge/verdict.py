@@ -76,18 +76,6 @@ class RowVerdict:
         return self._row.params
 
     @property
-    def dtype(self) -> str:
-        return self._row.dtype
-
-    @property
-    def layout(self) -> str:
-        return self._row.layout
-
-    @property
-    def K(self) -> int:
-        return self._row.K
-
-    @property
     def tolerance(self) -> float | None:
         return self.base.tolerance if self.base is not None else None
 
