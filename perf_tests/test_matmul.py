@@ -125,6 +125,7 @@ BENCHMARK = Benchmark(
     variants=DECLARED,
     profiles=PROFILES,
     default_profile="quick",
+    fingerprint_profile="default",  # both B layouts: what `tilegate fingerprint` compiles
     inputs=make_inputs,
     reference_output=reference_output,
     tolerance=REL_ERR_TOL,

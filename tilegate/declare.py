@@ -149,6 +149,9 @@ class Benchmark:
     expectations: tuple[Expectation, ...] = ()
     tolerance_axes: tuple[str, ...] = ()
     default_profile: str | None = None  # None: the first profile
+    # the profile whose grid the AOT fingerprint compiles (`tilegate fingerprint` without
+    # --profile; None: the default profile), for variants that declare a `plan`
+    fingerprint_profile: str | None = None
     # test-only injections (tilegate.plugin --inject wrong=NAME): a variant giving wrong output
     wrong: Callable[[Variant], Variant] | None = None
     description: str = ""

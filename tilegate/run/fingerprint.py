@@ -76,7 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser, profiles: Sequence[str] | Non
     )
     add_profile_argument(
         parser,
-        use="perf profile whose dtypes, layouts and Ks are compiled",
+        use="perf profile whose grid is compiled",
+        default="the benchmark's fingerprint_profile, else its default profile",
         names=profiles,
     )
     parser.add_argument(
@@ -144,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
                 "explanation (`tilegate explain`) still records the compile facts of every "
                 "kernel a case launches"
             )
-        args.profile = check_profile(args.profile)
+        args.profile = check_profile(args.profile or bench.fingerprint_profile)
         PROFILES = profiles()
         if args.profile not in PROFILES:
             raise InputError(

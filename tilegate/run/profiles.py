@@ -65,6 +65,7 @@ def add_profile_argument(
     *,
     use: str,
     names: Sequence[str] | None,
+    default: str = "the benchmark's default profile",
 ) -> None:
     """`--profile` on `parser`: `use` says what it is for; `names` (for --help) are its choices.
 
@@ -76,5 +77,5 @@ def add_profile_argument(
         default=None,
         choices=list(names) if names else None,
         metavar=None if names else "PROFILE",
-        help=f"{use} (default: the benchmark's default profile)",
+        help=f"{use} (default: {default})",
     )
