@@ -1,7 +1,7 @@
 """Matmul kernel variants: the registry (`kernels.registry`) and what the variants share.
 
     from kernels import VARIANTS
-    c = VARIANTS["xtile_persistent"].matmul(a, b)
+    c = VARIANTS["xtile_persistent"].call(a, b)
 
 This package is the code tilegate measures ([tool.tilegate] source); how it is measured is
 perf_tests/ (the protocol). This directory is this repository's, not part of the tilegate wheel.

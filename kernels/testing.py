@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from functools import partial
 
 import torch
 
 from ._host import check_operands, device_facts, layout_of
-from .registry import VARIANTS, Variant
+from .registry import VARIANTS, Variant, _make
 
 _FALLBACK_BLOCK_K = 64  # the "K block" of a variant without a plan (torch)
 
@@ -51,10 +52,14 @@ def wrong_variant(name: str) -> Variant:
                 else torch.empty(a.shape[0], b.shape[-1], dtype=a.dtype, device=a.device)
             )
             return c.zero_()
-        return base.matmul(a[:, :k_kept], b[:k_kept], out=out)
+        assert base.call is not None
+        return base.call(a[:, :k_kept], b[:k_kept], out=out)
 
     return dataclasses.replace(
-        base, matmul=matmul, description=f"WRONG: {base.description}, last K block skipped"
+        base,
+        call=matmul,
+        make=partial(_make, name, matmul),
+        description=f"WRONG: {base.description}, last K block skipped",
     )
 
 
@@ -68,7 +73,7 @@ def impostor_variant(name: str, of: str) -> Variant:
     return dataclasses.replace(
         impostor,
         name=name,
-        xtile_twin_of=real.xtile_twin_of,
+        twin_of=real.twin_of,
         description=f"IMPOSTOR: runs {of} under the name {name}",
     )
 

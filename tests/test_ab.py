@@ -313,9 +313,10 @@ def test_a_change_the_size_of_its_tolerance_is_decided_by_its_median_at_the_cap(
     assert "reached the cap" in beyond.note and "beyond the tolerance" in beyond.note
     # the report's deciding cases (and so the PR comment) say how it was decided
     from tilegate.judge.ab import ABComparison
+    from tilegate.judge.gate import judgement
     from tilegate.report.render import _deciding
 
-    deciding = _deciding(None, ABComparison(run, (), (beyond,), None, ABPolicy()), False)
+    deciding = _deciding(judgement(run, None, ABComparison(run, (), (beyond,), None, ABPolicy())))
     row = [x for x in deciding if f"`{slow}` | SLOWER than the base, by its median at the" in x]
     assert row and f"| {beyond.ratio - 1:+.2%} |" in row[0] and f"| {under:.2%} |" in row[0], row
     within = _judged_at(run, slow, over, "cap")

@@ -22,7 +22,8 @@ def test_compare_and_report_on_a_missing_results_file_say_what_makes_one(
         assert main([command, str(tmp_path / "results.json"), "--no-plots"]) == 2
         err = capsys.readouterr().err
         assert "does not exist" in err and "`tilegate perf`" in err, err
-        assert "nox -s perf" in err and ".perf/results.json" in err, err
+        assert "`tilegate perf`" in err and ".perf/results.json" in err, err
+        assert "nox" not in err, err  # a repository may have no noxfile
 
 
 def test_an_empty_results_file_is_a_run_that_did_not_finish(

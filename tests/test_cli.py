@@ -376,7 +376,7 @@ def _no_gpu_work(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tilegate.harness.device, "gpu_info", gpu_work)
     monkeypatch.setattr(tilegate.run.perf, "measure_runs", gpu_work)
     monkeypatch.setattr(tilegate.run.perf, "run_suite", gpu_work)
-    monkeypatch.setattr(tilegate.run.upgrade, "measure_sides", gpu_work)
+    monkeypatch.setattr(tilegate.run.perf.Perf, "run", gpu_work)
 
 
 @pytest.mark.parametrize("command", sorted(PROFILE_COMMANDS))
@@ -467,11 +467,24 @@ def test_the_profiles_are_the_configured_benchmarks(
     capsys.readouterr()
     assert main(["ab-noise", "--help"]) == 0
     assert "--profile {quick,smoke}" in capsys.readouterr().out
-    # rebaseline's default profile, 'default', is not one of this benchmark's
-    assert main(["rebaseline", "--measure", "1"]) == 2
+    # an unknown profile is named with the benchmark's, before any GPU work
+    assert main(["rebaseline", "--measure", "1", "--profile", "default"]) == 2
     err = capsys.readouterr().err
     assert "'default' is not a profile of benchmark 'scale'" in err
     assert "its profiles: quick, smoke" in err
+    # no --profile: the benchmark's default profile (quick here), never a name it lacks
+    import tilegate.run.perf
+
+    measured: list[str] = []
+
+    def measure_runs(n: int, profile: str, *_args: object, **_kwargs: object) -> object:
+        measured.append(profile)
+        return [], "stopped here by the test"
+
+    monkeypatch.setattr(tilegate.run.perf, "gpu_slug", lambda: "nvidia-h200")
+    monkeypatch.setattr(tilegate.run.perf, "measure_runs", measure_runs)
+    assert main(["rebaseline", "--measure", "3"]) == 2
+    assert measured == ["quick"], capsys.readouterr().err
 
 
 def test_wants_help() -> None:

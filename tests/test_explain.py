@@ -223,7 +223,11 @@ def test_tilegate_explain_prints_a_results_files_explanations(
     case = "grouped-fp16-nt-K128"
     assert main(["explain", str(AB_FIXTURE), case, *opts, "--out", str(tmp_path / "x")]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("grouped-fp16-nt-K128  SLOWER\n") and "tiled" not in out
+    # the run's headline first (no record beside the fixture: judged again, and it says so)
+    head, note, first = out.splitlines()[:3]
+    assert head == "tilegate: FAIL: 4 cases slower than their base", out
+    assert note.startswith("(no record of the run beside") and "judged again" in note
+    assert first == "grouped-fp16-nt-K128  SLOWER" and "tiled" not in out
     assert (tmp_path / "x" / "explanations.json").is_file()
 
 

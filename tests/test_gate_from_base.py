@@ -98,7 +98,8 @@ def _kernel_change(repo: Path) -> None:
 
 def _gate_change(repo: Path) -> None:
     """The head's gate writes MARKER in its report headline where the base's writes REPORT ONLY."""
-    _edit(repo / "tilegate" / "report" / "render.py", "REPORT ONLY (would", f"{MARKER} (would")
+    # the headline is the Judgement's (tilegate.judge.gate), which every renderer renders
+    _edit(repo / "tilegate" / "judge" / "gate.py", "REPORT ONLY (would", f"{MARKER} (would")
 
 
 def _gate(repo: Path, base: str, *extra: str) -> tuple[int, str, str]:
@@ -145,7 +146,7 @@ def test_a_gate_change_leads_the_report_fails_unacknowledged_and_the_base_decide
     assert code == 1, err[-4000:]
     first = report.splitlines()[0]
     assert first.startswith("# tilegate: this pull request changes the gate (NOT ACKNOWLEDGED")
-    assert "`tilegate/report/render.py`" in report and "perf-gate-change" in report
+    assert "`tilegate/judge/gate.py`" in report and "perf-gate-change" in report
     # both verdicts shown: the base's report is the body (no marker), the head's has the marker
     head_report = (repo / ".perf" / "head" / "report.md").read_text()
     assert head_report.startswith(f"# tilegate: {MARKER}")

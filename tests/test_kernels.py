@@ -125,7 +125,7 @@ def run_case(name: str, M: int, N: int, K: int, layout: str, dtype: torch.dtype)
     """Run VARIANTS[name] on fresh (seeded) operands into a poisoned output and check it."""
     a, b = operands(M, N, K, layout, dtype, seed=_seed(name, M, N, K, layout, dtype))
     out = poisoned(M, N, dtype)
-    c = VARIANTS[name].matmul(a, b, out=out)
+    c = VARIANTS[name].call(a, b, out=out)
     assert c is out
     return check_result(c, a, b, TOL[dtype])
 
@@ -204,20 +204,31 @@ def test_families_plans_and_capabilities():
     assert VARIANTS["torch"].plan is None
     for name in TRITON:
         assert callable(VARIANTS[name].plan)
-    assert {n: v.min_capability for n, v in VARIANTS.items() if v.min_capability} == {
+    # what a variant needs of the GPU is its declaration's `unsupported`
+    needs = {n: v.unsupported for n, v in VARIANTS.items() if v.unsupported is not None}
+    assert {n: r.min_capability for n, r in needs.items() if r.min_capability} == {
         **dict.fromkeys(TMA, (9, 0)),
         "tma_ws_xtile_persistent": (10, 0),
     }
-    assert {n: v.capabilities for n, v in VARIANTS.items() if v.capabilities} == {
+    assert {n: r.capabilities for n, r in needs.items() if r.capabilities} == {
         "tma_ws_persistent": ((9, 0),)
     }
 
 
+def test_one_variant_class_the_declarations() -> None:
+    """kernels declares its variants with tilegate's Variant: there is no other class."""
+    from kernels.registry import DECLARED, REGISTRY
+    from tilegate.declare import Variant
+
+    assert DECLARED is REGISTRY and all(type(v) is Variant for v in REGISTRY)
+    assert all(callable(v.call) and callable(v.make) for v in REGISTRY)
+
+
 def test_xtile_twins():
-    assert {n: v.xtile_twin_of for n, v in VARIANTS.items() if v.xtile_twin_of} == TWINS
+    assert {n: v.twin_of for n, v in VARIANTS.items() if v.twin_of} == TWINS
     for name, twin in TWINS.items():
         assert VARIANTS[twin].family == VARIANTS[name].family
-        assert VARIANTS[twin].xtile_twin_of is None
+        assert VARIANTS[twin].twin_of is None
 
 
 # (capability, num_sms) a plan can be made for, per variant: TMA plans need sm_90 or newer.
@@ -524,7 +535,7 @@ def test_matmul_launches_its_plan(name, layout, monkeypatch):
 
     monkeypatch.setattr(_host, "launch_kernel", spy)
     a, b = operands(M, N, K, layout)
-    VARIANTS[name].matmul(a, b)
+    VARIANTS[name].call(a, b)
     [(launch, values, c)] = seen
     assert launch == interp_plan(name, M, N, K, layout)
     operand = {"a": a, "b": b, "c": c}
@@ -642,7 +653,7 @@ def test_interpreter_bf16_dot_is_still_broken():
 @pytest.mark.parametrize("name", STABLE_NAMES)
 def test_matmul_allocates_its_output(name):
     a, b = operands(33, 40, 24, "nt", seed=_seed("alloc", name))
-    c = VARIANTS[name].matmul(a, b)
+    c = VARIANTS[name].call(a, b)
     assert c.device == a.device and c.is_contiguous()
     check_result(c, a, b, TOL[torch.float16])
 
@@ -661,7 +672,7 @@ def test_matmul_strided_operands(name):
         if name not in TMA
         else poisoned(M, N + 8, torch.float16)[:, :N]
     )  # TMA_WS: the kernel's descriptors take the padded strides from the tensors
-    c = VARIANTS[name].matmul(a, b, out=out)
+    c = VARIANTS[name].call(a, b, out=out)
     check_result(c, a, b, TOL[torch.float16])
 
 
@@ -694,7 +705,7 @@ def test_matmul_rejects_bad_operands(name, case):
     make, exc, match = BAD_OPERANDS[case]
     a, b, out = make()
     with pytest.raises(exc, match=match) as info:
-        VARIANTS[name].matmul(a, b, out=out)
+        VARIANTS[name].call(a, b, out=out)
     assert name in str(info.value)
 
 
@@ -703,7 +714,7 @@ def test_matmul_rejects_bad_operands(name, case):
 def test_matmul_rejects_b_in_neither_layout(name):
     a, b = _half(8, 16), _half(16, 32)[:, ::2]
     with pytest.raises(ValueError, match=r"strides \(32, 2\)") as info:
-        VARIANTS[name].matmul(a, b)
+        VARIANTS[name].call(a, b)
     assert name in str(info.value)
 
 
@@ -711,14 +722,14 @@ def test_matmul_rejects_b_in_neither_layout(name):
 def test_cpu_tensors_need_the_interpreter(name, monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     with pytest.raises(ValueError, match=r"CUDA device.*TRITON_INTERPRET") as info:
-        VARIANTS[name].matmul(_half(8, 16), _half(16, 8))
+        VARIANTS[name].call(_half(8, 16), _half(16, 8))
     assert name in str(info.value)
 
 
 def test_torch_runs_on_cpu_without_the_interpreter(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     a, b = operands(9, 10, 11, "nt", seed=1)
-    check_result(VARIANTS["torch"].matmul(a, b), a, b, TOL[torch.float16])
+    check_result(VARIANTS["torch"].call(a, b), a, b, TOL[torch.float16])
 
 
 @pytest.mark.parametrize("name", TMA)
@@ -728,7 +739,7 @@ def test_tma_needs_capability_9(name, monkeypatch):
     monkeypatch.setattr(_host, "device_facts", lambda variant, device: ((8, 0), 108))
     need = r"10\.0" if name == "tma_ws_xtile_persistent" else r"9\.0"
     with pytest.raises(ValueError, match=need) as info:
-        VARIANTS[name].matmul(_half(64, 64), _half(64, 64))
+        VARIANTS[name].call(_half(64, 64), _half(64, 64))
     assert name in str(info.value)
 
 
@@ -744,7 +755,7 @@ def test_warp_specialized_variants_refuse_gpus_where_they_are_not(name, capabili
     """matmul refuses before planning or compiling, with the registry's reason."""
     monkeypatch.setattr(_host, "device_facts", lambda variant, device: (capability, 132))
     with pytest.raises(ValueError) as info:
-        VARIANTS[name].matmul(_half(64, 64), _half(64, 64))
+        VARIANTS[name].call(_half(64, 64), _half(64, 64))
     assert str(info.value) == VARIANTS[name].unsupported_reason(capability)
 
 
@@ -770,7 +781,7 @@ def test_tma_rejects_what_tma_cannot_take(name, case):
     make, match = BAD_TMA[case]
     a, b, out = make()
     with pytest.raises(ValueError, match=match) as info:
-        VARIANTS[name].matmul(a, b, out=out)
+        VARIANTS[name].call(a, b, out=out)
     assert name in str(info.value)
 
 
@@ -782,7 +793,7 @@ def test_pointer_kernels_refuse_int32_overflow(name):
     a = torch.empty((2, 2), dtype=torch.float16, device="meta").as_strided((2, 2), (2**31, 1))
     b = torch.empty((2, 2), dtype=torch.float16, device="meta")
     with pytest.raises(ValueError, match="int32") as info:
-        VARIANTS[name].matmul(a, b)
+        VARIANTS[name].call(a, b)
     assert name in str(info.value)
 
 
@@ -801,7 +812,7 @@ def test_wrong_variant_is_caught(name, K):
     wrong = wrong_variant(name)
     assert wrong.name == name and wrong.plan is VARIANTS[name].plan
     a, b = operands(50, 56, K, "nt", seed=_seed("wrong", name, K))
-    c = wrong.matmul(a, b, out=poisoned(50, 56, torch.float16))
+    c = wrong.call(a, b, out=poisoned(50, 56, torch.float16))
     assert torch.isfinite(c).all()
     with pytest.raises(AssertionError, match="relative error"):
         check_result(c, a, b, TOL[torch.float16])
@@ -811,7 +822,7 @@ def test_wrong_variant_is_caught(name, K):
 def test_unwritten_tile_is_caught():
     a, b = operands(50, 56, 40, "nn", seed=3)
     out = poisoned(50, 56, torch.float16)
-    VARIANTS["swizzle_persistent"].matmul(a[:48], b, out=out[:48])  # last (partial) tile row
+    VARIANTS["swizzle_persistent"].call(a[:48], b, out=out[:48])  # last (partial) tile row
     with pytest.raises(AssertionError, match="unwritten"):
         check_result(out, a, b, TOL[torch.float16])
 
@@ -820,7 +831,7 @@ def test_unwritten_tile_is_caught():
 @pytest.mark.parametrize(("name", "of"), [(x, twin) for x, twin in TWINS.items()])
 def test_impostor_variant(name, of):
     imp = impostor_variant(name, of=of)
-    assert (imp.name, imp.xtile_twin_of, imp.family) == (name, of, VARIANTS[name].family)
+    assert (imp.name, imp.twin_of, imp.family) == (name, of, VARIANTS[name].family)
     assert interp_plan(of, 50, 56, 40) == imp.plan(
         50, 56, 40, dtype=torch.float16, layout="nn", capability=None, num_sms=P
     )
@@ -831,7 +842,7 @@ def test_impostor_variant(name, of):
         is False
     )
     a, b = operands(50, 56, 40, "nn", seed=4)
-    check_result(imp.matmul(a, b), a, b, TOL[torch.float16])
+    check_result(imp.call(a, b), a, b, TOL[torch.float16])
 
 
 def test_with_variants():
@@ -886,7 +897,7 @@ def test_interpreter_at_import_still_compiles_for_the_gpu():
                                         "num_stages": launch.num_stages})
             assert "warp_group_dot" in k.asm["ttgir"], name
             a = torch.randn(40, 24).half(); b = torch.randn(24, 48).half()
-            c = v.matmul(a, b)
+            c = v.call(a, b)
             assert (c.float() - a.float() @ b.float()).abs().max() < 0.05, name
         print("ok")
         """

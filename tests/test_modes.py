@@ -243,6 +243,7 @@ def test_every_number_of_a_row_agrees_in_direction(
 
 
 def test_the_report_and_the_pr_comment_list_an_unstable_case_with_its_modes(run: Any) -> None:
+    from tilegate.judge.gate import judgement
     from tilegate.report.comment import deciding_section
     from tilegate.report.render import render
 
@@ -255,7 +256,7 @@ def test_the_report_and_the_pr_comment_list_an_unstable_case_with_its_modes(run:
             for k in list(run.base_rows)[:2]
         )
     )
-    text = render(run, None, ab=ABComparison(run, (), (case, *others), None, ABPolicy()))
+    text = render(judgement(run, None, ABComparison(run, (), (case, *others), None, ABPolicy())))
     assert text.splitlines()[0] == "# tilegate: FAIL: 1 unstable case with a slower mode"
     deciding = deciding_section(text)
     row = next(line for line in deciding.splitlines() if f"`{CASE}`" in line)

@@ -185,11 +185,12 @@ def test_history_without_duckdb_names_the_extra(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(builtins, "__import__", no_history)
     import argparse
 
-    from tilegate.history import add_subcommand
+    from tilegate.commands import history
+    from tilegate.commands._shared import Shared
 
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
-    add_subcommand(sub)
+    history.add(sub, Shared(["history"]))
     args = parser.parse_args(["history"])
     import contextlib
     import io

@@ -134,11 +134,11 @@ def _boom(*_args: object, **_kwargs: object) -> None:
 CRASHES = {
     # command: (what to break, arguments after the command, the report it writes)
     "compare": (
-        "tilegate.report.gate.render",
+        "tilegate.run.gate.render",
         [str(RECORDED), str(BASELINE), "--no-plots"],
         "--report",
     ),
-    "report": ("tilegate.report.gate.render", [str(RECORDED), str(BASELINE)], "--out"),
+    "report": ("tilegate.run.gate.render", [str(RECORDED), str(BASELINE)], "--out"),
     "rebaseline": (
         "tilegate.judge.rebaseline.rebaseline",
         [str(RECORDED), "--out", "b.json"],
@@ -322,8 +322,8 @@ def _write(path: Path, data: Any) -> Path:
 @pytest.mark.parametrize(
     ("change", "needles"),
     [
-        (lambda d: d.pop("benchmarks"), ["no 'benchmarks' list", "nox -s perf"]),
-        (lambda d: d.pop("machine_info"), ["no 'machine_info'", "nox -s perf"]),
+        (lambda d: d.pop("benchmarks"), ["no 'benchmarks' list", "`tilegate perf`"]),
+        (lambda d: d.pop("machine_info"), ["no 'machine_info'", "`tilegate perf`"]),
         (
             lambda d: d["benchmarks"].append(d["benchmarks"][3]),
             ["row persistent-fp16-nt-K128", "appears twice", "its own file"],

@@ -9,6 +9,7 @@ import pytest
 from tests._factories import load_run
 from tilegate.judge.baseline import load_baseline
 from tilegate.judge.crosstile import Status
+from tilegate.judge.gate import judgement
 from tilegate.judge.results import load_results
 from tilegate.judge.verdict import Verdict, compare
 from tilegate.report.render import render
@@ -22,7 +23,7 @@ def baseline():  # type: ignore[no-untyped-def]
 
 def regressed_report() -> str:
     run = load_results(FIXTURES / "synthetic-results-regressed.json")
-    return render(run, compare(run, baseline()))
+    return render(judgement(run, compare(run, baseline())))
 
 
 def test_headline_and_section_order() -> None:
@@ -91,14 +92,14 @@ def test_full_table_has_every_row() -> None:
 
 def test_a_pass() -> None:
     run = load_results(FIXTURES / "synthetic-results-h200-quick.json")
-    text = render(run, compare(run, baseline()))
+    text = render(judgement(run, compare(run, baseline())))
     assert text.startswith("# tilegate: PASS\n")
     assert "All 24 rows within tolerance; all 4 expectation checks hold." in text
 
 
 def test_throttled_run_says_so_prominently(tmp_path: Path) -> None:
     run = load_run(tmp_path, "hot.json", seed=3, rounds=20, throttled=True)
-    text = render(run, compare(run, baseline()))
+    text = render(judgement(run, compare(run, baseline())))
     assert "> **The GPU THROTTLED during this run** (GPU slowed down (sw_thermal_slowdown)" in text
     assert text.index("THROTTLED") < text.index("## Environment")
 
@@ -106,13 +107,13 @@ def test_throttled_run_says_so_prominently(tmp_path: Path) -> None:
 def test_injected_run_says_so(tmp_path: Path) -> None:
     run = load_run(tmp_path, "inj.json", seed=3, rounds=20, injected=("wrong=tiled",))
     assert "TEST-ONLY injections in this run:** wrong=tiled" in render(
-        run, compare(run, baseline())
+        judgement(run, compare(run, baseline()))
     )
 
 
 def test_smoke_report_without_baseline() -> None:
     run = load_results(FIXTURES / "synthetic-results-smoke.json")
-    text = render(run, None, report_only=True, no_baseline_reason="No baseline.")
+    text = render(judgement(run, None, report_only=True, no_baseline="No baseline."))
     assert text.startswith("# tilegate: REPORT ONLY (no baseline, no verdict)")
     assert "**SMOKE RUN**" in text and "meaningless" in text
     assert "| K | swizzle persistent (ms) | xtile persistent (ms) | change |\n" in text
@@ -121,7 +122,7 @@ def test_smoke_report_without_baseline() -> None:
 
 def test_report_only_with_a_baseline_would_fail() -> None:
     run = load_results(FIXTURES / "synthetic-results-regressed.json")
-    assert render(run, compare(run, baseline()), report_only=True).startswith(
+    assert render(judgement(run, compare(run, baseline()), report_only=True)).startswith(
         "# tilegate: REPORT ONLY (would fail)"
     )
 
@@ -129,7 +130,7 @@ def test_report_only_with_a_baseline_would_fail() -> None:
 def test_confirmed_report_shows_every_run() -> None:
     run = load_results(FIXTURES / "synthetic-results-regressed.json")
     conf = load_results(FIXTURES / "synthetic-results-regressed-confirm.json")
-    text = render(run, compare(run, baseline(), [conf]))
+    text = render(judgement(run, compare(run, baseline(), [conf])))
     assert "confirmed by 1 re-measurement(s)" in text
     assert "| per run |" in text
     assert "confirmation: first run REGRESSED" in text
@@ -144,7 +145,7 @@ def test_plots(tmp_path: Path) -> None:
     assert [f.name for f in files] == ["times-fp16-nt.png", "crosstile-fp16-nt.png"]
     for f in files:
         assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f.stat().st_size > 20_000
-    text = render(run, None, plots=files, relative_to=tmp_path)
+    text = render(judgement(run), plots=files, relative_to=tmp_path)
     assert "![crosstile-fp16-nt](crosstile-fp16-nt.png)" in text
 
 
@@ -172,7 +173,7 @@ def test_a_new_triton_leads_the_report_and_its_warnings_are_listed(tmp_path: Pat
         }
     ]
     run = load_results(write(tmp_path / "t39.json", data))
-    text = render(run, compare(run, baseline()))
+    text = render(judgement(run, compare(run, baseline())))
     lines = text.splitlines()
     banner = next(i for i, line in enumerate(lines) if "environment differs" in line)
     assert banner < lines.index("## Environment") and banner < 5, (
@@ -182,7 +183,7 @@ def test_a_new_triton_leads_the_report_and_its_warnings_are_listed(tmp_path: Pat
     assert "## Warnings from Triton / torch" in text
     assert "| UserWarning | TRITON_DEFAULT_FP_FUSION is unset | `triton/knobs.py:504` | 1 |" in text
     same = load_results(write(tmp_path / "t36.json", make_run(seed=91)))
-    assert "environment differs" not in render(same, compare(same, baseline()))
+    assert "environment differs" not in render(judgement(same, compare(same, baseline())))
 
 
 # --- the deciding cases first, the rest folded ------------------------------------------------------
@@ -231,7 +232,9 @@ def aa_report(tmp_path: Path) -> tuple[str, object]:
     # A/A: the head is the base (the same code hashes on both sides, every ratio 1 + noise)
     run = load_results(write(tmp_path / "aa.json", make_run(seed=41, rounds=60, ab={}, code={})))
     ab = compare_ab(run, None)
-    return render(run, compare(run, baseline()), ab=ab, suspects_path=tmp_path / "s.txt"), ab
+    return render(
+        judgement(run, compare(run, baseline()), ab), suspects_path=tmp_path / "s.txt"
+    ), ab
 
 
 def test_an_aa_run_reads_in_one_screen_and_keeps_every_case(tmp_path: Path) -> None:
@@ -254,7 +257,7 @@ def test_a_stored_run_that_holds_reads_in_one_screen_with_the_not_measured_folde
     run = load_results(FIXTURES / "recorded-h200-quick.json")
     stored = load_baseline(Path(__file__).parent.parent / "baselines" / "nvidia-h200.json")
     cmp = compare(run, stored)
-    text = render(run, cmp)
+    text = render(judgement(run, cmp))
     assert text.startswith("# tilegate: PASS\n")
     shown = visible(text)
     assert len(shown) < 60, "\n".join(shown)
@@ -284,7 +287,7 @@ def test_a_failing_run_leads_with_exactly_its_deciding_cases(tmp_path: Path) -> 
     run = load_results(write(tmp_path / "ab.json", data))
     ab = compare_ab(run, None)
     cmp = compare(run, baseline())
-    text = render(run, cmp, ab=ab)
+    text = render(judgement(run, cmp, ab))
     assert text.startswith("# tilegate: FAIL: 1 case slower than its base")
     lines = text.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("## "))

@@ -27,7 +27,8 @@ def test_valid_results_fixture() -> None:
     assert run.env.l2_flush is True and run.env.timer == "cuda-event"
     assert run.variant_order[0] == "torch" and run.variant_order[-1] == "tma_xtile_persistent"
     row = run.rows["xtile_persistent-fp16-nt-K128"]
-    assert (row.variant, row.dtype, row.layout, row.K, row.M) == (
+    p = row.params
+    assert (row.variant, p["dtype"], p["layout"], p["K"], p["M"]) == (
         "xtile_persistent",
         "fp16",
         "nt",
@@ -86,7 +87,7 @@ def test_smoke_results_are_valid_input() -> None:
         ),
         (
             "synthetic-results-not-tilegate.json",
-            ["synthetic-results-not-tilegate.json", "machine_info", "nox -s perf"],
+            ["synthetic-results-not-tilegate.json", "machine_info", "`tilegate perf`"],
         ),
         ("does-not-exist.json", ["does-not-exist.json", "does not exist"]),
     ],

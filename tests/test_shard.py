@@ -79,7 +79,7 @@ def test_merge_tags_every_row_with_its_gpu_and_pytest_benchmark_reads_it(tmp_pat
     merge(parts, out)
     run = load_results(out)
     assert len(run.rows) == 3 * 8
-    assert {(r.K, r.gpu_index, r.gpu_serial) for r in run.rows.values()} == {
+    assert {(r.params["K"], r.gpu_index, r.gpu_serial) for r in run.rows.values()} == {
         (4096, 0, "SER-A"),
         (128, 1, "SER-B"),
         (512, 1, "SER-B"),
@@ -144,7 +144,7 @@ def test_the_rows_of_an_off_gpu_are_not_judged_and_the_run_cannot_judge(tmp_path
     cmp = compare(run, baseline)
     assert [g.index for g in cmp.off_gpus] == [1]
     off = [r for r in cmp.rows if r.verdict is Verdict.OFF_GPU]
-    assert {r.K for r in off} == {512} and len(off) == 8
+    assert {r.params["K"] for r in off} == {512} and len(off) == 8
     assert not any(r.fails for r in cmp.rows)
     assert outcome(cmp, None).code == 2
 

@@ -97,7 +97,7 @@ def test_a_10_percent_slowdown_is_caught(baseline: Baseline, workdir: Path, case
             "slow-confirm.json",
             seed=1900 + seed,
             slow={case: 1.10},
-            ks=(run.rows[case].K,),
+            ks=(run.rows[case].params["K"],),
         )
         final = compare(run, baseline, [conf])
         assert verdict_of(final, case).verdict is Verdict.REGRESSED

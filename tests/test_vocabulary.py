@@ -67,6 +67,7 @@ def test_each_judging_module_uses_the_vocabularys_enum() -> None:
         "tilegate/judge/crosstile.py",
         "tilegate/judge/outcome.py",
         "tilegate/run/upgrade.py",
+        "tilegate/report/upgrade.py",
     ],
 )
 def test_no_judging_module_defines_words_of_its_own(path: str) -> None:

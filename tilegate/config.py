@@ -1,10 +1,7 @@
 """`[tool.tilegate]` in a project's pyproject.toml: where its code, protocol and baselines are.
 
-    [tool.tilegate]
-    source = "kernels"                      # the code a kernel pull request changes (A/B: the base's)
-    registry = "kernels.registry:VARIANTS"  # optional: its variants (module:attribute, in source)
-    protocol = "perf_tests"                 # default: the pytest-benchmark suite, how it is measured
-    baselines = "baselines"                 # default: "baselines"
+Its keys, their defaults and what each means are `KEYS`, written once: the parser (`parse`), the
+messages, `tilegate init`'s table (`table`) and this docstring (below) are made from them.
 
 The protocol is a directory of pytest modules (`perf_tests/test_*.py`); the one that defines a
 module-level `BENCHMARK` (a tilegate.declare.Benchmark) declares what is measured: the grid, the
@@ -25,12 +22,35 @@ from typing import Any
 from tilegate.errors import InputError
 from tilegate.fileio import read_text
 
-KEYS = ("source", "registry", "protocol", "baselines")
+# key: (its default, None when required; what it is, with {package} for the package's name)
+KEYS: dict[str, tuple[str | None, str]] = {
+    "source": (None, "the code: what a pull request changes (A/B: the base's)"),
+    "registry": (None, "optional: its variants (module:attribute inside source)"),
+    "protocol": ("perf_tests", "how it is measured: the base's judges a pull request"),
+    "baselines": ("baselines", "<gpu-slug>.json, <gpu-slug>.ab.json, tolerances.toml"),
+}
+EXAMPLE = {"source": "{package}", "registry": "{package}.kernels:VARIANTS"}
+
+
+def table(package: str = "mypkg") -> str:
+    """A [tool.tilegate] table for `package`, every key with its meaning (`tilegate init`)."""
+    values = {k: EXAMPLE.get(k, d or "").format(package=package) for k, (d, _) in KEYS.items()}
+    width = max(len(f'{k} = "{v}"') for k, v in values.items()) + 2
+    lines = [f'{k} = "{v}"'.ljust(width) + f"# {KEYS[k][1]}" for k, v in values.items()]
+    return "[tool.tilegate]\n" + "\n".join(lines) + "\n"
+
+
+__doc__ = (
+    (__doc__ or "")
+    + "\nThe table, as `tilegate init` writes it::\n\n"
+    + "".join(f"    {line}\n" for line in table().splitlines())
+)
+
 # one line: every cannot-judge message is one line of cause (tests/test_reliability.py)
 HOW_TO_ADD = (
-    "Run `tilegate init` in the repository root to write one with a starter benchmark, or add "
-    '[tool.tilegate] with benchmark = "mypkg.perf:BENCHMARK" and source = "mypkg" to its '
-    "pyproject.toml (docs/plugin.md)."
+    "Run `tilegate init` in the repository root to write one with a starter benchmark, or add a "
+    '[tool.tilegate] table with source = "mypkg" (the package of your kernels; the other keys: '
+    f"{', '.join(k for k in KEYS if k != 'source')}) to its pyproject.toml."
 )
 
 
@@ -117,7 +137,8 @@ def parse(table: dict[str, Any], pyproject: Path) -> Config:
     if not isinstance(table.get("source"), str) or not table["source"].strip():
         raise InputError(f"{pyproject}: [tool.tilegate] source is missing or not a string")
     paths = {}
-    for key, default in (("protocol", "perf_tests"), ("baselines", "baselines")):
+    for key in ("protocol", "baselines"):
+        default = KEYS[key][0]
         value = table.get(key, default)
         if not isinstance(value, str) or not value.strip().strip("/"):
             raise InputError(f"{pyproject}: [tool.tilegate] {key} must be a directory name")

@@ -90,6 +90,9 @@ class Variant:
     description: str = ""
     unsupported: Callable[[tuple[int, int] | None], str | None] | None = None
     plan: Callable[..., Any] | None = None
+    # the variant's own function (what `make` times, on caller-given arguments): for code that
+    # calls it outside a timed case, its tests and tools; never used by the gate
+    call: Callable[..., Any] | None = None
 
     def unsupported_reason(self, capability: tuple[int, int] | None) -> str | None:
         return self.unsupported(capability) if self.unsupported is not None else None
@@ -146,6 +149,9 @@ class Benchmark:
     expectations: tuple[Expectation, ...] = ()
     tolerance_axes: tuple[str, ...] = ()
     default_profile: str | None = None  # None: the first profile
+    # the profile whose grid the AOT fingerprint compiles (`tilegate fingerprint` without
+    # --profile; None: the default profile), for variants that declare a `plan`
+    fingerprint_profile: str | None = None
     # test-only injections (tilegate.plugin --inject wrong=NAME): a variant giving wrong output
     wrong: Callable[[Variant], Variant] | None = None
     description: str = ""

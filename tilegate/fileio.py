@@ -125,8 +125,12 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"non-finite number {name} is not valid JSON here")
 
 
-def read_text(path: str | os.PathLike[str], what: str) -> str:
-    """Read a UTF-8 text file; a missing, unreadable or non-UTF-8 file is an InputError naming it."""
+REMEDY = "restore it from git or regenerate it"  # what to do about a damaged file, by default
+
+
+def read_text(path: str | os.PathLike[str], what: str, *, remedy: str = REMEDY) -> str:
+    """Read a UTF-8 text file; a missing, unreadable or non-UTF-8 file is an InputError naming it
+    (`remedy`: what to do about a damaged one)."""
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{what} {p} is a directory, not a file: give the path of the file itself")
@@ -137,7 +141,7 @@ def read_text(path: str | os.PathLike[str], what: str) -> str:
     except UnicodeDecodeError as err:  # a ValueError, not an OSError: it would escape as a crash
         raise InputError(
             f"{what} {p} is not UTF-8 text (byte {err.start}: {err.reason}). tilegate writes "
-            "UTF-8: restore it from git or regenerate it; if an editor or a shell redirect "
+            f"UTF-8: {remedy}; if an editor or a shell redirect "
             "re-encoded it (UTF-16 from PowerShell, Latin-1), save it as UTF-8"
         ) from err
     except PermissionError as err:
@@ -149,20 +153,20 @@ def read_text(path: str | os.PathLike[str], what: str) -> str:
         raise InputError(f"{what} {p} cannot be read: {err}") from err
 
 
-def read_json(path: str | os.PathLike[str], what: str, *, allow_nan: bool = False) -> Any:
+def read_json(
+    path: str | os.PathLike[str], what: str, *, allow_nan: bool = False, remedy: str = REMEDY
+) -> Any:
     """Read a JSON file; a missing, unreadable, non-UTF-8 or corrupt file is an InputError naming it.
 
     `allow_nan` accepts the NaN / Infinity literals Python's json writes (pytest-benchmark does),
     so that the caller can name the row that holds one instead of rejecting the whole file.
     """
     p = Path(path)
-    text = read_text(p, what)
+    text = read_text(p, what, remedy=remedy)
     try:
         return json.loads(text) if allow_nan else json.loads(text, parse_constant=_reject_constant)
     except ValueError as err:
-        raise InputError(
-            f"{what} {p} is not valid JSON ({err}); restore it from git or regenerate it"
-        ) from err
+        raise InputError(f"{what} {p} is not valid JSON ({err}); {remedy}") from err
 
 
 def is_finite_number(x: Any) -> TypeGuard[int | float]:

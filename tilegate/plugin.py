@@ -1,12 +1,18 @@
 """The perf suite as a pytest plugin: options, parametrization from the declared benchmark, machine_info.
 
-Installed, pytest finds it through the `pytest11` entry point, but it does nothing unless the
-run asks for it with `--tilegate` (as `tilegate perf` does), so an ordinary pytest of a user's
-repository is untouched. The benchmark is the module-level BENCHMARK of the protocol directory
-[tool.tilegate] names (tilegate.protocol; perf_tests/ by default), in the repository holding the
-working directory; every test taking `tilegate_case` is parametrized with its cases. Directly:
+Installed, pytest finds it through the `pytest11` entry point. It runs the suite when the run
+asks for it with `--tilegate` (as `tilegate perf` does), or when the command line names the
+protocol directory (`pytest perf_tests`, a file or a test in it); any other pytest run of a
+user's repository is untouched (a test taking `tilegate_case` is skipped, its reason naming the
+command). The benchmark is the module-level BENCHMARK of the protocol directory [tool.tilegate]
+names (tilegate.protocol; perf_tests/ by default), in the repository holding the working
+directory; every test taking `tilegate_case` is parametrized with its cases. Without
+`--perf-profile`, the benchmark's default profile, or on a machine without a CUDA GPU its
+interpreter profile (Triton's CPU interpreter, TRITON_INTERPRET=1, set before the kernels are
+decorated). Directly:
 
-    python -m pytest perf_tests --tilegate --perf-profile quick --benchmark-json .perf/results.json
+    pytest perf_tests                                    # the default profile (no GPU: interpreter)
+    pytest perf_tests --perf-profile quick --benchmark-json .perf/results.json
 
 What the run must cover (tilegate.judge.coverage) is recorded in machine_info.tilegate.coverage:
 the cases and expectations of the base's protocol in an A/B run (its own otherwise), the cases a
@@ -42,6 +48,13 @@ SPECS = pytest.StashKey[dict[str, Any]]()  # each side's tree and code (harness.
 FAILED = pytest.StashKey[list[str]]()  # a side's process failed: why (no results are kept)
 COVERAGE = pytest.StashKey[dict[str, Any]]()  # machine_info.tilegate.coverage, less the outcomes
 RUN = pytest.StashKey["PerfRun"]()
+ACTIVE = pytest.StashKey[bool]()
+WHERE = pytest.StashKey[Path]()  # where [tool.tilegate] is looked up from (default: the cwd)
+CHOSEN = pytest.StashKey[str]()  # why the profile was chosen, when no --perf-profile named it
+SKIPPED = (
+    "the tilegate perf suite runs with `pytest {protocol}` (the protocol directory named on the "
+    "command line), `pytest --tilegate`, or `tilegate perf`"
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -156,7 +169,93 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _active(config: pytest.Config) -> bool:
-    return bool(config.getoption("--tilegate", default=False))
+    if ACTIVE not in config.stash:
+        config.stash[ACTIVE] = bool(config.getoption("--tilegate", default=False)) or _named(config)
+    return config.stash[ACTIVE]
+
+
+def _named(config: pytest.Config) -> bool:
+    """Whether the command line names the protocol directory of the repository's
+    [tool.tilegate] (`pytest perf_tests`, a module or a test in it): the suite is what was
+    asked for. Never raises: no configuration is not this plugin's run."""
+    from tilegate import config as tg_config
+    from tilegate.errors import InputError
+
+    here = Path(config.invocation_params.dir)
+    for arg in config.args:
+        path = (here / arg.split("::")[0]).resolve()
+        try:
+            protocol = tg_config.find(path if path.is_dir() else path.parent).protocol_dir
+        except (InputError, OSError):
+            continue
+        if path == protocol.resolve() or protocol.resolve() in path.parents:
+            config.stash[WHERE] = path if path.is_dir() else path.parent
+            return True
+    return False
+
+
+def _forget(config: pytest.Config) -> None:
+    """Drop the modules of the repository's source package and protocol directory, so that the
+    next import runs them again."""
+    import sys
+
+    from tilegate import config as tg_config
+
+    found = tg_config.find(config.stash.get(WHERE, None))
+    package = found.source.replace("/", ".").split(".")[-1]
+    protocol = found.protocol_dir.resolve()
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        mine = name == package or name.startswith(package + ".")
+        if mine or (file and Path(file).resolve().is_relative_to(protocol)):
+            del sys.modules[name]
+
+
+def _importable(config: pytest.Config) -> None:
+    """Another pytest run of a repository with [tool.tilegate]: its root first on sys.path, as
+    the suite has it, so that its protocol's modules import the source package by name (and
+    their test is skipped, saying how the suite runs). Never raises."""
+    import sys
+
+    from tilegate import config as tg_config
+    from tilegate.errors import InputError
+
+    try:
+        root = str(tg_config.find(config.rootpath).root)
+    except (InputError, OSError):
+        return
+    if root not in sys.path:
+        sys.path.insert(0, root)
+
+
+def _no_gpu() -> bool:
+    """Whether this machine has no CUDA GPU torch can use (never raises)."""
+    try:
+        import torch
+
+        return not torch.cuda.is_available()
+    except Exception:
+        return True
+
+
+def _choose_profile(config: pytest.Config, bench: Any) -> None:
+    """No --perf-profile: the benchmark's default, or on a machine without a GPU its interpreter
+    profile (a UsageError, one line, when it declares none)."""
+    if config.getoption("--perf-profile") is not None:
+        return
+    default = bench.profile(None)
+    name, why = default.name, "the benchmark's default profile"
+    if not default.interpreter and _no_gpu():
+        interp = next((p for p in bench.profiles if p.interpreter), None)
+        if interp is None:
+            raise pytest.UsageError(
+                f"tilegate: no CUDA GPU here, and benchmark {bench.name!r} declares no "
+                "interpreter profile (Profile(..., interpreter=True)) to run on the CPU: give "
+                "one, or run on a GPU"
+            )
+        name, why = interp.name, "no CUDA GPU here: the interpreter profile (TRITON_INTERPRET=1)"
+    config.option.perf_profile = name
+    config.stash[CHOSEN] = why
 
 
 def _benchmark(config: pytest.Config) -> Any:
@@ -164,7 +263,7 @@ def _benchmark(config: pytest.Config) -> Any:
     from tilegate.errors import InputError
 
     try:
-        return tg_config.find().load_benchmark()
+        return tg_config.find(config.stash.get(WHERE, None)).load_benchmark()
     except InputError as err:
         raise pytest.UsageError(f"tilegate: {err}") from err
 
@@ -465,24 +564,49 @@ def _my_shard(cases: list[Case], spec: str, profile: Any, bench: Any) -> list[Ca
 
 def pytest_configure(config: pytest.Config) -> None:
     if not _active(config):
+        _importable(config)
         return
+    # The interpreter must be chosen before Triton decorates the kernels, which loading the
+    # benchmark does: without a GPU only an interpreter profile can run, so it is chosen first
+    interpreting = os.environ.get("TRITON_INTERPRET") == "1"
+    if not interpreting and _no_gpu():
+        os.environ["TRITON_INTERPRET"] = "1"
+        interpreting = True
     bench = config.stash[BENCH] = _benchmark(config)
+    _choose_profile(config, bench)
     try:
         interpreter = bench.profile(config.getoption("--perf-profile")).interpreter
     except KeyError:
         interpreter = False  # _profile_cases names the unknown profile
-    if interpreter:
-        # The interpreter must be chosen before Triton decorates the kernels.
+    if interpreter and not interpreting:
+        # an interpreter profile on a GPU machine: the repository's modules are imported again,
+        # their kernels decorated under the interpreter
         os.environ["TRITON_INTERPRET"] = "1"
+        _forget(config)
+        bench = config.stash[BENCH] = _benchmark(config)
     if config.getoption("--perf-ab-base"):
         _start_sides(config, config.getoption("--perf-profile") or bench.profile().name)
     config.stash[CASES] = _profile_cases(config)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "tilegate_case" in metafunc.fixturenames:
-        cases = metafunc.config.stash[CASES] if _active(metafunc.config) else []
-        metafunc.parametrize("tilegate_case", cases, ids=[c.test_id for c in cases])
+    if "tilegate_case" not in metafunc.fixturenames:
+        return
+    if not _active(metafunc.config):
+        # another pytest run of the repository: one skip that says how the suite runs
+        from tilegate import config as tg_config
+        from tilegate.errors import InputError
+
+        try:
+            protocol = tg_config.find(Path(metafunc.config.invocation_params.dir)).protocol
+        except (InputError, OSError):
+            protocol = "perf_tests"
+        reason = SKIPPED.format(protocol=protocol)
+        skip = pytest.param(None, marks=pytest.mark.skip(reason=reason))
+        metafunc.parametrize("tilegate_case", [skip], ids=["tilegate"])
+        return
+    cases = metafunc.config.stash[CASES]
+    metafunc.parametrize("tilegate_case", cases, ids=[c.test_id for c in cases])
 
 
 # --- test-only injections ----------------------------------------------------------------------
@@ -640,9 +764,14 @@ class PerfRun:
             try:
                 gpu = gpu_info()
             except RuntimeError as err:
+                interp = [p.name for p in bench.profiles if p.interpreter]
                 pytest.exit(
-                    f"tilegate: cannot measure: {err}. Use an interpreter profile "
-                    "(--perf-profile smoke) on a CPU.",
+                    f"tilegate: cannot measure: {err}. "
+                    + (
+                        f"On a CPU: --perf-profile {interp[0]} (the interpreter profile)."
+                        if interp
+                        else f"Benchmark {bench.name!r} declares no interpreter profile for a CPU."
+                    ),
                     returncode=2,
                 )
             self.gpu = gpu
@@ -881,8 +1010,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     cases = config.stash[CASES]
     bench = config.stash[BENCH]
     profile = bench.profile(config.getoption("--perf-profile"))
+    chosen = f" ({config.stash[CHOSEN]})" if CHOSEN in config.stash else ""
     lines = [
-        f"tilegate {__version__}: benchmark {bench.name}, profile {profile.name}, "
+        f"tilegate {__version__}: benchmark {bench.name}, profile {profile.name}{chosen}, "
         f"{len(cases)} cases in {len({c.group for c in cases})} groups"
     ]
     if profile.interpreter:

@@ -11,7 +11,8 @@ Writes, in the working directory (the repository root):
   is, under the CPU interpreter with ``--profile smoke``;
 * ``baselines/README.md``: so that baselines/ is in every clone (git keeps no empty folder, and
   an A/B run reads the A/B noise and tolerances from it); ``tilegate rebaseline`` writes a GPU's
-  baseline beside it.
+  baseline beside it;
+* ``.gitignore``: ``.perf/`` (what every run generates) added, the file created if absent.
 
 An existing file is never overwritten (exit 2, nothing written).
 """
@@ -26,16 +27,9 @@ from typing import Any
 
 EXIT_OK, EXIT_REFUSED = 0, 2
 
-TABLE = """\
-[tool.tilegate]
-source = "{package}"                      # the code: what a pull request changes (A/B: the base's)
-registry = "{package}.kernels:VARIANTS"   # its variants (module:attribute inside source)
-protocol = "perf_tests"                   # how it is measured: the base's judges a pull request
-baselines = "baselines"                   # baselines/<gpu-slug>.json, tolerances.toml
-"""
 
 KERNELS = '''\
-"""The code tilegate gates in this repository (`tilegate init`; docs/plugin.md): its variants.
+"""The code tilegate gates in this repository (`tilegate init`; tilegate's docs/plugin.md).
 
 Two variants of y = 2 x: torch (the reference every ratio is measured against) and a Triton
 kernel. Replace them with your kernels; how they are measured is perf_tests/ (the protocol).
@@ -80,13 +74,14 @@ VARIANTS = (
 '''
 
 PROTOCOL = '''\
-"""How {package}'s kernels are measured (`tilegate init`; docs/plugin.md): a pytest-benchmark suite.
+"""How {package}'s kernels are measured (`tilegate init`; tilegate's docs/plugin.md): pytest-benchmark.
 
-    tilegate perf --profile smoke --report-only       # CPU interpreter: proves the wiring
-    tilegate perf --profile quick --report-only       # a GPU: real timings
-    tilegate rebaseline --measure 5 --profile quick   # store baselines/<gpu>.json
-    tilegate perf --profile quick                     # judge against it (exit 0 / 1 / 2)
-    pytest perf_tests --tilegate --perf-profile smoke --benchmark-json .perf/smoke.json
+    pytest perf_tests                                 # the suite: profile quick (no GPU: smoke)
+    tilegate perf --profile smoke --report-only       # CPU interpreter: the report, .perf/report.md
+    tilegate perf --report-only                       # a GPU: real timings (profile quick)
+    tilegate rebaseline --measure 5                   # store baselines/<gpu>.json
+    tilegate perf                                     # judge against it (exit 0 / 1 / 2)
+    tilegate perf --ab HEAD~1                         # a change against its base commit
 
 A pull request's {package}/ is measured under its base's copy of this file; an edit of this file
 is a change of the gate. Every case of the base's profile must be measured.
@@ -142,19 +137,30 @@ BASELINES_README = """\
 
 What `tilegate rebaseline` stores (one `<gpu-slug>.json` per GPU model), the A/B noise
 (`<gpu-slug>.ab.json`, `tilegate ab-noise`) and `tolerances.toml`. A pull request's A/B run reads
-them from here; this file keeps the folder in every clone (docs/plugin.md).
+them from here; this file keeps the folder in every clone (tilegate's docs/plugin.md).
 """
 
 
-def _package_name(text: str) -> str:
+def package_name(text: str) -> str:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a Python package name")
     return text
 
 
+def _ignore_perf(gitignore: Path) -> bool:
+    """`.perf/` (what every run generates) in `gitignore`, appended (the file created if
+    absent); False when it is there already."""
+    old = gitignore.read_text(encoding="utf-8") if gitignore.is_file() else ""
+    if any(line.strip().strip("/") == ".perf" for line in old.splitlines()):
+        return False
+    sep = "" if not old or old.endswith("\n") else "\n"
+    gitignore.write_text(f"{old}{sep}.perf/\n", encoding="utf-8")
+    return True
+
+
 def init(root: Path, package: str, say: Any = None) -> int:
     """Write the starting configuration under `root`; 2 (nothing written) when one exists."""
-    from tilegate.config import read_table
+    from tilegate.config import read_table, table
     from tilegate.errors import InputError
 
     say = say or (lambda line: print(line, file=sys.stderr))
@@ -176,7 +182,7 @@ def init(root: Path, package: str, say: Any = None) -> int:
             return EXIT_REFUSED
     old = pyproject.read_text(encoding="utf-8") if pyproject.is_file() else ""
     sep = "" if not old else ("\n" if old.endswith("\n") else "\n\n")
-    pyproject.write_text(old + sep + TABLE.format(package=package), encoding="utf-8")
+    pyproject.write_text(old + sep + table(package), encoding="utf-8")
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -187,28 +193,12 @@ def init(root: Path, package: str, say: Any = None) -> int:
     readme.parent.mkdir(exist_ok=True)
     if not readme.exists():
         readme.write_text(BASELINES_README, encoding="utf-8")
+    ignored = _ignore_perf(root / ".gitignore")
     say(
         f"tilegate init: [tool.tilegate] in {pyproject}, the code in {package}/kernels.py, its "
-        f"protocol in perf_tests/test_{package}.py, baselines/README.md. Next: tilegate perf "
-        "--profile smoke --report-only (docs/plugin.md)"
+        f"protocol in perf_tests/test_{package}.py, baselines/README.md"
+        + (", .perf/ in .gitignore" if ignored else "")
+        + ". Next: `pytest perf_tests` (the suite; without a GPU its smoke profile), then "
+        "`tilegate perf --profile smoke --report-only` (a report in .perf/report.md)"
     )
     return EXIT_OK
-
-
-def add_subcommand(sub: Any) -> None:
-    p = sub.add_parser(
-        "init",
-        help="write a starting [tool.tilegate], a starter package and its perf_tests/ protocol "
-        "(exit 2 if one exists)",
-        description="Write a [tool.tilegate] table into ./pyproject.toml (created if absent), a "
-        "two-variant package PACKAGE/kernels.py (the code), perf_tests/test_PACKAGE.py (the "
-        "protocol: a pytest-benchmark suite) and baselines/README.md. Refuses (exit 2, nothing "
-        "written) when pyproject.toml already has [tool.tilegate] or a file exists.",
-    )
-    p.add_argument(
-        "--package",
-        type=_package_name,
-        default="perfbench",
-        help="the package that holds the kernels (default: perfbench)",
-    )
-    p.set_defaults(func=lambda args: init(Path.cwd(), args.package))

@@ -63,7 +63,7 @@ def main() -> int:
             b = b0.clone() if args.layout == "nn" else b0.T.clone().T
             for name in names:
                 out = torch.empty(args.m, args.m, dtype=torch.float16, device="cuda")
-                VARIANTS[name].matmul(a, b, out=out)
+                VARIANTS[name].call(a, b, out=out)
                 fns[f"{name}@{s}"] = partial(VARIANTS[name].matmul, a, b, out=out)
         timer.warm(fns, 1.0)
         samples = timer.time(fns)

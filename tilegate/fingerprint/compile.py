@@ -159,7 +159,7 @@ def _stand_ins(launch: Any) -> list[Any]:
     import torch
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    from kernels.launch import DescArg, ScalarArg, TensorArg
+    from tilegate.launch import DescArg, ScalarArg, TensorArg
 
     mock_tensor = _triton_internals().MockTensor
     out: list[Any] = []
@@ -405,7 +405,7 @@ class Job:
         )
 
     def launch(self) -> Any:
-        from kernels.launch import KernelLaunch
+        from tilegate.launch import KernelLaunch
 
         fn = importlib.import_module(self.fn_module)
         for part in self.fn_name.split("."):

@@ -37,7 +37,7 @@ class KernelCase:
     target: Target
     ks: tuple[int, ...]  # the suite's Ks that run exactly this compiled kernel
     xtile: bool  # a cross-tile variant (the registry names its twin)
-    launch: Any  # kernels.KernelLaunch
+    launch: Any  # tilegate.launch.KernelLaunch (the variant's declared plan)
     spec: Specialization
 
     @property

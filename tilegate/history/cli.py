@@ -2,7 +2,8 @@
 
 Exit codes as everywhere: 0 done, 2 cannot do it (bad or missing input, a run already stored, a
 corrupt or locked store). Nothing here measures a regression, so nothing exits 1.
-`add_subcommand(subparsers)` hooks this into `tilegate`; `python -m tilegate.history` runs it alone.
+`build(parser)` makes the `tilegate history` command's parser (tilegate.commands.history);
+`python -m tilegate.history` runs it alone.
 """
 
 from __future__ import annotations
@@ -316,16 +317,6 @@ def _method_args(p: argparse.ArgumentParser) -> None:
         default=d.min_effect,
         help="smallest relative change reported (default: %(default)s)",
     )
-
-
-def add_subcommand(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add `history` with its own subcommands to tilegate's parser (it sets `func`)."""
-    p = subparsers.add_parser(
-        "history",
-        help="the history store, its change points and the dashboard page",
-        description="Record runs in a DuckDB history, find change points, write the dashboard page.",
-    )
-    build(p)
 
 
 def build(parser: argparse.ArgumentParser) -> None:

@@ -186,7 +186,17 @@ _RENAMED = {
     "base_ratio_to_torch": "base_ratio_to_reference",
 }
 LEGACY_REFERENCE = "torch"  # the reference variant of every run stored before runs.reference
+
+
 # a stored matmul run's throughput (versions 1 and 2 stored none): the harness's flops / median
+def _param(params: Any, name: str, kind: type) -> Any:
+    """A case's parameter `name` for a column of its kind, None where the benchmark has none."""
+    value = params.get(name)
+    if value is None or (kind is int and (not isinstance(value, int) or isinstance(value, bool))):
+        return None
+    return kind(value)
+
+
 _MATMUL_TFLOPS = "2.0 * r.M * r.N * c.K / c.median_s / 1e12"
 _LEGACY_REFERENCE_SQL = (
     f"(SELECT '{LEGACY_REFERENCE}' WHERE EXISTS (SELECT 1 FROM cases c "
@@ -600,9 +610,9 @@ class Store:
                 ("position", position),  # the suite's order (registry order of variants)
                 ("variant", r.variant),
                 # the matmul benchmark's parameters (NULL where a benchmark has none); all: params
-                ("dtype", None if r.dtype is None else str(r.dtype)),
-                ("layout", None if r.layout is None else str(r.layout)),
-                ("K", r.K if isinstance(r.K, int) and not isinstance(r.K, bool) else None),
+                ("dtype", _param(r.params, "dtype", str)),
+                ("layout", _param(r.params, "layout", str)),
+                ("K", _param(r.params, "K", int)),
                 ("twin", r.twin),
                 ("n_samples", len(r.samples_s)),
                 ("median_s", r.median_s),

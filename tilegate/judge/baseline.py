@@ -64,7 +64,7 @@ from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_json, is_finite_number, is_finite_positive, read_json
 from tilegate.judge.policy import Policy
-from tilegate.judge.results import SMOKE_SLUG, MatmulNames
+from tilegate.judge.results import SMOKE_SLUG
 
 SCHEMA_VERSION = 1
 DEFAULT_DIR = Path("baselines")
@@ -87,7 +87,7 @@ def how_to_create(slug: str, path: Path) -> str:
 
 
 @dataclass(frozen=True)
-class BaselineRow(MatmulNames):
+class BaselineRow:
     key: str
     variant: str
     params: Mapping[str, Any]  # the case's parameters (tilegate.judge.results.Row.params)

@@ -1,7 +1,11 @@
 """Judge one results file (and its re-measurements) against its GPU's baseline: the facts.
 
 `judge` reads the inputs, compares (stored baseline, A/B) and applies the one exit rule
-(tilegate.judge.outcome); it returns a `Judgement`, plain data, and writes nothing. A problem it
+(tilegate.judge.outcome); it returns a `Judgement`, plain data, and writes nothing. The
+Judgement holds everything a reader is told: the outcome and its exit code, the headline (the
+report's first line, the PR comment's, the job summary's and `tilegate explain`'s: the same
+words everywhere), the integrity, the coverage and the confirmations. Every renderer renders it
+and decides nothing (tilegate.report). A problem it
 cannot judge is an InputError naming the file and what to do. tilegate.run.gate writes the report
 (tilegate.report.gate renders it), the plots and the suspects, and turns an InputError into exit 2.
 """
@@ -11,13 +15,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
 from tilegate.judge.ab import ABComparison, compare_ab, load_noise, noise_path
 from tilegate.judge.baseline import baseline_path, how_to_create, load_baseline
 from tilegate.judge.coverage import Coverage, of_run
 from tilegate.judge.integrity import Integrity, check_baseline, check_noise
-from tilegate.judge.outcome import Outcome, outcome
+from tilegate.judge.outcome import Outcome, headline, outcome
 from tilegate.judge.policy import load_tolerances
 from tilegate.judge.results import Run, load_results
 from tilegate.judge.verdict import Comparison, compare
@@ -25,17 +30,20 @@ from tilegate.judge.verdict import Comparison, compare
 
 @dataclass(frozen=True)
 class Judgement:
-    """The facts of judging one run: the run, its comparisons, the outcome, and what to say beside."""
+    """The facts of judging one run, everything a reader is told: the run, its comparisons, the
+    outcome (exit code), the headline, and what to say beside. Build one with `judgement`."""
 
     run: Run
     comparison: Comparison | None
     ab: ABComparison | None
     outcome: Outcome
+    headline: str  # the report's first line without "# ": "tilegate: FAIL: 1 regression"
     report_only: bool = False
     no_baseline: str | None = None  # why there is no stored-baseline verdict (report-only, A/B)
     integrity: Integrity | None = None
     notes: tuple[str, ...] = ()  # what the caller should tell the user beside the report
     coverage: Coverage | None = None  # what the protocol said to measure (judge.coverage)
+    confirmations: tuple[Path, ...] = ()  # the re-measurements judged with the run
 
     @property
     def code(self) -> int:
@@ -45,8 +53,18 @@ class Judgement:
             return EXIT_FAIL if self.coverage is not None and self.coverage.fails else EXIT_OK
         return self.outcome.code
 
+    @property
+    def failing_integrity(self) -> tuple[str, ...]:
+        """The unacknowledged loosenings of baselines/ that fail the run (none when report-only)."""
+        if self.integrity is None or self.report_only:
+            return ()
+        return self.integrity.failing
+
     def suspects(self) -> list[str]:
-        """The case ids to measure again: the A/B's, then the stored baseline's."""
+        """The case ids to measure again: the A/B's, then the stored baseline's; none in a smoke
+        run (its timings set no verdict: there is nothing to confirm)."""
+        if self.outcome.smoke:
+            return []
         # in A/B mode a stored-baseline slowdown of a case whose code is the base's is drift
         # (tilegate.judge.outcome): a confirmation run would spend its rounds for nothing
         ab, cmp = self.ab, self.comparison
@@ -56,6 +74,96 @@ class Judgement:
                 [*(ab.suspects() if ab else []), *(cmp.suspects(same_code) if cmp else [])]
             )
         )
+
+    def verdicts(self) -> dict[str, str]:
+        """Each judged case's verdict word (A/B cases first, then the stored-baseline rows the
+        A/B does not judge): what `tilegate explain` prints for the run."""
+        out: dict[str, str] = {}
+        if self.ab is not None:
+            out.update({c.key: c.verdict.name for c in self.ab.cases})
+        if self.comparison is not None:
+            for r in self.comparison.rows:
+                out.setdefault(r.key, r.verdict.name)
+        return out
+
+    def record(self) -> dict[str, Any]:
+        """The judgement as JSON (`VERDICTS`, beside the report): what `tilegate explain` reads
+        to print exactly this run's verdicts, confirmations included."""
+        return {
+            "schema": VERDICTS_SCHEMA,
+            "results": self.run.path.name,
+            "confirmations": [p.name for p in self.confirmations],
+            "headline": self.headline,
+            "exit_code": self.code,
+            "verdicts": self.verdicts(),
+        }
+
+
+VERDICTS = "verdicts.json"  # the Judgement's record, beside the report (Judgement.record)
+VERDICTS_SCHEMA = "tilegate-verdicts/1"
+
+
+def _headline(
+    result: Outcome,
+    cmp: Comparison | None,
+    ab: ABComparison | None,
+    report_only: bool,
+    coverage: Coverage | None,
+) -> str:
+    """The run in one line, from its outcome: the word of its exit code and what failed."""
+    narrowed = (
+        f" (NARROWED by {', '.join(coverage.narrowed)}: not every case of the profile)"
+        if coverage is not None and coverage.narrowed
+        else ""
+    )
+    uncovered = coverage is not None and coverage.fails
+    if cmp is None and ab is None and not uncovered and not result.integrity:
+        return "tilegate: REPORT ONLY (no baseline, no verdict)" + narrowed
+    word = headline(result.code).value
+    parts = result.parts
+    if report_only and uncovered:
+        # what was not measured fails even a report-only run: there is nothing to report of it
+        assert coverage is not None
+        word, parts = headline(EXIT_FAIL).value, [*coverage.parts, "timings: report only"]
+    elif report_only:
+        word = f"REPORT ONLY (would {word.lower()})"
+    elif result.smoke:
+        timed = [p for p in parts if coverage is None or p not in coverage.parts]
+        word += " (smoke run: its timings mean nothing and fail nothing"
+        word += f"; they say {', '.join(timed)})" if timed else ")"
+        parts = [p for p in parts if p not in timed]
+    return f"tilegate: {word}" + (f": {', '.join(parts)}" if parts else "") + narrowed
+
+
+def judgement(
+    run: Run,
+    cmp: Comparison | None = None,
+    ab: ABComparison | None = None,
+    *,
+    report_only: bool = False,
+    no_baseline: str | None = None,
+    integrity: Integrity | None = None,
+    coverage: Coverage | None = None,
+    confirmations: Sequence[Path] = (),
+    notes: Sequence[str] = (),
+) -> Judgement:
+    """The Judgement of `run` from its comparisons: the outcome (tilegate.judge.outcome, with the
+    smoke rule for an interpreter run) and the headline, decided here once."""
+    failing = integrity.failing if integrity is not None else ()
+    result = outcome(cmp, ab, failing, coverage, smoke=run.env.smoke)
+    return Judgement(
+        run,
+        cmp,
+        ab,
+        result,
+        _headline(result, cmp, ab, report_only, coverage),
+        report_only=report_only,
+        no_baseline=no_baseline,
+        integrity=integrity,
+        notes=tuple(notes),
+        coverage=coverage,
+        confirmations=tuple(confirmations),
+    )
 
 
 def judge(
@@ -104,18 +212,21 @@ def judge(
             check_noise(noise)
         ab = compare_ab(run, noise, reruns, accept_removed=accept_baseline_change)
     no_baseline = None
+    # a hint names the repository's baselines/, never where a pull request's gate put the
+    # base's copy (tilegate.judge.integrity: a directory under .perf/ or a temporary one)
+    shown = baseline_path(slug) if integrity is not None else path
     if not path.exists() and (report_only or ab is not None):
         no_baseline = (
-            f"No baseline for {slug} at `{path}`, so no stored-baseline verdict. "
-            f"{how_to_create(slug, path)}"
+            f"No baseline for {slug} at `{shown}`, so no stored-baseline verdict. "
+            f"{how_to_create(slug, shown)}"
         )
         if ab is not None:
-            notes.append(f"no stored baseline {path}: judged on the A/B verdict alone")
+            notes.append(f"no stored baseline {shown}: judged on the A/B verdict alone")
     else:
         if not path.exists():
             raise InputError(
-                f"no baseline for {slug}: {path} does not exist. "
-                f"{how_to_create(slug, path)} "
+                f"no baseline for {slug}: {shown} does not exist. "
+                f"{how_to_create(slug, shown)} "
                 "To see the report without a verdict, pass --report-only."
             )
         stored = load_baseline(path)
@@ -125,16 +236,14 @@ def judge(
         before = of_run(run, stored)
         accounted = frozenset(m.key for m in before.missing) if before is not None else frozenset()
         cmp = compare(run, stored, reruns, allow_missing=allow_missing, accounted=accounted)
-    failing = integrity.failing if integrity is not None else ()
-    cov = of_run(run, cmp.baseline if cmp is not None else None)
-    return Judgement(
+    return judgement(
         run,
         cmp,
         ab,
-        outcome(cmp, ab, failing, cov),
         report_only=report_only,
         no_baseline=no_baseline,
         integrity=integrity,
-        notes=tuple(notes),
-        coverage=cov,
+        coverage=of_run(run, cmp.baseline if cmp is not None else None),
+        confirmations=confirmations,
+        notes=notes,
     )

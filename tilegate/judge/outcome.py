@@ -25,13 +25,18 @@
   A/A noise cannot give is exit 2 (the identity missed something).
 * Upgrade A/B (`tilegate upgrade-ab`): an A/B of one tree under two environments, judged as
   every A/B (no stored baseline).
+* Every mode, a smoke run (an interpreter profile: the CPU interpreter, whose timings mean
+  nothing; `timings_not_judged`): the verdicts are shown, but no timing verdict sets the exit
+  code (SLOWER, REGRESSED, a broken expectation, UNSTABLE, SAME CODE TIME MOVED, GPU OFF); it
+  fails only on what is not a timing: a case or expectation not measured or checked (a failed
+  correctness check among them), a removed variant, an unacknowledged baseline change.
 
 The words the verdicts give, and what each means: tilegate.judge.vocabulary.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK
 from tilegate.judge.ab import ABCase, ABComparison
@@ -56,6 +61,14 @@ class Outcome:
     # A/B UNSTABLE cases: with a mode slower on its own rounds (fails), and the rest (exit 2)
     unstable_slower: tuple[ABCase, ...] = ()
     unstable: tuple[ABCase, ...] = ()
+    smoke: bool = False  # an interpreter run: its timing verdicts set no exit code
+
+    @property
+    def structural(self) -> bool:
+        """Whether something that is not a timing fails the run: a case or expectation of the
+        protocol not measured or checked, a removed variant, an unacknowledged baseline change."""
+        uncovered = self.coverage is not None and self.coverage.fails
+        return bool(uncovered or self.integrity or self.removed or self.gone)
 
     @property
     def parts(self) -> list[str]:
@@ -99,8 +112,10 @@ def outcome(
     ab: ABComparison | None,
     integrity: tuple[str, ...] = (),
     coverage: Coverage | None = None,
+    *,
+    smoke: bool = False,
 ) -> Outcome:
-    """The exit code: 2 when the identity proved untrustworthy (SAME CODE, TIME MOVED) or a GPU
+    """The exit code (`smoke`: the run's timings mean nothing, `timings_not_judged`): 2 when the identity proved untrustworthy (SAME CODE, TIME MOVED) or a GPU
     was off or an UNSTABLE case has no slower mode, and nothing else failed (the identity: even
     then); 1 for a measured regression (SLOWER, or an UNSTABLE case with a mode slower on its
     own rounds), a broken expectation, a removed variant, a case or expectation of the protocol
@@ -126,7 +141,7 @@ def outcome(
         code = EXIT_CANNOT_JUDGE
     if inconsistent:
         code = EXIT_CANNOT_JUDGE
-    return Outcome(
+    result = Outcome(
         code,
         regressions,
         base.drift,
@@ -140,6 +155,14 @@ def outcome(
         unstable_slower=unstable_slower,
         unstable=unstable,
     )
+    return timings_not_judged(result) if smoke else result
+
+
+def timings_not_judged(result: Outcome) -> Outcome:
+    """A smoke run's outcome (an interpreter profile: its timings mean nothing): every verdict
+    kept, to be shown; the exit code 1 only for what is not a timing (`Outcome.structural`),
+    else 0. The one smoke rule of every mode: stored baseline, A/B and upgrade."""
+    return replace(result, code=EXIT_FAIL if result.structural else EXIT_OK, smoke=True)
 
 
 def _outcome(cmp: Comparison | None, ab: ABComparison | None) -> Outcome:

@@ -502,11 +502,23 @@ def rebaseline(
         f"ceiling {policy.ceiling:.1%})",
     ]
     sw = provenance.get("software") or {}
-    lines.append(
-        f"Environment: {gpu.get('name')} ({gpu.get('sm_count')} SMs), driver {provenance.get('driver')}, "
-        f"CUDA {provenance.get('cuda')}, torch {sw.get('torch')}, Triton {sw.get('triton')}, "
-        f"harness {provenance.get('harness_version')}, profile(s) {', '.join(provenance.get('profiles') or [])}"
-    )
+    # only what the runs recorded: a smoke run (the CPU interpreter) has no SMs, driver or CUDA
+    facts = [
+        f"{gpu.get('name')}" + (f" ({gpu['sm_count']} SMs)" if gpu.get("sm_count") else ""),
+        *(
+            f"{label} {value}"
+            for label, value in (
+                ("driver", provenance.get("driver")),
+                ("CUDA", provenance.get("cuda")),
+                ("torch", sw.get("torch")),
+                ("Triton", sw.get("triton")),
+                ("harness", provenance.get("harness_version")),
+            )
+            if value
+        ),
+        f"profile(s) {', '.join(provenance.get('profiles') or [])}",
+    ]
+    lines.append("Environment: " + ", ".join(facts))
     if old is None:
         lines.append(f"No previous baseline at {out}: every row is new.")
     else:

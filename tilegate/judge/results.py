@@ -20,10 +20,7 @@ from tilegate.fileio import is_finite_number, is_finite_positive, read_json
 from tilegate.judge import stats
 
 SMOKE_SLUG = "smoke"  # the "GPU" of a smoke run (CPU interpreter): no GPU facts exist
-_PRODUCE = (
-    "Produce results with `tilegate perf` (or `nox -s perf`); "
-    "a file cut short or edited by hand: measure again"
-)
+_PRODUCE = "Produce results with `tilegate perf`; a file cut short or edited by hand: measure again"
 
 
 @dataclass(frozen=True)
@@ -150,35 +147,8 @@ class Environment:
         return self.fixed.get("N")
 
 
-class MatmulNames:
-    """Legacy accessors of a row's `params` (the history store's columns, older reports): the
-    matmul benchmark's parameter names, None where a benchmark has no such parameter."""
-
-    params: Mapping[str, Any]
-
-    @property
-    def dtype(self) -> Any:
-        return self.params.get("dtype")
-
-    @property
-    def layout(self) -> Any:
-        return self.params.get("layout")
-
-    @property
-    def M(self) -> Any:
-        return self.params.get("M")
-
-    @property
-    def N(self) -> Any:
-        return self.params.get("N")
-
-    @property
-    def K(self) -> Any:
-        return self.params.get("K")
-
-
 @dataclass(frozen=True)
-class Row(MatmulNames):
+class Row:
     """One benchmark case of one run."""
 
     key: str
@@ -813,7 +783,7 @@ def load_results(path: str | Path) -> Run:
     p = Path(path)
     if not p.exists() and not p.is_symlink():
         raise InputError(
-            f"results file {p} does not exist. `tilegate perf` (or `nox -s perf`) writes one: "
+            f"results file {p} does not exist. `tilegate perf` writes one: "
             ".perf/results.json (`--out-dir DIR`: DIR/results.json); measure first, or give that path"
         )
     if p.is_file() and p.stat().st_size == 0:
@@ -821,7 +791,9 @@ def load_results(path: str | Path) -> Run:
             f"results file {p} is empty (0 bytes): the run that wrote it did not finish (a suite "
             "that dies leaves one with pytest-benchmark 5.2.3); its log says why. Measure again"
         )
-    data = read_json(p, "results file", allow_nan=True)
+    data = read_json(
+        p, "results file", allow_nan=True, remedy="measure again (`tilegate perf` writes it)"
+    )
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
         raise InputError(
             f"results file {p} is not pytest-benchmark JSON (no 'benchmarks' list). {_PRODUCE}"

@@ -76,18 +76,6 @@ class RowVerdict:
         return self._row.params
 
     @property
-    def dtype(self) -> str:
-        return self._row.dtype
-
-    @property
-    def layout(self) -> str:
-        return self._row.layout
-
-    @property
-    def K(self) -> int:
-        return self._row.K
-
-    @property
     def tolerance(self) -> float | None:
         return self.base.tolerance if self.base is not None else None
 
@@ -355,8 +343,12 @@ def compare(
                 continue
             if key in missing:
                 note = "skipped or failed before timing (--allow-missing)"
-            elif base.group in measured_groups:
+            elif key in accounted:
+                note = "not measured: skipped or failed (the coverage says why)"
+            elif base.group in measured_groups and selected is not None:
                 note = "variant not selected for this run (--perf-variants)"
+            elif base.group in measured_groups:
+                note = "not measured in this run"
             else:
                 note = "not in this run's profile"
             verdicts.append(

@@ -8,16 +8,14 @@ prints the same, as plain text, for a results file written earlier (a CI artifac
 
 from __future__ import annotations
 
-import argparse
 import html
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
-from tilegate.explain.diff import EXPLAINED, MAX_LINES, Explanation, explain_cases, write
+from tilegate.explain.diff import Explanation, explain_cases, write
 
 
 def _title(sides: str) -> str:
@@ -50,16 +48,54 @@ def why_section(explanations: Sequence[Explanation], sides: str = "base -> head"
         return [_title(sides), "", f"- explanation unavailable: {type(err).__name__}: {err}", ""]
 
 
+# a measured figure (a time, a share): what may differ between cases said as one; every other
+# number (num_warps 8 -> 4, registers) is part of what an explanation says
+_NUMBER = re.compile(r"(\d[\d,]*(?:\.\d+)?)(?=\s?(?:us\b|ms\b|s\b|%))")
+
+
+def _shape(e: Explanation) -> tuple[str, ...]:
+    """What an explanation says with its measured figures left out: explanations of one shape
+    are said once, for all their cases (their figures as ranges)."""
+    return (e.verdict, *(_NUMBER.sub("#", line) for line in [e.summary, *e.lines[1:]]))
+
+
+def _figure(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def _ranged(texts: Sequence[str]) -> str:
+    """Lines of one shape as one: each figure the same in all, or its range ("3-62")."""
+    parts = [_NUMBER.split(t) for t in texts]
+    out = []
+    for i, first in enumerate(parts[0]):
+        values = sorted({p[i] for p in parts}, key=_figure) if i % 2 else [first]
+        out.append(values[0] if len(values) == 1 else f"{values[0]}-{values[-1]}")
+    return "".join(out)
+
+
+def _grouped(explanations: Sequence[Explanation]) -> list[list[Explanation]]:
+    groups: dict[tuple[str, ...], list[Explanation]] = {}
+    for e in explanations:
+        groups.setdefault(_shape(e), []).append(e)
+    return list(groups.values())
+
+
 def _why(explanations: Sequence[Explanation], title: str) -> list[str]:
     out: list[str] = [title, ""]
-    reasons = {e.unavailable for e in explanations}
-    if len(explanations) > 1 and len(reasons) == 1 and None not in reasons:
-        keys = ", ".join(f"`{e.key}`" for e in explanations[:8])
-        more = f" and {len(explanations) - 8} more" if len(explanations) > 8 else ""
-        return [*out, f"- {keys}{more}: explanation unavailable: {reasons.pop()}", ""]
-    for e in explanations:
-        head = f"`{e.key}` {e.verdict}: {e.summary}".replace("  ", " ")
-        body = [f"- {line}" for line in e.lines[1:]] + _tail(e)
+    for group in _grouped(explanations):
+        e = group[0]
+        if len(group) == 1:
+            head = f"`{e.key}` {e.verdict}: {e.summary}".replace("  ", " ")
+            body = [f"- {line}" for line in e.lines[1:]] + _tail(e)
+        else:
+            keys = ", ".join(f"`{g.key}`" for g in group[:8])
+            more = f" and {len(group) - 8} more" if len(group) > 8 else ""
+            summary = _ranged([g.summary for g in group])
+            head = f"{len(group)} cases {e.verdict}: {summary} ({keys}{more})".replace("  ", " ")
+            body = [f"- {_ranged([g.lines[i] for g in group])}" for i in range(1, len(e.lines))]
+            diffs = [g.diff_file for g in group if g.diff_file]
+            if diffs:
+                body.append(f"- TTGIR diffs: {', '.join(f'`{d}`' for d in diffs[:8])}")
         if not body:
             out += [f"- {head}", ""]
             continue
@@ -82,17 +118,44 @@ def text(explanations: Sequence[Explanation]) -> str:
 # --- tilegate explain --------------------------------------------------------------------------
 
 
-def _verdicts(run: Any, baselines: Path) -> dict[str, str]:
-    """Each A/B case's verdict, as `tilegate compare` would judge it ({} where it cannot)."""
-    from tilegate.judge.ab import compare_ab, load_noise, noise_path
+def _recorded(results: Path) -> dict[str, Any] | None:
+    """The Judgement's record the run wrote beside `results` (tilegate.judge.gate.VERDICTS,
+    tilegate.run.gate.record), if it is this file's: its headline, verdicts and the decided
+    cases, confirmations included. None when there is none, or it is of another file."""
+    import hashlib
+
+    from tilegate.fileio import read_json
+    from tilegate.judge.gate import VERDICTS, VERDICTS_SCHEMA
+
+    path = results.parent / VERDICTS
+    try:
+        data = read_json(path, "the run's verdicts record")
+        digest = hashlib.sha256(results.read_bytes()).hexdigest()
+    except (InputError, OSError):
+        return None
+    if not isinstance(data, dict) or data.get("schema") != VERDICTS_SCHEMA:
+        return None
+    if data.get("results") != results.name or data.get("results_sha256") != digest:
+        return None
+    return data
+
+
+def _judged_again(results: Path, baselines: Path) -> dict[str, Any] | None:
+    """No record beside the file: the run judged again as `tilegate compare` would (without the
+    confirmations it may have had). None when it cannot be judged here."""
+    from tilegate.explain.diff import decided
+    from tilegate.judge.gate import judge
 
     try:
-        path = noise_path(run.env.gpu.slug, baselines)
-        noise = load_noise(path) if path.exists() else None
-        ab = compare_ab(run, noise)
+        judged = judge(results, baselines_dir=baselines)
     except InputError:
-        return {}
-    return {c.key: str(getattr(c.verdict, "name", c.verdict)) for c in ab.cases}
+        return None
+    return {
+        "headline": judged.headline,
+        "verdicts": judged.verdicts(),
+        "explained": decided(judged.comparison, judged.ab),
+        "confirmations": [],
+    }
 
 
 def explain_command(
@@ -101,8 +164,10 @@ def explain_command(
     baselines: Path = Path("baselines"),
     out: Path | None = None,
 ) -> tuple[int, str]:
-    """(exit code, text) of `tilegate explain`: 2 with the reason for a file that is not
-    tilegate results or a case it does not hold; 0 otherwise."""
+    """(exit code, text) of `tilegate explain`: the run's headline and the explanation of each
+    decided case with changed code, with the verdicts of the run that wrote `results` (its
+    record beside it, confirmations included; judged again when there is none). 2 with the
+    reason for a file that is not tilegate results or a case it does not hold; 0 otherwise."""
     from tilegate.judge.results import load_results
 
     try:
@@ -122,7 +187,21 @@ def explain_command(
             f"results {results} are not an A/B run (`tilegate perf --ab REF`): there is no base "
             "side to explain a change against\n"
         )
-    verdicts = _verdicts(run, baselines)
+    record = _recorded(results)
+    head: list[str] = []
+    if record is not None:
+        confirmed = record.get("confirmations") or []
+        head = [str(record.get("headline", ""))]
+        if confirmed:
+            head.append(f"(verdicts of the run, with its confirmations {', '.join(confirmed)})")
+    else:
+        record = _judged_again(results, baselines)
+        if record is not None:
+            head = [
+                str(record["headline"]),
+                f"(no record of the run beside {results}: judged again, without confirmations)",
+            ]
+    verdicts: dict[str, str] = dict(record.get("verdicts") or {}) if record else {}
     if cases:
         todo = [(c, verdicts.get(c, "")) for c in cases]
     else:
@@ -131,54 +210,18 @@ def explain_command(
             for k, h in run.rows.items()
             if k in run.base_rows and h.code_hash != run.base_rows[k].code_hash
         ]
-        todo = [(k, v) for k, v in verdicts.items() if k in changed and v in EXPLAINED]
-        if not verdicts:  # could not judge: every changed case, without its verdict
+        todo = [(str(k), str(v)) for k, v in (record or {}).get("explained") or []]
+        if record is None:  # could not judge: every changed case, without its verdict
             todo = [(k, "") for k in changed]
         if not todo:
-            return EXIT_OK, (
-                f"nothing to explain: no decided case of {results} has changed code "
-                f"({len(changed)} case(s) with changed code; name one to explain it anyway)\n"
-            )
+            return EXIT_OK, "\n".join(
+                [
+                    *head,
+                    f"nothing to explain: no decided case of {results} has changed code "
+                    f"({len(changed)} case(s) with changed code; name one to explain it anyway)",
+                ]
+            ) + "\n"
     explanations = explain_cases(results, todo)
     if out is not None:
         write(explanations, results, out)
-    return EXIT_OK, text(explanations)
-
-
-def add_subcommand(sub: Any) -> None:
-    p = sub.add_parser(
-        "explain",
-        help="say why each decided case of an A/B results file changed (launches, compile facts)",
-        description=(
-            "For a results file written earlier (an A/B run, e.g. a CI artifact): per case whose "
-            "code changed and whose verdict is decided, what differs between base and head: "
-            "launches added or dropped with their share of the GPU time, and per changed Triton "
-            f"kernel its compile facts (at most {MAX_LINES} lines a case). Name cases to explain "
-            "them whatever their verdict. Exit 0; 2 for a bad file or an unknown case."
-        ),
-    )
-    p.add_argument("results", metavar="RESULTS", help="a results JSON written by `tilegate perf`")
-    p.add_argument("cases", nargs="*", metavar="CASE", help="case ids (default: the decided ones)")
-    p.add_argument(
-        "--baselines",
-        default="baselines",
-        metavar="DIR",
-        help="where the A/B noise file is, for the verdicts (default: baselines)",
-    )
-    p.add_argument(
-        "--out",
-        metavar="DIR",
-        help="also write explanations.json and each case's TTGIR diff into DIR",
-    )
-    p.set_defaults(func=_cmd_explain)
-
-
-def _cmd_explain(args: argparse.Namespace) -> int:
-    code, out = explain_command(
-        Path(args.results),
-        args.cases,
-        Path(args.baselines),
-        Path(args.out) if args.out else None,
-    )
-    (sys.stdout if code == EXIT_OK else sys.stderr).write(out if out.endswith("\n") else out + "\n")
-    return code
+    return EXIT_OK, "".join(f"{line}\n" for line in head) + text(explanations)

@@ -19,13 +19,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL
+from tilegate.errors import EXIT_CANNOT_JUDGE
 from tilegate.judge.ab import UNSTABLE_TODO, ABComparison, ABVerdict
 from tilegate.judge.autotune import TUNER_FLIP
 from tilegate.judge.baseline import Baseline
 from tilegate.judge.coverage import Coverage
 from tilegate.judge.crosstile import CrossTilePair, ExpectationResult, Status, crosstile_pairs
-from tilegate.judge.outcome import Outcome, headline, outcome
+from tilegate.judge.gate import Judgement
+from tilegate.judge.outcome import Outcome
 from tilegate.judge.results import Run, row_order
 from tilegate.judge.verdict import Comparison, Verdict
 from tilegate.markdown import listing, ms, p_value, pct, table
@@ -100,17 +101,17 @@ def _settled(ab: ABComparison | None) -> bool:
     )
 
 
-def _deciding(
-    cmp: Comparison | None,
-    ab: ABComparison | None,
-    report_only: bool,
-    integrity: Sequence[str] = (),
-    coverage: Coverage | None = None,
-) -> list[str]:
+def _deciding(judged: Judgement) -> list[str]:
     """One row per thing that decides the exit code; a sentence when nothing does."""
+    cmp, ab, coverage, report_only = (
+        judged.comparison,
+        judged.ab,
+        judged.coverage,
+        judged.report_only,
+    )
     if cmp is None and ab is None and (coverage is None or not coverage.fails):
         return []
-    result = outcome(cmp, ab, tuple(integrity), coverage)
+    result, integrity = judged.outcome, judged.failing_integrity
     rows: list[tuple[str, str, str, str, str]] = []
 
     def interval(c: Any) -> str:
@@ -143,6 +144,8 @@ def _deciding(
     for c in (*result.unstable_slower, *result.unstable):
         modes = " / ".join(m.describe() for m in c.modes) or "medians and ratio disagree"
         exit_ = "a mode slower: fails" if c.fails else "no mode slower: exit 2"
+        if result.smoke:
+            exit_ = "a mode slower" if c.fails else "no mode slower"
         rows.append(
             (
                 f"`{c.key}`",
@@ -192,7 +195,7 @@ def _deciding(
                 "",
             )
         )
-    if result.code == EXIT_CANNOT_JUDGE and cmp is not None:
+    if (result.code == EXIT_CANNOT_JUDGE or result.smoke) and cmp is not None:
         for g in cmp.off_gpus:
             gpu = f"GPU {g.index}" + (f" ({g.serial})" if g.serial else "")
             rows.append((gpu, "GPU OFF: its rows not judged (exit 2)", "", g.why, ""))
@@ -203,48 +206,29 @@ def _deciding(
             + (" (it fails on what it did not measure)." if coverage and coverage.fails else "."),
             "",
         ]
+    elif result.smoke and rows:
+        out += [
+            "Smoke run (an interpreter profile): its timings mean nothing, so the timing "
+            "verdicts below are shown and fail nothing; the run fails only on what it did not "
+            "measure or check, a removed variant or a loosened baseline.",
+            "",
+        ]
     if rows:
         header = ["case", "decided by", "change", "interval or bound", "tolerance"]
         return [*out, *table(header, "llrlr", rows), ""]
-    judged = []
+    counted: list[str] = []
     if ab is not None:
-        judged.append(
+        counted.append(
             f"{len(ab.cases)} A/B case(s), {len(ab.changed_code)} variant(s) with changed code"
         )
     if cmp is not None:
         n = sum(r.verdict not in (Verdict.NOT_MEASURED, Verdict.NEW) for r in cmp.rows)
         m = sum(c.status is not Status.NOT_MEASURED for c in cmp.expectations)
-        judged.append(f"{n} row(s) judged against the baseline, {m} expectation check(s)")
-    return [*out, f"None: nothing fails ({'; '.join(judged)}).", ""]
+        counted.append(f"{n} row(s) judged against the baseline, {m} expectation check(s)")
+    return [*out, f"None: nothing fails ({'; '.join(counted)}).", ""]
 
 
 # --- header and summary ----------------------------------------------------------------------------
-
-
-def _headline(
-    cmp: Comparison | None,
-    ab: ABComparison | None,
-    report_only: bool,
-    coverage: Coverage | None = None,
-) -> str:
-    narrowed = (
-        f" (NARROWED by {', '.join(coverage.narrowed)}: not every case of the profile)"
-        if coverage is not None and coverage.narrowed
-        else ""
-    )
-    uncovered = coverage is not None and coverage.fails
-    if cmp is None and ab is None and not uncovered:
-        return "# tilegate: REPORT ONLY (no baseline, no verdict)" + narrowed
-    result = outcome(cmp, ab, (), coverage)
-    word = headline(result.code).value
-    parts = result.parts
-    if report_only and uncovered:
-        # what was not measured fails even a report-only run: there is nothing to report of it
-        assert coverage is not None
-        word, parts = headline(EXIT_FAIL).value, [*coverage.parts, "timings: report only"]
-    elif report_only:
-        word = f"REPORT ONLY (would {word.lower()})"
-    return f"# tilegate: {word}" + (f": {', '.join(parts)}" if parts else "") + narrowed
 
 
 def _coverage(coverage: Coverage | None) -> list[str]:
@@ -1036,31 +1020,26 @@ def _warnings(run: Run) -> list[str]:
 
 
 def render(
-    run: Run,
-    cmp: Comparison | None = None,
+    judged: Judgement,
     *,
-    ab: ABComparison | None = None,
-    report_only: bool = False,
-    no_baseline_reason: str | None = None,
     plots: Sequence[Path] = (),
     relative_to: Path | None = None,
     suspects_path: Path | None = None,
-    integrity: Sequence[str] = (),
-    coverage: Coverage | None = None,
     explanations: Sequence[Any] = (),
 ) -> str:
-    """The whole report as markdown. `integrity`: the unacknowledged loosenings of baselines/
-    (tilegate.judge.integrity's `Integrity.failing`), rows of the deciding cases. `coverage`:
-    what the protocol said to measure (tilegate.judge.coverage). `explanations`:
+    """The whole report of a Judgement (tilegate.judge.gate) as markdown: its headline, the
+    pull request's baselines/ changes under it (tilegate.judge.integrity), what decides the exit
+    code, the rest. It renders the Judgement and decides nothing. `explanations`:
     tilegate.explain.diff's, under the deciding cases (so in the PR comment)."""
-    out = [
-        _headline(cmp, ab, report_only, coverage),
-        "",
-        *_banners(run, cmp.baseline if cmp else None),
-    ]
-    out += _deciding(cmp, ab, report_only, integrity, coverage)
+    run, cmp, ab = judged.run, judged.comparison, judged.ab
+    banner = judged.integrity.banner() if judged.integrity is not None else ""
+    out = [f"# {judged.headline}", ""]
+    if banner:
+        out += [banner.strip("\n"), ""]
+    out += _banners(run, cmp.baseline if cmp else None)
+    out += _deciding(judged)
     out += why_section(explanations)
-    out += _coverage(coverage)
+    out += _coverage(judged.coverage)
     if ab is not None:
         out += _ab(ab)
     if cmp is not None:
@@ -1076,9 +1055,9 @@ def render(
             + ".",
             "",
         ]
-        out += [*_summary(cmp, outcome(cmp, ab, (), coverage)), ""]
+        out += [*_summary(cmp, judged.outcome), ""]
         if suspects_path is not None:
-            n = len(set(cmp.suspects()) | set(ab.suspects() if ab else []))
+            n = len(judged.suspects())
             out += [
                 f"{n} case(s) to measure again written to `{suspects_path}`."
                 if n
@@ -1086,7 +1065,7 @@ def render(
                 "",
             ]
     elif ab is None:
-        out += [f"Results `{run.path}`. {no_baseline_reason or ''}".rstrip(), ""]
+        out += [f"Results `{run.path}`. {judged.no_baseline or ''}".rstrip(), ""]
     out += [*_environment(run, cmp.baseline if cmp else None), ""]
     out += _pairs(run, cmp)
     if cmp is not None:

@@ -76,8 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser, profiles: Sequence[str] | Non
     )
     add_profile_argument(
         parser,
-        default="default",
-        use="perf profile whose dtypes, layouts and Ks are compiled",
+        use="perf profile whose grid is compiled",
+        default="the benchmark's fingerprint_profile, else its default profile",
         names=profiles,
     )
     parser.add_argument(
@@ -134,9 +134,18 @@ def run(args: argparse.Namespace) -> int:
         json_dir=args.json_dir or (UPGRADE_JSON_DIR if up else DEFAULT_JSON_DIR),
     )
     try:
-        from tilegate.fingerprint.suite import profiles
+        from tilegate.fingerprint.suite import benchmark, profiles
 
-        check_profile(args.profile)
+        bench = benchmark()
+        if not any(getattr(v, "plan", None) is not None for v in bench.variants):
+            raise InputError(
+                f"nothing to fingerprint: no variant of benchmark {bench.name!r} declares a "
+                "launch plan (`Variant(plan=...)`, whose launches the fingerprint compiles ahead "
+                "of time; tilegate's own example repository declares them). The A/B's "
+                "explanation (`tilegate explain`) still records the compile facts of every "
+                "kernel a case launches"
+            )
+        args.profile = check_profile(args.profile or bench.fingerprint_profile)
         PROFILES = profiles()
         if args.profile not in PROFILES:
             raise InputError(

@@ -1,30 +1,33 @@
 """The gate: a results file (and its re-measurements) against its GPU's baseline -> report, exit code.
 
 `gate` is what `tilegate compare` / `tilegate report` and the `tilegate perf` loop call: it judges
-(tilegate.judge.gate: the facts), renders (tilegate.report.gate) and writes the report, the plots
-and the suspects. It raises nothing for bad input: a problem it cannot judge becomes exit 2 with
+(tilegate.judge.gate: the facts, a Judgement), renders it (tilegate.report.render) and writes the
+report, the Judgement's record beside it (`verdicts.json`: what `tilegate explain` prints), the
+plots and the suspects. It raises nothing for bad input: a problem it cannot judge becomes exit 2 with
 the reason, and the report file, when one is asked for, then says CANNOT JUDGE (never a stale
 report).
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
-from tilegate.explain.diff import explain_judgement
+from tilegate.explain.diff import decided, explain_judgement
 from tilegate.explain.diff import write as write_explanations
-from tilegate.fileio import atomic_write_text
+from tilegate.fileio import atomic_write_json, atomic_write_text
 from tilegate.judge.ab import ABComparison
-from tilegate.judge.gate import judge
+from tilegate.judge.gate import VERDICTS, Judgement, judge
 from tilegate.judge.integrity import Integrity
 from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison
 from tilegate.report.cannot_judge import cannot_judge_report
-from tilegate.report.gate import report
+from tilegate.report.render import render
 
 
 @dataclass(frozen=True)
@@ -38,16 +41,31 @@ class Gated:
     error: str | None = None  # why it could not judge (exit 2)
     notes: tuple[str, ...] = ()  # what the caller should tell the user beside the report
     explain_s: float = 0.0  # seconds spent explaining the changed cases (the report's "Why")
+    judgement: Judgement | None = None  # the facts the report renders (None: cannot judge)
 
     @property
     def headline(self) -> str:
-        return self.text.splitlines()[0].lstrip("# ") if self.text else ""
+        """The Judgement's headline, the report's first line ('' when it could not judge)."""
+        return self.judgement.headline if self.judgement is not None else ""
+
+
+def record(judged: Judgement, results: Path) -> dict[str, Any]:
+    """The Judgement's record (`Judgement.record`) with what `tilegate explain` needs beside it:
+    the results file's digest (a record of another file is not this run's) and the decided
+    cases it explains."""
+    return {
+        **judged.record(),
+        "results_sha256": hashlib.sha256(results.read_bytes()).hexdigest(),
+        "explained": [list(p) for p in decided(judged.comparison, judged.ab)],
+    }
 
 
 def _cannot_judge(reason: str, report_path: Path | None) -> Gated:
-    """Exit 2, and the report (if one is asked for) says CANNOT JUDGE: never a stale report."""
+    """Exit 2, and the report (if one is asked for) says CANNOT JUDGE: never a stale report
+    (nor a stale verdicts record beside it)."""
     if report_path is not None:
         try:
+            (report_path.parent / VERDICTS).unlink(missing_ok=True)
             atomic_write_text(report_path, cannot_judge_report(reason))
         except InputError as err:
             reason = f"{reason}; {err}"
@@ -104,7 +122,7 @@ def gate(
         if report_path is not None:
             write_explanations(explanations, results, report_path.parent / "explain")
         explain_s = time.perf_counter() - t_explain
-        text = report(
+        text = render(
             judged,
             explanations=explanations,
             plots=plot_files,
@@ -116,7 +134,16 @@ def gate(
     if report_path is not None:
         try:
             atomic_write_text(report_path, text)
+            atomic_write_json(report_path.parent / VERDICTS, record(judged, results))
         except InputError as err:  # e.g. --report names a directory
             return Gated(EXIT_CANNOT_JUDGE, "", error=str(err))
     notes = judged.notes + ((plot_note,) if plot_note else ())
-    return Gated(judged.code, text, judged.comparison, judged.ab, notes=notes, explain_s=explain_s)
+    return Gated(
+        judged.code,
+        text,
+        judged.comparison,
+        judged.ab,
+        notes=notes,
+        explain_s=explain_s,
+        judgement=judged,
+    )

@@ -27,7 +27,7 @@ from tilegate.judge.baseline import baseline_path
 from tilegate.report.cannot_judge import cannot_judge_report
 from tilegate.run.crash import crash_reason, save_traceback
 from tilegate.run.gate import Gated, gate
-from tilegate.run.profiles import check_profile
+from tilegate.run.profiles import check_profile, interpreter
 
 HOME = Path(__file__).resolve().parents[2]  # the directory holding the tilegate package
 
@@ -54,7 +54,6 @@ def _plugin_args() -> list[str]:
     return [] if installed else ["-p", "tilegate.plugin"]
 
 
-SMOKE_PROFILE = "smoke"  # the CPU interpreter profile: no GPU, timings meaningless
 # pytest's exit codes that still leave results worth judging: all passed, nothing collected
 _SUITE_OK = (0, 5)
 VERDICT_TEXT = {0: "everything holds", 1: "REGRESSION or broken expectation", 2: "cannot judge"}
@@ -70,7 +69,7 @@ def _suite(
     env = dict(os.environ)
     first = [str(pythonpath)] if pythonpath else []
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [*first, str(HOME), env.get("PYTHONPATH")]))
-    if profile == SMOKE_PROFILE:
+    if interpreter(profile):
         env["TRITON_INTERPRET"] = "1"
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
@@ -247,8 +246,10 @@ class Perf:
         return EXIT_CANNOT_JUDGE
 
     def _slug(self) -> str | None:
-        if self.profile == SMOKE_PROFILE:
-            return SMOKE_PROFILE
+        if interpreter(self.profile):
+            from tilegate.judge.results import SMOKE_SLUG
+
+            return SMOKE_SLUG
         try:
             return self.detect_gpu()
         except (RuntimeError, ImportError) as err:
@@ -303,11 +304,8 @@ class Perf:
                     f"--perf-ab-tolerances={ab_tolerances(slug, self.baselines_dir, self.out_dir)}"
                 )
         elif not baseline.exists() and not self.report_only:
-            return self._fail(
-                f"no baseline {baseline} for GPU '{slug}'. Record one on this GPU with "
-                "`tilegate rebaseline --measure 3` (and commit it through review), or run "
-                "`tilegate perf --report-only`."
-            )
+            return self._fail(self._no_baseline(baseline, slug))
+        self._check_inputs(baseline)
         results = self.out_dir / "results.json"
         results.unlink(missing_ok=True)
         from tilegate.harness.sides import SIDE_FAILURE_FILE
@@ -339,7 +337,7 @@ class Perf:
             confirm = self.out_dir / f"confirm-{i}.json"
             extra = [*args, what]
             idle = self.clock() - ended
-            if idle < self.warm_within_s:
+            if idle < self.warm_within_s and not interpreter(self.profile):
                 extra.append("--perf-soak=0")
                 self.log(
                     f"perf: the GPU is still warm (the last suite process ended {idle:.0f} s "
@@ -350,6 +348,8 @@ class Perf:
             if confirm.exists():
                 confirms.append(confirm)
             judged = self._judge(results, baseline, confirms, suspects)
+        if judged.text:  # one run, one report: the last judgement's
+            print(judged.text, end="")
         code = judged.code
         if suite_code not in _SUITE_OK and code == EXIT_OK:
             code = EXIT_CANNOT_JUDGE  # a case failed its correctness check or crashed
@@ -360,6 +360,35 @@ class Perf:
         what = "report-only run" if self.report_only else VERDICT_TEXT.get(code, "cannot judge")
         self.log(f"perf: {what} (exit {code}); report: {self.report_path}")
         return code
+
+    def _no_baseline(self, baseline: Path, slug: str) -> str:
+        """Why a run without --report-only cannot be judged here, and the commands that can."""
+        profile = f" --profile {self.profile}" if self.profile != check_profile(None) else ""
+        if interpreter(self.profile):
+            return (
+                f"no baseline {baseline}: profile '{self.profile}' runs under the CPU "
+                "interpreter, whose timings mean nothing, so no baseline of it is kept. Run "
+                f"`tilegate perf{profile} --report-only` (the report alone) or "
+                f"`tilegate perf{profile} --ab HEAD~1` (against the commit before: no baseline "
+                "needed)."
+            )
+        return (
+            f"no baseline {baseline} for GPU '{slug}'. Record one on this GPU with "
+            f"`tilegate rebaseline --measure 3{profile}` (and commit it through review), or run "
+            f"`tilegate perf{profile} --report-only`."
+        )
+
+    def _check_inputs(self, baseline: Path) -> None:
+        """The stored inputs read and validated before anything is measured (InputError naming
+        the file): the baseline and the tolerances beside it."""
+        from tilegate.judge.baseline import load_baseline
+        from tilegate.judge.policy import load_tolerances
+
+        if baseline.exists():
+            load_baseline(baseline)
+        tolerances = baseline.parent / "tolerances.toml"
+        if tolerances.exists():
+            load_tolerances(tolerances)
 
     def _what_to_confirm(self, judged: Gated, suspects: Path, i: int) -> str | None:
         """The suite option that names what confirmation `i` measures, or None: nothing to.
@@ -416,22 +445,23 @@ class Perf:
             self.log(f"perf: the explanations of the changed cases took {judged.explain_s:.2f} s")
         for note in judged.notes:
             self.log(f"tilegate: {note}")
-        if judged.text:
-            print(judged.text, end="")
+        if judged.headline:
+            self.log(f"perf: {judged.headline}")
         return judged
 
 
 def _confirmable(judged: Gated) -> bool:
     """Whether a re-measurement could change the verdict: not after bad input, a GPU off or the
-    same code whose time moved (exit 2 for good); but an exit 2 that only UNSTABLE cases make is
-    "measure more" (tilegate.judge.outcome), and the confirmation re-measures them."""
+    same code whose time moved (exit 2 for good), nor in a smoke run (its timings decide
+    nothing); but an exit 2 that only UNSTABLE cases make is "measure more"
+    (tilegate.judge.outcome), and the confirmation re-measures them."""
+    if judged.judgement is None or judged.judgement.outcome.smoke:
+        return False
     if judged.code != EXIT_CANNOT_JUDGE:
         return True
     if judged.error or judged.ab is None:
         return False
-    from tilegate.judge.outcome import outcome
-
-    result = outcome(judged.comparison, judged.ab)
+    result = judged.judgement.outcome
     off = judged.comparison is not None and bool(judged.comparison.off_gpus)
     return bool(result.unstable) and not result.inconsistent and not off
 

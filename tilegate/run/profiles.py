@@ -4,7 +4,8 @@ The profile table is the benchmark's ([tool.tilegate] benchmark, tilegate.config
 only once the benchmark is imported (which may import torch). Hence: argument parsing never
 loads it, except for `--help`, which lists the profiles when the configuration loads and says
 nothing about them when it does not; `check_profile` is the one check, run by each command
-before any GPU work (exit 2, naming the benchmark's profiles).
+before any GPU work (exit 2, naming the benchmark's profiles). No `--profile` is the benchmark's
+default profile (`Benchmark.default_profile`, else its first): never a name it may not have.
 """
 
 from __future__ import annotations
@@ -15,17 +16,30 @@ from collections.abc import Sequence
 from tilegate.errors import InputError
 
 
-def check_profile(name: str) -> None:
-    """InputError unless `name` is a profile of the configured benchmark (before any GPU work)."""
+def check_profile(name: str | None) -> str:
+    """The profile `name` names (None: the configured benchmark's default); InputError unless it
+    is a profile of the configured benchmark (before any GPU work)."""
     from tilegate.config import find
 
     config = find()
     bench = config.load_benchmark()
+    if name is None:
+        return str(bench.profile(None).name)
     if name not in bench.profile_map:
         raise InputError(
             f"unknown profile: --profile {name!r} is not a profile of benchmark {bench.name!r} "
             f"({config.benchmark}); its profiles: {', '.join(bench.profile_map)}"
         )
+    return name
+
+
+def interpreter(name: str) -> bool:
+    """Whether profile `name` of the configured benchmark runs under Triton's CPU interpreter
+    (a smoke run: no GPU, timings meaningless). False for a name it does not have."""
+    from tilegate.config import find
+
+    profile = find().load_benchmark().profile_map.get(name)
+    return bool(profile is not None and profile.interpreter)
 
 
 def profile_names() -> tuple[str, ...] | None:
@@ -49,9 +63,9 @@ def wants_help(argv: Sequence[str]) -> bool:
 def add_profile_argument(
     parser: argparse.ArgumentParser,
     *,
-    default: str,
     use: str,
     names: Sequence[str] | None,
+    default: str = "the benchmark's default profile",
 ) -> None:
     """`--profile` on `parser`: `use` says what it is for; `names` (for --help) are its choices.
 
@@ -60,7 +74,7 @@ def add_profile_argument(
     """
     parser.add_argument(
         "--profile",
-        default=default,
+        default=None,
         choices=list(names) if names else None,
         metavar=None if names else "PROFILE",
         help=f"{use} (default: {default})",

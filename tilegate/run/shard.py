@@ -77,7 +77,9 @@ def merge(parts: Sequence[Path], out: Path) -> None:
     gpus = []
     seen: dict[str, Path] = {}
     for index, part in enumerate(parts):
-        data = read_json(part, "shard results file", allow_nan=True)
+        data = read_json(
+            part, "shard results file", allow_nan=True, remedy="measure again (`tilegate perf`)"
+        )
         tg = (data.get("machine_info") or {}).get("tilegate") if isinstance(data, dict) else None
         if not isinstance(tg, dict) or not isinstance(data.get("benchmarks"), list):
             raise InputError(f"shard results file {part} is not a tilegate results file")

@@ -46,7 +46,7 @@ def check_dir(what: str, path: Path | None) -> None:
 def run_upgrade(
     new: Path,
     old: Path | None,
-    profile: str,
+    profile: str | None,
     pytest_args: Sequence[str],
     out_dir: Path,
     *,
@@ -55,9 +55,11 @@ def run_upgrade(
 ) -> int:
     """Measure and judge the upgrade (module doc); its exit code (0, 1 or 2)."""
     from tilegate.run.perf import Perf
+    from tilegate.run.profiles import check_profile
 
     report = out_dir / "report.md"
     try:
+        profile = check_profile(profile)  # before any GPU work, as every command
         for what, path in (("--new", new), ("--old", old)):
             check_dir(what, path)
     except InputError as err:

@@ -1,0 +1,36 @@
+"""`tilegate init`: a starting [tool.tilegate], a starter package and its protocol, .perf/ in
+.gitignore (tilegate.starter writes them)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from tilegate.commands._shared import Shared
+from tilegate.starter import init, package_name
+
+NAME = "init"
+
+
+def add(sub: Any, shared: Shared) -> None:
+    p = sub.add_parser(
+        NAME,
+        help="write a starting [tool.tilegate], a starter package and its perf_tests/ protocol "
+        "(exit 2 if one exists)",
+        description="Write a [tool.tilegate] table into ./pyproject.toml (created if absent), a "
+        "two-variant package PACKAGE/kernels.py (the code), perf_tests/test_PACKAGE.py (the "
+        "protocol: a pytest-benchmark suite), baselines/README.md and .perf/ in .gitignore. Refuses (exit 2, nothing "
+        "written) when pyproject.toml already has [tool.tilegate] or a file exists.",
+    )
+    p.add_argument(
+        "--package",
+        type=package_name,
+        default="perfbench",
+        help="the package that holds the kernels (default: perfbench)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return init(Path.cwd(), args.package)
