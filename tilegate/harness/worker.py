@@ -164,7 +164,7 @@ class Worker:
 
         variants = dict(self.bench.variant_map)
         if inject:
-            from tilegate.plugin import apply_injections
+            from tilegate.harness.inject import apply_injections
 
             variants = apply_injections(self.bench, variants, inject)
         theirs = dict(self.alias.variant_map) if self.alias is not None else {}

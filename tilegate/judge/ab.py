@@ -676,7 +676,7 @@ def judge_bound(
             )
             said = (
                 f"host time {host_ratio - 1:+.1%} per call (beyond its {host_tol:.1%} host "
-                f"tolerance): reported, not judged: {why}"
+                f"tolerance): reported, not judged, {why}"
             )
             judged = replace(judged, note="; ".join(filter(None, [judged.note, said])))
         return judged

@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -144,23 +143,33 @@ def test_a_wrong_liger_call_fails_its_case(repo: Path) -> None:
 
 def test_upgrade_ab_gives_a_verdict_per_kernel(repo: Path, tmp_path: Path) -> None:
     """The release under test in a DIR of its own (--new); --old LIGER_OLD_DIR if given, else the
-    environment's own (the same release: an A/A of environments)."""
+    environment's own (the same release: an A/A of environments). An A/B of this tree under the
+    two environments, each side a process (tilegate.run.upgrade): a verdict per case."""
     assert LIGER is not None and LIGER.origin
     new = tmp_path / "liger-new"
     new.mkdir()
     (new / "liger_kernel").symlink_to(Path(LIGER.origin).parent, target_is_directory=True)
     old = os.environ.get("LIGER_OLD_DIR")
-    args = ["upgrade-ab", "--new", str(new), "--repeats", "2", "--profile", "smoke", SUBSET]
+    args = ["upgrade-ab", "--new", str(new), "--profile", "smoke", SUBSET]
     proc = tilegate(repo, *args, *(["--old", old] if old else []))
-    assert proc.returncode == 0, _why(proc)  # smoke: verdicts shown, never failed
+    assert proc.returncode == 0, _why(proc)  # smoke: verdicts shown, never failed on timings
     report = (repo / ".perf" / "upgrade-ab" / "report.md").read_text()
-    assert "## Per kernel" in report and "SMOKE runs" in report
-    for kernel in ("liger-rms_norm-bwd", "liger-swiglu-fwd"):
-        assert f"| `{kernel}` |" in report
+    assert "each side its own checkout and process" in report
+    data = json.loads((repo / ".perf" / "upgrade-ab" / "results.json").read_text())
+    sides = data["machine_info"]["tilegate"]["ab"]["sides"]
+    assert sides["head"]["path_first"] == [str(new.resolve())]
+    rows = {
+        (b["extra_info"]["tilegate"]["key"], b["extra_info"]["tilegate"].get("side", "head")):
+        b["extra_info"]["tilegate"]["code_hash"]
+        for b in data["benchmarks"]
+    }  # fmt: skip
+    for kernel in ("rms_norm-bwd", "swiglu-fwd"):
+        assert (f"liger-{kernel}-fp16-T37-H96", "base") in rows
     if old:
-        assert "liger_kernel " in report.splitlines()[0]  # "... liger_kernel 0.8.4 -> 0.8.5"
-        # 0.8.5 changed the norm backwards (COMPUTE_DW), not swiglu: each kernel says so
-        assert re.search(r"^\| `liger-rms_norm-bwd` \| \w+ \| changed \|", report, re.M)
-        assert re.search(r"^\| `liger-swiglu-fwd` \| \w+ \| same \|", report, re.M)
+        assert "## Upgrade: liger_kernel 0.8.4 -> 0.8.5" in report
+        # 0.8.5 changed the norm backwards (COMPUTE_DW), not swiglu: each case's code says so
+        rms, swiglu = "liger-rms_norm-bwd-fp16-T37-H96", "liger-swiglu-fwd-fp16-T37-H96"
+        assert rows[(rms, "head")] != rows[(rms, "base")]
+        assert rows[(swiglu, "head")] == rows[(swiglu, "base")]
     else:
-        assert "A/A of environments" in report
+        assert "no package version differs between the sides" in report

@@ -14,9 +14,9 @@
 #   a  perf --report-only from a cold Triton cache (0.8.5), timed: compile + measure
 #   b  rebaseline --measure 3 -> OUT/baselines/<gpu-slug>.json (nvidia-h200.json on an H200)
 #   c  $AA A/A runs (default 3): perf --ab HEAD, judged against b's baseline too
-#   d  upgrade-ab --old 0.8.4 --new 0.8.5 --repeats $REPEATS (default 2): a verdict per kernel
+#   d  upgrade-ab --old 0.8.4 --new 0.8.5: an A/B of the two releases, a verdict per case
 #   e  upgrade-ab --old 0.8.5 --new 0.8.5 edited by tools/edited_liger.py (rms_norm backward's
-#      and swiglu forward's num_warps, layer_norm backward's row loop) --repeats $REPEATS: each changed kernel's
+#      and swiglu forward's num_warps, layer_norm backward's row loop): each changed kernel's
 #      verdict and why it changed (the report's "Why it changed")
 # STEPS="b c d" runs only those (default: a b c d); without b, c is judged against the
 # example's committed baselines/. Step d alone needs the 0.8.4 wheel.
@@ -40,7 +40,6 @@ PY=${PYTHON:-python3}
 STEP_TIMEOUT=${STEP_TIMEOUT:-300}
 PROFILE=${PROFILE:-quick}
 AA=${AA:-3}
-REPEATS=${REPEATS:-2} # processes a side in steps d and e
 read -r -a RUN <<<"${STEPS:-a b c d}"
 read -r -a EXTRA <<<"${EXTRA:-}"
 exec > >(tee "$OUT/h200.log") 2>&1
@@ -145,14 +144,14 @@ if wants c; then
 fi
 if wants d; then
     step d-upgrade "$ROOT" upgrade-ab --old /tmp/liger-0.8.4 --new /tmp/liger-0.8.5 \
-        --profile "$PROFILE" --repeats "$REPEATS"
+        --profile "$PROFILE"
     mkdir -p "$OUT/d-upgrade" && cp .perf/upgrade-ab/*.json .perf/upgrade-ab/report.md "$OUT/d-upgrade/" 2>/dev/null
 fi
 if wants e; then
     "$PY" "$HERE/tools/edited_liger.py" /tmp/liger-0.8.5 /tmp/liger-edited || die "cannot edit Liger"
     rm -rf .perf/upgrade-ab
     step e-edited "$ROOT" upgrade-ab --old /tmp/liger-0.8.5 --new /tmp/liger-edited \
-        --profile "$PROFILE" --repeats "$REPEATS"
+        --profile "$PROFILE"
     rm -rf "$OUT/e-edited" && cp -r .perf/upgrade-ab "$OUT/e-edited"
 fi
 
