@@ -427,6 +427,25 @@ def test_new_and_removed_variants_are_listed_not_judged(tmp_path: Path) -> None:
     assert outcome(None, acked).code == 0
 
 
+def test_a_head_case_that_failed_is_not_a_removed_variant(tmp_path: Path) -> None:
+    """Liger #1266 on the H200: the head's cross_entropy did not compile under Triton 3.6, so its
+    rows are missing while its registry still has the variant: no REMOVED case (the coverage
+    names the case and the error), the rest judged as usual."""
+    data = make_run(seed=8, ab={}, code={})
+    data["benchmarks"] = [
+        b
+        for b in data["benchmarks"]
+        if not (b["param"] == key("grouped", K=512))  # the head's row of one case only
+    ]
+    data["machine_info"]["tilegate"]["registry"] = sorted(
+        {b["extra_info"]["tilegate"]["variant"] for b in data["benchmarks"]}
+    )
+    cmp = compare_ab(load_results(write(tmp_path / "failed.json", data)), None)
+    assert cmp.by(ABVerdict.REMOVED) == []
+    assert key("grouped", K=512) not in {c.key for c in cmp.cases}
+    assert key("grouped", K=128) in {c.key for c in cmp.cases}
+
+
 # --- the A/A noise file -------------------------------------------------------------------------
 
 

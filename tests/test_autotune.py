@@ -354,7 +354,7 @@ def test_the_measurer_records_host_time_beside_the_gpu_time() -> None:
             self.held |= {id(fns["slow"])} if "slow" in fns else set()
             return 1e-3
 
-        def time(self, fns, rounds=None, pairs=None):  # type: ignore[no-untyped-def]
+        def time(self, fns, rounds=None, pairs=None, **_):  # type: ignore[no-untyped-def]
             host: dict[str, list[float]] = {n: [] for n in fns}
             for r in range(rounds):
                 for name in round_order(list(fns), r, pairs):

@@ -852,6 +852,9 @@ def compare_ab(
                 ABCase(key, ABVerdict.NEW, head, None, note="only in the head: not judged")
             )
             continue
+        if head is None and base.variant in (run.env.registry or ()):
+            continue  # the head has the variant but no row of the case (it failed or was
+            # skipped): not removed; the coverage names it and why (tilegate.judge.coverage)
         if head is None:
             note = (
                 f"variant {base.variant} is in the base, not in the head (removed, not renamed: "
