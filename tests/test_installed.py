@@ -354,3 +354,32 @@ def test_a_base_whose_package_does_not_import_cannot_judge_and_names_it(
     ):
         assert said in report, (said, report)
     assert not (repo / ".perf" / "results.json").exists(), "nothing half-written"
+
+
+@pytest.mark.interpreter
+def test_a_side_whose_process_dies_mid_run_cannot_judge_and_leaves_no_results(
+    site: Path, tmp_path: Path
+) -> None:
+    """The base's code ends its own process on its seventh call (after its checks, while its
+    rounds are timed): exit 2 naming the side and how its process ended; no results file."""
+    repo = _self_importing(site, tmp_path, "diebench", src=False)
+    launch = _launch_file(repo)
+    good = launch.read_text()
+    launch.write_text(
+        good.replace(
+            "def launch(x, y):\n",
+            "CALLS = [0]\n\n\ndef launch(x, y):\n    CALLS[0] += 1\n"
+            "    if CALLS[0] > 6:\n        import os\n\n        os._exit(7)\n",
+        )
+    )
+    _git(repo, "commit", "-qam", "a base that dies while it is timed")
+    launch.write_text(good)
+    _git(repo, "commit", "-qam", "fixed")
+    base = _git(repo, "rev-parse", "HEAD~1").strip()
+    done = _sh([sys.executable, "-m", "tilegate", "perf", "--ab", "HEAD~1", *ONE], repo, _env(site))
+    assert done.returncode == 2, _said(done)
+    report = (repo / ".perf" / "report.md").read_text()
+    assert report.startswith("# tilegate: CANNOT JUDGE"), report
+    assert f"the base {base[:12]}" in report and "its process ended" in report, report
+    assert "(exit 7)" in report and "base.log" in report, report
+    assert not (repo / ".perf" / "results.json").exists(), "nothing half-written"
