@@ -204,7 +204,8 @@ LIGER_OLD = "liger-kernel==0.8.4"
 @nox.session(venv_backend="none", allow_parallel=True)
 def liger(session: nox.Session) -> None:
     """examples/liger: Liger-Kernel's ops and tilegate's CPU pipeline on them (interpreter);
-    examples/liger-repo: its graft onto a Liger-shaped repository made from the same release."""
+    examples/liger-repo: its graft onto a Liger-shaped repository made from the same release;
+    examples/fla: fla-core's references and protocol."""
     bindir, _ = _test_env(session)
     # the `liger` group is the `test` group and the Liger release: that release goes into a
     # directory of its own on PYTHONPATH (as the older one does), the shared virtualenv stays
@@ -239,6 +240,24 @@ def liger(session: nox.Session) -> None:
         "examples/liger-repo/tests",
         *session.posargs,
         env={"PYTHONPATH": os.pathsep.join([new, str(ROOT)])},
+    )
+    # examples/fla: fla-core's release (pyproject's `fla` group, pure Python) in a directory of
+    # its own on PYTHONPATH, as the Liger releases
+    fla = str(tmp / "fla")
+    shutil.rmtree(fla, ignore_errors=True)
+    pip = [str(Path(bindir) / "python"), "-m", "pip", "install", "--no-deps", "--target", fla]
+    session.run_install(*pip, *_group("fla"), external=True, silent=True)
+    _run_in(
+        session,
+        bindir,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "examples/fla/tests",
+        *session.posargs,
+        env={"PYTHONPATH": os.pathsep.join([fla, str(ROOT)])},
     )
 
 
