@@ -151,6 +151,7 @@ class RemoteSide:
             os.close(write_fd)
         self._answers: BinaryIO = os.fdopen(read_fd, "rb")
         self._closed = False
+        self._alias_says: str | None = None  # the base's label, when this process holds it too
 
     # -- the wire ----------------------------------------------------------------------------
 
@@ -195,6 +196,8 @@ class RemoteSide:
         status, value = pickle.loads(body)
         if status == "error":
             raise SideFailure(f"{self.spec.says()}: {value}")
+        if status == "alias-error":  # the base's code, loaded in this process beside the head's
+            raise SideFailure(f"{self._alias_says or 'the base'}: {value}")
         return value
 
     def close(self) -> None:
@@ -231,6 +234,7 @@ class RemoteSide:
         """Load the side's code and benchmark in its process; what it declares. `alias`: the
         base's tree too, its package under another name (one process for both sides)."""
         spec = self.spec
+        self._alias_says = alias.says() if alias is not None else None
         facts: SideFacts = self.request(
             "hello",
             roots=spec.import_roots,

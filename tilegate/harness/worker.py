@@ -65,6 +65,11 @@ def _short(err: BaseException) -> str:
     )
 
 
+class AliasError(LookupError):
+    """The base's code, loaded beside the head's in this process (one-process A/B), failed: the
+    coordinator names the base, not this process's side."""
+
+
 class Worker:
     def __init__(self) -> None:
         self.bench: Any = None
@@ -141,11 +146,15 @@ class Worker:
 
         name = package_name(sha)
         base = Path(tree)
+        from tilegate.errors import InputError
+
         try:
             load_aliased(base, source, name)
             return load_base_protocol(Path(protocol), package, name, registry)
+        except InputError as err:  # its own words: the package, the module, the error
+            raise AliasError(f"{err}{_where(err.__cause__ or err, base)}") from err
         except Exception as err:
-            raise LookupError(f"the base {sha[:12]}: {_short(err)}{_where(err, base)}") from err
+            raise AliasError(f"its protocol: {_short(err)}{_where(err, base)}") from err
 
     def setup(
         self,
@@ -280,7 +289,11 @@ def main(answer_fd: int) -> None:
             except Exception as err:
                 traceback.print_exc()
                 what = str(err) if isinstance(err, LookupError) and str(err) else _short(err)
-                answer = ("error", f"{verb}: {what}")
+                answer = (
+                    ("alias-error", what)
+                    if isinstance(err, AliasError)
+                    else ("error", f"{verb}: {what}")
+                )
         try:
             data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as err:  # an answer that cannot travel: say so, do not die

@@ -69,6 +69,8 @@ def run_upgrade(
         return EXIT_CANNOT_JUDGE
     sides = [
         "--perf-ab-base=@head",
+        "--perf-ab-ref=the old environment",
+        "--perf-ab-sha=environment",  # no commit: one tree, two environments
         f"--perf-side-path=head={new.resolve()}",
         *([f"--perf-side-path=base={old.resolve()}"] if old is not None else []),
         f"--perf-side-logs={(out_dir / 'sides').resolve()}",
