@@ -299,11 +299,14 @@ def test_a_package_that_imports_itself_by_name_is_measured_side_by_side(
     the change passed unseen); an A/A of the same repository is the same code everywhere."""
     repo = _self_importing(site, tmp_path, "selfbench", src)
     py = [sys.executable, "-m", "tilegate", "perf"]
-    aa = _sh([*py, "--ab", "HEAD", *ONE, "--out-dir", str(repo / ".perf" / "aa")], repo, _env(site))
-    assert aa.returncode == 0, _said(aa)
-    report = (repo / ".perf" / "aa" / "report.md").read_text()
-    assert "each side its own checkout and process" in report
-    assert "**Compiled code changed** for no variant" in report, report
+    if not src:  # the A/A once (the layout changes where the package is found, not the A/A)
+        aa = _sh(
+            [*py, "--ab", "HEAD", *ONE, "--out-dir", str(repo / ".perf" / "aa")], repo, _env(site)
+        )
+        assert aa.returncode == 0, _said(aa)
+        report = (repo / ".perf" / "aa" / "report.md").read_text()
+        assert "each side its own checkout and process" in report
+        assert "**Compiled code changed** for no variant" in report, report
 
     launch = _launch_file(repo)
     launch.write_text(launch.read_text().replace("num_warps=8", "num_warps=4"))

@@ -148,7 +148,12 @@ def build(liger: Path, out: Path, work: Path, prs: dict[int, str]) -> dict[str, 
             cwd=tree_dir,
             capture_output=True,
             check=False,
-            env={k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+            # outside any repository: inside one (a temp dir under a checkout), `git apply`
+            # takes paths from that repository's top and skips those outside the directory
+            env={
+                **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+                "GIT_CEILING_DIRECTORIES": str(tree_dir.parent),
+            },
         )
         if done.returncode != 0:
             raise Refused(f"#{number}'s diff does not apply: {done.stderr.decode().strip()}")
