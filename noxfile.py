@@ -212,53 +212,32 @@ def liger(session: nox.Session) -> None:
     # the `test` group's
     release = [r for r in _group("liger") if r not in _group("test")]
     tmp = Path(session.create_tmp()).resolve()  # absolute: the session moves
-    new, old = str(tmp / "liger-new"), str(tmp / "liger-old")
-    for target, pins in ((new, release), (old, [LIGER_OLD])):
+    new, old, fla = (str(tmp / d) for d in ("liger-new", "liger-old", "fla"))
+    # examples/fla's fla-core (pyproject's `fla` group, pure Python) goes into a directory of
+    # its own too
+    for target, pins in ((new, release), (old, [LIGER_OLD]), (fla, _group("fla"))):
         shutil.rmtree(target, ignore_errors=True)
         pip = [str(Path(bindir) / "python"), "-m", "pip", "install", "--no-deps", "--target"]
         session.run_install(*pip, target, *pins, external=True, silent=True)
-    session.chdir(ROOT / "examples" / "liger")  # its pyproject.toml is these tests' pytest config
-    _run_in(
-        session,
-        bindir,
-        "-m",
-        "pytest",
-        "-q",
-        *XDIST,
-        "tests",
-        *session.posargs,
-        env={"PYTHONPATH": os.pathsep.join([new, str(ROOT)]), "LIGER_OLD_DIR": old},
+    # (where pytest runs: its config; the tests; what goes first on PYTHONPATH; more env)
+    runs = (
+        (ROOT / "examples" / "liger", "tests", new, {"LIGER_OLD_DIR": old}),  # its pyproject's
+        (ROOT, "examples/liger-repo/tests", new, {}),  # the tests build their own repository
+        (ROOT, "examples/fla/tests", fla, {}),
     )
-    session.chdir(ROOT)  # the repository's pytest config; the tests build their own repository
-    _run_in(
-        session,
-        bindir,
-        "-m",
-        "pytest",
-        "-q",
-        *XDIST,
-        "examples/liger-repo/tests",
-        *session.posargs,
-        env={"PYTHONPATH": os.pathsep.join([new, str(ROOT)])},
-    )
-    # examples/fla: fla-core's release (pyproject's `fla` group, pure Python) in a directory of
-    # its own on PYTHONPATH, as the Liger releases
-    fla = str(tmp / "fla")
-    shutil.rmtree(fla, ignore_errors=True)
-    pip = [str(Path(bindir) / "python"), "-m", "pip", "install", "--no-deps", "--target", fla]
-    session.run_install(*pip, *_group("fla"), external=True, silent=True)
-    _run_in(
-        session,
-        bindir,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "examples/fla/tests",
-        *session.posargs,
-        env={"PYTHONPATH": os.pathsep.join([fla, str(ROOT)])},
-    )
+    for where, tests, first, env in runs:
+        session.chdir(where)
+        _run_in(
+            session,
+            bindir,
+            "-m",
+            "pytest",
+            "-q",
+            *XDIST,
+            tests,
+            *session.posargs,
+            env={"PYTHONPATH": os.pathsep.join([first, str(ROOT)]), **env},
+        )
 
 
 @nox.session(allow_parallel=True)

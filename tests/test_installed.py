@@ -339,15 +339,17 @@ def test_a_package_that_imports_itself_by_name_is_measured_side_by_side(
     assert pairing["handover_first_call"]["counted"] is False
 
 
-@pytest.mark.interpreter
-def test_a_base_whose_package_does_not_import_cannot_judge_and_names_it(
-    site: Path, tmp_path: Path
-) -> None:
-    repo = _self_importing(site, tmp_path, "brokenbench", src=False)
+def _against_a_broken_base(
+    site: Path, tmp_path: Path, package: str, broken: str
+) -> tuple[str, str]:
+    """A base commit whose `_launch.py` is `broken`, the head's the good one: `tilegate perf
+    --ab HEAD~1` is exit 2 with a CANNOT JUDGE report and no results file; (the base's sha, the
+    report)."""
+    repo = _self_importing(site, tmp_path, package, src=False)
     launch = _launch_file(repo)
     good = launch.read_text()
-    launch.write_text(good + "\ndef broken(:\n")
-    _git(repo, "commit", "-qam", "a base that does not import")
+    launch.write_text(broken.format(good=good))
+    _git(repo, "commit", "-qam", "a broken base")
     launch.write_text(good)
     _git(repo, "commit", "-qam", "fixed")
     base = _git(repo, "rev-parse", "HEAD~1").strip()
@@ -355,6 +357,15 @@ def test_a_base_whose_package_does_not_import_cannot_judge_and_names_it(
     assert done.returncode == 2, _said(done)
     report = (repo / ".perf" / "report.md").read_text()
     assert report.startswith("# tilegate: CANNOT JUDGE"), report
+    assert not (repo / ".perf" / "results.json").exists(), "nothing half-written"
+    return base, report
+
+
+@pytest.mark.interpreter
+def test_a_base_whose_package_does_not_import_cannot_judge_and_names_it(
+    site: Path, tmp_path: Path
+) -> None:
+    base, report = _against_a_broken_base(site, tmp_path, "brokenbench", "{good}\ndef broken(:\n")
     for said in (
         f"the base {base[:12]}",
         "fails to import",
@@ -362,7 +373,6 @@ def test_a_base_whose_package_does_not_import_cannot_judge_and_names_it(
         "(at brokenbench/_launch.py:",
     ):
         assert said in report, (said, report)
-    assert not (repo / ".perf" / "results.json").exists(), "nothing half-written"
 
 
 @pytest.mark.interpreter
@@ -371,24 +381,14 @@ def test_a_side_whose_process_dies_mid_run_cannot_judge_and_leaves_no_results(
 ) -> None:
     """The base's code ends its own process on its seventh call (after its checks, while its
     rounds are timed): exit 2 naming the side and how its process ended; no results file."""
-    repo = _self_importing(site, tmp_path, "diebench", src=False)
-    launch = _launch_file(repo)
-    good = launch.read_text()
-    launch.write_text(
-        good.replace(
-            "def launch(x, y):\n",
-            "CALLS = [0]\n\n\ndef launch(x, y):\n    CALLS[0] += 1\n"
-            "    if CALLS[0] > 6:\n        import os\n\n        os._exit(7)\n",
-        )
+    dies = LAUNCH.replace(
+        "def launch(x, y):\n",
+        "CALLS = [0]\n\n\ndef launch(x, y):\n    CALLS[0] += 1\n"
+        "    if CALLS[0] > 6:\n        import os\n\n        os._exit(7)\n",
     )
-    _git(repo, "commit", "-qam", "a base that dies while it is timed")
-    launch.write_text(good)
-    _git(repo, "commit", "-qam", "fixed")
-    base = _git(repo, "rev-parse", "HEAD~1").strip()
-    done = _sh([sys.executable, "-m", "tilegate", "perf", "--ab", "HEAD~1", *ONE], repo, _env(site))
-    assert done.returncode == 2, _said(done)
-    report = (repo / ".perf" / "report.md").read_text()
-    assert report.startswith("# tilegate: CANNOT JUDGE"), report
+    assert dies != LAUNCH
+    base, report = _against_a_broken_base(
+        site, tmp_path, "diebench", dies.replace("{", "{{").replace("}", "}}")
+    )
     assert f"the base {base[:12]}" in report and "its process ended" in report, report
     assert "(exit 7)" in report and "base.log" in report, report
-    assert not (repo / ".perf" / "results.json").exists(), "nothing half-written"
