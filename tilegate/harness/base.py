@@ -46,9 +46,6 @@ class Base:
     def tree(self) -> Path:
         return self.path / TREE_DIR
 
-    def as_json(self) -> dict[str, Any]:
-        return {"ref": self.ref, "sha": self.sha, "source": self.source}
-
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=False)

@@ -87,7 +87,6 @@ class _Prepared:
     # change a process's host time: Liger's cross_entropy 1.9 -> 19 ms per call on the H200)
     shadow: str | None = None
     handovers: list[tuple[str, float]] = field(default_factory=list)  # (slot, first call's s)
-    blocks: list[tuple[float, str]] = field(default_factory=list)  # (start s, "head,base")
 
 
 class GroupMeasurer:
