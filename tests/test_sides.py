@@ -54,8 +54,9 @@ class _Side:
         return Timed(
             {n: [base] * rounds for n in names},
             (names[0], 9.9) if kw["handover"] else None,
-            {n: [0.5] * rounds for n in names},
+            {n: [0.5] * rounds for n in names if n in self.held},  # as CudaTimer: the held
             {n: n in self.held for n in names},
+            {n: 0.5 for n in names},
         )
 
     def release(self, group: str) -> None:
@@ -114,7 +115,7 @@ def test_two_sides_take_turns_block_by_block_and_their_samples_pair() -> None:
     assert a.extra["ratio_to_base"] == 1.0 / 1.1
     # a call host-bound on one side is held on both
     assert got["host_b-4"].extra["held"] and got["host_b-4@base"].extra["held"]
-    assert not a.extra["held"]
+    assert not a.extra["held"] and a.extra["host_s"] == 0.5 and "host_samples_s" not in a.extra
     # the first call after each hand-over: timed apart (9.9 s here), never a sample
     pairing = m.pairing()
     assert pairing is not None and pairing["handover_first_call"]["calls"] == len(timed)

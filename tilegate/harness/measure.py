@@ -82,6 +82,7 @@ class _Prepared:
     budget: GroupBudget | None = None  # A/B: which slots each sweep times (tilegate.harness.budget)
     host: dict[str, list[float]] = field(default_factory=dict)  # host seconds per call, per round
     held: set[str] = field(default_factory=set)  # the slots timed held (host-bound: timing.py)
+    host_probe: dict[str, float] = field(default_factory=dict)  # host s per call, queue empty
     # two processes: the base side's copy of the reference, timed whenever the head's reference
     # is and never reported, so both processes run the same calls (the reference's allocations
     # change a process's host time: Liger's cross_entropy 1.9 -> 19 ms per call on the H200)
@@ -390,6 +391,7 @@ class GroupMeasurer:
         for n, xs in got.host.items():
             if n != prep.shadow:
                 prep.host.setdefault(n, []).extend(xs)  # beside the GPU samples, round by round
+        prep.host_probe.update({n: s for n, s in got.host_probe.items() if n != prep.shadow})
         prep.held |= {n for n, held in got.held.items() if held and n != prep.shadow}
 
     def _sweep(self, prep: _Prepared, *, warm: bool) -> None:
@@ -481,7 +483,14 @@ class GroupMeasurer:
         for name, res in prep.results.items():
             res.samples_s = prep.samples.get(name, [])
             res.extra = self._extra(res, ref_samples, prep.samples, ranges)
-            res.extra.update(host_info(prep.host.get(name), res.samples_s, name in prep.held))
+            res.extra.update(
+                host_info(
+                    prep.host.get(name),
+                    res.samples_s,
+                    name in prep.held,
+                    prep.host_probe.get(name),
+                )
+            )
             if prep.budget is not None and name in prep.budget.slots:
                 # which of the group's rounds this row was timed in, and why it stopped
                 res.extra["timed_in"] = prep.budget.timed_in(name)

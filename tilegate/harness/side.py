@@ -69,8 +69,10 @@ class Timed:
 
     samples: dict[str, list[float]]
     handover: tuple[str, float] | None = None  # (slot, seconds)
-    host: dict[str, list[float]] = field(default_factory=dict)  # host seconds per call
+    host: dict[str, list[float]] = field(default_factory=dict)  # held slots' host s per call
     held: dict[str, bool] = field(default_factory=dict)  # timed held (host-bound: timing.py)
+    # every slot's host seconds per call with nothing queued ahead (CudaTimer.host_probe_s)
+    host_probe: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -278,7 +280,9 @@ class SideMeasurer:
             samples = self.timer.time(fns, rounds, pairs or None, first_round=first_round)
         self.timing_warnings += warned
         host = dict(getattr(self.timer, "host_samples", {}))
-        return Timed(samples, first, host, {n: self._held(fn) for n, fn in fns.items()})
+        probe = dict(getattr(self.timer, "host_probe_s", {}))
+        held = {n: self._held(fn) for n, fn in fns.items()}
+        return Timed(samples, first, host, held, {n: probe[n] for n in fns if n in probe})
 
     def _held(self, fn: Any) -> bool:
         return bool(getattr(self.timer, "is_held", lambda fn: False)(fn))

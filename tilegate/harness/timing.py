@@ -14,16 +14,21 @@ longest host enqueue time of the group's calls (measured in the warm-up), so the
 queued before the GPU reaches its start event; nvbench's "blocking kernel" does the same. The
 timer is then "cuda-event+hold", never compared with a baseline timed without.
 
-Host time is measured for every call beside its GPU time: `CudaTimer.host_samples` holds, after
-each `time()`, the host seconds each sample's call took to return (its wrapper's Python and the
-enqueue of its kernels), one per round like the GPU samples. A call is host-bound when its host
-time per call reaches its GPU time: timed back to back, its events then measure how fast Python
-queues it (the GPU idles between its kernels), and a head-only sweep and a paired round disagree.
-With `hold_host_bound` (the default) the warm-up finds such calls (host enqueue time at least
-HOST_BOUND_RATIO x its event time, both medians of the warm-up's paced rounds) and holds the GPU
-before each of their samples only (`held`): their GPU time is their kernels' time, exactly as
-`hold_host` does for every call; a call that is not host-bound is timed as before. The verdict
-of a host-bound case is on its host time (tilegate.judge.ab, `host_s`).
+Host time is measured for every call beside its GPU time, where it is its own. A launch waits
+when the GPU's queue is full: in back-to-back rounds of a GPU-bound call the host runs ahead
+until the queue fills, and from then on each launch waits for the GPU, so a clock around the
+call reads its GPU time (the H200 measured a 3.5 ms matmul whose 0.03 ms wrapper "took" 0.2-3.7
+ms per call that way: docs/results-h200.md, round 14). So the host time of a call is taken in
+the warm-up with nothing queued ahead of it (`_probe_host`: the GPU waited for, then one call,
+HOST_PROBE_ROUNDS times; `host_probe_s`). A call is host-bound when that host time reaches
+HOST_BOUND_RATIO x its event time (the warm-up's paced rounds): timed back to back, its events
+then measure how fast Python queues it (the GPU idles between its kernels), and a head-only sweep
+and a paired round disagree. With `hold_host_bound` (the default) such calls, and their A/B
+partners, are held: before each of their samples the GPU is waited for and a busy-wait kernel
+queued, so their GPU time is their kernels' time, exactly as `hold_host` does for every call,
+and their host time per round (`CudaTimer.host_samples`, the held calls' only) is their own. A
+call that is not host-bound is timed as before. The verdict of a host-bound case is on its host
+time (tilegate.judge.ab, `host_s`).
 """
 
 from __future__ import annotations
@@ -102,6 +107,8 @@ HOLD_MIN_S = 20e-6
 # timed back to back, a host-bound call's events follow its host time (ratio ~1), a GPU-bound
 # call's host returns long before its kernels end (the matmul's: < 0.1)
 HOST_BOUND_RATIO = 0.8
+# calls per callable whose host time is taken with nothing queued ahead (CudaTimer._probe_host)
+HOST_PROBE_ROUNDS = 5
 
 
 class CudaTimer:
@@ -155,18 +162,41 @@ class CudaTimer:
                     begin = torch.cuda.Event(enable_timing=True)
                     end = torch.cuda.Event(enable_timing=True)
                     begin.record()
-                t0 = time.perf_counter()
                 fns[name]()
                 if rounds:
-                    self._enqueue_s.setdefault(name, []).append(time.perf_counter() - t0)
                     end.record()
                     events.setdefault(name, []).append((begin, end))
             rounds += 1
         torch.cuda.synchronize()
         for name, got in events.items():
             self._event_s[name] = statistics.median(b.elapsed_time(e) / 1e3 for b, e in got)
+        paced = (time.perf_counter() - paced_from) / (rounds - 1)
+        self._enqueue_s = self._probe_host(fns, pairs)
         self._find_host_bound(fns, pairs)
-        return (time.perf_counter() - paced_from) / (rounds - 1)
+        return paced
+
+    def _probe_host(
+        self, fns: Mapping[str, Callable[[], Any]], pairs: Mapping[str, str] | None
+    ) -> dict[str, list[float]]:
+        """Each call's host seconds with nothing queued ahead of it (HOST_PROBE_ROUNDS calls
+        each, the GPU waited for before each): back to back, a launch into a full queue waits
+        for the GPU, and a GPU-bound call's host time reads as its GPU time (module doc)."""
+        torch = self._torch
+        got: dict[str, list[float]] = {n: [] for n in fns}
+        for r in range(HOST_PROBE_ROUNDS):
+            for name in round_order(list(fns), r, pairs):
+                self._flush()
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                fns[name]()
+                got[name].append(time.perf_counter() - t0)
+        torch.cuda.synchronize()
+        return got
+
+    @property
+    def host_probe_s(self) -> dict[str, float]:
+        """The warmed group's calls' host seconds per call (the median of `_probe_host`)."""
+        return {n: statistics.median(xs) for n, xs in self._enqueue_s.items() if xs}
 
     def _find_host_bound(
         self, fns: Mapping[str, Callable[[], Any]], pairs: Mapping[str, str] | None
@@ -217,6 +247,8 @@ class CudaTimer:
                 begin = torch.cuda.Event(enable_timing=True)
                 end = torch.cuda.Event(enable_timing=True)
                 if holds[name]:
+                    # nothing queued ahead: the host time of the call is its own (module doc)
+                    torch.cuda.synchronize()
                     torch.cuda._sleep(holds[name])
                 self._flush()
                 begin.record()
@@ -226,7 +258,8 @@ class CudaTimer:
                 end.record()
                 events[name].append((begin, end))
         torch.cuda.synchronize()
-        self.host_samples = host
+        # the held calls' only: another call's launches can wait on a full queue (module doc)
+        self.host_samples = {n: xs for n, xs in host.items() if holds[n]}
         return {n: [b.elapsed_time(e) / 1e3 for b, e in pairs] for n, pairs in events.items()}
 
     @staticmethod
@@ -343,18 +376,27 @@ def event_time(fn: Callable[[], Any], reps: int = 5) -> float:
     return statistics.median(times)
 
 
-def host_info(host_s: list[float] | None, gpu_s: list[float], held: bool) -> dict[str, Any]:
+def host_info(
+    host_s: list[float] | None, gpu_s: list[float], held: bool, probe_s: float | None = None
+) -> dict[str, Any]:
     """What a results row says of its host time (extra_info.tilegate): `host_s` (the median host
-    seconds per call), `host_samples_s` (one per round, the rounds of its GPU samples), and
-    `host_bound` (its host time at or above its GPU time: the verdict is on the host time);
-    `held`: its samples were held (module doc). Nothing where no host time was measured apart
-    (the smoke profile's host clock)."""
-    if not host_s or not gpu_s or len(host_s) != len(gpu_s):
+    seconds per call), `host_samples_s` (a held call's, one per round, the rounds of its GPU
+    samples), `host_bound` (its host time at or above its GPU time: the verdict is on the host
+    time where its rounds have host samples), `held`: its samples were held (module doc). A call
+    not held has its host time with nothing queued ahead (`probe_s`, CudaTimer.host_probe_s) and
+    no host samples: its rounds' clock around the call reads the queue. Nothing where no host
+    time was measured apart (the smoke profile's host clock)."""
+    if not gpu_s:
         return {}
-    host = statistics.median(host_s)
-    return {
-        "host_s": host,
-        "host_samples_s": list(host_s),
-        "host_bound": host >= statistics.median(gpu_s),
-        "held": held,
-    }
+    gpu = statistics.median(gpu_s)
+    if held and host_s and len(host_s) == len(gpu_s):
+        host = statistics.median(host_s)
+        return {
+            "host_s": host,
+            "host_samples_s": list(host_s),
+            "host_bound": host >= gpu,
+            "held": held,
+        }
+    if probe_s is None:
+        return {}
+    return {"host_s": probe_s, "host_bound": probe_s >= gpu, "held": held}
