@@ -10,7 +10,8 @@ before every call (as the suite times it):
 * events with the GPU held before each call (CudaTimer's `held` path: tilegate's choice);
 * the CUDA profiler's kernel durations (torch.profiler, the sum of the call's kernels);
 * a CUDA graph of the call (captured after warm-up), each replay between event pairs;
-* the host time per call (perf_counter around the call, as `host_samples`).
+* the host time per call (perf_counter around the call with nothing queued ahead, as
+  `CudaTimer.host_probe_s`; and in a held call's rounds, as `host_samples`).
 
 The hold is exact when its time agrees with the profiler's kernel time and the graph replay
 within the A/A noise (about 1 %), and the back-to-back events are the host's time (about the
@@ -75,12 +76,14 @@ def main() -> int:
     plain = CudaTimer(TimerConfig(rounds=args.rounds, hold_host_bound=False), l2)
     plain.warm({"c": call}, 1.0)
     out["events, back to back"] = statistics.median(plain.time({"c": call})["c"])
-    out["host per call"] = statistics.median(plain.host_samples["c"])
+    out["host per call"] = plain.host_probe_s["c"]  # nothing queued ahead (timing.py)
 
     held = CudaTimer(TimerConfig(rounds=args.rounds), l2)
     held.warm({"c": call}, 1.0)
     out["events, held (tilegate)"] = statistics.median(held.time({"c": call})["c"])
     out["held?"] = float(held.is_held(call))
+    if "c" in held.host_samples:  # a held call's rounds: its own host time, round by round
+        out["host per call, held rounds"] = statistics.median(held.host_samples["c"])
 
     from torch.profiler import ProfilerActivity, profile
 
