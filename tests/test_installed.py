@@ -196,6 +196,11 @@ def test_pull_requests_of_an_init_repository_through_the_base_gate(
     code, report, said = _gate(site, repo, base)
     assert code == 0, said
     assert "all measured, every declared expectation checked" in report
+    # the footer names only what this repository has: no tilegate/, no noxfile.py of its own
+    assert (
+        f"gate (`{base[:12]}`: the installed tilegate, its protocol perf_tests/ and "
+        "[tool.tilegate]), with this pull request's toykern/" in report
+    ), report[-600:]
 
     # the protocol drops n = 256: run directly against the base, the base's protocol is what
     # must be covered

@@ -199,6 +199,15 @@ def add_worktree(repo: Path, sha: str, where: Path) -> Path:
     return gate
 
 
+def gate_parts(gate: Path, cfg: dict[str, str]) -> str:
+    """What of the base's tree measured and judged, as the report's footer names it: only what
+    that tree has (an adopter's repository has no tilegate/ of its own, often no noxfile)."""
+    tool = "its tilegate/" if (gate / "tilegate").is_dir() else "the installed tilegate"
+    parts = [tool, *(["noxfile.py"] if (gate / "noxfile.py").is_file() else [])]
+    parts += [f"its protocol {cfg['protocol']}/", "[tool.tilegate]"]
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
 def remove_worktree(repo: Path, gate: Path) -> None:
     git(repo, "worktree", "remove", "--force", str(gate), check=False)
     shutil.rmtree(gate, ignore_errors=True)
@@ -503,6 +512,7 @@ def _main(args: argparse.Namespace, repo: Path, out: Path) -> int:
         Path(args.work).resolve() if args.work else Path(tempfile.mkdtemp(prefix="tilegate-gate-"))
     )
     gate = add_worktree(repo, sha, work)
+    measured_by = gate_parts(gate, cfg)
     try:
         overlay(repo, gate, cfg["source"])
         python = sys.executable
@@ -581,9 +591,8 @@ def _main(args: argparse.Namespace, repo: Path, out: Path) -> int:
             or f"# tilegate: CANNOT JUDGE\n\nThe base's gate wrote no report (exit {base_code}).\n"
         )
         text += (
-            f"\n---\n*Measured and judged by the base commit's gate (`{sha[:12]}`: its tilegate/, "
-            f"noxfile.py and [tool.tilegate]), with this pull request's {cfg['source']}/ "
-            "(tools/ci/gate_from_base.py).*\n"
+            f"\n---\n*Measured and judged by the base commit's gate (`{sha[:12]}`: "
+            f"{measured_by}), with this pull request's {cfg['source']}/ (gate_from_base.py).*\n"
         )
     report.write_text(text, encoding="utf-8")
     (out / "gate.json").write_text(
