@@ -17,10 +17,12 @@ timer is then "cuda-event+hold", never compared with a baseline timed without.
 Host time is measured for every call beside its GPU time, where it is its own. A launch waits
 when the GPU's queue is full: in back-to-back rounds of a GPU-bound call the host runs ahead
 until the queue fills, and from then on each launch waits for the GPU, so a clock around the
-call reads its GPU time (the H200 measured a 3.5 ms matmul whose 0.03 ms wrapper "took" 0.2-3.7
-ms per call that way: docs/results-h200.md, round 14). So the host time of a call is taken in
+call reads its GPU time (on the H200 the matmul's wrapper, 0.11-0.14 ms with nothing queued
+ahead, "took" up to 3.7 ms per call in a 3.5 ms case's rounds, and its 0.19 ms case read as
+host-bound: docs/results-h200.md, round 14). So the host time of a call is taken in
 the warm-up with nothing queued ahead of it (`_probe_host`: the GPU waited for, then one call,
-HOST_PROBE_ROUNDS times; `host_probe_s`). A call is host-bound when that host time reaches
+HOST_PROBE_ROUNDS times, at each warm-up and before the first rounds of a call that had
+none; `host_probe_s`). A call is host-bound when that host time reaches
 HOST_BOUND_RATIO x its event time (the warm-up's paced rounds): timed back to back, its events
 then measure how fast Python queues it (the GPU idles between its kernels), and a head-only sweep
 and a paired round disagree. With `hold_host_bound` (the default) such calls, and their A/B
@@ -125,8 +127,12 @@ class CudaTimer:
         # the host-bound calls the GPU waits for (module doc), by callable: slot names recur in
         # every group, a group's callables live for the whole run
         self._held: set[int] = set()
-        # after each time(): host seconds each sample's call took to return, per round
+        # after each time(): host seconds each held sample's call took to return, per round
         self.host_samples: dict[str, list[float]] = {}
+        # host seconds per call with nothing queued ahead (_probe_host), by callable; after each
+        # time(), by slot name for its calls
+        self._host_s: dict[int, float] = {}
+        self.host_probe_s: dict[str, float] = {}
         self._flush_buf = None
         if config.l2_flush:
             nbytes = max(L2_FLUSH_MIN_BYTES, 4 * l2_bytes)
@@ -171,9 +177,18 @@ class CudaTimer:
         for name, got in events.items():
             self._event_s[name] = statistics.median(b.elapsed_time(e) / 1e3 for b, e in got)
         paced = (time.perf_counter() - paced_from) / (rounds - 1)
-        self._enqueue_s = self._probe_host(fns, pairs)
+        self._enqueue_s = self._probe(fns, pairs)
         self._find_host_bound(fns, pairs)
         return paced
+
+    def _probe(
+        self, fns: Mapping[str, Callable[[], Any]], pairs: Mapping[str, str] | None
+    ) -> dict[str, list[float]]:
+        """`_probe_host` of these calls, each call's median kept by callable (slot names recur
+        in every group; a group's callables live for the whole run)."""
+        got = self._probe_host(fns, pairs)
+        self._host_s.update({id(fns[n]): statistics.median(xs) for n, xs in got.items() if xs})
+        return got
 
     def _probe_host(
         self, fns: Mapping[str, Callable[[], Any]], pairs: Mapping[str, str] | None
@@ -192,11 +207,6 @@ class CudaTimer:
                 got[name].append(time.perf_counter() - t0)
         torch.cuda.synchronize()
         return got
-
-    @property
-    def host_probe_s(self) -> dict[str, float]:
-        """The warmed group's calls' host seconds per call (the median of `_probe_host`)."""
-        return {n: statistics.median(xs) for n, xs in self._enqueue_s.items() if xs}
 
     def _find_host_bound(
         self, fns: Mapping[str, Callable[[], Any]], pairs: Mapping[str, str] | None
@@ -236,6 +246,10 @@ class CudaTimer:
         order of round `first_round` and on: a sweep timed in blocks goes on rotating)."""
         torch = self._torch
         names = list(fns)
+        unprobed = {n: f for n, f in fns.items() if id(f) not in self._host_s}
+        if unprobed:  # timed without a warm-up of their own (a soak paced the first sweep)
+            self._probe(unprobed, pairs)
+        self.host_probe_s = {n: self._host_s[id(f)] for n, f in fns.items()}
         events: dict[str, list[tuple[Any, Any]]] = {n: [] for n in names}
         host: dict[str, list[float]] = {n: [] for n in names}
         hold = self.hold_cycles(names) if self.config.hold_host else 0
