@@ -78,7 +78,7 @@ def how_to_create(slug: str, path: Path) -> str:
     if slug == SMOKE_SLUG:
         return (
             "A smoke run (CPU interpreter) proves the pipeline; its times mean nothing and no smoke baseline is "
-            f"committed. Use --report-only, or build a throwaway one: `tilegate rebaseline RESULTS --out {path}`."
+            f"committed. Use --report-only, or build a throwaway one from this run: `tilegate rebaseline .perf/results.json --out {path}`."
         )
     return (
         f"Create it on a {slug} machine with `tilegate rebaseline --measure 3 --out {path}` (measures "
