@@ -249,6 +249,14 @@ def launch(x, y):
     return y
 """
 
+# the src-layout variant's launch: its num_warps is package data beside the module
+LAUNCH_DATA = (
+    LAUNCH.replace(
+        "import triton\n", "import json\nfrom pathlib import Path\n\nimport triton\n", 1
+    ).replace("BLOCK=1024, num_warps=8)", 'BLOCK=1024, num_warps=_TUNE["num_warps"])')
+    + '\n_TUNE = json.loads(Path(__file__).with_name("tune.json").read_text())\n'
+)
+
 # one group, no confirmation: what is asserted is what each side ran, not a verdict on timings
 CASE = "triton_scale-fp32-n256"
 ONE = ["--profile", "smoke", "--no-plots", "--confirm-runs", "0", "--perf-axis=n=256"]
@@ -257,21 +265,29 @@ ONE = ["--profile", "smoke", "--no-plots", "--confirm-runs", "0", "--perf-axis=n
 def _self_importing(site: Path, where: Path, package: str, src: bool) -> Path:
     """A `tilegate init` repository whose kernels module imports the package BY ITS OWN NAME
     (`from <package>._launch import launch`, as Liger-Kernel, fla and FlagGems do), in a
-    `src/` layout if asked; one commit."""
+    `src/` layout if asked, where the import is a string (`importlib.import_module`) and the
+    launch's num_warps package data (`tune.json` beside it); one commit."""
     repo = where / package
     repo.mkdir()
     made = _sh([str(site / "bin" / "tilegate"), "init", "--package", package], repo, _env(site))
     assert made.returncode == 0, _said(made)
     code = repo / package
-    (code / "_launch.py").write_text(LAUNCH)
+    (code / "_launch.py").write_text(LAUNCH_DATA if src else LAUNCH)
+    if src:
+        (code / "tune.json").write_text('{"num_warps": 8}\n')
     kernels = code / "kernels.py"
     text = kernels.read_text()
     call = "        _scale_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)\n        return y"
     assert call in text
     text = text.replace(call, "        return launch(x, y)")
+    imported = (
+        f'import importlib\n\nlaunch = importlib.import_module("{package}._launch").launch\n'
+        if src
+        else f"from {package}._launch import launch\n"
+    )
     text = text.replace(
         "from tilegate.declare import Variant\n",
-        f"from {package}._launch import launch\nfrom tilegate.declare import Variant\n",
+        f"{imported}from tilegate.declare import Variant\n",
     )
     kernels.write_text(text)
     if src:
@@ -301,7 +317,8 @@ def test_a_package_that_imports_itself_by_name_is_measured_side_by_side(
 ) -> None:
     """The base side runs the base's code: a pull request that changes num_warps is seen and
     explained (with the same-process alias import of before, the base ran the head's code and
-    the change passed unseen); an A/A of the same repository is the same code everywhere."""
+    the change passed unseen); an A/A of the same repository is the same code everywhere. In
+    the src layout the package is imported by a string and the change is to package data."""
     repo = _self_importing(site, tmp_path, "selfbench", src)
     py = [sys.executable, "-m", "tilegate", "perf"]
     if not src:  # the A/A once (the layout changes where the package is found, not the A/A)
@@ -313,8 +330,12 @@ def test_a_package_that_imports_itself_by_name_is_measured_side_by_side(
         assert "each side its own checkout and process" in report
         assert "**Compiled code changed** for no variant" in report, report
 
-    launch = _launch_file(repo)
-    launch.write_text(launch.read_text().replace("num_warps=8", "num_warps=4"))
+    if src:  # the change is package data: each side reads its own tree's
+        tune = _launch_file(repo).with_name("tune.json")
+        tune.write_text('{"num_warps": 4}\n')
+    else:
+        launch = _launch_file(repo)
+        launch.write_text(launch.read_text().replace("num_warps=8", "num_warps=4"))
     _git(repo, "commit", "-qam", "num_warps 4")
     ab = _sh(
         [*py, "--ab", "HEAD~1", *ONE, "--out-dir", str(repo / ".perf" / "ab")], repo, _env(site)
