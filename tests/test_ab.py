@@ -141,6 +141,36 @@ def test_a_base_without_the_source_path_cannot_judge(repo: Path, tmp_path: Path)
     assert not list((tmp_path / "ab").glob(".*partial")), "nothing half-extracted is left"
 
 
+def test_a_base_is_built_by_its_build_command_or_cannot_judge(repo: Path, tmp_path: Path) -> None:
+    """`[tool.tilegate] build` (the base commit's own, else the head's) runs in the base's tree:
+    a `git archive` has no build products. A failing build is exit 2 naming the base, the
+    command and its output, and leaves no tree behind."""
+    built = materialise(
+        "HEAD", repo, tmp_path / "ab", source="kernels", build='echo "$PWD" > kernels/_built.txt'
+    )
+    assert (built.tree / "kernels" / "_built.txt").read_text().strip() == str(built.tree)
+    assert (built.path / "build.log").is_file()
+    sha = _git(repo, "rev-parse", "HEAD")[:12]
+    with pytest.raises(InputError) as err:
+        materialise(
+            "HEAD", repo, tmp_path / "ab", source="kernels", build="echo no compiler; exit 3"
+        )
+    said = str(err.value)
+    assert f"A/B base HEAD ({sha})" in said and "build `echo no compiler; exit 3`" in said
+    assert "(exit 3): no compiler" in said
+    assert not list((tmp_path / "ab").iterdir()), "no tree, built or half-built, is left"
+    # the base commit's own [tool.tilegate] build wins over the head's
+    (repo / "pyproject.toml").write_text(
+        '[tool.tilegate]\nsource = "kernels"\nbuild = "echo own > kernels/_own.txt"\n'
+    )
+    (repo / "perf_tests").mkdir()
+    (repo / "perf_tests" / "test_k.py").write_text("")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "its own build")
+    own = materialise("HEAD", repo, tmp_path / "ab", source="kernels", build="exit 1")
+    assert (own.tree / "kernels" / "_own.txt").read_text() == "own\n"
+
+
 @pytest.mark.interpreter
 def test_changed_kernel_source_changes_the_identity(repo: Path, tmp_path: Path) -> None:
     (repo / "kernels" / "_impl.py").write_text(IMPL.replace("* factor", "* factor + 0.0"))

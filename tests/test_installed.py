@@ -262,17 +262,31 @@ CASE = "triton_scale-fp32-n256"
 ONE = ["--profile", "smoke", "--no-plots", "--confirm-runs", "0", "--perf-axis=n=256"]
 
 
-def _self_importing(site: Path, where: Path, package: str, src: bool) -> Path:
+def _self_importing(site: Path, where: Path, package: str, src: bool, built: bool = False) -> Path:
     """A `tilegate init` repository whose kernels module imports the package BY ITS OWN NAME
     (`from <package>._launch import launch`, as Liger-Kernel, fla and FlagGems do), in a
     `src/` layout if asked, where the import is a string (`importlib.import_module`) and the
-    launch's num_warps package data (`tune.json` beside it); one commit."""
+    launch's num_warps package data (`tune.json` beside it); `built`: its num_warps a build
+    product (`gen.py` writes `<package>/_gen.py`, ignored by git, as a compiled extension
+    beside the Python would be), `[tool.tilegate] build` naming the command; one commit, built."""
     repo = where / package
     repo.mkdir()
     made = _sh([str(site / "bin" / "tilegate"), "init", "--package", package], repo, _env(site))
     assert made.returncode == 0, _said(made)
     code = repo / package
-    (code / "_launch.py").write_text(LAUNCH_DATA if src else LAUNCH)
+    launch = LAUNCH_DATA if src else LAUNCH
+    if built:
+        launch = f"from {package}._gen import NUM_WARPS\n" + launch.replace(
+            "num_warps=8", "num_warps=NUM_WARPS"
+        )
+        (repo / "gen.py").write_text(
+            f'from pathlib import Path\n\nPath("{package}/_gen.py").write_text("NUM_WARPS = 8\\n")\n'
+        )
+        toml = repo / "pyproject.toml"
+        commented = '# build = "python setup.py build_ext --inplace"'
+        assert commented in toml.read_text()
+        toml.write_text(toml.read_text().replace(commented, 'build = "$PYTHON gen.py"'))
+    (code / "_launch.py").write_text(launch)
     if src:
         (code / "tune.json").write_text('{"num_warps": 8}\n')
     kernels = code / "kernels.py"
@@ -299,9 +313,11 @@ def _self_importing(site: Path, where: Path, package: str, src: bool) -> Path:
         )
         protocol = next((repo / "perf_tests").glob("test_*.py"))
         assert f"from {package}.kernels import" in protocol.read_text()
-    (repo / ".gitignore").write_text(".perf/\n__pycache__/\n")
+    (repo / ".gitignore").write_text(".perf/\n__pycache__/\n" + (f"{package}/_gen.py\n" * built))
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "tilegate init"]):
         _git(repo, *args)
+    if built:  # the head's tree is built as its CI builds it
+        subprocess.run([sys.executable, "gen.py"], cwd=repo, check=True)
     return repo
 
 
@@ -318,8 +334,9 @@ def test_a_package_that_imports_itself_by_name_is_measured_side_by_side(
     """The base side runs the base's code: a pull request that changes num_warps is seen and
     explained (with the same-process alias import of before, the base ran the head's code and
     the change passed unseen); an A/A of the same repository is the same code everywhere. In
-    the src layout the package is imported by a string and the change is to package data."""
-    repo = _self_importing(site, tmp_path, "selfbench", src)
+    the src layout the package is imported by a string and the change is to package data; in
+    the flat one num_warps is a build product, the base's tree built by [tool.tilegate] build."""
+    repo = _self_importing(site, tmp_path, "selfbench", src, built=not src)
     py = [sys.executable, "-m", "tilegate", "perf"]
     if not src:  # the A/A once (the layout changes where the package is found, not the A/A)
         aa = _sh(
@@ -333,9 +350,10 @@ def test_a_package_that_imports_itself_by_name_is_measured_side_by_side(
     if src:  # the change is package data: each side reads its own tree's
         tune = _launch_file(repo).with_name("tune.json")
         tune.write_text('{"num_warps": 4}\n')
-    else:
-        launch = _launch_file(repo)
-        launch.write_text(launch.read_text().replace("num_warps=8", "num_warps=4"))
+    else:  # the change is to what builds the tree: the base's is built by `build`
+        gen = repo / "gen.py"
+        gen.write_text(gen.read_text().replace("NUM_WARPS = 8", "NUM_WARPS = 4"))
+        subprocess.run([sys.executable, "gen.py"], cwd=repo, check=True)
     _git(repo, "commit", "-qam", "num_warps 4")
     ab = _sh(
         [*py, "--ab", "HEAD~1", *ONE, "--out-dir", str(repo / ".perf" / "ab")], repo, _env(site)
@@ -353,6 +371,10 @@ def test_a_package_that_imports_itself_by_name_is_measured_side_by_side(
     sides = data["machine_info"]["tilegate"]["ab"]["sides"]
     assert Path(sides["head"]["tree"]) == repo
     assert Path(sides["base"]["tree"]).is_relative_to(repo / ".perf" / "ab" / "ab")
+    if not src:  # the base's tree was built by [tool.tilegate] build, its output logged
+        base_tree = Path(sides["base"]["tree"])
+        assert (base_tree / "selfbench" / "_gen.py").read_text() == "NUM_WARPS = 8\n"
+        assert (base_tree.parent / "build.log").is_file()
     rows = {
         (b["extra_info"]["tilegate"]["key"], b["extra_info"]["tilegate"].get("side", "head")):
         b["extra_info"]["tilegate"]

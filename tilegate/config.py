@@ -28,15 +28,22 @@ KEYS: dict[str, tuple[str | None, str]] = {
     "registry": (None, "optional: its variants (module:attribute inside source)"),
     "protocol": ("perf_tests", "how it is measured: the base's judges a pull request"),
     "baselines": ("baselines", "<gpu-slug>.json, <gpu-slug>.ab.json, tolerances.toml"),
+    "build": (None, "optional: a shell command that builds an A/B base's tree (extensions)"),
 }
 EXAMPLE = {"source": "{package}", "registry": "{package}.kernels:VARIANTS"}
+COMMENTED = {"build": "python setup.py build_ext --inplace"}  # shown, not set, by `tilegate init`
 
 
 def table(package: str = "mypkg") -> str:
-    """A [tool.tilegate] table for `package`, every key with its meaning (`tilegate init`)."""
+    """A [tool.tilegate] table for `package`, every key with its meaning (`tilegate init`); the
+    COMMENTED ones shown commented out."""
     values = {k: EXAMPLE.get(k, d or "").format(package=package) for k, (d, _) in KEYS.items()}
-    width = max(len(f'{k} = "{v}"') for k, v in values.items()) + 2
-    lines = [f'{k} = "{v}"'.ljust(width) + f"# {KEYS[k][1]}" for k, v in values.items()]
+    shown = {
+        k: f'# {k} = "{COMMENTED[k]}"' if k in COMMENTED else f'{k} = "{v}"'
+        for k, v in values.items()
+    }
+    width = max(len(t) for t in shown.values()) + 2
+    lines = [t.ljust(width) + f"# {KEYS[k][1]}" for k, t in shown.items()]
     return "[tool.tilegate]\n" + "\n".join(lines) + "\n"
 
 
@@ -70,6 +77,7 @@ class Config:
     protocol: str = "perf_tests"
     baselines: str = "baselines"
     registry: str | None = None  # module:attribute of the source's variants
+    build: str | None = None  # a shell command run in an A/B base's tree before it is measured
 
     @property
     def baselines_dir(self) -> Path:
@@ -156,6 +164,12 @@ def parse(table: dict[str, Any], pyproject: Path) -> Config:
             f"{pyproject}: [tool.tilegate] registry = {registry!r}: expected "
             "'module:attribute' of the source's variants, e.g. 'mypkg.registry:VARIANTS'"
         )
+    build = table.get("build")
+    if build is not None and (not isinstance(build, str) or not build.strip()):
+        raise InputError(
+            f"{pyproject}: [tool.tilegate] build = {build!r}: expected a shell command that "
+            "builds the source in place, e.g. 'python setup.py build_ext --inplace'"
+        )
     return Config(
         root=pyproject.parent.resolve(),
         file=pyproject,
@@ -163,6 +177,7 @@ def parse(table: dict[str, Any], pyproject: Path) -> Config:
         protocol=paths["protocol"],
         baselines=paths["baselines"],
         registry=registry.strip() if registry else None,
+        build=build.strip() if build else None,
     )
 
 

@@ -7,7 +7,9 @@ tracked file as the commit has it; no build products) into `dest_root/<sha>/`, w
 `[tool.tilegate]` decides, else the head's. The tree is then measured in a process of its own
 (tilegate.harness.sides): first on sys.path, its package imported by its own name, so a
 package that imports itself absolutely (`from mypkg.ops import x`) runs the base's code.
-Nothing is renamed or rewritten.
+Nothing is renamed or rewritten. A tree with build products (a compiled extension beside the
+Python) is built in place by `[tool.tilegate] build` (`build_tree`); the head's tree is measured
+as it is, built as the repository's CI builds it.
 """
 
 from __future__ import annotations
@@ -71,7 +73,12 @@ def _base_config(repo: Path, sha: str) -> dict[str, str | None] | None:
         return None
     finally:
         tmp.unlink(missing_ok=True)
-    return {"source": config.source, "protocol": config.protocol, "registry": config.registry}
+    return {
+        "source": config.source,
+        "protocol": config.protocol,
+        "registry": config.registry,
+        "build": config.build,
+    }
 
 
 def materialise(
@@ -82,10 +89,12 @@ def materialise(
     source: str,
     protocol: str | None = None,
     registry: str | None = None,
+    build: str | None = None,
 ) -> Base:
     """Check out REF's tree under dest_root/<sha>/; InputError naming REF when it cannot.
-    `source`, `protocol`, `registry` are the head's [tool.tilegate]; the base commit's own win
-    (its protocol is what a pull request is measured under)."""
+    `source`, `protocol`, `registry`, `build` are the head's [tool.tilegate]; the base commit's
+    own win (its protocol is what a pull request is measured under). With a `build` command,
+    the tree is built in place (`build_tree`)."""
     found = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if found.returncode != 0:
         raise InputError(
@@ -93,7 +102,7 @@ def materialise(
         )
     sha = found.stdout.decode().strip()
     own = _base_config(repo, sha)
-    cfg = own or {"source": source, "protocol": None, "registry": registry}
+    cfg = own or {"source": source, "protocol": None, "registry": registry, "build": build}
     source = str(cfg["source"])
     dest = dest_root / sha
     staging = dest_root / f".{sha}.partial"
@@ -125,7 +134,54 @@ def materialise(
         raise
     shutil.rmtree(dest, ignore_errors=True)
     staging.replace(dest)
+    if cfg.get("build"):
+        try:
+            build_tree(str(cfg["build"]), dest / TREE_DIR, f"A/B base {ref} ({sha[:12]})")
+        except BaseException:
+            shutil.rmtree(dest, ignore_errors=True)  # nothing half-built is left
+            raise
     return Base(ref, sha, dest, source, base_protocol, cfg["registry"])
+
+
+BUILD_TIMEOUT_S = 3600
+
+
+def build_tree(command: str, tree: Path, what: str) -> None:
+    """Run `[tool.tilegate] build` in `tree` (a shell command, the tree its working directory,
+    this Python first on PATH and as $PYTHON): a tree from `git archive` has none of its build
+    products, a compiled extension beside the Python among them. Its output goes to
+    `<tree>/../build.log`; InputError naming `what`, the command, its exit and the output's
+    last lines when it fails."""
+    import os
+    import sys
+
+    log = tree.parent / "build.log"
+    env = dict(os.environ)
+    env["PYTHON"] = sys.executable
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    try:
+        done = subprocess.run(
+            command,
+            shell=True,
+            cwd=tree,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=BUILD_TIMEOUT_S,
+            check=False,
+        )
+        out, why = done.stdout.decode(errors="replace"), f"exit {done.returncode}"
+        failed = done.returncode != 0
+    except subprocess.TimeoutExpired as err:
+        out = (err.stdout or b"").decode(errors="replace")
+        why, failed = f"still running after {BUILD_TIMEOUT_S} s", True
+    log.write_text(out)
+    if failed:
+        tail = " | ".join(out.strip().splitlines()[-3:]) or "no output"
+        raise InputError(
+            f"{what}: its [tool.tilegate] build `{command}` failed ({why}): {tail}. Fix the "
+            "build or the command (it runs in the base's tree, a `git archive` of its commit)"
+        )
 
 
 def read_base(path: Path, ref: str = "", sha: str = "") -> Base:

@@ -479,6 +479,7 @@ def ab_args(ref: str, out_dir: Path) -> list[str]:
         source=config.source,
         protocol=config.protocol,
         registry=config.registry,
+        build=config.build,
     )
     return [
         f"--perf-ab-base={base.path}",
