@@ -15,6 +15,7 @@ sides back to back, one process after the other, in a balanced random order (`pa
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import statistics
@@ -30,6 +31,7 @@ from tilegate.harness.budget import GroupBudget, Tolerances, aligned
 from tilegate.harness.side import CaseResult, SideMeasurer
 from tilegate.harness.sides import SideFailure
 from tilegate.harness.timing import host_info
+from tilegate.judge.autotune import retime_config
 from tilegate.judge.stats import paired_ratio
 from tilegate.warnlog import Warned, unique
 
@@ -88,6 +90,12 @@ class _Prepared:
     # change a process's host time: Liger's cross_entropy 1.9 -> 19 ms per call on the H200)
     shadow: str | None = None
     handovers: list[tuple[str, float]] = field(default_factory=list)  # (slot, first call's s)
+    # tuner flips (the same identity on both sides, another autotuner pick): head slot -> the
+    # picks both sides are re-timed with (tilegate.judge.autotune.retime_config: the base's)
+    retime: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # their re-time on one config: per slot its GPU samples and host seconds, round by round
+    pinned: dict[str, list[float]] = field(default_factory=dict)
+    pinned_host: dict[str, list[float]] = field(default_factory=dict)
 
 
 class GroupMeasurer:
@@ -243,8 +251,23 @@ class GroupMeasurer:
             if c.base and c.variant in prep.fns and c.slot in prep.fns
         }
         self._explain_changed(prep)
+        prep.retime = self._flips(prep)
         prep.seconds = time.perf_counter() - t0
         return prep
+
+    @staticmethod
+    def _flips(prep: _Prepared) -> dict[str, list[dict[str, Any]]]:
+        """The pairs whose identities are the same and whose autotuner picks are not (a tuner
+        flip), each with the picks both sides are re-timed with (the base's)."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for head, base in prep.pairs.items():
+            h, b = prep.results[head].identity, prep.results[base].identity
+            if h is None or b is None or not h.hash or not b.hash:
+                continue
+            picks = retime_config(h.hash == b.hash, b.autotune, h.autotune)
+            if picks:
+                out[head] = [dict(p) for p in picks]
+        return out
 
     def _explain_changed(self, prep: _Prepared) -> None:
         """The compile facts that explain a changed pair (tilegate.explain; AOT under the
@@ -330,13 +353,22 @@ class GroupMeasurer:
                 out[side] = mine
         return out
 
-    def _warm(self, prep: _Prepared, names: Sequence[str], seconds: float) -> float:
+    def _warm(
+        self,
+        prep: _Prepared,
+        names: Sequence[str],
+        seconds: float,
+        pinned: Sequence[Mapping[str, Any]] | None = None,
+    ) -> float:
         """Each side runs its slots' calls in turn (`seconds` shared out); seconds per round of
-        all of them."""
+        all of them. `pinned`: their autotuners on these picks (`_retime`)."""
         split = self._split(prep, names)
         found: set[str] = set()
+        pin: dict[str, Any] = {"pinned": pinned} if pinned else {}
         for side, mine in split.items():
-            prep.pace[side], held = self.sides[side].warm(prep.group, mine, seconds / len(split))
+            prep.pace[side], held = self.sides[side].warm(
+                prep.group, mine, seconds / len(split), **pin
+            )
             found |= {n.removesuffix(BASE_SUFFIX) for n in held if n != prep.shadow}
         if len(split) > 1:  # a host-bound call is held on both sides, or its ratio is no pair
             for side, mine in split.items():
@@ -348,21 +380,32 @@ class GroupMeasurer:
             self.sides["base"].hold(prep.group, [prep.shadow])
         return sum(prep.pace.get(side, 0.0) for side in split)
 
-    def _timed(self, prep: _Prepared, names: Sequence[str], rounds: int) -> dict[str, list[float]]:
+    def _timed(
+        self,
+        prep: _Prepared,
+        names: Sequence[str],
+        rounds: int,
+        pinned: Sequence[Mapping[str, Any]] | None = None,
+    ) -> dict[str, list[float]]:
         """`rounds` rounds of `names`. One side: its own interleaved rounds. Two sides: paired
         rounds across the processes, block by block (HANDOVER_BLOCK_S), each block timing one
         side's slots and then the other's (`paired_rounds`); a side waits until its work has
         finished before it hands the GPU over, and its first call after a hand-over is timed
-        apart and not counted."""
+        apart and not counted. `pinned`: the autotuners of the calls on these picks, the host
+        seconds kept apart (`_retime`)."""
         split = self._split(prep, names)
         out: dict[str, list[float]] = {n: [] for n in names}
         first = prep.rounds_done
         prep.rounds_done += rounds
+        more: dict[str, Any] = {"pinned": pinned} if pinned else {}
+        host = prep.pinned_host if pinned else prep.host
         if len(split) == 1:
             ((side, mine),) = split.items()
             pairs = {h: b for h, b in prep.pairs.items() if h in mine and b in mine}
-            got = self.sides[side].time(prep.group, mine, rounds, first_round=first, pairs=pairs)
-            self._took(prep, got, out)
+            got = self.sides[side].time(
+                prep.group, mine, rounds, first_round=first, pairs=pairs, **more
+            )
+            self._took(prep, got, out, host)
             return out
         slowest = max(prep.pace.get(side) or 0.0 for side in split)
         block = max(1, math.floor(HANDOVER_BLOCK_S / slowest)) if slowest > 0 else 1
@@ -373,25 +416,28 @@ class GroupMeasurer:
             self.blocks[f"{order[0]}-first"] = self.blocks.get(f"{order[0]}-first", 0) + 1
             for side in order:
                 got = self.sides[side].time(
-                    prep.group, split[side], k, first_round=first, handover=True
+                    prep.group, split[side], k, first_round=first, handover=True, **more
                 )
-                self._took(prep, got, out)
+                self._took(prep, got, out, host)
                 if got.handover is not None:
                     prep.handovers.append(got.handover)
             first += k
         return out
 
     @staticmethod
-    def _took(prep: _Prepared, got: Any, out: dict[str, list[float]]) -> None:
+    def _took(
+        prep: _Prepared, got: Any, out: dict[str, list[float]], host: dict[str, list[float]]
+    ) -> None:
         """A side's answer: its GPU samples into `out`, its host seconds per call beside them
-        (the shadow's are dropped)."""
+        in `host` (the shadow's are dropped)."""
         for n, xs in got.samples.items():
             if n != prep.shadow:
                 out[n] += xs
         for n, xs in got.host.items():
             if n != prep.shadow:
-                prep.host.setdefault(n, []).extend(xs)  # beside the GPU samples, round by round
-        prep.host_probe.update({n: s for n, s in got.host_probe.items() if n != prep.shadow})
+                host.setdefault(n, []).extend(xs)  # beside the GPU samples, round by round
+        if host is prep.host:  # not a re-time on one config (`_retime`): its probe is theirs
+            prep.host_probe.update({n: s for n, s in got.host_probe.items() if n != prep.shadow})
         prep.held |= {n for n, held in got.held.items() if held and n != prep.shadow}
 
     def _sweep(self, prep: _Prepared, *, warm: bool) -> None:
@@ -474,7 +520,53 @@ class GroupMeasurer:
         samples = getattr(self.sampler, "samples", None)
         return samples[-1].temperature_c if samples else None
 
+    def _retime(self, prep: _Prepared) -> None:
+        """Each tuner flip of the group timed again with both sides on one config (the base's
+        pick: `prep.retime`), in paired rounds of its own after the group's last sweep: as many
+        rounds as the profile gives the group, after a short warm-up that compiles the pinned
+        config where a side had not. Its samples are recorded beside the as-picked ones
+        (`extra_info.tilegate.pinned`); the judge decides on them (tilegate.judge.ab)."""
+        by_pick: dict[str, list[str]] = {}
+        for head, picks in prep.retime.items():
+            base = prep.pairs.get(head)
+            if base is None or head not in prep.fns or base not in prep.fns:
+                continue
+            by_pick.setdefault(json.dumps(picks, sort_keys=True, default=str), []).append(head)
+        rounds = max(prep.rounds_per_pass * self.passes, 1)
+        for heads in by_pick.values():
+            picks = prep.retime[heads[0]]
+            names = [s for h in heads for s in (h, prep.pairs[h])]
+            self.on_progress(
+                f"re-timing {len(heads)} tuner flip(s) of {prep.group} with both sides on the "
+                f"base's pick ({rounds} rounds)"
+            )
+            t0 = time.perf_counter()
+            self._warm(prep, names, 0.0, pinned=picks)
+            for name, got in self._timed(prep, names, rounds, pinned=picks).items():
+                prep.pinned.setdefault(name, []).extend(got)
+            prep.seconds += time.perf_counter() - t0
+
+    def _pinned_extra(self, prep: _Prepared, slot: str) -> dict[str, Any] | None:
+        """extra_info.tilegate.pinned of a re-timed slot: the picks both sides ran, its samples
+        and host times on them, and (a head slot) its paired ratio to the base's."""
+        samples = prep.pinned.get(slot)
+        if not samples:
+            return None
+        head = slot.removesuffix(BASE_SUFFIX)
+        out: dict[str, Any] = {
+            "autotune": prep.retime[head],
+            "samples_s": samples,
+            "median_s": statistics.median(samples),
+            **host_info(prep.pinned_host.get(slot), samples, slot in prep.held),
+        }
+        base = prep.pinned.get(prep.pairs.get(slot, ""))
+        if slot == head and base:
+            out["ratio_to_base"] = paired_ratio(samples, base)
+        return out
+
     def _finish(self, prep: _Prepared) -> None:
+        if prep.retime:
+            self._retime(prep)
         ref_samples = prep.samples.get(self.reference) if self.reference else None
         state = self.sampler.window(prep.spans) if self.sampler is not None else None
         ranges = (
@@ -495,6 +587,9 @@ class GroupMeasurer:
                 # which of the group's rounds this row was timed in, and why it stopped
                 res.extra["timed_in"] = prep.budget.timed_in(name)
                 res.extra["budget"] = prep.budget.info(name)
+            pinned = self._pinned_extra(prep, name)
+            if pinned is not None:  # a tuner flip re-timed on one config (`_retime`)
+                res.extra["pinned"] = pinned
             if res.samples_s:
                 res.extra["pass_medians_s"] = prep.pass_medians.get(name, [])
                 if state is not None:

@@ -15,6 +15,7 @@ worker process of its own (tilegate.harness.sides, tilegate.harness.worker) hold
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -244,11 +245,18 @@ class SideMeasurer:
         held = self._groups[group]
         return {n: held.fns[n] for n in names}
 
-    def warm(self, group: str, names: Sequence[str], seconds: float) -> tuple[float, list[str]]:
+    def warm(
+        self,
+        group: str,
+        names: Sequence[str],
+        seconds: float,
+        pinned: Sequence[Mapping[str, Any]] | None = None,
+    ) -> tuple[float, list[str]]:
         """Run the slots' calls in turn for about `seconds` (at least 3 rounds); seconds per
-        round of these slots, and those the timer holds from now on (host-bound)."""
+        round of these slots, and those the timer holds from now on (host-bound). `pinned`:
+        the autotuner picks every call runs (a tuner flip's re-time on one config: `time`)."""
         fns = self._fns(group, names)
-        with warnlog.recording() as warned:
+        with warnlog.recording() as warned, _pinned(pinned):
             pace = float(self.timer.warm(fns, seconds))
         self.timing_warnings += warned
         return pace, [n for n, fn in fns.items() if self._held(fn)]
@@ -267,12 +275,16 @@ class SideMeasurer:
         first_round: int = 0,
         handover: bool = False,
         pairs: Mapping[str, str] | None = None,
+        pinned: Sequence[Mapping[str, Any]] | None = None,
     ) -> Timed:
         """`rounds` rounds of the slots' calls, interleaved (the order of round `first_round`
         and on). `handover`: another side used the GPU just before: one call of the first slot
-        runs first and is timed apart, never counted (tilegate.harness.sides)."""
+        runs first and is timed apart, never counted (tilegate.harness.sides). `pinned`: every
+        autotuner these calls run uses the config these picks name
+        (tilegate.harness.autotune.pinned; a tuner flip re-timed with both sides on one config,
+        tilegate.harness.measure)."""
         fns = self._fns(group, names)
-        with warnlog.recording() as warned:
+        with warnlog.recording() as warned, _pinned(pinned):
             first = None
             if handover and fns:
                 order = self.timer.order(list(fns), first_round)
@@ -290,6 +302,15 @@ class SideMeasurer:
     def warnings_seen(self) -> tuple[list[Warned], list[Warned]]:
         """(while compiling side by side, while timing)."""
         return list(self.compile_warnings), list(self.timing_warnings)
+
+
+def _pinned(picks: Sequence[Mapping[str, Any]] | None) -> Any:
+    """`tilegate.harness.autotune.pinned(picks)`, or nothing where no picks are given."""
+    if not picks:
+        return contextlib.nullcontext()
+    from tilegate.harness.autotune import pinned
+
+    return pinned(picks)
 
 
 def wire_result(res: CaseResult) -> dict[str, Any]:

@@ -278,8 +278,20 @@ class RemoteSide:
         )
         return out
 
-    def warm(self, group: str, names: Sequence[str], seconds: float) -> tuple[float, list[str]]:
-        pace, held = self.request("warm", group=group, names=list(names), seconds=seconds)
+    def warm(
+        self,
+        group: str,
+        names: Sequence[str],
+        seconds: float,
+        pinned: Sequence[Mapping[str, Any]] | None = None,
+    ) -> tuple[float, list[str]]:
+        pace, held = self.request(
+            "warm",
+            group=group,
+            names=list(names),
+            seconds=seconds,
+            pinned=[dict(p) for p in pinned or ()],
+        )
         return float(pace), list(held)
 
     def hold(self, group: str, names: Sequence[str]) -> None:
@@ -294,6 +306,7 @@ class RemoteSide:
         first_round: int = 0,
         handover: bool = False,
         pairs: Mapping[str, str] | None = None,
+        pinned: Sequence[Mapping[str, Any]] | None = None,
     ) -> Timed:
         got: Timed = self.request(
             "time",
@@ -303,6 +316,7 @@ class RemoteSide:
             first_round=first_round,
             handover=handover,
             pairs=dict(pairs or {}),
+            pinned=[dict(p) for p in pinned or ()],
         )
         return got
 

@@ -211,8 +211,10 @@ class Worker:
     def explain(self, group: str, slots: list[str]) -> Any:
         return self.measurer.explain(group, slots)
 
-    def warm(self, group: str, names: list[str], seconds: float) -> Any:
-        return self.measurer.warm(group, names, seconds)
+    def warm(
+        self, group: str, names: list[str], seconds: float, pinned: list[Any] | None = None
+    ) -> Any:
+        return self.measurer.warm(group, names, seconds, pinned)
 
     def hold(self, group: str, names: list[str]) -> None:
         self.measurer.hold(group, names)
