@@ -200,6 +200,66 @@ def test_two_sides_with_another_pick_and_the_same_source_are_a_tuner_flip(tmp_pa
     ]
 
 
+def _pinned_flip(tmp_path: Path, name: str, on_one: float, seed: int = 3) -> Path:
+    """A tuner flip (the head's pick 25 % faster) whose re-time with both sides on the base's
+    config measured head / base = `on_one` (extra_info.tilegate.pinned, as the measurer
+    writes it)."""
+    path = _ab_file(tmp_path, name, head=PICK_B, base=PICK_A, code={}, ab={CASE: 0.75}, seed=seed)
+    data = json.loads(path.read_text())
+    rng = np.random.default_rng(seed)
+    base = [float(x) for x in 1e-3 * np.exp(rng.normal(0, 0.003, 300))]
+    head = [float(b * on_one * np.exp(rng.normal(0, 0.002))) for b in base]
+    for row, samples in ((CASE, head), (f"{CASE}@base", base)):
+        tg = bench(data, row)["extra_info"]["tilegate"]
+        tg["pinned"] = {"autotune": _pick(PICK_A), "samples_s": samples}
+    ratio = float(np.median(np.asarray(head) / np.asarray(base)))
+    bench(data, CASE)["extra_info"]["tilegate"]["pinned"]["ratio_to_base"] = ratio
+    return write(tmp_path / name, data)
+
+
+def test_a_tuner_flip_re_timed_on_one_config_is_judged_on_that_time(tmp_path: Path) -> None:
+    # issue 39: "the case is re-timed with both sides on one config, and the report says which
+    # of 'tuner flip' or 'code change' explains the difference"
+    path = _pinned_flip(tmp_path, "pinned.json", on_one=1.0)
+    cmp = compare_ab(load_results(path), None)
+    case = {c.key: c for c in cmp.cases}[CASE]
+    assert case.verdict is ABVerdict.UNCHANGED and not case.fails, case
+    assert case.explained_by == autotune.TUNER_FLIP and case.code_changed is False
+    assert case.pinned == "BK=64, num_warps=4, num_stages=3"
+    assert case.ratio == pytest.approx(1.0, abs=0.005), "the verdict's ratio is the re-time's"
+    assert case.picked_ratio == pytest.approx(0.75, abs=0.01)
+    assert case.note.startswith(
+        "tuner flip (autotuner: BK=64, num_warps=4 -> BK=32, num_warps=2): with both sides on "
+        "BK=64, num_warps=4, num_stages=3 the difference is "
+    )
+    assert "(SAME); the -25." in case.note and "% as picked is the pick's" in case.note
+    assert outcome(None, cmp).code == 0
+    from tilegate.report.render import _ab_summary
+
+    summary = "\n".join(_ab_summary(cmp))
+    assert f"`{CASE}` -25" in summary and "on one config" in summary, summary
+    (why,) = explain_cases(path, [c for c in decided(ab=cmp) if c[0] == CASE])
+    assert why.lines[0].startswith("autotuner: BK=64, num_warps=4 -> BK=32, num_warps=2 (tuner "
+                                   "flip: the same source and configs; with both sides on BK=64")  # fmt: skip
+
+
+def test_a_difference_that_remains_on_one_config_is_a_code_change_judged_on_it(
+    tmp_path: Path,
+) -> None:
+    path = _pinned_flip(tmp_path, "remains.json", on_one=1.10)
+    cmp = compare_ab(load_results(path), None)
+    case = {c.key: c for c in cmp.cases}[CASE]
+    assert case.verdict is ABVerdict.SLOWER and case.fails, case
+    assert case.explained_by == autotune.CODE_CHANGE
+    assert case.ratio == pytest.approx(1.10, abs=0.01) and case.picked_ratio is not None
+    assert case.note.startswith(
+        "code change: with both sides on BK=64, num_warps=4, num_stages=3 a difference remains"
+    )
+    assert outcome(None, cmp).code == 1
+    (why,) = explain_cases(path, [c for c in decided(ab=cmp) if c[0] == CASE])
+    assert "a code change, not the pick" in why.lines[0], why.lines
+
+
 def test_another_pick_with_changed_code_is_a_code_change_and_judged(tmp_path: Path) -> None:
     path = _ab_file(
         tmp_path, "code.json", head=PICK_B, base=PICK_A, code={},
@@ -383,6 +443,127 @@ def test_the_measurer_records_host_time_beside_the_gpu_time() -> None:
     assert ref["held"] is False and "host_samples_s" not in ref, "its rounds read the queue"
 
 
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_tuner_flip_is_re_timed_with_both_sides_on_the_bases_pick(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, processes: int
+) -> None:
+    """Two sides with the same source, the base's tuner on its other config (as another
+    process's tuner picks when two configs are close), a simulated GPU on which BLOCK=64 runs
+    in 0.75 ms and BLOCK=32 in 1 ms: the coordinator times the pair as picked (+33 %), then
+    again with both sides on the base's pick, in paired rounds, one side holding both slots
+    (one process) or a side each (two processes); the row records both."""
+    from tilegate.cases import build_cases
+    from tilegate.declare import Axis, Benchmark, Profile, Variant
+    from tilegate.harness.measure import GroupMeasurer
+    from tilegate.harness.side import SideMeasurer
+    from tilegate.harness.timing import TimerConfig, round_order
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    head_mod, base_mod = (
+        _toy(tmp_path, f"flip_head{processes}"),
+        _toy(tmp_path, f"flip_base{processes}"),
+    )
+    tuner = base_mod.scale_kernel  # its pick forced: config 1, kept for the process's life
+    tuner._tilegate_space = list(tuner.configs)
+    tuner.configs, tuner._tilegate_how = [tuner._tilegate_space[1]], "forced: config 1"
+
+    def scaled(module: Any) -> Any:
+        def make(params: Any, inputs: Any) -> Any:
+            def call() -> Any:
+                return module.scale(inputs)
+
+            call.tuner = module.scale_kernel  # type: ignore[attr-defined]
+            return call
+
+        return make
+
+    def ref(params: Any, inputs: Any) -> Any:
+        return lambda: inputs * 2
+
+    head_v, base_v = Variant("tuned", scaled(head_mod)), Variant("tuned", scaled(base_mod))
+    reference = Variant("ref", ref, reference=True)
+    bench_ = Benchmark(
+        name="toy",
+        variants=(reference, head_v),
+        profiles=(Profile("p", (Axis("n", (100,)),)),),
+        inputs=lambda params, device, seed: torch.arange(params["n"], dtype=torch.float32),
+        reference_output=lambda params, x: 2 * x.double(),
+        tolerance=lambda params: 1e-6,
+    )
+    rng = np.random.default_rng(0)
+
+    class SimTimer:  # the GPU time of a call: its tuner's config's
+        name = "sim"
+        config = TimerConfig(rounds=40)
+
+        def __init__(self) -> None:
+            self.host_samples: dict[str, list[float]] = {}
+
+        def is_held(self, fn: Any) -> bool:
+            return False
+
+        def sample(self, fn: Any) -> float:
+            fn()
+            tuner = getattr(fn, "tuner", None)
+            if tuner is None:
+                return 2e-3
+            ms = 0.75 if tuner.best_config.kwargs["BLOCK"] == 64 else 1.0
+            return float(ms * 1e-3 * np.exp(rng.normal(0, 0.002)))
+
+        def warm(self, fns: Any, seconds: float, pairs: Any = None) -> float:
+            return sum(self.sample(fn) for fn in fns.values())
+
+        def order(self, names: list[str], r: int) -> list[str]:
+            return round_order(names, r)
+
+        def once(self, fn: Any) -> float:
+            return self.sample(fn)
+
+        def time(self, fns: Any, rounds: int, pairs: Any = None, **_: Any) -> Any:
+            out: dict[str, list[float]] = {n: [] for n in fns}
+            for r in range(rounds):
+                for name in round_order(list(fns), r, pairs):
+                    out[name].append(self.sample(fns[name]))
+            return out
+
+    cases = build_cases(bench_.profile("p"), ["ref", "tuned"], base_variants=["tuned"])
+
+    def side(registry: dict[str, Any]) -> SideMeasurer:
+        return SideMeasurer(
+            benchmark=bench_, registry=registry, timer=SimTimer(), device="cpu", capability=None
+        )
+
+    if processes == 1:  # one process holds both versions (tilegate.harness.sides.one_process)
+        sides = {"head": side({"ref": reference, "tuned": head_v, "tuned@base": base_v})}
+    else:
+        sides = {
+            "head": side({"ref": reference, "tuned": head_v}),
+            "base": side({"ref@base": reference, "tuned@base": base_v}),
+        }
+    said: list[str] = []
+    m = GroupMeasurer(
+        benchmark=bench_, registry=bench_.variant_map, timer=SimTimer(), device="cpu",
+        capability=None, groups={cases[0].group: cases}, warmup_first_s=0.0, sides=sides,
+        on_progress=said.append,
+    )  # fmt: skip
+    got = {c.test_id: m.result(c).extra for c in cases}
+    head, base = got["tuned-100"], got["tuned-100@base"]
+    assert head["code_hash"] == base["code_hash"], "the same source and configs"
+    assert head["autotune"][0]["config"]["kwargs"] == {"BLOCK": 32}
+    assert base["autotune"][0]["config"]["kwargs"] == {"BLOCK": 64}
+    assert head["ratio_to_base"] == pytest.approx(4 / 3, rel=0.01), "as picked: the flip's"
+    for row in (head, base):
+        pinned = row["pinned"]
+        assert [p["config"]["kwargs"] for p in pinned["autotune"]] == [{"BLOCK": 64}]
+        assert len(pinned["samples_s"]) >= 40
+        assert pinned["median_s"] == pytest.approx(0.75e-3, rel=0.01)
+    assert head["pinned"]["ratio_to_base"] == pytest.approx(1.0, abs=0.01)
+    assert "pinned" not in got["ref-100"]
+    assert any("re-timing 1 tuner flip(s)" in line for line in said), said
+    # outside the re-time each tuner is as it was
+    assert base_mod.scale_kernel.configs == [base_mod.scale_kernel._tilegate_space[1]]
+
+
 def test_results_with_picks_and_host_times_stay_pytest_benchmark_json(tmp_path: Path) -> None:
     path = _host_run(tmp_path, "r.json", 1.0, 3)
     data = json.loads(path.read_text())
@@ -449,6 +630,101 @@ def test_a_repository_with_an_autotuned_kernel_runs_its_smoke_ab_with_the_picks_
         assert pick["kernel"] == "_scale_kernel" and pick["configs"] == 2
         assert pick["config"]["kwargs"] == {"BLOCK": 1024} and pick["key"]["n"] == 256
         assert pick["how"].startswith("interpreter")
+
+
+FORCED = """
+
+def _base_copy() -> bool:
+    \"\"\"Whether this file is the base's checkout, not the work tree the test made.\"\"\"
+    import os
+    from pathlib import Path
+
+    head = os.environ.get("TILEGATE_TEST_HEAD_TREE")
+    return bool(head) and Path(__file__).resolve().parents[1] != Path(head).resolve()
+
+
+if _base_copy():  # the base's tuner on its other config: another process's pick, same source
+    _scale_kernel._tilegate_space = list(_scale_kernel.configs)
+    _scale_kernel.configs = [_scale_kernel.configs[1]]
+    _scale_kernel._tilegate_how = "forced: config 1"
+"""
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_tuner_flip_in_a_smoke_ab_is_re_timed_on_one_config_and_never_blamed(
+    tmp_path: Path, processes: int
+) -> None:
+    """`tilegate init`, its kernel autotuned (two configs), the base's process forced onto the
+    other config (same source): the A/B (one process holding both versions, or a process per
+    side: a package naming itself) records the flip's re-time with both sides on the base's
+    pick, and the report and `tilegate explain` read "tuner flip", never SLOWER or FASTER."""
+    import os
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TILEGATE_TEST_HEAD_TREE": str(tmp_path)}
+    env.pop("TRITON_INTERPRET", None)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
+
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    assert run("git", "init", "-q").returncode == 0
+    assert run(sys.executable, "-m", "tilegate", "init", "--package", "tuned").returncode == 0
+    kernels = tmp_path / "tuned" / "kernels.py"
+    text = kernels.read_text().replace(
+        "@triton.jit\ndef _scale_kernel",
+        "@triton.autotune(\n    configs=[triton.Config({'BLOCK': 1024}, num_warps=4),"
+        " triton.Config({'BLOCK': 256}, num_warps=2)],\n    key=['n'],\n)\n"
+        "@triton.jit\ndef _scale_kernel",
+    )
+    text = text.replace(
+        "_scale_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)",
+        "_scale_kernel[lambda m: (triton.cdiv(x.numel(), m['BLOCK']),)](x, y, x.numel())",
+    )
+    text += FORCED + (
+        'NAME = "tuned.kernels"  # names itself: a process per side\n' if processes == 2 else ""
+    )
+    kernels.write_text(text)
+    run("git", "add", "-A")
+    assert run(*git, "commit", "-qm", "autotuned").returncode == 0
+    perf = run(
+        sys.executable, "-m", "tilegate", "perf", "--profile", "smoke", "--ab", "HEAD",
+        "--report-only", "--no-plots", "--perf-axis=n=256",
+    )  # fmt: skip
+    assert perf.returncode == 0, perf.stdout[-3000:] + perf.stderr[-3000:]
+    results = tmp_path / ".perf" / "results.json"
+    data = json.loads(results.read_text())
+    assert data["machine_info"]["tilegate"]["ab"]["processes"] == processes
+    rows = {
+        (r["extra_info"]["tilegate"].get("side", "head"), r["extra_info"]["tilegate"]["key"]): r[
+            "extra_info"
+        ]["tilegate"]
+        for r in data["benchmarks"]
+    }
+    case = "triton_scale-fp32-n256"
+    head, base = rows[("head", case)], rows[("base", case)]
+    assert head["code_hash"] == base["code_hash"]
+    assert head["autotune"][0]["config"]["kwargs"] == {"BLOCK": 1024}
+    assert base["autotune"][0]["config"]["kwargs"] == {"BLOCK": 256}
+    for row in (head, base):  # both timed again on the base's pick
+        assert [p["config"]["kwargs"] for p in row["pinned"]["autotune"]] == [{"BLOCK": 256}]
+        assert len(row["pinned"]["samples_s"]) >= 8
+    assert "ratio_to_base" in head["pinned"]
+    load_results(results)  # ours reads it; pytest-benchmark's compare too
+    compare = "import sys; from pytest_benchmark.cli import main; sys.argv[0] = 'x'; main()"
+    got = run(sys.executable, "-c", compare, "compare", str(results))
+    assert got.returncode == 0 and case in got.stdout, got.stderr[-2000:]
+    cmp = compare_ab(load_results(results), None)
+    judged = {c.key: c for c in cmp.cases}[case]
+    assert judged.verdict is ABVerdict.UNCHANGED and judged.explained_by == autotune.TUNER_FLIP
+    assert judged.pinned == "BLOCK=256, num_warps=2, num_stages=3", judged
+    report = (tmp_path / ".perf" / "report.md").read_text()
+    assert "Tuner flips" in report and "on one config (BLOCK=256" in report
+    said = run(sys.executable, "-m", "tilegate", "explain", str(results))
+    assert "tuner flip" in said.stdout and "with both sides on BLOCK=256" in said.stdout, said
+    for word in ("SLOWER", "FASTER"):
+        assert f"{case}` {word}" not in report and f"{case}: {word}" not in said.stdout
 
 
 def test_a_tuner_whose_every_config_failed_names_its_kernel_and_the_error() -> None:

@@ -87,6 +87,9 @@ class Side:
     # the autotuner picks of the row (extra_info.tilegate.autotune): the first line when the
     # sides picked differently (tilegate.judge.autotune)
     autotune: tuple[Mapping[str, Any], ...] = ()
+    # a tuner flip re-timed with both sides on one config (extra_info.tilegate.pinned): the
+    # picks both ran and, on the head's row, the paired ratio there
+    pinned: Mapping[str, Any] | None = None
 
 
 def read_sides(path: Path) -> dict[tuple[str, str], Side]:
@@ -105,8 +108,27 @@ def read_sides(path: Path) -> dict[tuple[str, str], Side]:
             tg.get("code_hash") if isinstance(tg.get("code_hash"), str) else None,
             parts if isinstance(parts, dict) else {},
             tuple(p for p in picks if isinstance(p, dict)) if isinstance(picks, list) else (),
+            tg["pinned"] if isinstance(tg.get("pinned"), dict) else None,
         )
     return out
+
+
+def _on_one_config(verdict: str, head: Side) -> str:
+    """`; with both sides on BK=64, num_warps=4 the difference is +0.1 %` where the flip was
+    re-timed on one config; what explains it is the verdict's (the judge's: UNCHANGED, the
+    pick; a timing verdict, not the pick)."""
+    pinned = head.pinned or {}
+    ratio = pinned.get("ratio_to_base")
+    picks = [p for p in pinned.get("autotune") or () if isinstance(p, dict)]
+    if not isinstance(ratio, (int, float)) or not picks:
+        return ""
+    config = "; ".join(autotune.config_text(p.get("config") or {}) for p in picks)
+    if verdict == "UNCHANGED":
+        return f"; with both sides on {config} the difference is {ratio - 1:+.1%}"
+    return (
+        f"; with both sides on {config} a difference remains, {ratio - 1:+.1%}: "
+        f"{'a code change, not the pick' if verdict in ('SLOWER', 'FASTER') else 'undecided'}"
+    )
 
 
 # --- the comparison ----------------------------------------------------------------------------
@@ -326,7 +348,8 @@ def explain_pair(
         picks = autotune.line(base.autotune, head.autotune)
         same = bool(base.code_hash and head.code_hash and base.code_hash == head.code_hash)
         if same and picks:  # a tuner flip: the picks are the whole story
-            out.lines = [f"{picks} ({autotune.TUNER_FLIP}: the same source and configs)"]
+            on_one = _on_one_config(verdict, head)
+            out.lines = [f"{picks} ({autotune.TUNER_FLIP}: the same source and configs{on_one})"]
             return out
         if same:
             out.unavailable = "same code on both sides: nothing to explain"

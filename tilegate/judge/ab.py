@@ -38,7 +38,10 @@ A case it lacks gets the ceiling, marked uncalibrated.
 
 Autotuned kernels (tilegate.judge.autotune): the identity is the source and the config space,
 the pick is recorded beside it. Same identity, another pick: a TUNER FLIP, UNCHANGED (never
-blamed, never INCONSISTENT: the time moved with the pick), its why line names the picks; another
+blamed, never INCONSISTENT: the time moved with the pick), its why line names the picks. Where
+the measurer re-timed it with both sides on the base's pick (Row.pinned), the verdict is on that
+time (`_retimed`): SAME there, a tuner flip; SLOWER or FASTER there, a code change the identity
+does not see, judged on it; another verdict there, that verdict (re-measured). Another
 identity and another pick: a CODE CHANGE, judged, its note naming the picks; one side whose
 processes (the run and its confirmations) picked differently: UNSTABLE with the picks named.
 
@@ -411,6 +414,11 @@ class ABCase:
     judged_on: str = "gpu"
     host_ratio: float | None = None
     gpu_ratio: float | None = None
+    # a tuner flip re-timed with both sides on one config (Row.pinned): the config both ran
+    # (`BK=64, num_warps=4`) and the ratio as each side picked; `ratio`, `ci` and the verdict
+    # are then the re-time's
+    pinned: str | None = None
+    picked_ratio: float | None = None
 
     @property
     def slower_mode(self) -> bool:
@@ -492,12 +500,18 @@ def judge_case(
     tolerance: float,
     tolerance_source: str,
     policy: ABPolicy,
+    *,
+    as_changed: bool = False,
 ) -> ABCase:
-    """The verdict of one case measured in one or more runs (the first, then confirmations)."""
+    """The verdict of one case measured in one or more runs (the first, then confirmations).
+    `as_changed`: judged on its time as a changed case is, whatever its identity (a tuner
+    flip's re-time on one config, `_retimed`)."""
     head_run, head, base = pairs[0]
     changed = None
     if head.code_hash and base.code_hash:
         changed = head.code_hash != base.code_hash
+    if as_changed:
+        changed = True
     sides = [_aligned(run, h, b) for run, h, b in pairs]
     per_run = [h / b for h, b in sides]
     run_ratios = tuple(float(np.median(r)) for r in per_run)
@@ -530,9 +544,19 @@ def judge_case(
     flip = autotune.classify(same, base.autotune, head.autotune)
     measured = replace(measured, explained_by=flip, picks=picks)
     if flip == autotune.TUNER_FLIP:
+        # re-timed with both sides on one config (tilegate.harness.measure): judged on that
+        on_one = [
+            (run, h.pinned, b.pinned)
+            for run, h, b in pairs
+            if h.pinned is not None and b.pinned is not None
+        ]
+        if len(on_one) == len(pairs):
+            judged = judge_case(key, on_one, tolerance, tolerance_source, policy, as_changed=True)
+            return _retimed(measured, judged, smoke=head_run.env.smoke)
         note = (
             f"tuner flip ({picks}): the same source and configs, another pick; its "
-            f"{ratio - 1:+.1%} is the pick's, not this change's (not blamed)"
+            f"{ratio - 1:+.1%} is the pick's, not this change's (not blamed; not re-timed on "
+            "one config)"
         )
         return replace(measured, verdict=ABVerdict.UNCHANGED, note=note)
     if changed is False:
@@ -602,6 +626,56 @@ def judge_case(
     return replace(measured, verdict=verdict, note=note)
 
 
+def _retimed(picked: ABCase, on_one: ABCase, *, smoke: bool = False) -> ABCase:
+    """A tuner flip's verdict from its re-time with both sides on one config (`on_one`, judged
+    as a changed case is): within the tolerance there, the pick explains the difference (a
+    tuner flip: UNCHANGED, never blamed); SLOWER or FASTER there, it does not (a code change
+    the identity does not see, judged on the re-time); undecided there, neither is shown. The
+    verdict, ratio and interval are the re-time's; the as-picked ratio is kept beside them.
+    A smoke run's times (the CPU interpreter) cannot show what the identity does not see (as
+    for SAME CODE, TIME MOVED): its flip stays a tuner flip, the re-time's number shown."""
+    assert on_one.head is not None and on_one.ratio is not None and picked.ratio is not None
+    config = "; ".join(autotune.config_text(p["config"]) for p in on_one.head.autotune)
+    got = replace(
+        on_one,
+        head=picked.head,
+        base=picked.base,
+        picks=picked.picks,
+        pinned=config,
+        picked_ratio=picked.ratio,
+        host_ratio=picked.host_ratio,
+    )
+    diff, as_picked = on_one.ratio - 1, picked.ratio - 1
+    if on_one.verdict is ABVerdict.SAME or smoke:
+        said = "a smoke run's times decide nothing" if smoke else ABVerdict.SAME.value
+        note = (
+            f"tuner flip ({picked.picks}): with both sides on {config} the difference is "
+            f"{diff:+.1%} ({said}); the {as_picked:+.1%} as picked is the pick's, not this "
+            "change's (not blamed)"
+        )
+        return replace(
+            got,
+            verdict=ABVerdict.UNCHANGED,
+            code_changed=False,
+            explained_by=autotune.TUNER_FLIP,
+            note=note,
+        )
+    word = on_one.verdict.value
+    if on_one.verdict in (ABVerdict.SLOWER, ABVerdict.FASTER):
+        note = (
+            f"code change: with both sides on {config} a difference remains, {diff:+.1%} "
+            f"({word}: {on_one.note}); the same source and configs, so something the identity "
+            f"does not see changed; as picked {as_picked:+.1%} ({picked.picks})"
+        )
+        return replace(got, explained_by=autotune.CODE_CHANGE, note=note)
+    note = (
+        f"the same source and configs, another pick ({picked.picks}); with both sides on "
+        f"{config} the difference is {diff:+.1%} ({word}: {on_one.note}): neither a tuner flip "
+        f"nor a code change is shown; as picked {as_picked:+.1%}"
+    )
+    return replace(got, explained_by=None, note=note)
+
+
 def _split_picks(pairs: Sequence[tuple[Run, Row, Row]]) -> str | None:
     """UNSTABLE's note when one side's processes (a run and its confirmations) picked
     differently, or a tuner re-tuned in the identity's call; None otherwise."""
@@ -626,9 +700,14 @@ def _on_host(head: Row, base: Row) -> tuple[Row, Row] | None:
     h, b = head.host_samples_s, base.host_samples_s
     if h is None or b is None:
         return None
+    pinned = (
+        _on_host(head.pinned, base.pinned)
+        if head.pinned is not None and base.pinned is not None
+        else None
+    )
     return (
-        replace(head, samples_s=h, median_s=float(np.median(h))),
-        replace(base, samples_s=b, median_s=float(np.median(b))),
+        replace(head, samples_s=h, median_s=float(np.median(h)), pinned=pinned and pinned[0]),
+        replace(base, samples_s=b, median_s=float(np.median(b)), pinned=pinned and pinned[1]),
     )
 
 

@@ -188,6 +188,10 @@ class Row:
     host_samples_s: tuple[float, ...] | None = None
     host_bound: bool | None = None
     held: bool = False
+    # a tuner flip re-timed with both sides on one config (extra_info.tilegate.pinned, written
+    # by tilegate.harness.measure): this case on that config, as a row of its own (its
+    # `autotune` the picks both sides ran); None: not re-timed
+    pinned: Row | None = None
 
 
 def param_order(params: Mapping[str, Any], axes: Sequence[str]) -> tuple[Any, ...]:
@@ -623,11 +627,12 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
             f"{where}: extra_info.tilegate.host_samples_s must be one positive host time per "
             f"sample ({len(samples)}); re-run the suite"
         )
+    pinned = _parse_pinned(where, tg.get("pinned"))
     pass_medians = tg.get("pass_medians_s")
     sweeps = None
     if isinstance(pass_medians, list) and pass_medians and len(samples) % len(pass_medians) == 0:
         sweeps = len(pass_medians)
-    return Row(
+    row = Row(
         autotune=tuple(MappingProxyType(dict(p)) for p in autotune),
         host_s=float(statistics.median(host)) if host else None,
         host_samples_s=tuple(float(h) for h in host) if host else None,
@@ -653,6 +658,62 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
         ratio_to_reference=ratios["ratio_to_reference"],
         twin=twin if isinstance(twin, str) and twin else None,
         ratio_to_twin=ratios["ratio_to_twin"],
+    )
+    if pinned is None:
+        return row
+    samples_p, host_p, picks = pinned
+    return replace(
+        row,
+        pinned=replace(
+            row,
+            samples_s=samples_p,
+            median_s=float(statistics.median(samples_p)),
+            host_samples_s=host_p,
+            host_s=float(statistics.median(host_p)) if host_p else None,
+            autotune=picks,
+            timed_in=None,
+            budget_stopped=None,
+            sweeps=None,
+            ratio_to_base=None,
+            ratio_to_reference=None,
+            ratio_to_twin=None,
+        ),
+    )
+
+
+def _parse_pinned(
+    where: str, pinned: Any
+) -> tuple[tuple[float, ...], tuple[float, ...] | None, tuple[Mapping[str, Any], ...]] | None:
+    """extra_info.tilegate.pinned (a tuner flip's re-time on one config): its samples, host
+    seconds and the picks both sides ran; None where the row has none."""
+    if pinned is None:
+        return None
+    samples = pinned.get("samples_s") if isinstance(pinned, dict) else None
+    picks = pinned.get("autotune") if isinstance(pinned, dict) else None
+    problem = _timing_problem(samples) if isinstance(samples, list) else "has no samples_s"
+    if problem is None and not (
+        isinstance(picks, list)
+        and picks
+        and all(isinstance(p, dict) and isinstance(p.get("config"), dict) for p in picks)
+    ):
+        problem = "names no picks (autotune)"
+    host = pinned.get("host_samples_s") if isinstance(pinned, dict) else None
+    if problem is None and host is not None:
+        assert isinstance(samples, list)
+        if not isinstance(host, list) or len(host) != len(samples):
+            problem = "has host_samples_s that are not one per sample"
+        elif not all(is_finite_positive(h) for h in host):
+            problem = "has a host time that is not a positive number"
+    if problem is not None:
+        raise InputError(
+            f"{where}: extra_info.tilegate.pinned (a tuner flip re-timed on one config) "
+            f"{problem}; re-run the suite"
+        )
+    assert isinstance(samples, list) and isinstance(picks, list)
+    return (
+        tuple(float(x) for x in samples),
+        tuple(float(h) for h in host) if host else None,
+        tuple(MappingProxyType(dict(p)) for p in picks),
     )
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.errors import EXIT_CANNOT_JUDGE
-from tilegate.judge.ab import UNSTABLE_TODO, ABComparison, ABVerdict
+from tilegate.judge.ab import UNSTABLE_TODO, ABCase, ABComparison, ABVerdict
 from tilegate.judge.autotune import TUNER_FLIP
 from tilegate.judge.baseline import Baseline
 from tilegate.judge.coverage import Coverage
@@ -380,6 +380,16 @@ def _ab_budget(ab: Any) -> list[str]:
     return [f"*{line}*", ""] if isinstance(line, str) and line else []
 
 
+def _flip(c: ABCase) -> str:
+    """`case` -25.0 % as picked, +0.1 % on one config (BK=64, num_warps=4)."""
+    if c.pinned is None or c.picked_ratio is None:
+        return f"`{c.key}` {pct((c.ratio or 1) - 1)} (not re-timed on one config)"
+    return (
+        f"`{c.key}` {pct(c.picked_ratio - 1)} as picked, {pct((c.ratio or 1) - 1)} on one "
+        f"config ({c.pinned})"
+    )
+
+
 def _ab_summary(ab: ABComparison) -> list[str]:
     out: list[str] = []
 
@@ -426,9 +436,10 @@ def _ab_summary(ab: ABComparison) -> list[str]:
     _bullet(
         out,
         "Tuner flips (the same source and configs, another autotuner pick; not blamed)",
-        [f"`{c.key}` {pct((c.ratio or 1) - 1)}" for c in ab.cases if c.explained_by == TUNER_FLIP],
-        "Each case's picks in its note and its why; a re-time of both sides on one config "
-        "separates the pick from the change (tilegate.judge.autotune.retime_config).",
+        [_flip(c) for c in ab.cases if c.explained_by == TUNER_FLIP],
+        "Each case's picks in its note and its why. A flip is re-timed with both sides on the "
+        "base's pick, and judged on that time: within its tolerance there, the pick explains "
+        "the difference; a difference that remains is judged as a code change.",
     )
     _bullet(out, "New in the head (not judged)", [f"`{c.key}`" for c in ab.by(ABVerdict.NEW)])
     _bullet(
