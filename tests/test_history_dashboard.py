@@ -177,7 +177,7 @@ def test_1000_runs_of_96_cases_make_a_page_under_5_mb(
         con.execute(
             "INSERT INTO runs SELECT run_id + ? * 1000, gpu, gpu_name, commit || ?, datetime || ?, "
             "measured_at + ? * INTERVAL 3 DAY, profile, mode, dirty, triton, torch, python, driver, "
-            "cuda, harness_version, M, N, throttled, source, added_at, repo_url, run_url, reference "
+            "cuda, harness_version, throttled, source, added_at, repo_url, run_url, reference "
             "FROM runs WHERE run_id < 1000",
             [k, f"-{k}", f"-{k}", k],
         )
@@ -424,7 +424,9 @@ def test_a_benchmark_of_other_axes_gets_its_pairs_along_its_expectations_axis(
     assert fused["metric"] == "ratio_to_reference" and fused["unit"] == "GB/s"
     assert all(x is not None and x > 0 for x in fused["tp"])
     assert cases[toy_case("naive", "norm", 32, 64)]["metric"] == "median_s"
-    assert cases[toy_case("fused", "norm", 32, 64)]["K"] is None  # no such parameter
+    # its parameters as the benchmark names them (no dtype, layout or K made up)
+    params = cases[toy_case("fused", "norm", 32, 64)]["params"]
+    assert params == {"op": "norm", "rows": 32, "width": 64}, params
     # one pair per setting of the other axes where the expectation holds (op "norm" only), along
     # width; its case ids the benchmark's own
     assert [(p["faster"], p["than"], p["per"], p["where"]) for p in gpu["pairs"]] == [

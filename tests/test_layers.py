@@ -5,6 +5,7 @@ through others. Every import counts: top-level, inside a function, under TYPE_CH
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -174,3 +175,100 @@ def test_the_judge_and_the_history_know_no_benchmark_of_their_own() -> None:
                 if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and "matmul" in n.name.lower()
             ]
             assert defined == [], (name, defined)
+
+
+def _declared_parameters() -> set[str]:
+    """The parameter names of this repository's declaration (perf_tests/): every profile's axes
+    and fixed values (the matmul benchmark's dtype, layout, K; M, N)."""
+    from tilegate.protocol import find_benchmarks
+
+    out: set[str] = set()
+    for _, bench in find_benchmarks(ROOT / "perf_tests"):
+        for profile in bench.profiles:
+            out |= {a.name for a in profile.axes} | set(profile.fixed)
+    return out
+
+
+MATMUL_WORDS = ("matmul", "cublas", "gemm")
+
+
+def _matmul_names(path: Path, params: set[str]) -> list[str]:
+    """What `path` names of the matmul benchmark outside its docstrings: a parameter name as a
+    key (`x["K"]`, `{"K": ...}`), a column of a list or tuple (`("dtype", "layout", "K")`), a
+    qualified column of SQL (`c.K`), or a word of a string (a name of more than one letter:
+    `dtype`, `layout`; one-letter words are everyday text, "the latest N runs"); a word of
+    MATMUL_WORDS; a variable, argument or attribute named after a parameter (`dtype` as an
+    attribute excepted: numpy's arrays have one)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef))
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+        and isinstance(n.body[0].value, ast.Constant)
+    }
+
+    def named(node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Constant) and node.value in params
+
+    found = []
+    for node in ast.walk(tree):
+        where = f"{path.name}:{getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if id(node) in docstrings:
+                continue
+            words = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", node.value)
+            hits = [
+                w
+                for w in words
+                if (w in params and len(w) > 1) or any(m in w.lower() for m in MATMUL_WORDS)
+            ]
+            qualified = re.findall(r"\b[A-Za-z_]\w*\.([A-Za-z_]\w*)\b", node.value)
+            hits += [w for w in qualified if w in params]
+            found += [f"{where} string {node.value[:60]!r} ({w})" for w in hits]
+        elif isinstance(node, ast.Subscript) and named(node.slice):
+            found.append(f"{where} key {ast.unparse(node)}")
+        elif isinstance(node, ast.Dict):
+            found += [f"{where} key {k.value!r}" for k in node.keys if k is not None and named(k)]
+        elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            found += [f"{where} column {e.value!r}" for e in node.elts if named(e)]
+        elif isinstance(node, ast.Name) and node.id in params:
+            found.append(f"{where} name {node.id}")
+        elif isinstance(node, ast.arg) and node.arg in params:
+            found.append(f"{where} argument {node.arg}")
+        elif isinstance(node, ast.Attribute) and node.attr in params - {"dtype"}:
+            found.append(f"{where} attribute .{node.attr}")
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and any(
+            m in node.name.lower() for m in MATMUL_WORDS
+        ):
+            found.append(f"{where} {node.name}")
+    return found
+
+
+def test_the_history_knows_no_parameter_of_this_repositorys_benchmark(tmp_path: Path) -> None:
+    """Issue 40: "nothing in history/ knows matmul ... except through the declaration". The
+    history store keeps a case's parameters in its `params` (the names the declaration gives
+    them): no module of history/ names a parameter of this repository's declaration, or
+    matmul, cuBLAS or GEMM (`_matmul_names`), and a new store has no column named after one."""
+    import duckdb
+
+    from tilegate.history.store import open_store
+
+    params = _declared_parameters()
+    assert {"dtype", "layout", "K", "M", "N"} <= params, params  # the test reads the declaration
+    found = [
+        hit
+        for name, path in MODULES.items()
+        if _layer(name) == "history"
+        for hit in _matmul_names(path, params)
+    ]
+    assert found == [], "\n".join(found)
+    with open_store(tmp_path / "h.duckdb", write=True):
+        pass
+    con = duckdb.connect(str(tmp_path / "h.duckdb"), read_only=True)
+    columns = {
+        str(r[0]) for r in con.execute("SELECT column_name FROM duckdb_columns()").fetchall()
+    }
+    con.close()
+    assert not columns & params, sorted(columns & params)

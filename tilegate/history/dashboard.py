@@ -7,15 +7,15 @@ base64-encoded (`<script type="application/gzip+base64">`; the browser's Decompr
 unpacks them), which keeps 1,000 runs x 100 cases under 5 MB. The data is one JSON object,
 columnar and rounded:
 
-    {"version": 3, "generated": ISO, "store": path, "method": {...},
+    {"version": 4, "generated": ISO, "store": path, "method": {...},
      "gpus": [{"slug", "name", "reference": the reference variant's name (latest clean run) or null,
                "runs": {"id": [...], "commit": [...], "when": [...], "profile": [...],
                         "triton": [...], "torch": [...], "driver": [...], "cuda": [...],
-                        "dirty": [...], "throttled": [...], "M": [...], "N": [...],
+                        "dirty": [...], "throttled": [...],
                         "repo": [repository URL per run or null], "url": [CI run URL or null],
                         "reference": [the run's reference variant or null]},
-               "cases": [{"id", "variant", "dtype", "layout", "K",   # null where the benchmark
-                          "twin", "metric",                         # has no such parameter
+               "cases": [{"id", "variant", "params": {name: value},  # the latest row's
+                          "twin", "metric",
                           "v": [value per run or null],   # ratio to reference (4 decimals) or median us
                           "med", "q1", "q3": [us per run or null],
                           "tp": [throughput per run or null], "unit": "TFLOP/s", "GB/s" or null,
@@ -35,6 +35,7 @@ Version 3: the pairs are any benchmark's (tilegate.judge.crosstile: over their a
 case ids from the store), not the matmul benchmark's twins along K, and their ratios are in the
 pair, not in the case ("rt"); every ratio to the reference is named for the run's reference variant
 ("reference"), and the throughput is the results rows' (their `tflops`, else `gbps`).
+Version 4: a case's parameters are its `params`, whatever the benchmark names them (the store's).
 """
 
 from __future__ import annotations
@@ -178,9 +179,7 @@ def _gpu_data(
         entry: dict[str, Any] = {
             "id": key,
             "variant": str(table["variant"][s]),
-            "dtype": _opt(table["dtype"][e - 1]),
-            "layout": _opt(table["layout"][e - 1]),
-            "K": int(table["K"][e - 1]) if _opt(table["K"][e - 1]) is not None else None,
+            "params": json.loads(table["params"][e - 1]) if table["params"][e - 1] else {},
             "twin": str(twin) if twin is not None else None,
             "metric": metric,
             "order": int(np.min(table["position"][s:e])),  # the suite's run order
@@ -231,8 +230,6 @@ def _runs(runs: Sequence[StoredRun], repo_url: str | None) -> dict[str, list[Any
         "cuda": [r.cuda for r in runs],
         "dirty": [bool(r.dirty) for r in runs],
         "throttled": [bool(r.throttled) for r in runs],
-        "M": [r.M for r in runs],
-        "N": [r.N for r in runs],
         # the URL stored with the run (where it was measured), else the page's --repo-url
         "repo": [r.repo_url or repo_url for r in runs],
         "url": [r.run_url for r in runs],
@@ -245,13 +242,6 @@ def _reference(runs: Sequence[StoredRun]) -> str | None:
     named = [r for r in runs if r.reference]
     clean = [r for r in named if not r.dirty] or named
     return clean[-1].reference if clean else None
-
-
-def _opt(x: Any) -> Any:
-    """A nullable column's value: None for NULL (None or NaN), else a plain str."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return None
-    return x if isinstance(x, (int, np.integer)) else str(x)
 
 
 def _label(where: dict[str, Any]) -> str:
@@ -326,7 +316,7 @@ def build_data(
     when = (now or dt.datetime.now(dt.timezone.utc)).isoformat(timespec="seconds")
     return (
         {
-            "version": 3,
+            "version": 4,
             "generated": when,
             "store": str(store.path),
             "method": {

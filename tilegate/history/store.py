@@ -1,23 +1,33 @@
 """The history store: an embedded DuckDB database file of measured runs, appended, never rewritten.
 
-Schema version 3 (docs/history.md has the column meanings). An older store is read as it is and
-upgraded by the first command that writes to it: version 1 gains the two link columns (NULL links
-until then), versions 1 and 2 gain `cases.params`, lose NOT NULL on the matmul columns, and gain
-the `pairs` table, filled from their twin rows (the matmul benchmark's pairs along K). Their
-`ratio_to_torch` and `base_ratio_to_torch` were the ratios to their reference variant, `torch`:
-they become `ratio_to_reference` and `base_ratio_to_reference`, `runs.reference` says `torch`
-(where the run measured it), and `cases.tflops` is 2·M·N·K / median (they were all matmul runs)::
+Schema version 4 (docs/history.md has the column meanings). The store knows no benchmark: a
+case's parameters are its `params` (JSON, the results row's: its grid point and the fixed
+values, named by the declaration), its throughput the results row's (`tflops` from the
+declared work's flops, else `gbps` from its bytes), its pairs the declared relations
+(tilegate.judge.crosstile)::
 
     meta(key PRIMARY KEY, value)          -- schema_version, created_by, created_at
     runs(run_id PRIMARY KEY, gpu, gpu_name, commit, datetime, measured_at, profile, mode, dirty,
-         triton, torch, python, driver, cuda, harness_version, M, N, throttled, source, added_at,
+         triton, torch, python, driver, cuda, harness_version, throttled, source, added_at,
          repo_url, run_url, reference, UNIQUE (gpu, commit, datetime, profile))
-    cases(run_id -> runs, case_id, position, variant, dtype, layout, K, twin, n_samples,
+    cases(run_id -> runs, case_id, position, variant, twin, n_samples,
           median_s, q1_s, q3_s, ratio_to_reference, ratio_to_twin, code_hash,
           verdict, tolerance, base_median_s, base_ratio_to_reference, params, tflops, gbps,
           PRIMARY KEY (run_id, case_id))
     pairs(run_id -> runs, faster, than, per, setting, value, case_id, ratio,
           PRIMARY KEY (run_id, faster, than, per, setting, value))
+
+An older store is read as it is and upgraded by the first command that writes to it. Versions 1
+to 3 kept some parameters in columns of their own (of `cases`: the grid's, in grid order; of
+`runs`: the fixed ones), which versions 1 and 2 had in no `params`: every column this version
+does not have is such a parameter (`_legacy_columns`), read into `params` where a row has none
+(the run's first, then the case's, in column order) and dropped by the upgrade. Version 1 gains
+the two link columns (NULL links until then); versions 1 and 2 gain the `pairs` table, filled
+from their twin rows (a pair along the last of the case's own parameter columns, at the values
+of the others). Their `ratio_to_torch` and `base_ratio_to_torch` were the ratios to their
+reference variant, `torch`: they become `ratio_to_reference` and `base_ratio_to_reference`, and
+`runs.reference` says `torch` (where the run measured it). Versions 1 and 2 stored no
+throughput: their rows have none (NULL `tflops` and `gbps`).
 
 A run's identity is (GPU slug, commit, datetime, profile): pytest-benchmark's `datetime` is the
 moment the run started, so two runs of one commit on one GPU differ in it, and the same file
@@ -50,13 +60,13 @@ from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.judge.results import Run
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # version 1: without runs.repo_url / runs.run_url; versions 1 and 2: without cases.params and the
-# pairs table, with the matmul columns (dtype, layout, K) NOT NULL, without runs.reference and
-# cases.tflops / cases.gbps, and with the ratios to the reference named for it (ratio_to_torch,
-# base_ratio_to_torch). A version-3 store written before those columns (never released) is read
-# and upgraded as versions 1 and 2 are: by its columns.
-_READS = (1, 2, 3)
+# pairs table, without runs.reference and cases.tflops / cases.gbps, and with the ratios to the
+# reference named for it (ratio_to_torch, base_ratio_to_torch); versions 1 to 3: parameters in
+# columns of their own (`_legacy_columns`). A version-3 store written before runs.reference or
+# the throughput (never released) is read and upgraded as versions 1 and 2 are: by its columns.
+_READS = (1, 2, 3, 4)
 DEFAULT_STORE = Path(".perf/history.duckdb")
 DEFAULT_LOCK_TIMEOUT_S = 120.0
 
@@ -82,8 +92,6 @@ CREATE TABLE runs (
     driver VARCHAR,
     cuda VARCHAR,
     harness_version VARCHAR,
-    M INTEGER,
-    N INTEGER,
     throttled BOOLEAN,
     source VARCHAR,
     added_at TIMESTAMP NOT NULL,
@@ -97,9 +105,6 @@ CREATE TABLE cases (
     case_id VARCHAR NOT NULL,
     position INTEGER NOT NULL,
     variant VARCHAR NOT NULL,
-    dtype VARCHAR,
-    layout VARCHAR,
-    K INTEGER,
     twin VARCHAR,
     n_samples INTEGER NOT NULL,
     median_s DOUBLE NOT NULL,
@@ -146,8 +151,6 @@ _RUN_COLUMNS = (
     "driver",
     "cuda",
     "harness_version",
-    "M",
-    "N",
     "throttled",
     "source",
     "added_at",
@@ -161,9 +164,6 @@ CASE_COLUMNS = (
     "case_id",
     "position",
     "variant",
-    "dtype",
-    "layout",
-    "K",
     "twin",
     "n_samples",
     "median_s",
@@ -187,22 +187,10 @@ _RENAMED = {
 }
 LEGACY_REFERENCE = "torch"  # the reference variant of every run stored before runs.reference
 
-
-# a stored matmul run's throughput (versions 1 and 2 stored none): the harness's flops / median
-def _param(params: Any, name: str, kind: type) -> Any:
-    """A case's parameter `name` for a column of its kind, None where the benchmark has none."""
-    value = params.get(name)
-    if value is None or (kind is int and (not isinstance(value, int) or isinstance(value, bool))):
-        return None
-    return kind(value)
-
-
-_MATMUL_TFLOPS = "2.0 * r.M * r.N * c.K / c.median_s / 1e12"
 _LEGACY_REFERENCE_SQL = (
     f"(SELECT '{LEGACY_REFERENCE}' WHERE EXISTS (SELECT 1 FROM cases c "
     f"WHERE c.run_id = runs.run_id AND c.variant = '{LEGACY_REFERENCE}'))"
 )
-_MATMUL_NOT_NULL = ("dtype", "layout", "K")  # NOT NULL before schema version 3
 PAIR_COLUMNS = ("run_id", "faster", "than", "per", "setting", "value", "case_id", "ratio")
 
 
@@ -253,8 +241,6 @@ class StoredRun:
     driver: str | None
     cuda: str | None
     harness_version: str | None
-    M: int | None
-    N: int | None
     throttled: bool | None
     source: str | None
     added_at: dt.datetime
@@ -377,8 +363,6 @@ class Store:
         old = next((o for o, n in _RENAMED.items() if n == name), None)
         if old is not None and ("cases", old) in self._columns:
             return f"c.{old} AS {name}"
-        if name == "tflops":
-            return f"{_MATMUL_TFLOPS} AS tflops"
         return f"NULL::{'VARCHAR' if name == 'params' else 'DOUBLE'} AS {name}"
 
     def gpus(self) -> list[str]:
@@ -387,7 +371,13 @@ class Store:
     def case_table(self, gpu: str | None = None) -> dict[str, np.ndarray]:
         """Every stored case row (of one GPU), as columns (numpy arrays; NULL is None / NaN)."""
         where = "WHERE r.gpu = ?" if gpu else ""
-        cols = ", ".join(self._case_column(c) for c in CASE_COLUMNS)
+        legacy = _legacy_columns(self._columns)
+        cols = ", ".join(
+            [
+                *(self._case_column(c) for c in CASE_COLUMNS),
+                *(f'{t[0]}."{c}" AS "{_LEGACY}{i}"' for i, (t, c) in enumerate(legacy)),
+            ]
+        )
         try:
             res = self._con.execute(
                 f"SELECT r.gpu, {cols} FROM cases c JOIN runs r USING (run_id) {where} "
@@ -410,17 +400,25 @@ class Store:
                         dtype=object,
                     )
             out[name] = np.asarray(col)
+        if legacy:  # parameters in columns of their own (before version 4): into `params`
+            values = [out.pop(f"{_LEGACY}{i}") for i in range(len(legacy))]
+            out["params"] = np.array(
+                [
+                    p if p is not None else _legacy_params(legacy, [v[j] for v in values])
+                    for j, p in enumerate(out["params"])
+                ],
+                dtype=object,
+            )
         return out
 
     def pairs(self, gpu: str | None = None) -> list[StoredPair]:
         """Every stored pair point (of one GPU), by run, pair and value. A store older than schema
-        version 3 has no pairs table: its twin rows are its pairs (the matmul benchmark's, along K
-        at each dtype and layout), as its upgrade stores them."""
+        version 3 has no pairs table: its twin rows are its pairs (`_twin_pairs`), as its upgrade
+        stores them."""
         where = "WHERE r.gpu = ?" if gpu else ""
         args = [gpu] if gpu else []
         if self._version < 3:
-            sql = _TWIN_ROWS.format(where="AND r.gpu = ?" if gpu else "")
-            return [_twin_pair(*row) for row in self._query(sql, args)]
+            return _twin_pairs(self.case_table(gpu), _legacy_columns(self._columns))
         rows = self._query(
             f"SELECT {', '.join(f'p.{c}' for c in PAIR_COLUMNS)} FROM pairs p "
             f"JOIN runs r USING (run_id) {where} ORDER BY r.measured_at, p.run_id, p.faster, "
@@ -584,8 +582,6 @@ class Store:
             env.gpu.driver,
             env.gpu.cuda,
             env.harness_version,
-            env.M,
-            env.N,
             env.throttled,
             str(run.path),
             stamp,
@@ -609,10 +605,6 @@ class Store:
                 ("case_id", key),
                 ("position", position),  # the suite's order (registry order of variants)
                 ("variant", r.variant),
-                # the matmul benchmark's parameters (NULL where a benchmark has none); all: params
-                ("dtype", _param(r.params, "dtype", str)),
-                ("layout", _param(r.params, "layout", str)),
-                ("K", _param(r.params, "K", int)),
                 ("twin", r.twin),
                 ("n_samples", len(r.samples_s)),
                 ("median_s", r.median_s),
@@ -625,7 +617,7 @@ class Store:
                 ("tolerance", j.tolerance),
                 ("base_median_s", j.base_median_s),
                 ("base_ratio_to_reference", j.base_ratio_to_reference),
-                ("params", _json(dict(r.params))),
+                ("params", _json(dict(r.params))),  # its parameters, the declaration's names
                 ("tflops", r.tflops),
                 ("gbps", r.gbps),
             ):
@@ -660,19 +652,62 @@ def run_pairs(run: Run, run_id: int) -> list[tuple[Any, ...]]:
     return list(out.values())
 
 
-# A store before schema version 3: its pairs are its twin rows, along K at each dtype and layout.
-_TWIN_ROWS = (
-    "SELECT c.run_id, c.variant, c.twin, c.dtype, c.layout, c.K, c.case_id, c.ratio_to_twin "
-    "FROM cases c JOIN runs r USING (run_id) "
-    "WHERE c.twin IS NOT NULL AND c.ratio_to_twin IS NOT NULL {where} "
-    "ORDER BY r.measured_at, c.run_id, c.case_id"
-)
+_LEGACY = "legacy:"  # the name a parameter column is read under (`Store.case_table`)
 
 
-def _twin_pair(
-    run_id: int, faster: str, than: str, dtype: str, layout: str, K: int, case: str, ratio: float
-) -> StoredPair:
-    return StoredPair(run_id, faster, than, "K", {"dtype": dtype, "layout": layout}, K, case, ratio)
+def _legacy_columns(columns: Mapping[tuple[str, str], int]) -> list[tuple[str, str]]:
+    """The parameter columns of a store before version 4: every column of `runs` (r, the fixed
+    values) and of `cases` (c, the grid's) that this version does not have, in column order."""
+    known = {
+        "runs": set(_RUN_COLUMNS),
+        "cases": {*CASE_COLUMNS, *_RENAMED},
+    }
+    order = sorted(columns, key=lambda tc: (tc[0] != "runs", columns[tc]))
+    return [(t, c) for t, c in order if c not in known[t]]
+
+
+def _legacy_params(legacy: Sequence[tuple[str, str]], values: Sequence[Any]) -> str:
+    """`params` of a row stored without it, from its parameter columns (NULL ones left out)."""
+    out: dict[str, Any] = {}
+    for (_, name), v in zip(legacy, values, strict=True):
+        if v is None or (isinstance(v, float) and not np.isfinite(v)):
+            continue
+        out[name] = v.item() if isinstance(v, np.generic) else v
+    return _json(out)
+
+
+def _twin_pairs(
+    table: Mapping[str, np.ndarray], legacy: Sequence[tuple[str, str]]
+) -> list[StoredPair]:
+    """A store before version 3 has no pairs table: its pairs are its twin rows, each along the
+    last of the case's own parameter columns at the values of the others (what its upgrade
+    stores), by run and case."""
+    own = [c for t, c in legacy if t == "cases"]
+    if not own:
+        return []
+    per, others = own[-1], own[:-1]
+    out = []
+    for j in range(len(table["case_id"])):
+        twin, ratio = table["twin"][j], table["ratio_to_twin"][j]
+        if twin is None or not np.isfinite(ratio):
+            continue
+        params = json.loads(table["params"][j])
+        if per not in params:
+            continue
+        setting = {k: params[k] for k in others if k in params}
+        out.append(
+            StoredPair(
+                int(table["run_id"][j]),
+                str(table["variant"][j]),
+                str(twin),
+                per,
+                setting,
+                params[per],
+                str(table["case_id"][j]),
+                float(ratio),
+            )
+        )
+    return sorted(out, key=lambda p: (p.run_id, p.case_id))
 
 
 def _check_schema(path: Path, con: duckdb.DuckDBPyConnection) -> int:
@@ -701,13 +736,13 @@ def _check_schema(path: Path, con: duckdb.DuckDBPyConnection) -> int:
     return int(version[0])
 
 
-def _columns(con: duckdb.DuckDBPyConnection) -> set[tuple[str, str]]:
-    """(table, column) of the store's runs and cases tables."""
+def _columns(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], int]:
+    """(table, column) of the store's runs and cases tables, each with its position."""
     rows = con.execute(
-        "SELECT table_name, column_name FROM duckdb_columns() "
+        "SELECT table_name, column_name, column_index FROM duckdb_columns() "
         "WHERE table_name IN ('runs', 'cases') AND NOT internal"
     ).fetchall()
-    return {(str(t), str(c)) for t, c in rows}
+    return {(str(t), str(c)): int(i) for t, c, i in rows}
 
 
 def _outdated(con: duckdb.DuckDBPyConnection, version: int) -> bool:
@@ -716,18 +751,20 @@ def _outdated(con: duckdb.DuckDBPyConnection, version: int) -> bool:
     cols = _columns(con)
     want = {("runs", "reference"), ("cases", "tflops"), ("cases", "gbps")}
     want |= {("cases", n) for n in _RENAMED.values()}
-    return version < SCHEMA_VERSION or not want <= cols
+    return version < SCHEMA_VERSION or not want <= cols.keys() or bool(_legacy_columns(cols))
 
 
 def _upgrade(path: Path, con: duckdb.DuckDBPyConnection, version: int) -> None:
     """Up to SCHEMA_VERSION in one transaction. 1 -> 2: the two link columns (NULL for the runs
-    already stored). 2 -> 3: `cases.params` (NULL for the rows already stored), the matmul columns
-    nullable, the `pairs` table with the stored twin rows as pairs (along K), the ratios to the
-    reference under their names (`ratio_to_torch` -> `ratio_to_reference`, the base's too),
-    `runs.reference` (`torch`, where the run measured it) and `cases.tflops` (2·M·N·K / median,
-    where the row has M, N and K) / `cases.gbps` (NULL)."""
+    already stored). 2 -> 3: the `pairs` table with the stored twin rows as pairs (`_twin_pairs`),
+    the ratios to the reference under their names (`ratio_to_torch` -> `ratio_to_reference`, the
+    base's too), `runs.reference` (`torch`, where the run measured it), `cases.tflops` and
+    `cases.gbps` (NULL: those versions stored no throughput). 3 -> 4: the parameter columns
+    (`_legacy_columns`) read into `params` where a row has none, then dropped."""
     try:
         cols = _columns(con)
+        legacy = _legacy_columns(cols)
+        pairs = _twin_pairs(_legacy_table(con, cols), legacy) if version < 3 else []
         con.execute("BEGIN TRANSACTION")
         if version < 2:
             for col in _LINK_COLUMNS:
@@ -738,30 +775,36 @@ def _upgrade(path: Path, con: duckdb.DuckDBPyConnection, version: int) -> None:
         if ("runs", "reference") not in cols:
             con.execute("ALTER TABLE runs ADD COLUMN reference VARCHAR")
             con.execute(f"UPDATE runs SET reference = {_LEGACY_REFERENCE_SQL}")
-        if ("cases", "tflops") not in cols:
-            con.execute("ALTER TABLE cases ADD COLUMN tflops DOUBLE")
+        for col in ("tflops", "gbps", "params"):
+            if ("cases", col) not in cols:
+                kind = "VARCHAR" if col == "params" else "DOUBLE"
+                con.execute(f"ALTER TABLE cases ADD COLUMN {col} {kind}")
+        if legacy:
+            filled = _legacy_table(con, cols)
+            frame = {  # noqa: F841 (read by SQL)
+                "run_id": np.array([int(r) for r in filled["run_id"]], dtype=object),
+                "case_id": np.array([str(c) for c in filled["case_id"]], dtype=object),
+                "params": np.array(list(filled["params"]), dtype=object),
+            }
             con.execute(
-                f"UPDATE cases c SET tflops = {_MATMUL_TFLOPS} FROM runs r WHERE r.run_id = c.run_id"
+                "UPDATE cases SET params = f.params FROM frame f "
+                "WHERE cases.run_id = f.run_id AND cases.case_id = f.case_id "
+                "AND cases.params IS NULL"
             )
-        if ("cases", "gbps") not in cols:
-            con.execute("ALTER TABLE cases ADD COLUMN gbps DOUBLE")
+            for table, col in legacy:
+                con.execute(f'ALTER TABLE {table} DROP COLUMN "{col}"')
         if version < 3:
-            for col in _MATMUL_NOT_NULL:
-                con.execute(f"ALTER TABLE cases ALTER COLUMN {col} DROP NOT NULL")
-            con.execute("ALTER TABLE cases ADD COLUMN params VARCHAR")
             con.execute(_SCHEMA[_SCHEMA.index("CREATE TABLE pairs") :])
-            twins = con.execute(_TWIN_ROWS.format(where="")).fetchall()
-            if twins:
-                rows = [_twin_pair(*t) for t in twins]
+            if pairs:
                 pframe = {  # noqa: F841 (read by SQL)
-                    "run_id": np.array([p.run_id for p in rows], dtype=object),
-                    "faster": np.array([p.faster for p in rows], dtype=object),
-                    "than": np.array([p.than for p in rows], dtype=object),
-                    "per": np.array([p.per for p in rows], dtype=object),
-                    "setting": np.array([_json(dict(p.setting)) for p in rows], dtype=object),
-                    "value": np.array([_json(p.value) for p in rows], dtype=object),
-                    "case_id": np.array([p.case_id for p in rows], dtype=object),
-                    "ratio": np.array([p.ratio for p in rows], dtype=object),
+                    "run_id": np.array([p.run_id for p in pairs], dtype=object),
+                    "faster": np.array([p.faster for p in pairs], dtype=object),
+                    "than": np.array([p.than for p in pairs], dtype=object),
+                    "per": np.array([p.per for p in pairs], dtype=object),
+                    "setting": np.array([_json(dict(p.setting)) for p in pairs], dtype=object),
+                    "value": np.array([_json(p.value) for p in pairs], dtype=object),
+                    "case_id": np.array([p.case_id for p in pairs], dtype=object),
+                    "ratio": np.array([p.ratio for p in pairs], dtype=object),
                 }
                 con.execute(f"INSERT INTO pairs ({', '.join(PAIR_COLUMNS)}) SELECT * FROM pframe")
         con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
@@ -774,6 +817,14 @@ def _upgrade(path: Path, con: duckdb.DuckDBPyConnection, version: int) -> None:
             f"history store {path}: could not upgrade it to schema version {SCHEMA_VERSION} ({err}); "
             "it was not changed"
         ) from err
+
+
+def _legacy_table(
+    con: duckdb.DuckDBPyConnection, cols: Mapping[tuple[str, str], int]
+) -> dict[str, np.ndarray]:
+    """The case table of a store being upgraded, as `Store.case_table` reads it."""
+    version = 3 if ("cases", "params") in cols else 2
+    return Store(Path("(upgrading)"), con, False, version).case_table()
 
 
 @contextmanager
