@@ -113,21 +113,28 @@ def read_sides(path: Path) -> dict[tuple[str, str], Side]:
     return out
 
 
-def _on_one_config(verdict: str, head: Side) -> str:
+def _on_one_config(verdict: str, head: Side, judged: Any = None) -> str:
     """`; with both sides on BK=64, num_warps=4 the difference is +0.1 %` where the flip was
-    re-timed on one config; what explains it is the verdict's (the judge's: UNCHANGED, the
-    pick; a timing verdict, not the pick)."""
-    pinned = head.pinned or {}
-    ratio = pinned.get("ratio_to_base")
-    picks = [p for p in pinned.get("autotune") or () if isinstance(p, dict)]
-    if not isinstance(ratio, (int, float)) or not picks:
-        return ""
-    config = "; ".join(autotune.config_text(p.get("config") or {}) for p in picks)
-    if verdict == "UNCHANGED":
+    re-timed on one config (the judge's case, `judged`, where there is one: its re-time's
+    ratio; else the head row's recorded one); what explains it is the judge's (a tuner flip:
+    UNCHANGED; a code change: a timing verdict)."""
+    if judged is not None and getattr(judged, "pinned", None) and judged.ratio is not None:
+        config, ratio = str(judged.pinned), float(judged.ratio)
+        flip = judged.explained_by == autotune.TUNER_FLIP
+        changed = judged.explained_by == autotune.CODE_CHANGE
+    else:
+        pinned = head.pinned or {}
+        got = pinned.get("ratio_to_base")
+        picks = [p for p in pinned.get("autotune") or () if isinstance(p, dict)]
+        if not isinstance(got, (int, float)) or not picks:
+            return ""
+        config = "; ".join(autotune.config_text(p.get("config") or {}) for p in picks)
+        ratio, flip, changed = float(got), verdict == "UNCHANGED", verdict in ("SLOWER", "FASTER")
+    if flip:
         return f"; with both sides on {config} the difference is {ratio - 1:+.1%}"
     return (
         f"; with both sides on {config} a difference remains, {ratio - 1:+.1%}: "
-        f"{'a code change, not the pick' if verdict in ('SLOWER', 'FASTER') else 'undecided'}"
+        f"{'a code change, not the pick' if changed else 'undecided'}"
     )
 
 
@@ -338,17 +345,19 @@ def explain_pair(
     base: Side | None,
     head: Side | None,
     ir_dirs: Sequence[Path] = (),
+    judged: Any = None,
 ) -> Explanation:
-    """The explanation of one case (module docstring)."""
+    """The explanation of one case (module docstring). `judged`: the judge's verdict of it (an
+    A/B's ABCase), whose picks line and re-time are the judge's words, not made again here."""
     out = Explanation(key, verdict)
     try:
         if base is None or head is None:
             out.unavailable = "the results hold no base row of this case"
             return out
-        picks = autotune.line(base.autotune, head.autotune)
+        picks = judged.picks if judged is not None else autotune.line(base.autotune, head.autotune)
         same = bool(base.code_hash and head.code_hash and base.code_hash == head.code_hash)
         if same and picks:  # a tuner flip: the picks are the whole story
-            on_one = _on_one_config(verdict, head)
+            on_one = _on_one_config(verdict, head, judged)
             out.lines = [f"{picks} ({autotune.TUNER_FLIP}: the same source and configs{on_one})"]
             return out
         if same:
@@ -443,10 +452,15 @@ def ir_dirs(results: Path) -> list[Path]:
 
 
 def _explained(
-    cases: Sequence[tuple[str, str]], paths: Sequence[Path], base: str, head: str
+    cases: Sequence[tuple[str, str]],
+    paths: Sequence[Path],
+    base: str,
+    head: str,
+    judged: Mapping[str, Any] | None = None,
 ) -> list[Explanation]:
     """`cases` explained between the `base` side's rows of the first results file and the
-    `head` side's of the last (one file: an A/B run; two: an upgrade's processes)."""
+    `head` side's of the last (one file: an A/B run; two: an upgrade's processes); `judged`:
+    the judge's case of each, by id (`explain_pair`)."""
     if not cases:
         return []
     try:
@@ -457,14 +471,19 @@ def _explained(
         return [Explanation(k, v, unavailable=why) for k, v in cases]
     dirs = list(dict.fromkeys(d for p in paths for d in ir_dirs(p)))
     return [
-        explain_pair(k, v, sides[0].get((base, k)), sides[-1].get((head, k)), dirs)
+        explain_pair(
+            k, v, sides[0].get((base, k)), sides[-1].get((head, k)), dirs, (judged or {}).get(k)
+        )
         for k, v in cases
     ]
 
 
-def explain_cases(results: Path, cases: Sequence[tuple[str, str]]) -> list[Explanation]:
-    """The explanations of `cases` ((case id, verdict)) of an A/B results file."""
-    return _explained(cases, [results], "base", "head")
+def explain_cases(
+    results: Path, cases: Sequence[tuple[str, str]], judged: Mapping[str, Any] | None = None
+) -> list[Explanation]:
+    """The explanations of `cases` ((case id, verdict)) of an A/B results file; `judged`: the
+    judge's A/B case of each, by id, where the caller has them (`explain_pair`)."""
+    return _explained(cases, [results], "base", "head", judged)
 
 
 def explain_runs(base: Path, head: Path, cases: Sequence[tuple[str, str]]) -> list[Explanation]:
@@ -476,7 +495,8 @@ def explain_runs(base: Path, head: Path, cases: Sequence[tuple[str, str]]) -> li
 def explain_judgement(results: Path, cmp: Any = None, ab: Any = None) -> list[Explanation]:
     """Every decided case of a judgement explained; never raises."""
     try:
-        return explain_cases(results, decided(cmp, ab))
+        judged = {c.key: c for c in getattr(ab, "cases", ()) or ()}
+        return explain_cases(results, decided(cmp, ab), judged)
     except Exception as err:
         return [Explanation("*", "", unavailable=f"{type(err).__name__}: {err}")]
 

@@ -419,6 +419,9 @@ class ABCase:
     # are then the re-time's
     pinned: str | None = None
     picked_ratio: float | None = None
+    # a SLOWER verdict a second run cannot overturn (tilegate.judge.confirm.beyond_doubt), set
+    # once by the Judgement (tilegate.judge.gate.judgement): the report reads it
+    beyond_doubt: bool = False
 
     @property
     def slower_mode(self) -> bool:

@@ -13,18 +13,19 @@ cannot judge is an InputError naming the file and what to do. tilegate.run.gate 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
 from tilegate.judge.ab import ABComparison, compare_ab, load_noise, noise_path
 from tilegate.judge.baseline import baseline_path, how_to_create, load_baseline
+from tilegate.judge.confirm import beyond_doubt
 from tilegate.judge.coverage import Coverage, of_run
 from tilegate.judge.integrity import Integrity, check_baseline, check_noise
 from tilegate.judge.outcome import Outcome, headline, outcome
 from tilegate.judge.policy import load_tolerances
-from tilegate.judge.results import Run, load_results
+from tilegate.judge.results import Run, load_results, row_order
 from tilegate.judge.verdict import Comparison, compare
 
 
@@ -44,6 +45,8 @@ class Judgement:
     notes: tuple[str, ...] = ()  # what the caller should tell the user beside the report
     coverage: Coverage | None = None  # what the protocol said to measure (judge.coverage)
     confirmations: tuple[Path, ...] = ()  # the re-measurements judged with the run
+    # the run's case ids in the order every table shows them (tilegate.judge.results.row_order)
+    order: tuple[str, ...] = ()
 
     @property
     def code(self) -> int:
@@ -150,7 +153,14 @@ def judgement(
     """The Judgement of `run` from its comparisons: the outcome (tilegate.judge.outcome, with the
     smoke rule for an interpreter run) and the headline, decided here once."""
     failing = integrity.failing if integrity is not None else ()
+    if ab is not None:  # which SLOWER cases a second run cannot overturn: decided here, once
+        cases = tuple(replace(c, beyond_doubt=beyond_doubt(c)) for c in ab.cases)
+        ab = replace(ab, cases=cases)
     result = outcome(cmp, ab, failing, coverage, smoke=run.env.smoke)
+    axes, variants = run.env.axes, run.variant_order
+    order = sorted(
+        run.rows, key=lambda k: row_order(run.rows[k].params, run.rows[k].variant, axes, variants)
+    )
     return Judgement(
         run,
         cmp,
@@ -163,6 +173,7 @@ def judgement(
         notes=tuple(notes),
         coverage=coverage,
         confirmations=tuple(confirmations),
+        order=tuple(order),
     )
 
 

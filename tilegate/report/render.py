@@ -27,7 +27,7 @@ from tilegate.judge.coverage import Coverage
 from tilegate.judge.crosstile import CrossTilePair, ExpectationResult, Status, crosstile_pairs
 from tilegate.judge.gate import Judgement
 from tilegate.judge.outcome import Outcome
-from tilegate.judge.results import Run, row_order
+from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison, Verdict
 from tilegate.markdown import listing, ms, p_value, pct, table
 from tilegate.report.comment import DECIDING
@@ -75,9 +75,8 @@ def _fold(summary: str, body: Sequence[str]) -> list[str]:
 
 
 def _beyond_doubt(c: Any) -> bool:
-    from tilegate.judge.confirm import beyond_doubt
-
-    return beyond_doubt(c)
+    """The judge's word (tilegate.judge.gate.judgement sets it once), never decided here."""
+    return bool(getattr(c, "beyond_doubt", False))
 
 
 def _confirmed(c: Any, settled: bool = False) -> str:
@@ -913,8 +912,8 @@ def _rows(cmp: Comparison) -> list[str]:
     return out
 
 
-def _rows_only(run: Run) -> list[str]:
-    order = run.variant_order
+def _rows_only(run: Run, order: Sequence[str]) -> list[str]:
+    """The run's rows alone (no baseline), in the Judgement's order of its cases."""
     # the work's own unit, from what the rows record: TFLOP/s, else GB/s, else no column
     unit, rate = next(
         (
@@ -932,10 +931,7 @@ def _rows_only(run: Run) -> list[str]:
             f"{r.ratio_to_reference:.3f}" if r.ratio_to_reference else "",
             str(len(r.samples_s)),
         )
-        for r in sorted(
-            run.rows.values(),
-            key=lambda r: row_order(r.params, r.variant, run.env.axes, order),
-        )
+        for r in [run.rows[k] for k in order or run.rows if k in run.rows]
     ]
     header = [
         "case",
@@ -1083,7 +1079,7 @@ def render(
         out += _expectations(cmp)
         out += _rows(cmp)
     else:
-        out += _rows_only(run)
+        out += _rows_only(run, judged.order)
     out += _warnings(run)
     if plots:
         out += ["## Plots", ""]

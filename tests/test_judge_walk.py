@@ -1,0 +1,118 @@
+"""Issue 40: "The gate's walk from results to report enters each judge module at most twice."
+
+The gate (tilegate.run.gate.gate) is run on recorded results under `sys.setprofile`, counting
+how often each judge module is *entered* by the walk:
+
+    Judge module M (a file of tilegate/judge/) is entered when a function defined at M's top
+    level (M's own API: `judge`, `load_results`, `compare_ab`, `beyond_doubt`, `row_order`,
+    `line`, ...) is called from a function outside the judge package (run/, report/,
+    explain/, or library code they called: the gate's walk) while no function of M is on the
+    call stack. Not an entry: a call made from inside the judge package (the judge's own walk
+    between its modules, entered once through `tilegate.judge.gate.judge`); a call back into M
+    while M runs (a sort key, a callback); M's module body (an import); a method or property of
+    an object M returned (`Run.find`, `RowVerdict.tolerance`): that is the walk reading the
+    facts the judge handed over, not asking it to decide again.
+
+So an entry is a transition of the walk into M to have it load or decide something: a
+renderer that re-decides (a "beyond doubt" per case), an explanation that makes the judge's
+why line again per case, a table sorted by the judge's row order at every row, each counts
+once per call. Load once, decide once, pass the objects on.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from tilegate.run.gate import gate
+
+ROOT = Path(__file__).resolve().parents[1]
+JUDGE = str(ROOT / "tilegate" / "judge") + "/"
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+@contextmanager
+def entries() -> Iterator[Counter[str]]:
+    """Counts the entries into each judge module (module docstring) while the block runs."""
+    counts: Counter[str] = Counter()
+
+    def on_call(frame: FrameType, event: str, arg: Any) -> None:
+        if event != "call":
+            return
+        code = frame.f_code
+        module = code.co_filename
+        # a function at M's top level: no class or enclosing function in its qualified name
+        if not module.startswith(JUDGE) or "." in code.co_qualname or code.co_name[0] == "<":
+            return
+        caller = frame.f_back
+        if caller is None or caller.f_code.co_filename.startswith(JUDGE):
+            return  # the judge's own walk
+        outer: FrameType | None = caller
+        while outer is not None:
+            if outer.f_code.co_filename == module:
+                return  # M is running: a call back into it
+            outer = outer.f_back
+        counts[f"{Path(module).name}:{code.co_name}"] += 1
+
+    sys.setprofile(on_call)
+    try:
+        yield counts
+    finally:
+        sys.setprofile(None)
+
+
+def _per_module(counts: Counter[str]) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for where, n in counts.items():
+        out[where.split(":")[0]] += n
+    return out
+
+
+@pytest.mark.parametrize(
+    "results, baseline",
+    [
+        # a real H200 run of the quick profile against the committed baseline
+        (FIXTURES / "recorded-h200-quick.json", ROOT / "baselines" / "nvidia-h200.json"),
+        # an A/B run (SLOWER, beyond doubt, explained cases) with no stored baseline
+        (FIXTURES / "synthetic-ab-explain-h200.json", None),
+    ],
+    ids=["stored", "ab"],
+)
+def test_the_gate_enters_each_judge_module_at_most_twice(
+    tmp_path: Path, results: Path, baseline: Path | None
+) -> None:
+    with entries() as counts:
+        gated = gate(
+            results,
+            baseline,
+            baselines_dir=tmp_path,  # the A/B's: no stored baseline, no noise file
+            report_path=tmp_path / "report.md",
+        )
+    assert gated.error is None and gated.text, gated.error
+    assert counts["gate.py:judge"] == 1, counts  # the walk enters the judge once
+    modules = _per_module(counts)
+    over = {m: n for m, n in modules.items() if n > 2}
+    assert over == {}, sorted(counts.items())
+
+
+def test_the_tracer_counts_a_renderer_that_decides_again(tmp_path: Path) -> None:
+    """The counter itself: a function outside the judge calling a judge module's function per
+    case enters it per case; the judge calling its own modules does not count."""
+    from tilegate.judge import confirm
+    from tilegate.judge.ab import compare_ab
+    from tilegate.judge.results import load_results
+
+    run = load_results(FIXTURES / "synthetic-ab-explain-h200.json")
+    with entries() as counts:
+        cmp = compare_ab(run, None)  # ab.py calls stats.py, results.py: the judge's own walk
+        for case in cmp.cases:
+            confirm.beyond_doubt(case)
+    assert counts["ab.py:compare_ab"] == 1 and counts["results.py:row_order"] == 0
+    assert counts["confirm.py:beyond_doubt"] == len(cmp.cases) > 2
