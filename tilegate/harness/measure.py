@@ -11,6 +11,9 @@ What touches the code under test is a side's (tilegate.harness.side.SideMeasurer
 run the one side lives in this process; in an A/B run each side is a process of its own, its
 commit imported by its own name (tilegate.harness.sides), and every round of a group times both
 sides back to back, one process after the other, in a balanced random order (`paired_rounds`).
+A pair whose identities are the same and whose autotuner picks are not (a tuner flip) is timed
+again after its group's last sweep with both sides on the base's pick (`_retime`): the judge
+decides on that time (tilegate.judge.ab).
 """
 
 from __future__ import annotations
