@@ -3,24 +3,27 @@
 The gate (tilegate.run.gate.gate) is run on recorded results under `sys.setprofile`, counting
 how often each judge module is *entered* by the walk:
 
-    Judge module M (a file of tilegate/judge/) is entered when a function defined at M's top
-    level (M's own API: `judge`, `load_results`, `compare_ab`, `beyond_doubt`, `row_order`,
-    `line`, ...) is called from a function outside the judge package (run/, report/,
-    explain/, or library code they called: the gate's walk) while no function of M is on the
-    call stack. Not an entry: a call made from inside the judge package (the judge's own walk
-    between its modules, entered once through `tilegate.judge.gate.judge`); a call back into M
-    while M runs (a sort key, a callback); M's module body (an import); a method or property of
-    an object M returned (`Run.find`, `RowVerdict.tolerance`): that is the walk reading the
-    facts the judge handed over, not asking it to decide again.
+    Judge module M (a file of tilegate/judge/) is entered when a function of M (a function at
+    its top level, `judge`, `load_results`, `beyond_doubt`, `row_order`, ...; or a method of
+    one of its classes, `Run.find`, `Comparison.by`, `Pair.crossover`, ...) is called from a
+    function outside the judge package (run/, report/, explain/, or library code they
+    called: the gate's walk) while no function of M is on the call stack. Not an entry: a
+    call made from inside the judge package (the judge's own walk between its modules,
+    entered once through `tilegate.judge.gate.judge`); a call back into M while M runs (a sort
+    key, a callback); M's module body (an import); a property getter (`RowVerdict.tolerance`,
+    `ABCase.fails`: read as a field is, the facts the judge handed over).
 
-So an entry is a transition of the walk into M to have it load or decide something: a
-renderer that re-decides (a "beyond doubt" per case), an explanation that makes the judge's
-why line again per case, a table sorted by the judge's row order at every row, each counts
-once per call. Load once, decide once, pass the objects on.
+So an entry is a transition of the walk into M to have it load, find or decide something: a
+renderer that re-decides (a "beyond doubt" per case), looks rows up again (`Run.find` per
+value of a pair), an explanation that makes the judge's why line again per case, a table
+sorted by the judge's row order at every row: each counts once per call. Load once, decide
+once, pass the objects on.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -38,6 +41,15 @@ JUDGE = str(ROOT / "tilegate" / "judge") + "/"
 FIXTURES = ROOT / "tests" / "fixtures"
 
 
+def _property(module: str, qualname: str) -> bool:
+    """Whether `qualname` of the judge module in file `module` is a property's getter."""
+    owner: Any = importlib.import_module(f"tilegate.judge.{Path(module).stem}")
+    *path, name = qualname.split(".")
+    for part in path:
+        owner = getattr(owner, part, None)
+    return owner is not None and isinstance(inspect.getattr_static(owner, name, None), property)
+
+
 @contextmanager
 def entries() -> Iterator[Counter[str]]:
     """Counts the entries into each judge module (module docstring) while the block runs."""
@@ -48,8 +60,8 @@ def entries() -> Iterator[Counter[str]]:
             return
         code = frame.f_code
         module = code.co_filename
-        # a function at M's top level: no class or enclosing function in its qualified name
-        if not module.startswith(JUDGE) or "." in code.co_qualname or code.co_name[0] == "<":
+        # a function of M: not a nested function, lambda, comprehension or the module body
+        if not module.startswith(JUDGE) or "<" in code.co_qualname:
             return
         caller = frame.f_back
         if caller is None or caller.f_code.co_filename.startswith(JUDGE):
@@ -59,7 +71,9 @@ def entries() -> Iterator[Counter[str]]:
             if outer.f_code.co_filename == module:
                 return  # M is running: a call back into it
             outer = outer.f_back
-        counts[f"{Path(module).name}:{code.co_name}"] += 1
+        if _property(module, code.co_qualname):
+            return
+        counts[f"{Path(module).name}:{code.co_qualname}"] += 1
 
     sys.setprofile(on_call)
     try:

@@ -145,9 +145,6 @@ class Expectation:
         """The parameters of its check at `value`."""
         return {**self.where, self.per: value}
 
-    def label(self) -> str:
-        return " ".join(str(v) for v in self.where.values())
-
     # legacy accessors (reports): the where-parameters of the matmul benchmark
     @property
     def dtype(self) -> Any:

@@ -109,6 +109,12 @@ class Pair:
     now: dict[Any, float]  # same-run ratio per value in this run
     base: dict[Any, float]  # ratio per value at rebaseline
     ab_base: dict[Any, float] = field(default_factory=dict)  # A/B: the base commit's, same rounds
+    # per value of `per`: the medians (s) of the `than` and the `faster` row, None where unmeasured
+    medians: dict[Any, tuple[float | None, float | None]] = field(default_factory=dict)
+    # where `faster` stops winning (`crossover`): now, and at rebaseline up to the largest value
+    # measured now (None: it wins at every value; the baseline's None too without a baseline)
+    crossover_now: Any = None
+    crossover_base: Any = None
 
     @property
     def label(self) -> str:
@@ -184,7 +190,29 @@ def crosstile_pairs(run: Run, baseline: Baseline | None) -> list[Pair]:
                     ):
                         base[b.params[per]] = b.ratio_to_twin
             if now:
-                out.append(Pair(faster, than, at, per, tuple(sorted(now)), now, base, ab_base))
+                medians: dict[Any, tuple[float | None, float | None]] = {}
+                for value, group in groups.items():
+                    slow, fast = run.find(than, group), run.find(faster, group)
+                    medians[value] = (
+                        slow.median_s if slow else None,
+                        fast.median_s if fast else None,
+                    )
+                top = max(now)
+                out.append(
+                    Pair(
+                        faster,
+                        than,
+                        at,
+                        per,
+                        tuple(sorted(now)),
+                        now,
+                        base,
+                        ab_base,
+                        medians,
+                        Pair.crossover(now),
+                        Pair.crossover({k: r for k, r in base.items() if k <= top}),
+                    )
+                )
     order = {v: i for i, v in enumerate(run.variant_order)}
     out.sort(key=lambda p: (order.get(p.faster, 99), tuple(p.where.values())))
     return out

@@ -22,6 +22,7 @@ from tilegate.judge.ab import ABComparison, compare_ab, load_noise, noise_path
 from tilegate.judge.baseline import baseline_path, how_to_create, load_baseline
 from tilegate.judge.confirm import beyond_doubt
 from tilegate.judge.coverage import Coverage, of_run
+from tilegate.judge.crosstile import Pair, crosstile_pairs
 from tilegate.judge.integrity import Integrity, check_baseline, check_noise
 from tilegate.judge.outcome import Outcome, headline, outcome
 from tilegate.judge.policy import load_tolerances
@@ -47,6 +48,8 @@ class Judgement:
     confirmations: tuple[Path, ...] = ()  # the re-measurements judged with the run
     # the run's case ids in the order every table shows them (tilegate.judge.results.row_order)
     order: tuple[str, ...] = ()
+    # the declared pairs the run measured, with their ratios now and at rebaseline
+    pairs: tuple[Pair, ...] = ()
 
     @property
     def code(self) -> int:
@@ -174,6 +177,7 @@ def judgement(
         coverage=coverage,
         confirmations=tuple(confirmations),
         order=tuple(order),
+        pairs=tuple(crosstile_pairs(run, cmp.baseline if cmp is not None else None)),
     )
 
 

@@ -24,7 +24,7 @@ from tilegate.judge.ab import UNSTABLE_TODO, ABCase, ABComparison, ABVerdict
 from tilegate.judge.autotune import TUNER_FLIP
 from tilegate.judge.baseline import Baseline
 from tilegate.judge.coverage import Coverage
-from tilegate.judge.crosstile import CrossTilePair, ExpectationResult, Status, crosstile_pairs
+from tilegate.judge.crosstile import CrossTilePair, ExpectationResult, Status
 from tilegate.judge.gate import Judgement
 from tilegate.judge.outcome import Outcome
 from tilegate.judge.results import Run
@@ -72,6 +72,16 @@ def _fold(summary: str, body: Sequence[str]) -> list[str]:
 
 
 # --- the deciding cases ------------------------------------------------------------------------------
+
+
+def _by(items: Sequence[Any], *verdicts: Any) -> list[Any]:
+    """The rows (or A/B cases) of the judgement with one of these verdicts, in its order."""
+    return [x for x in items if x.verdict in verdicts]
+
+
+def _where(where: Mapping[str, Any]) -> str:
+    """`fp16 nt`: an expectation's setting of the other axes, as its check names it."""
+    return " ".join(str(v) for v in where.values())
 
 
 def _beyond_doubt(c: Any) -> bool:
@@ -187,7 +197,7 @@ def _deciding(judged: Judgement) -> list[str]:
         x = e.expectation
         rows.append(
             (
-                f"`{x.faster}` / `{x.than}` {x.label()} {e.at}",
+                f"`{x.faster}` / `{x.than}` {_where(x.where)} {e.at}",
                 "broken expectation",
                 f"ratio {e.ratio:.3f}" if e.ratio is not None else "",
                 f"<= {e.max_ratio:.3f}" + (f": {e.note}" if e.note else ""),
@@ -311,7 +321,7 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         "Shifted with the machine",
         [
             f"`{r.key}` {pct(r.delta)} (vs the reference {pct(r.rel_delta)})"
-            for r in cmp.by(Verdict.SHIFTED)
+            for r in _by(cmp.rows, Verdict.SHIFTED)
         ],
         "Slower, but so was the reference in the same rounds and the code did not change: "
         "the GPU's power budget or a neighbour moved, not these rows. Not failures.",
@@ -319,7 +329,7 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
     bullet(
         "Broken expectations",
         [
-            f"`{c.expectation.faster}` / `{c.expectation.than}` {c.expectation.label()} {c.at}"
+            f"`{c.expectation.faster}` / `{c.expectation.than}` {_where(c.expectation.where)} {c.at}"
             for c in cmp.broken
             if c.ratio
         ],
@@ -327,7 +337,7 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
     )
     bullet(
         "Unsure, measure again",
-        [f"`{r.key}` {pct(r.delta)}" for r in cmp.by(Verdict.UNSURE)],
+        [f"`{r.key}` {pct(r.delta)}" for r in _by(cmp.rows, Verdict.UNSURE)],
         "Not counted as failures: re-measure them (`tilegate perf` does; by hand, `--suspects-out` then `--confirm`).",
     )
     bullet(
@@ -342,12 +352,12 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
     )
     bullet(
         "Improved",
-        [f"`{r.key}` {pct(r.delta)}" for r in cmp.by(Verdict.IMPROVED)],
+        [f"`{r.key}` {pct(r.delta)}" for r in _by(cmp.rows, Verdict.IMPROVED)],
         f"Not a failure. Lock it in: `tilegate rebaseline --measure 3` on this GPU (writes {cmp.baseline.path}).",
     )
     bullet(
         "New rows",
-        [f"`{r.key}`" for r in cmp.by(Verdict.NEW)],
+        [f"`{r.key}`" for r in _by(cmp.rows, Verdict.NEW)],
         "Not in the baseline, not judged: rebaseline to start judging them.",
     )
     missing = list(cmp.missing_allowed)
@@ -356,7 +366,7 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         [f"`{k}`" for k in missing],
         "Their groups ran but they did not (--allow-missing): see the pytest log.",
     )
-    not_measured = [r for r in cmp.by(Verdict.NOT_MEASURED) if r.key not in missing]
+    not_measured = [r for r in _by(cmp.rows, Verdict.NOT_MEASURED) if r.key not in missing]
     if not_measured:
         out.append(
             f"- {len(not_measured)} baseline row(s) are outside this run's profile and were not judged."
@@ -398,12 +408,14 @@ def _ab_summary(ab: ABComparison) -> list[str]:
     _bullet(
         out,
         "Slower than the base",
-        [case(c) for c in ab.by(ABVerdict.SLOWER)],
+        [case(c) for c in _by(ab.cases, ABVerdict.SLOWER)],
         "Paired per round with the base's own kernel"
         + (" and confirmed by a re-measurement" if ab.confirmations else "")
         + (
             " (those beyond doubt in one run were not re-measured)"
-            if any(len(c.run_ratios) == 1 and _beyond_doubt(c) for c in ab.by(ABVerdict.SLOWER))
+            if any(
+                len(c.run_ratios) == 1 and _beyond_doubt(c) for c in _by(ab.cases, ABVerdict.SLOWER)
+            )
             else ""
         )
         + "; intervals in the deciding cases above.",
@@ -411,16 +423,16 @@ def _ab_summary(ab: ABComparison) -> list[str]:
     _bullet(
         out,
         "Ambiguous, measure more",
-        [case(c) for c in ab.by(ABVerdict.AMBIGUOUS)],
+        [case(c) for c in _by(ab.cases, ABVerdict.AMBIGUOUS)],
         "The interval crosses the tolerance: not a failure. Where the note says slower or "
         "faster, the change is real and about the size of its tolerance: more rounds narrow the "
         "interval around the tolerance and seldom decide it.",
     )
-    _bullet(out, "Faster than the base", [case(c) for c in ab.by(ABVerdict.FASTER)])
+    _bullet(out, "Faster than the base", [case(c) for c in _by(ab.cases, ABVerdict.FASTER)])
     _bullet(
         out,
         "Unstable: two modes, not decided on the mixture",
-        [f"`{c.key}`" for c in ab.by(ABVerdict.UNSTABLE)],
+        [f"`{c.key}`" for c in _by(ab.cases, ABVerdict.UNSTABLE)],
         "Its modes and where they came from (run, rounds) in the deciding cases above.",
     )
     changed = ab.changed_code
@@ -440,15 +452,17 @@ def _ab_summary(ab: ABComparison) -> list[str]:
         "base's pick, and judged on that time: within its tolerance there, the pick explains "
         "the difference; a difference that remains is judged as a code change.",
     )
-    _bullet(out, "New in the head (not judged)", [f"`{c.key}`" for c in ab.by(ABVerdict.NEW)])
+    _bullet(
+        out, "New in the head (not judged)", [f"`{c.key}`" for c in _by(ab.cases, ABVerdict.NEW)]
+    )
     _bullet(
         out,
         "The code is the same but the time moved",
-        [f"`{c.key}` {pct((c.ratio or 1) - 1)}" for c in ab.by(ABVerdict.INCONSISTENT)],
+        [f"`{c.key}` {pct((c.ratio or 1) - 1)}" for c in _by(ab.cases, ABVerdict.INCONSISTENT)],
         "Identical identity on both sides, a paired ratio A/A noise cannot give (> 5 x its "
         "tolerance and > 3 %): something outside the identity changed. Cannot judge (exit 2).",
     )
-    removed = ab.by(ABVerdict.REMOVED)
+    removed = _by(ab.cases, ABVerdict.REMOVED)
     _bullet(
         out,
         "Removed from the head"
@@ -668,7 +682,7 @@ def _environment(run: Run, baseline: Baseline | None) -> list[str]:
 
 
 def _crossover_text(f: CrossTilePair) -> str:
-    now = CrossTilePair.crossover(f.now)
+    now = f.crossover_now
     top = max(f.now)
 
     def say(k: Any, ratios: Mapping[Any, float]) -> str:
@@ -683,7 +697,7 @@ def _crossover_text(f: CrossTilePair) -> str:
     text = f"Crossover (smallest {f.per} where {f.faster} stops winning): **{say(now, f.now)}**"
     if f.base:
         base_in_range = {k: r for k, r in f.base.items() if k <= top}
-        base = CrossTilePair.crossover(base_in_range)
+        base = f.crossover_base
         same = "same as" if base == now else "baseline:"
         text += f"; {same} the baseline" if base == now else f"; {same} {say(base, base_in_range)}"
     return text + "."
@@ -697,9 +711,7 @@ def _fixed(prov: Mapping[str, Any]) -> dict[str, Any]:
     return {k: prov[k] for k in ("M", "N") if prov.get(k) is not None}
 
 
-def _pair(
-    f: CrossTilePair, run: Run, checks: Sequence[ExpectationResult], with_baseline: bool
-) -> list[str]:
+def _pair(f: CrossTilePair, checks: Sequence[ExpectationResult], with_baseline: bool) -> list[str]:
     by_k = {
         c.value: c
         for c in checks
@@ -708,11 +720,7 @@ def _pair(
     }
     rows = []
     for K in f.values:
-        group = run.group_of({**f.where, f.per: K})
-        than, faster = (
-            run.find(f.than, group) if group else None,
-            run.find(f.faster, group) if group else None,
-        )
+        than, faster = f.medians.get(K, (None, None))
         c = by_k.get(K)
         expect = ""
         if c is not None:
@@ -720,8 +728,8 @@ def _pair(
         base = f.base.get(K)
         cells = [
             str(K),
-            ms(than.median_s if than else None),
-            ms(faster.median_s if faster else None),
+            ms(than),
+            ms(faster),
             f"**{pct(f.now[K] - 1)}**" if f.now[K] < 1 else pct(f.now[K] - 1),
         ]
         if f.ab_base:
@@ -752,13 +760,11 @@ def _pair_changed(f: CrossTilePair, checks: Any) -> bool:
         return True
     if not f.base:
         return False
-    top = max(f.now)
-    base = CrossTilePair.crossover({k: r for k, r in f.base.items() if k <= top})
-    return base != CrossTilePair.crossover(f.now)
+    return f.crossover_base != f.crossover_now
 
 
-def _pairs(run: Run, cmp: Comparison | None) -> list[str]:
-    fams = crosstile_pairs(run, cmp.baseline if cmp else None)
+def _pairs(fams: Sequence[CrossTilePair], cmp: Comparison | None) -> list[str]:
+    """The Judgement's pairs (`Judgement.pairs`), each a table and its crossover."""
     if not fams:
         return []
     legend = [
@@ -768,9 +774,7 @@ def _pairs(run: Run, cmp: Comparison | None) -> list[str]:
         "never on stored absolute times.",
         "",
     ]
-    parts = [
-        _pair(f, run, cmp.expectations if cmp else (), with_baseline=cmp is not None) for f in fams
-    ]
+    parts = [_pair(f, cmp.expectations if cmp else (), with_baseline=cmp is not None) for f in fams]
     if all(
         part[0].startswith("<details>") for part in parts
     ):  # every pair folded: so is the legend
@@ -800,7 +804,7 @@ def _expectations(cmp: Comparison) -> list[str]:
             Status.NOT_MEASURED: "not measured",
         }[c.status]
         cells = [
-            f"`{e.faster}` / `{e.than}`, {e.label()}",
+            f"`{e.faster}` / `{e.than}`, {_where(e.where)}",
             c.at,
             f"{c.max_ratio:.3f}",
             f"{c.ratio:.3f}" if c.ratio is not None else "",
@@ -1074,7 +1078,7 @@ def render(
     elif ab is None:
         out += [f"Results `{run.path}`. {judged.no_baseline or ''}".rstrip(), ""]
     out += [*_environment(run, cmp.baseline if cmp else None), ""]
-    out += _pairs(run, cmp)
+    out += _pairs(judged.pairs, cmp)
     if cmp is not None:
         out += _expectations(cmp)
         out += _rows(cmp)
