@@ -137,15 +137,6 @@ class Environment:
     def smoke(self) -> bool:
         return self.mode == "smoke"
 
-    # legacy accessors: the matmul benchmark's fixed M and N (None for other benchmarks)
-    @property
-    def M(self) -> int | None:
-        return self.fixed.get("M")
-
-    @property
-    def N(self) -> int | None:
-        return self.fixed.get("N")
-
 
 @dataclass(frozen=True)
 class Row:
