@@ -210,17 +210,21 @@ def package_name(sha: str) -> str:
     return f"tilegate_base_{sha[:12]}"
 
 
-def imports_by_name(tree: Path, source: str) -> list[str]:
+def imports_by_name(tree: Path, source: str, limit: int | None = None) -> list[str]:
     """The files of the source package that import it by its own name (`import pkg`, `from pkg
     import`, or a string naming it, as `importlib.import_module("pkg.x")` takes): [] when it
     imports itself relatively only. Only then can two versions of it live in one process under
-    two names (tilegate.harness.sides: the one-process A/B)."""
+    two names (tilegate.harness.sides: the one-process A/B). `limit`: the first that many
+    (in path order) and no more files parsed (a package of hundreds of files, as Liger-Kernel's
+    src/liger_kernel, is parsed in about a second a side)."""
     import ast
 
     package = Path(source).name
     root = tree / source
-    found = []
+    found: list[str] = []
     for path in sorted(root.rglob("*.py")):
+        if limit is not None and len(found) >= limit:
+            break
         try:
             nodes = ast.walk(ast.parse(path.read_bytes()))
         except (OSError, SyntaxError, ValueError):

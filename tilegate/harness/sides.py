@@ -375,7 +375,7 @@ def one_process(head: SideSpec, base: SideSpec) -> list[str]:
     return [
         f"{side.says()}: {', '.join(files[:3])}{' ...' if len(files) > 3 else ''}"
         for side in (head, base)
-        if (files := imports_by_name(side.root, side.source))
+        if (files := imports_by_name(side.root, side.source, limit=4))  # 3 named, then "..."
     ]
 
 

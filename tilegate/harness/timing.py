@@ -335,7 +335,7 @@ class HostTimer:
     ) -> float:
         """One round, whose time is the pace; none for a re-warm (`seconds` 0, between passes):
         it brings a GPU's clocks back up, and the CPU interpreter has none (its cases compiled in
-        their checks): a case of the smoke profile runs 8 times instead of 12."""
+        their checks): a case of the smoke profile runs 7 times instead of 8."""
         if seconds <= 0:
             return 0.0
         t0 = time.perf_counter()
