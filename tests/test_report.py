@@ -53,6 +53,21 @@ def test_summary_names_the_rows_and_the_fix() -> None:
     assert "xtile_persistent stopped winning" in text
 
 
+def test_the_rebaseline_hint_names_the_file_it_writes_not_the_one_read(tmp_path: Path) -> None:
+    """A pull request's gate reads the base's baseline from its output directory (a temp dir
+    in CI): the hint names what `tilegate rebaseline --measure 3` writes in the repository."""
+    read = tmp_path / "base-baselines" / "abc" / "baselines" / "nvidia-h200.json"
+    read.parent.mkdir(parents=True)
+    read.write_text((FIXTURES / "synthetic-baselines" / "nvidia-h200.json").read_text())
+    run = load_results(FIXTURES / "synthetic-results-regressed.json")
+    text = render(judgement(run, compare(run, load_baseline(read))))
+    (hint,) = [line for line in text.splitlines() if line.startswith("- **Improved**")]
+    assert (
+        hint.endswith("on this GPU (writes baselines/nvidia-h200.json).")
+        and str(tmp_path) not in hint
+    )
+
+
 def test_environment_flags_the_new_triton() -> None:
     text = regressed_report()
     assert "| Triton | 3.7.0 | 3.6.0 | **differs** |" in text

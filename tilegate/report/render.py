@@ -22,7 +22,7 @@ from typing import Any
 from tilegate.errors import EXIT_CANNOT_JUDGE
 from tilegate.judge.ab import UNSTABLE_TODO, ABCase, ABComparison, ABVerdict
 from tilegate.judge.autotune import TUNER_FLIP
-from tilegate.judge.baseline import Baseline
+from tilegate.judge.baseline import DEFAULT_DIR, Baseline
 from tilegate.judge.coverage import Coverage
 from tilegate.judge.crosstile import CrossTilePair, ExpectationResult, Status
 from tilegate.judge.gate import Judgement
@@ -353,7 +353,10 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
     bullet(
         "Improved",
         [f"`{r.key}` {pct(r.delta)}" for r in _by(cmp.rows, Verdict.IMPROVED)],
-        f"Not a failure. Lock it in: `tilegate rebaseline --measure 3` on this GPU (writes {cmp.baseline.path}).",
+        # what rebaseline writes in the repository, not where this run read its baseline (a
+        # pull request's gate reads the base's, extracted into its output directory)
+        "Not a failure. Lock it in: `tilegate rebaseline --measure 3` on this GPU (writes "
+        f"{DEFAULT_DIR / Path(cmp.baseline.path).name}).",
     )
     bullet(
         "New rows",
