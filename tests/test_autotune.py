@@ -19,6 +19,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -579,14 +580,15 @@ def test_results_with_picks_and_host_times_stay_pytest_benchmark_json(tmp_path: 
     assert REFERENCE.name in VARIANTS
 
 
-def test_a_repository_with_an_autotuned_kernel_runs_its_smoke_ab_with_the_picks_recorded(
-    tmp_path: Path,
-) -> None:
-    """`tilegate init`, its kernel made `@triton.autotune`d (two configs, keyed on n), an A/A
-    smoke A/B on the interpreter: before, every autotuned case failed ("0 active drivers")."""
+def _autotuned_smoke_ab(
+    tmp_path: Path, env_extra: dict[str, str], extra: str = ""
+) -> tuple[subprocess.CompletedProcess[str], Callable[..., subprocess.CompletedProcess[str]]]:
+    """`tilegate init` in tmp_path, its kernel made `@triton.autotune`d (two configs, keyed on
+    n) with `extra` appended, one commit; (its smoke A/B against HEAD at n = 256, the runner of
+    commands in the repository)."""
     import os
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **env_extra}
     env.pop("TRITON_INTERPRET", None)
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -610,13 +612,22 @@ def test_a_repository_with_an_autotuned_kernel_runs_its_smoke_ab_with_the_picks_
         "_scale_kernel[lambda m: (triton.cdiv(x.numel(), m['BLOCK']),)](x, y, x.numel())",
     )
     assert "triton.autotune" in text and "m['BLOCK']" in text
-    kernels.write_text(text)
+    kernels.write_text(text + extra)
     run("git", "add", "-A")
     assert run(*git, "commit", "-qm", "autotuned").returncode == 0
     perf = run(
         sys.executable, "-m", "tilegate", "perf", "--profile", "smoke", "--ab", "HEAD",
         "--report-only", "--no-plots", "--perf-axis=n=256",
     )  # fmt: skip
+    return perf, run
+
+
+def test_a_repository_with_an_autotuned_kernel_runs_its_smoke_ab_with_the_picks_recorded(
+    tmp_path: Path,
+) -> None:
+    """`tilegate init`, its kernel made `@triton.autotune`d (two configs, keyed on n), an A/A
+    smoke A/B on the interpreter: before, every autotuned case failed ("0 active drivers")."""
+    perf, _ = _autotuned_smoke_ab(tmp_path, {})
     assert perf.returncode == 0, perf.stdout[-3000:] + perf.stderr[-3000:]
     rows = json.loads((tmp_path / ".perf" / "results.json").read_text())["benchmarks"]
     picks = {
@@ -658,40 +669,10 @@ def test_a_tuner_flip_in_a_smoke_ab_is_re_timed_on_one_config_and_never_blamed(
     other config (same source): the A/B (one process holding both versions, or a process per
     side: a package naming itself) records the flip's re-time with both sides on the base's
     pick, and the report and `tilegate explain` read "tuner flip", never SLOWER or FASTER."""
-    import os
-
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TILEGATE_TEST_HEAD_TREE": str(tmp_path)}
-    env.pop("TRITON_INTERPRET", None)
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-        )
-
-    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
-    assert run("git", "init", "-q").returncode == 0
-    assert run(sys.executable, "-m", "tilegate", "init", "--package", "tuned").returncode == 0
-    kernels = tmp_path / "tuned" / "kernels.py"
-    text = kernels.read_text().replace(
-        "@triton.jit\ndef _scale_kernel",
-        "@triton.autotune(\n    configs=[triton.Config({'BLOCK': 1024}, num_warps=4),"
-        " triton.Config({'BLOCK': 256}, num_warps=2)],\n    key=['n'],\n)\n"
-        "@triton.jit\ndef _scale_kernel",
-    )
-    text = text.replace(
-        "_scale_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)",
-        "_scale_kernel[lambda m: (triton.cdiv(x.numel(), m['BLOCK']),)](x, y, x.numel())",
-    )
-    text += FORCED + (
+    extra = FORCED + (
         'NAME = "tuned.kernels"  # names itself: a process per side\n' if processes == 2 else ""
     )
-    kernels.write_text(text)
-    run("git", "add", "-A")
-    assert run(*git, "commit", "-qm", "autotuned").returncode == 0
-    perf = run(
-        sys.executable, "-m", "tilegate", "perf", "--profile", "smoke", "--ab", "HEAD",
-        "--report-only", "--no-plots", "--perf-axis=n=256",
-    )  # fmt: skip
+    perf, run = _autotuned_smoke_ab(tmp_path, {"TILEGATE_TEST_HEAD_TREE": str(tmp_path)}, extra)
     assert perf.returncode == 0, perf.stdout[-3000:] + perf.stderr[-3000:]
     results = tmp_path / ".perf" / "results.json"
     data = json.loads(results.read_text())
