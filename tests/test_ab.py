@@ -57,7 +57,7 @@ KERNELS = textwrap.dedent(
         xtile_twin_of = None
         reference = False
 
-        def unsupported_reason(self, capability):
+        def unsupported_reason(self, capability, params=None):
             return None
 
         def matmul(self, a, b, out=None):

@@ -145,6 +145,31 @@ def test_another_pick_is_the_same_identity_and_another_config_list_is_not(
     assert _ident(_toy(tmp_path, "toy_d", commented)).hash == first.hash
 
 
+def test_tensors_passed_by_keyword_identify_by_layout_never_by_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # fla launches its tuned kernels with every tensor by keyword; a backward's gradients differ
+    # from call to call in their last bits (atomics): an A/A of fla's chunk_gla backward on the
+    # H200 read "compiled code changed" while the identity printed the tensors' values
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    keyword = TOY.replace(
+        "scale_kernel[grid](x, y, x.numel(), 2.0)",
+        "scale_kernel[grid](x_ptr=x, y_ptr=y, n=x.numel(), factor=2.0)",
+    )
+    toy = _toy(tmp_path, "toy_kw", keyword)
+
+    def ident(x: torch.Tensor) -> Any:
+        with capture(toy.scale) as seen:
+            y = toy.scale(x)
+        assert not x.is_contiguous() or torch.equal(y, 2 * x)  # the toy reads x contiguous
+        return identity(seen)
+
+    base = ident(torch.arange(100, dtype=torch.float32))
+    assert ident(torch.arange(100, dtype=torch.float32).flip(0)).hash == base.hash, "values"
+    assert ident(torch.zeros(100, dtype=torch.float64)).hash != base.hash, "another dtype"
+    assert ident(torch.arange(100, dtype=torch.float32)[::2]).hash != base.hash, "another layout"
+
+
 def test_every_side_has_its_own_caches(tmp_path: Path) -> None:
     a, b = side_cache_env(tmp_path / "base"), side_cache_env(tmp_path / "head")
     assert set(a) >= {"TRITON_CACHE_DIR", "FLAGGEMS_CACHE_DIR"}

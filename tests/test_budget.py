@@ -219,7 +219,7 @@ class _Variant:
     def __init__(self, name: str, *, reference: bool = False, injected: str | None = None):
         self.name, self.reference, self.injected, self.twin_of = name, reference, injected, None
 
-    def unsupported_reason(self, capability: object) -> None:
+    def unsupported_reason(self, capability: object, params: object = None) -> None:
         return None
 
     def make(self, params: object, inputs: object):

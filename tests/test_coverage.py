@@ -89,6 +89,23 @@ def test_a_case_neither_side_can_run_here_is_not_measurable_not_failing() -> Non
     assert cov is not None and [m.key for m in cov.missing] == ["y-K24", "y-K40"]
 
 
+def test_a_head_only_case_the_bases_declaration_keeps_off_this_machine_is_not_measurable() -> None:
+    # the reference is timed on the head's side only: the base's declaration vouches for it
+    # (fla's gated backward, refused on Hopper with Triton < 3.7.1 by fla itself; the H200)
+    skipped = {"ref-K24": "ref cannot run here: refused"}
+    measured = [k for k in ALL if k != "ref-K24"]
+    head_only = {"head": ["ref-K24"], "base": []}
+    facts = _facts(skipped=skipped, unsupported=head_only)
+    facts["expected"]["cases"]["ref-K24"]["unsupported"] = "refused"
+    cov = coverage(facts, measured, [EXPECTATION])
+    assert cov is not None and not cov.fails
+    assert [m.key for m in cov.not_measurable] == ["ref-K24"]
+    # the base's declaration runs it here: the pull request's refusal fails
+    del facts["expected"]["cases"]["ref-K24"]["unsupported"]
+    cov = coverage(facts, measured, [EXPECTATION])
+    assert cov is not None and [m.key for m in cov.missing] == ["ref-K24"]
+
+
 def test_stored_baseline_rows_of_the_profile_must_be_measured_renames_followed() -> None:
     facts = _facts()
     facts["expected"]["cases"] = {
@@ -154,3 +171,34 @@ def test_a_stored_row_the_pull_request_stops_measuring_fails_by_coverage_not_exi
     assert "3 cases of the protocol not measured" in gated.text.splitlines()[0]
     for case in dropped:
         assert f"`{case}`" in gated.text.split("## Coverage", 1)[1]
+
+
+def test_a_per_case_refusal_is_asked_with_each_cases_parameters_and_reaches_coverage() -> None:
+    from tilegate.declare import Axis, Benchmark, Profile, Variant
+    from tilegate.harness.worker import _facts
+
+    def make(params: Any, inputs: Any) -> Any:
+        return lambda: inputs
+
+    by_machine = Variant("old", make, unsupported=lambda cap: "sm_80 only" if cap else None)
+    by_case = Variant(
+        "x", make, unsupported=lambda cap, params: "no K40" if params.get("K") == 40 else None
+    )
+    assert by_machine.unsupported_reason((9, 0), {"K": 40}) == "sm_80 only"
+    assert by_machine.unsupported_reason(None, {"K": 40}) is None
+    assert by_case.unsupported_reason(None, {"K": 40}) == "no K40"
+    assert by_case.unsupported_reason(None, {"K": 24}) is None
+    assert by_case.unsupported_reason((9, 0)) is None, "no case asked about: no parameters"
+    bench = Benchmark(
+        name="toy",
+        variants=(Variant("ref", make, reference=True, unsupported=by_case.unsupported), by_case),
+        profiles=(Profile("p", (Axis("K", (24, 40), label="K{}"),), interpreter=True),),
+        inputs=lambda params, device, seed: params["K"],
+        reference_output=lambda params, x: x,
+        tolerance=lambda params: 0.0,
+    )
+    cases = _facts(bench, "p").profile_cases
+    assert cases is not None
+    assert {k: c.get("unsupported") for k, c in cases.items()} == {
+        "ref-K24": None, "ref-K40": "no K40", "x-K24": None, "x-K40": "no K40"
+    }  # fmt: skip

@@ -139,7 +139,7 @@ class _Torch:
     def __init__(self, scale: float = 1.0, write: bool = True, raises: bool = False) -> None:
         self.scale, self.write, self.raises = scale, write, raises
 
-    def unsupported_reason(self, capability: object) -> str | None:
+    def unsupported_reason(self, capability: object, params: object = None) -> str | None:
         return None
 
     def matmul(
@@ -165,7 +165,7 @@ class _Twin(_Torch):
 
 
 class _Unsupported(_Torch):
-    def unsupported_reason(self, capability: object) -> str | None:
+    def unsupported_reason(self, capability: object, params: object = None) -> str | None:
         return "needs TMA"
 
 

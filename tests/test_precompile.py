@@ -79,7 +79,7 @@ class _Variant:
     def __init__(self, name: str, made: list[str]) -> None:
         self.name, self.made = name, made
 
-    def unsupported_reason(self, capability: object) -> None:
+    def unsupported_reason(self, capability: object, params: object = None) -> None:
         return None
 
     def make(self, params: object, inputs: object):

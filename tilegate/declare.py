@@ -19,6 +19,7 @@ axis values plus its `fixed` values. Its id is the variant's name and the axis l
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -76,7 +77,12 @@ class Variant:
     """One implementation, timed beside the others of its group.
 
     `unsupported(capability)` says why it cannot run on a GPU of that compute capability (None:
-    it can; capability None is the CPU interpreter). `plan` is optional: what the AOT
+    it can; capability None is the CPU interpreter); declared with a second parameter,
+    `unsupported(capability, params)`, it is asked per case (its parameters; empty where no case
+    is asked about, as the AOT fingerprint's plans): a library that refuses some cases on some
+    GPUs (fla-core's gated backward on Hopper with Triton < 3.7.1). A case it keeps off a
+    machine is skipped with its reason, on both sides of an A/B alike (no one's doing: not a
+    shrunk coverage). `plan` is optional: what the AOT
     fingerprint compiles (tilegate.fingerprint). `renamed_from`: the names it had before, so an
     A/B run pairs it with the base commit's variant of the old name.
     """
@@ -88,14 +94,34 @@ class Variant:
     renamed_from: tuple[str, ...] = ()
     family: str = ""
     description: str = ""
-    unsupported: Callable[[tuple[int, int] | None], str | None] | None = None
+    unsupported: Callable[..., str | None] | None = None  # (capability[, params]) -> why not
     plan: Callable[..., Any] | None = None
     # the variant's own function (what `make` times, on caller-given arguments): for code that
     # calls it outside a timed case, its tests and tools; never used by the gate
     call: Callable[..., Any] | None = None
 
-    def unsupported_reason(self, capability: tuple[int, int] | None) -> str | None:
-        return self.unsupported(capability) if self.unsupported is not None else None
+    def unsupported_reason(
+        self, capability: tuple[int, int] | None, params: Mapping[str, Any] | None = None
+    ) -> str | None:
+        if self.unsupported is None:
+            return None
+        if _takes_params(self.unsupported):
+            return self.unsupported(capability, MappingProxyType(dict(params or {})))
+        return self.unsupported(capability)
+
+
+def _takes_params(fn: Callable[..., Any]) -> bool:
+    """Whether `unsupported` is declared per case: a second positional parameter."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: the one-argument form
+        return False
+    positional = [
+        p
+        for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in positional)
 
 
 @dataclass(frozen=True)

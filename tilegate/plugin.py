@@ -506,6 +506,7 @@ def _coverage_facts(
                 expected["cases"][name + key[len(variant) :]] = {
                     "variant": name,
                     "params": dict(case["params"]),
+                    **({"unsupported": case["unsupported"]} if case.get("unsupported") else {}),
                 }
         else:
             expected["missing_profile"] = True

@@ -14,6 +14,9 @@
 #   aa      nothing changed (an empty commit): A/A
 #   warps   the softmax's num_warps 8 -> 4 (a change only the base's own code can show; round 4
 #           measured +8.1 % at 16384 columns)
+#   tuned   the base becomes an autotuned softmax (@triton.autotune over num_warps 4/8/16 x
+#           num_stages 1/2, keyed on the row length: issue 39's case, whose two processes can
+#           pick differently); steps after it (rebaseline, aa) run on that code
 # Each step's exit code, wall time and headline go to OUTDIR/summary.txt, its report to
 # OUTDIR/<step>.report.md. PROFILE=smoke: a dry run on a CPU (the interpreter; timings mean
 # nothing), with a python3 that has CPU torch and Triton first on PATH.
@@ -126,7 +129,7 @@ step() {  # step NAME: commit the work tree as the PR, judge it
   rc=${PIPESTATUS[0]}
   printf '%-8s exit %s %6.1f s  %s\n' "$name" "$rc" "$(python3 -c "import time;print(time.time()-$t0)")" \
     "$(head -n 1 "$repo/.perf/report.md" 2>/dev/null)" | tee -a "$summary"
-  grep -m 12 -E "num_warps|SLOWER|UNSTABLE|Compiled code|each side|one process" "$repo/.perf/report.md" \
+  grep -m 12 -E "num_warps|SLOWER|UNSTABLE|Compiled code|each side|one process|tuner flip|autotuner" "$repo/.perf/report.md" \
     | cut -c1-300 | sed 's/^/    /' >> "$summary"
   cp "$repo/.perf/report.md" "$out/$name.report.md" 2>/dev/null
   g reset -q --hard "$base"
@@ -134,6 +137,19 @@ step() {  # step NAME: commit the work tree as the PR, judge it
 for spec in "$@"; do
   case $spec in
     aa) step aa ;;
+    tuned)
+      python3 - selfbench/_launch.py <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+s = s.replace("@triton.jit", "@triton.autotune(\n    [triton.Config({}, num_warps=w, num_stages=st) "
+              "for w in (4, 8, 16) for st in (1, 2)],\n    key=[\"n_cols\"],\n)\n@triton.jit")
+s = s.replace(", num_warps=8)", ")")
+open(p, "w").write(s)
+PY
+      grep -q "triton.autotune" selfbench/_launch.py || { echo "tuned: edit failed" | tee -a "$summary"; exit 2; }
+      g commit -qam "the softmax autotuned" && base=$(git rev-parse HEAD)
+      echo "tuned    base $base: an autotuned softmax" | tee -a "$summary" ;;
     warps) edit selfbench/_launch.py 'num_warps=8' 'num_warps=4'; step warps ;;
     rebaseline)
       "$site/bin/tilegate" rebaseline --measure 3 --profile "${PROFILE:-quick}" 2>&1 \

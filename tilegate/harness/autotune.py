@@ -58,19 +58,28 @@ class AutotuneFailed(RuntimeError):
 # --- configs as data ---------------------------------------------------------------------------
 
 
-def _plain(v: Any) -> Any:
+def plain(v: Any) -> Any:
+    """A launch argument as identity or results data: a number or string as it is; a tensor by
+    its layout (shape, dtype, strides), never by its values: a kernel called with its tensors
+    by keyword (fla's are) would otherwise be identified by what they hold, which differs from
+    call to call (a backward's atomics) and costs a copy of each to the host to print."""
     if isinstance(v, (bool, int, float, str)) or v is None:
         return v
+    shape, dtype = getattr(v, "shape", None), getattr(v, "dtype", None)
+    if shape is not None and dtype is not None and not isinstance(v, type):
+        stride = getattr(v, "stride", None)
+        strides = tuple(stride()) if callable(stride) else None
+        return repr(("tensor", tuple(shape), str(dtype), strides))
     return repr(v)
 
 
 def config_json(cfg: Any) -> dict[str, Any]:
     """A triton.Config as results data: its kwargs and launch options."""
     out: dict[str, Any] = {
-        "kwargs": {str(k): _plain(v) for k, v in (getattr(cfg, "kwargs", None) or {}).items()}
+        "kwargs": {str(k): plain(v) for k, v in (getattr(cfg, "kwargs", None) or {}).items()}
     }
     for k in CONFIG_FIELDS:
-        out[k] = _plain(getattr(cfg, k, None))
+        out[k] = plain(getattr(cfg, k, None))
     return out
 
 
@@ -113,7 +122,7 @@ def key_of(tuner: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[s
     names = list(getattr(tuner, "arg_names", None) or [])
     given = {**dict(zip(names, args, strict=False)), **kwargs}
     out: dict[str, Any] = {
-        k: _plain(given[k]) for k in getattr(tuner, "keys", None) or [] if k in given
+        k: plain(given[k]) for k in getattr(tuner, "keys", None) or [] if k in given
     }
     dtypes = [str(v.dtype) for k, v in given.items() if k in names and hasattr(v, "dtype")]
     if dtypes:
@@ -264,7 +273,7 @@ def _pinned_config(tuner: Any, key: dict[str, Any]) -> Any:
 
 
 def _caller_identity(tuner: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
-    constexprs = sorted((k, _plain(v)) for k, v in kwargs.items() if k not in ("grid", "warmup"))
+    constexprs = sorted((k, plain(v)) for k, v in kwargs.items() if k not in ("grid", "warmup"))
     dtypes = key_of(tuner, args, {}).get("dtypes", [])
     fixed = getattr(tuner, "_tilegate_digests", None)
     if fixed is None:  # the kernel's source and the declared space do not change in a process

@@ -223,8 +223,10 @@ def _interpreted_launch(fn: Any, grid: Any, kwargs: dict[str, Any]) -> Launch:
     """An interpreter launch: the dependency-aware source hash, constexprs, grid."""
     from triton.runtime.jit import JITFunction
 
+    from tilegate.harness.autotune import plain
+
     source_key = JITFunction(fn.fn).cache_key  # the kernel's and its @jit callees' source
-    constexprs = tuple(sorted((k, repr(v)) for k, v in kwargs.items()))
+    constexprs = tuple(sorted((k, repr(plain(v))) for k, v in kwargs.items()))
     return Launch(_sha("source", source_key, constexprs), "source", _grid(grid), ())
 
 

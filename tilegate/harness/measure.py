@@ -26,6 +26,7 @@ import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from textwrap import shorten
 from typing import Any
 
 from tilegate.cases import BASE_SUFFIX, Case
@@ -293,13 +294,15 @@ class GroupMeasurer:
         for n, (group, cases) in enumerate(self.groups.items(), 1):
             prep = self._prepare(group, cases)
             prepared.append(prep)
-            failed = sum(r.failure is not None for r in prep.results.values())
+            failures = [r.failure for r in prep.results.values() if r.failure is not None]
             self.on_progress(
                 f"checked {n}/{len(self.groups)} {group}: {len(prep.fns)} to time"
-                + (f", {failed} FAILED" if failed else "")
+                + (f", {len(failures)} FAILED" if failures else "")
                 + f" ({prep.seconds:.1f} s: "
                 + ", ".join(f"{k} {v:.1f}" for k, v in prep.phases.items())
                 + ")"
+                # the first reason now, not only in the report: a run cut short still says why
+                + (f"; first: {shorten(failures[0], 300)}" if failures else "")
             )
         self._time(prepared)
         if len(self.sides) == 1:  # the side is this process (an A/B's sides log their own)

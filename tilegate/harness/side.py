@@ -117,13 +117,15 @@ class SideMeasurer:
 
     # -- preparing ---------------------------------------------------------------------------
 
-    def runnable(self, slot: str, variant_name: str) -> tuple[Any, str | None, bool]:
-        """The variant that runs `slot` here, or None, why it cannot, and whether that is its
-        `unsupported_reason` (this machine), not a missing variant."""
+    def runnable(
+        self, slot: str, variant_name: str, params: Any = None
+    ) -> tuple[Any, str | None, bool]:
+        """The variant that runs `slot` (at `params`) here, or None, why it cannot, and whether
+        that is its `unsupported_reason` (this machine), not a missing variant."""
         variant = self.registry.get(slot)
         if variant is None:
             return None, f"variant {slot!r} is not in benchmark {self.benchmark.name}", False
-        reason = variant.unsupported_reason(self.capability)
+        reason = variant.unsupported_reason(self.capability, params)
         if reason:
             return None, f"{variant_name} cannot run here: {reason}", True
         return variant, None, False
@@ -136,9 +138,18 @@ class SideMeasurer:
         identity) and the slots that can be timed."""
         t0 = time.perf_counter()
         params = cases[0].params
+        tol = self.benchmark.tolerance_for(params)
+        results: dict[str, CaseResult] = {}
+        runnable = {}
+        for case in cases:
+            res = results[case.slot] = CaseResult(case, tolerance=tol)
+            runnable[case.slot], res.skip_reason, res.unsupported = self.runnable(
+                case.slot, case.variant, params
+            )
+        if not any(runnable.values()):  # no inputs nor reference for a group nothing runs in
+            return results, {"inputs": time.perf_counter() - t0}, []
         inputs = self.benchmark.inputs(params, self.device, seed)
         ref = self.benchmark.reference_output(params, inputs)
-        tol = self.benchmark.tolerance_for(params)
         metric = getattr(self.benchmark, "error", None)  # None: relative_error
         phases = {"inputs": time.perf_counter() - t0}
         if self.compile_threads > 1:
@@ -147,10 +158,8 @@ class SideMeasurer:
             phases["compile"] = time.perf_counter() - t_compile
         phases |= {"checks": 0.0, "identity": 0.0}
         held = self._groups[group] = _Group(inputs)
-        results: dict[str, CaseResult] = {}
         for case in cases:
-            res = results[case.slot] = CaseResult(case, tolerance=tol)
-            variant, res.skip_reason, res.unsupported = self.runnable(case.slot, case.variant)
+            res, variant = results[case.slot], runnable[case.slot]
             if variant is None:
                 continue
             warned: list[Warned] = []
@@ -225,7 +234,7 @@ class SideMeasurer:
         from tilegate.harness.identity import start_profiler
         from tilegate.harness.precompile import first_calls
 
-        variants = [self.runnable(c.slot, c.variant)[0] for c in cases]
+        variants = [self.runnable(c.slot, c.variant, params)[0] for c in cases]
         with warnlog.recording() as warned:
             first_calls(
                 [

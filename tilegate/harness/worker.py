@@ -231,6 +231,16 @@ class Worker:
         return self.measurer.warnings_seen()
 
 
+def _capability() -> tuple[int, int] | None:
+    """This machine's GPU compute capability as the measurer gets it (None: no GPU)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    major, minor = torch.cuda.get_device_capability()
+    return (int(major), int(minor))
+
+
 def _facts(bench: Any, profile: str | None) -> Any:
     from tilegate.cases import build_cases
     from tilegate.harness.base import _switches
@@ -240,10 +250,15 @@ def _facts(bench: Any, profile: str | None) -> Any:
     cases = None
     if profile in bench.profile_map or profile is None:
         prof = bench.profile(profile)
-        cases = {
-            c.id: {"variant": c.variant, "params": dict(c.params)}
-            for c in build_cases(prof, tuple(bench.variant_map))
-        }
+        capability = None if prof.interpreter else _capability()
+        cases = {}
+        for c in build_cases(prof, tuple(bench.variant_map)):
+            cases[c.id] = {"variant": c.variant, "params": dict(c.params)}
+            # what this side's own declaration keeps off this machine (coverage: a case the
+            # base cannot run here either is no one's doing, the reference's too)
+            why = bench.variant_map[c.variant].unsupported_reason(capability, c.params)
+            if why:
+                cases[c.id]["unsupported"] = str(why)
     return SideFacts(
         benchmark=bench.name,
         variants={

@@ -81,3 +81,21 @@ def test_the_edit_removes_the_picked_config_from_its_kernels_list(tmp_path: Path
     assert len(configs) == 23 and all(
         not (c.kwargs == {"BK": 64} and c.num_warps == 4 and c.num_stages == 3) for c in configs
     )
+
+
+def test_flas_own_refusal_is_declared_for_its_gated_backward_on_hopper_only() -> None:
+    import re
+
+    import triton
+    from fla_bench.variants import VARIANTS, fla_refuses
+
+    version = tuple(int(n) for n in re.findall(r"\d+", triton.__version__)[:3])
+    refused = (3, 4, 0) <= version < (3, 7, 1) and importlib.util.find_spec("tilelang") is None
+    why = fla_refuses((9, 0), {"kernel": "gdn-bwd"})
+    assert (why is not None) == refused and (not why or "fla#640" in why)
+    for kernel in ("gdn-fwd", "gla-fwd", "gla-bwd"):
+        assert fla_refuses((9, 0), {"kernel": kernel}) is None
+    assert fla_refuses((8, 0), {"kernel": "gdn-bwd"}) is None  # an A100 runs it
+    assert fla_refuses(None, {"kernel": "gdn-bwd"}) is None
+    # both variants carry it: the reference alone would be timed for nothing
+    assert all(v.unsupported_reason((9, 0), {"kernel": "gdn-bwd"}) == why for v in VARIANTS)

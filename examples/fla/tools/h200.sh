@@ -10,6 +10,10 @@
 #
 # Steps, on the quick profile (gdn / gla x fwd / bwd, bf16, T 2048 and 4096; every fla kernel
 # autotuned):
+#   w  warm TRITON_CACHE_DIR: tools/warm.py, one process per release (0.5.2 too with d or
+#      WARM_052=1) and kernel at once, its autotune results deleted; then tools/warm.py --check
+#      (each output of 0.6.0 against its reference); PACK=1 packs the cache into OUT/tcache.tgz.*
+#      (put them in examples/fla/.tcache/ to seed a later run's caches: below)
 #   a  perf --report-only, 0.6.0, from a cold Triton cache (compile + autotune + measure)
 #   b  rebaseline --measure 3 -> OUT/baselines/<gpu-slug>.json: three processes, each autotuning;
 #      a row whose runs picked differently is stored with its picks (the diff's warnings say so)
@@ -19,6 +23,8 @@
 #   e  upgrade-ab --old 0.6.0 --new 0.6.0 with the config that c-aa-1 picked for the first tuned
 #      kernel of $EDIT_CASE removed from that kernel's config list (tools/edited_fla.py): that
 #      case's code changed (its config space) and the report names both picks
+# DEADLINE_S=N: no step runs past N seconds from the start (cut short: exit 124; one that
+# would have less than 60 s is skipped).
 # STEPS="b c e" runs only those (default: a b c d e; c needs b's baseline, or the example's
 # baselines/ if one is committed; e needs c's first run, or EDIT_RESULTS=FILE).
 # Then a table: step, exit code, wall seconds; and the picks of every case of c-aa-1.
@@ -49,7 +55,7 @@ wants() { [[ " ${RUN[*]} " == *" $1 "* ]]; }
 einops=$(ls "$HERE"/.whl/einops-*.whl 2>/dev/null | head -1)
 [ -n "$einops" ] || die "no $HERE/.whl/einops-*.whl (README.md: 'Wheels for an offline GPU machine')"
 RELEASES=(0.6.0)
-if wants d; then RELEASES+=(0.5.2); fi
+if wants d || [ -n "${WARM_052:-}" ]; then RELEASES+=(0.5.2); fi
 for v in "${RELEASES[@]}"; do
     whl=$(ls "$HERE"/.whl/fla_core-"$v"-*.whl 2>/dev/null | head -1)
     [ -n "$whl" ] || die "no $HERE/.whl/fla_core-$v-*.whl (README.md)"
@@ -81,22 +87,73 @@ git -C "$REPO" -c user.name=h200 -c user.email=h200@localhost commit -q -m "fla 
 cd "$REPO" || die "no $REPO"
 
 # one Triton cache for the run (fla also keeps its autotune timings there: FLA_CACHE_RESULTS);
-# step a starts it cold
-export TRITON_CACHE_DIR=/tmp/tilegate-fla-triton-cache
-rm -rf "$TRITON_CACHE_DIR"
+# step a starts it cold; without a, a TRITON_CACHE_DIR given by the caller is used as it is.
+# Seeded, when it does not exist yet, from the compiled kernels that step w packed
+# ($HERE/.tcache/tcache.tgz.*, carried with the tree: a runner's persistent Triton cache) into
+# this process's cache and each A/B side's own (tilegate.harness.sides.side_cache_dir): no
+# autotune results are in them, so every process of the run still tunes for itself.
+export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/tilegate-fla-triton-cache}
+if wants a; then rm -rf "$TRITON_CACHE_DIR"; fi
+if [ ! -d "$TRITON_CACHE_DIR" ] && ls "$HERE"/.tcache/tcache.tgz.* >/dev/null 2>&1; then
+    mkdir -p "$TRITON_CACHE_DIR" && cat "$HERE"/.tcache/tcache.tgz.* | tar xzf - -C "$TRITON_CACHE_DIR" ||
+        die "cannot unpack $HERE/.tcache"
+    for side in head base; do
+        mkdir -p "$TRITON_CACHE_DIR/tilegate-side-$side"
+        cp -al "$TRITON_CACHE_DIR/." "$TRITON_CACHE_DIR/tilegate-side-$side/triton.tmp" 2>/dev/null
+        rm -rf "$TRITON_CACHE_DIR/tilegate-side-$side/triton.tmp"/tilegate-side-*
+        mv "$TRITON_CACHE_DIR/tilegate-side-$side/triton.tmp" "$TRITON_CACHE_DIR/tilegate-side-$side/triton"
+    done
+    echo "seeded $TRITON_CACHE_DIR from $HERE/.tcache ($(du -sh "$TRITON_CACHE_DIR" | cut -f1))"
+fi
 NEW="/tmp/fla-0.6.0:$ROOT"
 STEPS=()
 step() { # step NAME PYTHONPATH ARGS...: `python -m tilegate ARGS`, its exit code and wall time
     local name=$1 pp=$2
     shift 2
     say "$name: tilegate $* ${EXTRA[*]}"
-    local t0 rc
+    local t0 rc limit=$STEP_TIMEOUT
+    if [ -n "${DEADLINE_S:-}" ] && [ $((DEADLINE_S - SECONDS)) -lt "$limit" ]; then
+        limit=$((DEADLINE_S - SECONDS)) # the whole run ends by DEADLINE_S seconds
+    fi
+    if [ "$limit" -lt 60 ]; then
+        STEPS+=("$name skipped 0")
+        echo "${STEPS[-1]}" >>"$OUT/steps.txt"
+        return
+    fi
     t0=$(date +%s.%N)
-    PYTHONPATH="$pp" timeout "$STEP_TIMEOUT" "$PY" -m tilegate "$@" "${EXTRA[@]}"
+    PYTHONPATH="$pp" timeout "$limit" "$PY" -m tilegate "$@" "${EXTRA[@]}"
     rc=$?
     STEPS+=("$name $rc $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")")
+    echo "${STEPS[-1]}" >>"$OUT/steps.txt" # as each step ends: a run cut short keeps its steps
 }
 
+if wants w; then # warm the cache: each release's kernels compiled, one process per kernel
+    say "w: warming $TRITON_CACHE_DIR (${RELEASES[*]}), then checking 0.6.0 output by output"
+    t0=$(date +%s.%N)
+    mkdir -p "$OUT/w"
+    pids=()
+    for v in "${RELEASES[@]}"; do
+        for k in gdn-fwd gdn-bwd gla-fwd gla-bwd; do
+            PYTHONPATH="/tmp/fla-$v:$HERE:$ROOT" timeout "$STEP_TIMEOUT" "$PY" "$HERE/tools/warm.py" \
+                --kernels "$k" >"$OUT/w/$v-$k.txt" 2>&1 &
+            pids+=($!)
+        done
+    done
+    rc=0
+    for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+    # picks timed by processes sharing the GPU: not worth keeping
+    find "$TRITON_CACHE_DIR" -name '*.autotune.json' -delete
+    cat "$OUT"/w/*.txt
+    PYTHONPATH="/tmp/fla-0.6.0:$HERE:$ROOT" timeout "$STEP_TIMEOUT" "$PY" "$HERE/tools/warm.py" --check ||
+        rc=$?
+    find "$TRITON_CACHE_DIR" -name '*.autotune.json' -delete
+    STEPS+=("w-warm $rc $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")")
+    echo "${STEPS[-1]}" >>"$OUT/steps.txt"
+    if [ -n "${PACK:-}" ]; then # the cache, in parts that come back from a lent machine
+        tar czf - -C "$TRITON_CACHE_DIR" . | split -b 15M - "$OUT/tcache.tgz."
+        du -sh "$TRITON_CACHE_DIR" "$OUT"/tcache.tgz.*
+    fi
+fi
 if wants a; then
     step a-cold "$NEW" perf --profile "$PROFILE" --report-only --no-plots --out-dir "$OUT/a-cold"
 fi
