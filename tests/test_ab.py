@@ -259,18 +259,44 @@ def test_a_base_that_does_not_import_is_named(repo: Path, tmp_path: Path) -> Non
     assert (tmp_path / "sides" / "base.log").is_file()
 
 
-def test_round_order_keeps_a_pair_together_and_alternates_who_goes_first() -> None:
-    names = ["torch", "a", "a@base", "b", "b@base"]
-    pairs = {"a": "a@base", "b": "b@base"}
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["torch", "a", "a@base"],  # fla's groups: a reference and one pair
+        ["torch", "a", "a@base", "b", "b@base"],
+        ["a", "a@base"],
+        ["torch", "other", "a", "a@base"],
+    ],
+)
+def test_round_order_keeps_a_pair_together_and_each_side_follows_the_same_neighbours(
+    names: list[str],
+) -> None:
+    pairs = {n: f"{n}@base" for n in names if f"{n}@base" in names}
+    units = len(names) - len(pairs)
+    rounds = 2 * units
+    sequence: list[str] = []
     firsts = []
-    for r in range(6):
+    for r in range(rounds):
         order = round_order(names, r, pairs)
         assert sorted(order) == sorted(names)
-        i = order.index("a")
-        j = order.index("a@base")
-        assert abs(i - j) == 1, order
-        firsts.append(i < j)
-    assert firsts == [True, False, True, False, True, False]
+        for head, base in pairs.items():
+            i, j = order.index(head), order.index(base)
+            assert abs(i - j) == 1, order
+        firsts.append(order.index("a") < order.index("a@base"))
+        sequence += order
+    assert firsts.count(True) == firsts.count(False), "each side first as often"
+    # the rounds run back to back (and repeat): the units each side runs right after, its
+    # partner aside, are the same for both (a head always right after the reference reads its host)
+    for head, base in pairs.items():
+        after = {
+            side: sorted(
+                sequence[k - 1].removesuffix("@base")  # the unit it ran after
+                for k, name in enumerate(sequence)
+                if name == side and sequence[k - 1] not in (head, base)
+            )
+            for side in (head, base)
+        }
+        assert after[head] == after[base], (names, after)
     assert round_order(["x", "y"], 1) == ["y", "x"], "without pairs: the old rotation"
 
 

@@ -85,7 +85,12 @@ class TimerConfig:
 def round_order(names: list[str], r: int, pairs: Mapping[str, str] | None = None) -> list[str]:
     """The order of round `r`: rotated every round so no variant always runs first (or right
     after another). A pair (an A/B run's variant and its base version) moves as one unit, the
-    two back to back under the same GPU state, and swaps which goes first every other round."""
+    two back to back under the same GPU state; which of the two goes first swaps once every
+    rotation (every len(units) rounds), so that over 2 x len(units) rounds each side of a pair
+    runs after every other unit as often as its partner does. Swapping every other round instead
+    tied the swap to the rotation: with one reference and one pair, the head always ran right
+    after the reference or its base, never first (fla on the H200: the held head's host time
+    above its base's in 9 of 10 A/A rows, +0 to +34 %, docs/results-h200.md round 15)."""
     units: list[tuple[str, ...]] = []
     placed: set[str] = set()
     for name in names:
@@ -99,7 +104,8 @@ def round_order(names: list[str], r: int, pairs: Mapping[str, str] | None = None
         return []
     shift = r % len(units)
     rotated = units[shift:] + units[:shift]
-    return [n for unit in rotated for n in (unit[::-1] if r % 2 else unit)]
+    swap = (r // len(units)) % 2
+    return [n for unit in rotated for n in (unit[::-1] if swap else unit)]
 
 
 HOLD_CLOCK_HZ = 2.0e9  # cycles per second assumed for the hold (at a lower clock it lasts longer)
