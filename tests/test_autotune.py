@@ -840,3 +840,45 @@ def test_a_gpu_bound_calls_host_time_is_taken_with_nothing_queued_ahead() -> Non
     other._torch = timer._torch
     other.time({"cold": launch})
     assert set(other.host_probe_s) == {"cold"} and other.host_probe_s["cold"] < 0.001
+
+
+def test_a_call_is_held_in_every_round_or_in_none() -> None:
+    """On the H200 (fla's A/A, docs/results-h200.md round 16) a call found host-bound only at a
+    later sweep's warm-up was held from then on: its host samples did not cover its rounds, were
+    dropped, and the case was judged on the GPU in one run and on the host in the next. A stub
+    CUDA (events 1 ms apart): a call whose Python is quick at its first warm-up and 4 ms slow
+    at the second stays as first decided, its A/B partner with it; a host-bound call first
+    warmed then is held, every one of its rounds with a host sample."""
+    from types import SimpleNamespace
+
+    from tilegate.harness import timing
+
+    event = SimpleNamespace(record=lambda: None, elapsed_time=lambda end: 1.0)
+    timer = timing.CudaTimer(timing.TimerConfig(l2_flush=False, rounds=3))
+    timer._torch = SimpleNamespace(  # type: ignore[assignment]
+        cuda=SimpleNamespace(synchronize=lambda: None, Event=lambda enable_timing: event,
+                             _sleep=lambda cycles: None)
+    )  # fmt: skip
+    slow = [0.0]
+
+    def wrapper() -> None:
+        time.sleep(slow[0])
+
+    def partner() -> None:
+        time.sleep(0.004)
+
+    def alone() -> None:
+        time.sleep(0.004)
+
+    fns = {"op": wrapper, "op@base": partner, "other": alone}
+    timer.warm({"op": wrapper}, 0.0)
+    samples = timer.time({"op": wrapper})
+    assert not timer.is_held(wrapper) and timer.host_samples == {}
+    slow[0] = 0.004  # host-bound now: the second sweep's warm-up must not start holding it
+    timer.warm(fns, 0.0, pairs={"op": "op@base"})
+    samples = timer.time(fns, pairs={"op": "op@base"})
+    assert not timer.is_held(wrapper), "decided at its first warm-up"
+    assert not timer.is_held(partner), "a pair's late side follows the side decided first"
+    assert timer.is_held(alone), "decided at its own first warm-up: host-bound"
+    assert set(timer.host_samples) == {"other"}
+    assert len(timer.host_samples["other"]) == len(samples["other"]) == 3

@@ -123,3 +123,58 @@ def test_two_sides_take_turns_block_by_block_and_their_samples_pair() -> None:
     assert sum(pairing["blocks"].values()) == len(heads)
     # both processes release the group's memory once it is done
     assert sorted(e[0] for e in log if e[2] == ("released",)) == ["base", "head"]
+
+
+def _sleeping_side() -> Any:
+    """A process that installs a side's stop handlers (worker.stacks_on_stop), says so, and
+    sleeps in a function whose name its stack must show."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys, time\n"
+        "from tilegate.harness.worker import stacks_on_stop\n"
+        "def stuck_in_a_kernel():\n"
+        "    print('ready', flush=True)\n"
+        "    time.sleep(60)\n"
+        "    print('woke', flush=True)\n"
+        "stacks_on_stop()\n"
+        "stuck_in_a_kernel()\n"
+    )
+    root = str(Path(__file__).resolve().parent.parent)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+        env={"PYTHONPATH": root, "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_a_side_stopped_by_sigterm_writes_where_every_thread_was_then_ends() -> None:
+    import signal
+
+    proc = _sleeping_side()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGTERM  # it still ends, as SIGTERM asks
+    assert "stuck_in_a_kernel" in err and "Current thread" in err, err
+
+
+def test_sigusr1_writes_a_sides_stacks_and_it_goes_on() -> None:
+    import signal
+
+    proc = _sleeping_side()
+    try:
+        proc.send_signal(signal.SIGUSR1)
+        assert proc.stderr is not None
+        first = proc.stderr.readline()  # faulthandler's header ("Current thread ...")
+        assert "thread" in first.lower(), first
+        assert proc.poll() is None  # still running
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)

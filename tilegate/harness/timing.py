@@ -133,6 +133,10 @@ class CudaTimer:
         # the host-bound calls the GPU waits for (module doc), by callable: slot names recur in
         # every group, a group's callables live for the whole run
         self._held: set[int] = set()
+        # the callables whose holding is decided (`_find_host_bound`): once, at their first
+        # warm-up, so that a call is held in every round or in none (its host samples pair
+        # with its GPU samples; a call first held in a later sweep had none kept)
+        self._decided: set[int] = set()
         # after each time(): host seconds each held sample's call took to return, per round
         self.host_samples: dict[str, list[float]] = {}
         # host seconds per call with nothing queued ahead (_probe_host), by callable; after each
@@ -217,18 +221,27 @@ class CudaTimer:
     def _find_host_bound(
         self, fns: Mapping[str, Callable[[], Any]], pairs: Mapping[str, str] | None
     ) -> None:
-        """The calls held from now on: host-bound in this warm-up (HOST_BOUND_RATIO), each with
-        its A/B partner (both sides of a pair are timed alike)."""
+        """The calls held from now on: host-bound in their first warm-up (HOST_BOUND_RATIO),
+        each with its A/B partner (both sides of a pair are timed alike); a call decided in an
+        earlier warm-up keeps that decision."""
         if not self.config.hold_host_bound or self.config.hold_host:
             return
+        new = {n for n in fns if id(fns[n]) not in self._decided}  # decided once (__init__)
+        self._decided |= {id(fns[n]) for n in new}
         found = set()
-        for name in fns:
+        for name in new:
             host, gpu = self._enqueue_s.get(name), self._event_s.get(name)
             if host and gpu and statistics.median(host) >= HOST_BOUND_RATIO * gpu:
                 found.add(name)
         for head, base in (pairs or {}).items():
-            if head in found or base in found:
-                found |= {head, base}
+            if {head, base} <= new:
+                if head in found or base in found:
+                    found |= {head, base}
+            elif head in fns and base in fns:  # one decided before: the other follows it
+                old, late = (head, base) if base in new else (base, head)
+                found.discard(late)
+                if late in new and id(fns[old]) in self._held:
+                    found.add(late)
         self._held |= {id(fns[n]) for n in found if n in fns}
 
     def is_held(self, fn: Any) -> bool:
@@ -255,6 +268,8 @@ class CudaTimer:
         unprobed = {n: f for n, f in fns.items() if id(f) not in self._host_s}
         if unprobed:  # timed without a warm-up of their own (a soak paced the first sweep)
             self._probe(unprobed, pairs)
+            # not held now, so never: a later warm-up would hold only some of their rounds
+            self._decided |= {id(f) for f in unprobed.values()}
         self.host_probe_s = {n: self._host_s[id(f)] for n, f in fns.items()}
         events: dict[str, list[tuple[Any, Any]]] = {n: [] for n in names}
         host: dict[str, list[float]] = {n: [] for n in names}

@@ -13,9 +13,11 @@ side's tilegate.harness.side.SideMeasurer), warnings, bye.
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import os
 import pickle
+import signal
 import sys
 import traceback
 from dataclasses import replace
@@ -286,7 +288,19 @@ def _facts(bench: Any, profile: str | None) -> Any:
     )
 
 
+def stacks_on_stop() -> None:
+    """Where a stopped side was, in its log: on SIGTERM (a step's timeout, a cancelled job: the
+    whole process group gets it) every thread's stack is written before the process ends; on
+    SIGUSR1 (`kill -USR1 PID` of a side that seems stuck) it is written and the side goes on."""
+    for name, chain in (("SIGTERM", True), ("SIGUSR1", False)):
+        if hasattr(signal, name):  # not on Windows
+            faulthandler.register(
+                getattr(signal, name), file=sys.stderr, all_threads=True, chain=chain
+            )
+
+
 def main(answer_fd: int) -> None:
+    stacks_on_stop()
     answers = os.fdopen(answer_fd, "wb")
     requests = sys.stdin.buffer
     worker = Worker()

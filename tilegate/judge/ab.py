@@ -414,6 +414,9 @@ class ABCase:
     judged_on: str = "gpu"
     host_ratio: float | None = None
     gpu_ratio: float | None = None
+    # judged on the host: the GPU time's medians over the same paired rounds (base, head), the
+    # table's base and head columns (head_median_s / base_median_s are then the host time's)
+    gpu_medians_s: tuple[float, float] | None = None
     # a tuner flip re-timed with both sides on one config (Row.pinned): the config both ran
     # (`BK=64, num_warps=4`) and the ratio as each side picked; `ratio`, `ci` and the verdict
     # are then the re-time's
@@ -765,6 +768,11 @@ def judge_bound(
     judged = judge_case(key, hosts, *tolerance(host_key(key)), HOST_POLICY)
     _, head, base = pairs[0]
     gpu_ratio = float(np.median(np.concatenate([_per_round(run, h, b) for run, h, b in pairs])))
+    gpu_sides = [_aligned(run, h, b) for run, h, b in pairs]
+    gpu_medians = (
+        float(np.median(np.concatenate([b for _, b in gpu_sides]))),
+        float(np.median(np.concatenate([h for h, _ in gpu_sides]))),
+    )
     said = (
         f"host-bound (host {head.host_s * 1e3 if head.host_s else 0:.4g} ms >= GPU "
         f"{head.median_s * 1e3:.4g} ms per call): judged on the host time; GPU "
@@ -777,6 +785,7 @@ def judge_bound(
         judged_on="host",
         host_ratio=judged.ratio,
         gpu_ratio=gpu_ratio,
+        gpu_medians_s=gpu_medians,
         note="; ".join(filter(None, [said, judged.note])),
     )
 

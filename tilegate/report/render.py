@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.errors import EXIT_CANNOT_JUDGE
-from tilegate.judge.ab import UNSTABLE_TODO, ABCase, ABComparison, ABVerdict
+from tilegate.judge.ab import HOST_POLICY, UNSTABLE_TODO, ABCase, ABComparison, ABVerdict
 from tilegate.judge.autotune import TUNER_FLIP
 from tilegate.judge.baseline import DEFAULT_DIR, Baseline
 from tilegate.judge.coverage import Coverage
@@ -480,7 +480,8 @@ def _ab_summary(ab: ABComparison) -> list[str]:
     else:
         out.append(
             f"- No A/A noise file for this GPU: every case uses the {ab.policy.ceiling:.1%} "
-            "ceiling. Record one with `tilegate ab-noise --measure 4`."
+            f"ceiling ({HOST_POLICY.ceiling:.0%} where judged on its host time). Record one with "
+            "`tilegate ab-noise --measure 4`."
         )
     return out
 
@@ -492,8 +493,7 @@ def _ab_rows(cases: Sequence[Any]) -> list[Sequence[Any]]:
         rows.append(
             (
                 f"`{c.key}`",
-                ms(_median(c.base_median_s, c.base)),
-                ms(_median(c.head_median_s, c.head)),
+                *(ms(t) for t in _gpu(c)),
                 _host(c),
                 f"{c.ratio:.4f}" if c.ratio is not None else "",
                 f"{pct(c.ci[0] - 1)} .. {pct(c.ci[1] - 1)}" if c.ci else "",
@@ -507,10 +507,22 @@ def _ab_rows(cases: Sequence[Any]) -> list[Sequence[Any]]:
     return rows
 
 
+def _gpu(c: Any) -> tuple[float | None, float | None]:
+    """The GPU time per call, base and head: the medians of the paired rounds the ratio pools
+    (judged on the host: those of the GPU time, tilegate.judge.ab's gpu_medians_s)."""
+    if getattr(c, "gpu_medians_s", None) is not None:
+        return c.gpu_medians_s[0], c.gpu_medians_s[1]
+    return _median(c.base_median_s, c.base), _median(c.head_median_s, c.head)
+
+
 def _host(c: Any) -> str:
     """The host time per call, base -> head, and which time the verdict is on (the one that
-    bounds the call: tilegate.judge.ab's judged_on), e.g. `0.021 -> 0.024 (judged)`."""
-    b, h = (getattr(r, "host_s", None) for r in (c.base, c.head))
+    bounds the call: tilegate.judge.ab's judged_on), e.g. `0.021 -> 0.024 (judged)`: judged,
+    the medians of the paired rounds its ratio pools; else each row's own."""
+    if getattr(c, "judged_on", "gpu") == "host" and c.base_median_s is not None:
+        b, h = c.base_median_s, c.head_median_s
+    else:
+        b, h = (getattr(r, "host_s", None) for r in (c.base, c.head))
     if b is None and h is None:
         return ""
     shown = f"{ms(b)} -> {ms(h)}" if b is not None and h is not None else ms(b or h)
@@ -526,8 +538,8 @@ def _ab_table(ab: ABComparison) -> list[str]:
     """The cases whose code changed in full; the unchanged ones folded (their ratio is noise)."""
     header = [
         "case",
-        "base (ms)",
-        "head (ms)",
+        "GPU base (ms)",
+        "GPU head (ms)",
         "host base -> head (ms)",
         "head / base",
         "interval",
@@ -542,9 +554,10 @@ def _ab_table(ab: ABComparison) -> list[str]:
     same = [c for c in ab.cases if c.code_changed is False]
     legend = [
         "*head / base*: the median over rounds of head_i / base_i, both timed back to back in every "
-        "round; *base*, *head*: the medians of the same rounds (every run, confirmations too)"
-        "; *host*: host seconds per call of its wrapper, marked (judged) where the host bounds "
-        "the call (its ratio, interval and verdict are then the host time's; else the GPU's)"
+        "round; *GPU base*, *GPU head*: the medians of the same rounds (every run, confirmations "
+        "too); *host*: host seconds per call of its wrapper, marked (judged) where the host "
+        "bounds the call (its medians over the same rounds; the ratio, interval and verdict are "
+        "then the host time's, else the GPU's)"
         f"; *interval*: its {ab.policy.confidence:.0%} confidence interval; *p*: one-sided "
         "Wilcoxon signed-rank test in the direction of the change.",
         "",

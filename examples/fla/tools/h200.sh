@@ -13,13 +13,14 @@
 #   w  warm TRITON_CACHE_DIR: tools/warm.py, one process per release (0.5.2 too with d or
 #      WARM_052=1) and kernel at once, its autotune results deleted; then tools/warm.py --check
 #      (each output of 0.6.0 against its reference); PACK=1 packs the cache into OUT/tcache.tgz.*
-#      (put them in examples/fla/.tcache/ to seed a later run's caches: below)
+#      (put them in examples/fla/.tcache/ to seed a later run's caches: below); the later steps
+#      of the same run start with each A/B side's cache seeded from the warmed one
 #   a  perf --report-only, 0.6.0, from a cold Triton cache (compile + autotune + measure)
 #   b  rebaseline --measure 3 -> OUT/baselines/<gpu-slug>.json: three processes, each autotuning;
 #      a row whose runs picked differently is stored with its picks (the diff's warnings say so)
 #   c  $AA A/A runs (default 5): perf --ab HEAD judged against b's baseline; each must be exit 0,
 #      its picks in the results
-#   d  upgrade-ab --old 0.5.2 --new 0.6.0 --repeats $REPEATS: a verdict per op, picks named
+#   d  upgrade-ab --old 0.5.2 --new 0.6.0: a verdict per op, picks named
 #   e  upgrade-ab --old 0.6.0 --new 0.6.0 with the config that c-aa-1 picked for the first tuned
 #      kernel of $EDIT_CASE removed from that kernel's config list (tools/edited_fla.py): that
 #      case's code changed (its config space) and the report names both picks
@@ -38,7 +39,6 @@ PY=${PYTHON:-python3}
 STEP_TIMEOUT=${STEP_TIMEOUT:-590}
 PROFILE=${PROFILE:-quick}
 AA=${AA:-5}
-REPEATS=${REPEATS:-2}
 EDIT_CASE=${EDIT_CASE:-fla-gla-fwd-bf16-T4096}
 read -r -a RUN <<<"${STEPS:-a b c d e}"
 read -r -a EXTRA <<<"${EXTRA:-}"
@@ -93,16 +93,20 @@ cd "$REPO" || die "no $REPO"
 # this process's cache and each A/B side's own (tilegate.harness.sides.side_cache_dir): no
 # autotune results are in them, so every process of the run still tunes for itself.
 export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/tilegate-fla-triton-cache}
-if wants a; then rm -rf "$TRITON_CACHE_DIR"; fi
-if [ ! -d "$TRITON_CACHE_DIR" ] && ls "$HERE"/.tcache/tcache.tgz.* >/dev/null 2>&1; then
-    mkdir -p "$TRITON_CACHE_DIR" && cat "$HERE"/.tcache/tcache.tgz.* | tar xzf - -C "$TRITON_CACHE_DIR" ||
-        die "cannot unpack $HERE/.tcache"
+seed_sides() { # each A/B side's own cache: hard links to this one's compiled kernels, no picks
     for side in head base; do
+        rm -rf "$TRITON_CACHE_DIR/tilegate-side-$side"
         mkdir -p "$TRITON_CACHE_DIR/tilegate-side-$side"
         cp -al "$TRITON_CACHE_DIR/." "$TRITON_CACHE_DIR/tilegate-side-$side/triton.tmp" 2>/dev/null
         rm -rf "$TRITON_CACHE_DIR/tilegate-side-$side/triton.tmp"/tilegate-side-*
         mv "$TRITON_CACHE_DIR/tilegate-side-$side/triton.tmp" "$TRITON_CACHE_DIR/tilegate-side-$side/triton"
     done
+}
+if wants a; then rm -rf "$TRITON_CACHE_DIR"; fi
+if [ ! -d "$TRITON_CACHE_DIR" ] && ls "$HERE"/.tcache/tcache.tgz.* >/dev/null 2>&1; then
+    mkdir -p "$TRITON_CACHE_DIR" && cat "$HERE"/.tcache/tcache.tgz.* | tar xzf - -C "$TRITON_CACHE_DIR" ||
+        die "cannot unpack $HERE/.tcache"
+    seed_sides
     echo "seeded $TRITON_CACHE_DIR from $HERE/.tcache ($(du -sh "$TRITON_CACHE_DIR" | cut -f1))"
 fi
 NEW="/tmp/fla-0.6.0:$ROOT"
@@ -121,7 +125,7 @@ step() { # step NAME PYTHONPATH ARGS...: `python -m tilegate ARGS`, its exit cod
         return
     fi
     t0=$(date +%s.%N)
-    PYTHONPATH="$pp" timeout "$limit" "$PY" -m tilegate "$@" "${EXTRA[@]}"
+    PYTHONPATH="$pp" timeout -k 20 "$limit" "$PY" -m tilegate "$@" "${EXTRA[@]}"
     rc=$?
     STEPS+=("$name $rc $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")")
     echo "${STEPS[-1]}" >>"$OUT/steps.txt" # as each step ends: a run cut short keeps its steps
@@ -150,9 +154,10 @@ if wants w; then # warm the cache: each release's kernels compiled, one process 
     STEPS+=("w-warm $rc $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")")
     echo "${STEPS[-1]}" >>"$OUT/steps.txt"
     if [ -n "${PACK:-}" ]; then # the cache, in parts that come back from a lent machine
-        tar czf - -C "$TRITON_CACHE_DIR" . | split -b 15M - "$OUT/tcache.tgz."
+        tar czf - -C "$TRITON_CACHE_DIR" --exclude='./tilegate-side-*' . | split -b 15M - "$OUT/tcache.tgz."
         du -sh "$TRITON_CACHE_DIR" "$OUT"/tcache.tgz.*
     fi
+    seed_sides # the later steps of this run start warm too
 fi
 if wants a; then
     step a-cold "$NEW" perf --profile "$PROFILE" --report-only --no-plots --out-dir "$OUT/a-cold"
@@ -173,7 +178,7 @@ fi
 if wants d; then
     rm -rf .perf/upgrade-ab
     step d-upgrade "$ROOT" upgrade-ab --old /tmp/fla-0.5.2 --new /tmp/fla-0.6.0 \
-        --profile "$PROFILE" --repeats "$REPEATS"
+        --profile "$PROFILE"
     rm -rf "$OUT/d-upgrade" && cp -r .perf/upgrade-ab "$OUT/d-upgrade" 2>/dev/null
 fi
 if wants e; then
@@ -182,7 +187,7 @@ if wants e; then
         --results "$RESULTS" --case "$EDIT_CASE" | tee "$OUT/e-edit.txt" || die "cannot edit fla"
     rm -rf .perf/upgrade-ab
     step e-edited "$ROOT" upgrade-ab --old /tmp/fla-0.6.0 --new /tmp/fla-edited \
-        --profile "$PROFILE" --repeats "$REPEATS"
+        --profile "$PROFILE"
     rm -rf "$OUT/e-edited" && cp -r .perf/upgrade-ab "$OUT/e-edited" 2>/dev/null
 fi
 

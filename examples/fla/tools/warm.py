@@ -11,8 +11,9 @@ forward's, or each input's gradient) against fla_bench.ops' float32 reference, a
 Several of these processes may warm one cache at once (Triton writes each entry atomically); the
 picks they time while sharing a GPU are not worth keeping: tools/h200.sh deletes the autotune
 results (`*.autotune.json`) after warming, so that every gate run still tunes for itself.
-GPU only (fla's kernels do not run under the CPU interpreter). Exit 1 when a --check exceeds
-REL_TOL or a call raises.
+GPU only (fla's kernels do not run under the CPU interpreter). A case fla refuses on this GPU
+(fla_bench.variants.fla_refuses: gdn-bwd on Hopper with Triton < 3.7.1) is skipped and says why.
+Exit 1 when a --check exceeds REL_TOL or a call raises.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import traceback
 
 import torch
 from fla_bench import ops
-from fla_bench.variants import KERNELS, split
+from fla_bench.variants import KERNELS, fla_refuses, split
 
 
 def _outputs(got: object) -> tuple[torch.Tensor, ...]:
@@ -42,10 +43,15 @@ def main(argv: list[str] | None = None) -> int:
         print("warm.py: no CUDA device (fla's kernels need one)", file=sys.stderr)
         return 2
     bad = 0
+    capability = torch.cuda.get_device_capability()
     for kernel in args.kernels:
         for t in args.T:
             params = split({"kernel": kernel, "dtype": "bf16", "T": t, "batch": args.batch})
             name = f"{kernel}-bf16-T{t}"
+            refused = fla_refuses(capability, params)
+            if refused:  # what the gate declares not measurable here: nothing to warm
+                print(f"{name}: skipped: {refused}", flush=True)
+                continue
             x = ops.inputs(params, "cuda", 0)
             try:
                 t0 = time.perf_counter()
