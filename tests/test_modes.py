@@ -96,6 +96,9 @@ def test_a_mode_switch_within_a_run_is_found_with_its_rounds(run: Any) -> None:
     result = outcome(None, ABComparison(run, (), (case,), None, ABPolicy()))
     assert result.code == EXIT_CANNOT_JUDGE and result.unstable == (case,)
     assert result.parts == ["1 unstable case that cannot be judged"]
+    # the case's note says what the case is, never the run's exit code: the outcome decides
+    # that (a smoke A/B of Liger's upgrade exited 0 with its note saying "cannot judge (exit 2)")
+    assert "it cannot be judged" in case.note and "exit" not in case.note
 
 
 def test_modes_name_the_timing_passes_a_row_records(run: Any) -> None:

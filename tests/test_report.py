@@ -341,3 +341,21 @@ def test_what_changed_is_in_sight_and_the_rest_folded() -> None:
     assert "| Triton | 3.7.0 | 3.6.0 | **differs** |" in seen
     assert "| **REGRESSED** |" in seen and "| improved |" in seen and "| ok |" not in seen
     assert "<details><summary>21 row(s) within tolerance" in text
+
+
+def test_a_commit_is_shortened_only_when_it_is_a_hash(tmp_path: Path) -> None:
+    """pytest-benchmark records `unversioned` outside a git checkout: the environment table
+    said `unversione` (every commit was cut to 10 characters)."""
+    import json
+
+    data = json.loads((FIXTURES / "synthetic-results-smoke.json").read_text())
+    for commit, shown in (
+        ("unversioned", "| commit | unversioned"),
+        ("ab" * 20, "| commit | ababababab |"),
+    ):
+        data["commit_info"]["id"] = commit
+        path = tmp_path / "results.json"
+        path.write_text(json.dumps(data))
+        run = load_results(path)
+        text = render(judgement(run, None, report_only=True, no_baseline="No baseline."))
+        assert shown in text, [ln for ln in text.splitlines() if "commit" in ln]

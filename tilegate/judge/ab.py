@@ -831,9 +831,9 @@ def _unstable(
         return None
     slow = [m for m in modes if m.slower]
     verdict = (
-        "a mode is slower than the tolerance on its own rounds: fails"
+        "a mode is slower than the tolerance on its own rounds: a regression"
         if slow
-        else "no mode is slower on its own rounds: cannot judge (exit 2)"
+        else "no mode is slower on its own rounds: it cannot be judged"
     )
     note = (
         f"two modes beyond the A/A noise: {modes[0].describe()} and {modes[1].describe()}; "
@@ -880,7 +880,7 @@ def _mixture(case: ABCase, note: str) -> ABCase:
         f"{(case.base_median_s or 0) * 1e3:.4g} ms: {_medians_change(case):+.1%}) and the "
         f"per-round ratio ({(case.ratio or 1) - 1:+.1%}) of the same rounds differ by more "
         f"than {MIXTURE_MIN:.0%}: the rounds are a mixture, not decided on it; no mode is "
-        f"slower on its own rounds: cannot judge (exit 2); {UNSTABLE_TODO}"
+        f"slower on its own rounds: it cannot be judged; {UNSTABLE_TODO}"
     )
     return replace(case, verdict=ABVerdict.UNSTABLE, note=said.lstrip("; "))
 
