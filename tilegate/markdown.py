@@ -6,6 +6,7 @@ report and the fingerprint render tables with them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 _RULE = {"l": "---", "r": "---:"}
@@ -52,6 +53,11 @@ def p_value(p: float | None) -> str:
     if p is None:
         return ""
     return "<1e-4" if p < 1e-4 else f"{p:.2g}"
+
+
+def short_sha(commit: str) -> str:
+    """A commit hash's first 10 digits; anything else (pytest-benchmark's `unversioned`) whole."""
+    return commit[:10] if re.fullmatch(r"[0-9a-f]{11,64}", commit) else commit
 
 
 def listing(items: Sequence[str], limit: int = 8) -> str:

@@ -233,15 +233,16 @@ class CudaTimer:
             host, gpu = self._enqueue_s.get(name), self._event_s.get(name)
             if host and gpu and statistics.median(host) >= HOST_BOUND_RATIO * gpu:
                 found.add(name)
-        for head, base in (pairs or {}).items():
-            if {head, base} <= new:
-                if head in found or base in found:
-                    found |= {head, base}
-            elif head in fns and base in fns:  # one decided before: the other follows it
-                old, late = (head, base) if base in new else (base, head)
-                found.discard(late)
-                if late in new and id(fns[old]) in self._held:
-                    found.add(late)
+        for pair in (pairs or {}).items():
+            late = set(pair) & new
+            if not late or not set(pair) <= set(fns):
+                continue
+            if late == set(pair):  # decided together: both held if either is host-bound
+                if late & found:
+                    found |= late
+            else:  # one decided before: the other follows it
+                (old,) = set(pair) - late
+                found = (found | late) if id(fns[old]) in self._held else (found - late)
         self._held |= {id(fns[n]) for n in found if n in fns}
 
     def is_held(self, fn: Any) -> bool:

@@ -29,6 +29,7 @@ import numpy as np
 
 from tilegate.errors import InputError
 from tilegate.history.store import Store, StoredRun
+from tilegate.markdown import short_sha
 
 ENV_FIELDS = ("triton", "torch", "driver", "cuda")
 
@@ -81,7 +82,7 @@ class ChangePoint:
 
     @property
     def commit_range(self) -> str:
-        return f"{self.before_run.commit[:10]}..{self.after_run.commit[:10]}"
+        return f"{short_sha(self.before_run.commit)}..{short_sha(self.after_run.commit)}"
 
 
 def _sigma(y: np.ndarray, floor: float) -> float:

@@ -28,6 +28,7 @@ from tilegate.history.store import (
 )
 from tilegate.history.verdicts import baseline_for, judge, read_verdicts
 from tilegate.judge.results import Run, load_results
+from tilegate.markdown import short_sha
 from tilegate.run.crash import guarded
 
 DEFAULT_DASHBOARD = Path(".perf/dashboard.html")
@@ -166,7 +167,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         v = verdicts.get(r.run_id)
         text = ", ".join(f"{k} {n}" for k, n in sorted(v.items())) if v else "-"
         print(
-            f"| {r.run_id} | {r.gpu} | `{r.commit[:10]}`{' (dirty)' if r.dirty else ''} | {r.datetime} | "
+            f"| {r.run_id} | {r.gpu} | `{short_sha(r.commit)}`{' (dirty)' if r.dirty else ''} | {r.datetime} | "
             f"{r.profile} | {r.triton} | {r.torch} | {r.driver} | {r.cuda} | {cases[r.run_id]} | {text} |"
         )
     print(f"\n{len(shown)} of {len(runs)} run(s) in {args.store}")

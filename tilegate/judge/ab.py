@@ -186,6 +186,14 @@ def _aligned(run: Run, head: Row, base: Row) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(head.samples_s), np.asarray(base.samples_s)
 
 
+def _pooled_medians(sides: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[float, float]:
+    """The base's and the head's medians over the paired rounds of every run (`_aligned`'s)."""
+    return (
+        float(np.median(np.concatenate([b for _, b in sides]))),
+        float(np.median(np.concatenate([h for h, _ in sides]))),
+    )
+
+
 def _per_round(run: Run, head: Row, base: Row) -> np.ndarray:
     """head_i / base_i for every round both were timed in (`_aligned`)."""
     h, b = _aligned(run, head, base)
@@ -526,6 +534,7 @@ def judge_case(
     lo, hi = stats.median_ci(sorted(pooled.tolist()), policy.confidence)
     logs = np.log(pooled)
     p_slower, p_faster = _wilcoxon(logs, "greater"), _wilcoxon(logs, "less")
+    base_median, head_median = _pooled_medians(sides)
     measured = ABCase(
         key,
         ABVerdict.AMBIGUOUS,
@@ -539,8 +548,8 @@ def judge_case(
         tolerance=tolerance,
         tolerance_source=tolerance_source,
         code_changed=changed,
-        head_median_s=float(np.median(np.concatenate([h for h, _ in sides]))),
-        base_median_s=float(np.median(np.concatenate([b for _, b in sides]))),
+        base_median_s=base_median,
+        head_median_s=head_median,
     )
     split = _split_picks(pairs)
     if split is not None:
@@ -767,12 +776,8 @@ def judge_bound(
         return judged
     judged = judge_case(key, hosts, *tolerance(host_key(key)), HOST_POLICY)
     _, head, base = pairs[0]
-    gpu_ratio = float(np.median(np.concatenate([_per_round(run, h, b) for run, h, b in pairs])))
     gpu_sides = [_aligned(run, h, b) for run, h, b in pairs]
-    gpu_medians = (
-        float(np.median(np.concatenate([b for _, b in gpu_sides]))),
-        float(np.median(np.concatenate([h for h, _ in gpu_sides]))),
-    )
+    gpu_ratio = float(np.median(np.concatenate([h / b for h, b in gpu_sides])))
     said = (
         f"host-bound (host {head.host_s * 1e3 if head.host_s else 0:.4g} ms >= GPU "
         f"{head.median_s * 1e3:.4g} ms per call): judged on the host time; GPU "
@@ -785,7 +790,7 @@ def judge_bound(
         judged_on="host",
         host_ratio=judged.ratio,
         gpu_ratio=gpu_ratio,
-        gpu_medians_s=gpu_medians,
+        gpu_medians_s=_pooled_medians(gpu_sides),
         note="; ".join(filter(None, [said, judged.note])),
     )
 

@@ -29,7 +29,7 @@ from tilegate.judge.gate import Judgement
 from tilegate.judge.outcome import Outcome
 from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison, Verdict
-from tilegate.markdown import listing, ms, p_value, pct, table
+from tilegate.markdown import listing, ms, p_value, pct, short_sha, table
 from tilegate.report.comment import DECIDING
 from tilegate.report.explain import why_section
 
@@ -606,11 +606,6 @@ def _ab(ab: ABComparison) -> list[str]:
 # --- environment -------------------------------------------------------------------------------------
 
 
-def _short_sha(commit: str) -> str:
-    """A commit hash's first 10 digits; anything else (pytest-benchmark's `unversioned`) whole."""
-    return commit[:10] if re.fullmatch(r"[0-9a-f]{11,64}", commit) else commit
-
-
 def _env_rows(run: Run, baseline: Baseline | None) -> list[tuple[str, str, str]]:
     e = run.env
     prov: Mapping[str, Any] = baseline.provenance if baseline else {}
@@ -623,9 +618,9 @@ def _env_rows(run: Run, baseline: Baseline | None) -> list[tuple[str, str, str]]
     def gpu_text(name: Any, sms: Any) -> str:
         return f"{name}, {sms} SMs" if sms is not None else s(name)
 
-    commit = _short_sha(e.commit or "-") + (" (dirty)" if e.dirty else "")
+    commit = short_sha(e.commit or "-") + (" (dirty)" if e.dirty else "")
     base_commits = {
-        _short_sha(str(r.get("commit"))) for r in prov.get("runs") or [] if isinstance(r, dict)
+        short_sha(str(r.get("commit"))) for r in prov.get("runs") or [] if isinstance(r, dict)
     }
     return [
         (
