@@ -670,6 +670,46 @@ def test_in_ab_mode_a_stored_regression_of_unchanged_code_does_not_fail(
     assert outcome(cmp, None).code == 1, "without the A/B side the same row fails"
 
 
+def test_in_ab_mode_a_stored_regression_the_ab_found_no_slower_than_its_base_does_not_fail(
+    tmp_path: Path, hashed_baseline
+) -> None:  # type: ignore[no-untyped-def]
+    """The matmul's onepct on the H200 (round 17): the pull request changed the host code of
+    tma_swizzle_persistent's module, the A/B read its K = 4096 case +0.0 % against its base, and
+    the stored baseline, two days older, +10.1 %: the base is as slow, drift, not this change.
+    The same row whose A/B is slower than its base still fails, and so does the row alone."""
+    case = key("tiled", K=4096)
+    drifted = {k: 1.12 for k in (case,)}
+    run = ab_run(
+        tmp_path,
+        "cleared.json",
+        seed=24,
+        slow=drifted,
+        drift=False,
+        ab={},
+        base_code={"tiled": "sha256:old"},
+    )
+    cmp = compare(run, hashed_baseline)
+    assert [r.key for r in cmp.rows if r.fails] == [case]
+    ab = compare_ab(run, None)
+    assert next(c for c in ab.cases if c.key == case).verdict is ABVerdict.SAME
+    result = outcome(cmp, ab)
+    assert result.code == 0 and not result.regressions and not result.drift
+    assert [(r.key, c.key) for r, c in result.cleared] == [(case, case)]
+    assert case not in cmp.suspects(ab.not_blamed), "a confirmation would decide nothing"
+    assert outcome(cmp, None).code == 1, "without the A/B side the same row fails"
+    slower = ab_run(
+        tmp_path,
+        "slower.json",
+        seed=24,
+        slow=drifted,
+        drift=False,
+        ab={case: 1.12},
+        base_code={"tiled": "sha256:old"},
+    )
+    got = outcome(compare(slower, hashed_baseline), compare_ab(slower, None))
+    assert got.code == 1 and [r.key for r in got.regressions] == [case] and not got.cleared
+
+
 def test_a_confirmation_measures_again_only_what_can_fail(tmp_path: Path) -> None:
     """In A/B mode a stored-baseline slowdown of unchanged code is drift, never a failure: the
     suspects file (what the confirmation run measures, whole groups) leaves it out, and keeps

@@ -298,6 +298,35 @@ def test_another_pick_with_changed_code_is_a_code_change_and_judged(tmp_path: Pa
     assert autotune.retime_config(False, _pick(PICK_A), _pick(PICK_B)) is None
 
 
+def test_a_kernel_whose_key_changed_shape_is_one_kernel_in_the_why_line() -> None:
+    """fla-core 0.5.2 -> 0.6.0 on the H200 (round 17): chunk_bwd_kernel_dh's autotune key gained
+    K and V, and the why line read "tuned in the base only; ... tuned in the head only" for the
+    same kernel. It is one kernel whose key changed: its pick change named, nothing when it
+    picked the same; a kernel tuned on one side only is still said so."""
+    old_key, new_key = (
+        {"BT": 64, "dtypes": ["bf16"]},
+        {"BT": 64, "dtypes": ["bf16"], "K": 128, "V": 128},
+    )
+
+    def pick(kernel: str, key: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
+        return {"kernel": kernel, "key": key, "config": cfg, "configs": 48, "space": "s"}
+
+    base = [pick("dh", old_key, PICK_B), pick("h", old_key, PICK_A), pick("gone", old_key, PICK_A)]
+    head = [pick("dh", new_key, PICK_A), pick("h", new_key, PICK_A)]
+    got = autotune.changes(base, head)
+    assert got == [
+        "dh: BK=32, num_warps=2 -> BK=64, num_warps=4 (its key: + K, V)",
+        "gone: tuned in the base only",
+    ]
+    assert autotune.classify(False, base, head) == autotune.CODE_CHANGE
+    assert autotune.changes(base[1:2], head[1:2]) == []
+    # the config-removal edit (round 17): the head tunes over one config fewer
+    smaller = {**pick("h", old_key, PICK_B), "configs": 47, "space": "s-1"}
+    assert autotune.changes(base[1:2], [smaller]) == [
+        "h: BK=64, num_warps=4 -> BK=32, num_warps=2 (its configs: 48 -> 47)"
+    ]
+
+
 def test_one_sides_processes_picking_apart_is_unstable_never_slower(tmp_path: Path) -> None:
     first = _ab_file(
         tmp_path, "r1.json", head=PICK_A, base=PICK_A, code={},
@@ -386,6 +415,70 @@ def test_a_wrapper_regression_fails_a_host_bound_case_and_is_reported_behind_a_l
 
     text = "\n".join(_ab_table(cmp))
     assert "host base -> head (ms)" in text and "(judged)" in text
+
+
+def test_a_host_bound_case_whose_kernels_got_slower_fails_on_its_gpu_time(tmp_path: Path) -> None:
+    """Judged on the host time alone, a host-bound case hides its kernels: fla's gla backward
+    (host 1.3 ms for 1.18 ms on the GPU, H200 round 17) would pass a +27 % kernel. Its GPU time
+    is judged too; the same case with kernels as fast as the base's passes on its host time."""
+    changed = {"tiled": "sha256:old-kernel"}
+    for gpu_factor, verdict in ((1.12, ABVerdict.SLOWER), (1.0, ABVerdict.SAME)):
+        data = make_run(rounds=300, seed=8, code={}, ab={HOST_CASE: gpu_factor}, base_code=changed)
+        gpu_s = bench(data, HOST_CASE)["extra_info"]["tilegate"]["median_s"]
+        _with_host(data, HOST_CASE, 2 * gpu_s, 1.0, 8)
+        case = next(
+            c
+            for c in compare_ab(load_results(write(tmp_path / "k.json", data)), None).cases
+            if c.key == HOST_CASE
+        )
+        assert case.verdict is verdict, (gpu_factor, case)
+        assert case.note.startswith("host-bound (host "), case.note
+        said = "judged on both" if verdict is ABVerdict.SLOWER else "judged on the host time"
+        assert said in case.note, case.note
+        if verdict is ABVerdict.SLOWER:
+            assert case.judged_on == "gpu" and case.ratio == pytest.approx(1.12, rel=0.02)
+            assert case.host_ratio == pytest.approx(1.0, abs=0.02) and case.fails
+
+
+def test_every_case_shows_its_host_time_and_the_report_says_what_bounds_it(
+    tmp_path: Path,
+) -> None:
+    """The matmul on the H200 (round 17): no case held, each row's host time taken with nothing
+    queued ahead (`host_s`, no host samples), and the table's host column was empty for all of
+    them. Every case shows both times, and the summary says which time bounds the calls."""
+    from tilegate.report.render import _ab_summary, _ab_table
+
+    data = make_run(rounds=60, seed=5, code={}, ab={})
+    for b in data["benchmarks"]:
+        tg = b["extra_info"]["tilegate"]
+        tg["host_s"], tg["host_bound"], tg["held"] = tg["median_s"] / 3, False, False
+    run = load_results(write(tmp_path / "probe.json", data))
+    assert run.rows[GPU_CASE].host_s == pytest.approx(run.rows[GPU_CASE].median_s / 3)
+    cmp = compare_ab(run, None)
+    table = "\n".join(_ab_table(cmp))
+    row = next(line for line in table.splitlines() if f"`{GPU_CASE}`" in line)
+    host = run.rows[GPU_CASE].host_s * 1e3
+    assert f"{host:.4f}"[:5] in row and " (judged) |" not in table
+    summary = "\n".join(_ab_summary(cmp))
+    assert "**What bounds the calls**: the GPU for every case" in summary
+    # a host-bound case is named, with the time it was judged on
+    mixed = load_results(_host_run(tmp_path, "mixed.json", factor=1.0, seed=4))
+    summary = "\n".join(_ab_summary(compare_ab(mixed, None)))
+    assert f"the host for `{HOST_CASE}` (judged on the host time and the GPU time)" in summary, (
+        summary
+    )
+    # no host time measured (the smoke profile's host clock): nothing said
+    bare = load_results(write(tmp_path / "bare.json", make_run(rounds=40, seed=6, ab={})))
+    assert "What bounds" not in "\n".join(_ab_summary(compare_ab(bare, None)))
+
+
+def test_a_probe_host_time_that_is_not_a_time_is_refused_naming_the_row(tmp_path: Path) -> None:
+    from tilegate.errors import InputError
+
+    data = make_run(rounds=40, seed=5, code={}, ab={})
+    bench(data, GPU_CASE)["extra_info"]["tilegate"]["host_s"] = -1.0
+    with pytest.raises(InputError, match=rf"{GPU_CASE}.*host_s is -1.0.*re-run the suite"):
+        load_results(write(tmp_path / "bad.json", data))
 
 
 def test_the_host_time_gets_its_own_aa_tolerance(tmp_path: Path) -> None:

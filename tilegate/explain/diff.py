@@ -431,15 +431,17 @@ def _word(v: Any) -> str:
 
 def decided(cmp: Any = None, ab: Any = None) -> list[tuple[str, str]]:
     """(case id, verdict) of every case whose code changed and whose verdict is explained
-    (EXPLAINED, by name), and every tuner flip (its picks): the A/B cases, and the stored-baseline rows of an A/B run that
-    have a base side."""
+    (EXPLAINED, by name), and every tuner flip (its picks): the A/B cases, and the
+    stored-baseline rows of an A/B run that have a base side, but for those the A/B found no
+    slower than their base (`no_slower`: a stored slowdown of theirs is drift, not this
+    change's, tilegate.judge.outcome)."""
     out: dict[str, str] = {}
     for c in getattr(ab, "cases", ()) or ():
         flip = getattr(c, "explained_by", None) == autotune.TUNER_FLIP  # its why: the picks
         if (c.code_changed and _word(c.verdict) in EXPLAINED) or flip:
             out.setdefault(c.key, _word(c.verdict))
     if ab is not None:
-        changed = {c.key for c in ab.cases if c.code_changed}
+        changed = {c.key for c in ab.cases if c.code_changed} - getattr(ab, "no_slower", set())
         for r in getattr(cmp, "rows", ()) or ():
             if r.key in changed and _word(r.verdict) in EXPLAINED:
                 out.setdefault(r.key, _word(r.verdict))

@@ -48,8 +48,12 @@ processes (the run and its confirmations) picked differently: UNSTABLE with the 
 Host-bound calls (tilegate.harness.timing: host time per call at or above the GPU time): the
 verdict is on the time that bounds the call. A case either side of which is host-bound is judged
 on its paired per-round host times, against the host tolerance from its own A/A noise (the noise
-file's `<case>#host` rows, HOST_POLICY); a GPU-bound case is judged on its GPU time and a host
-time beyond its host tolerance is reported in its note, never failed.
+file's `<case>#host` rows, HOST_POLICY), and on its GPU time too: its kernels slower than their
+tolerance fail it (a head whose kernels outgrow its host time is no longer host-bound, and
+outside a benchmark's loop the host runs ahead of the kernels; judged on the host time alone, a
++27 % kernel of fla's gla backward, host 1.3 ms for a 1.18 ms GPU time, would pass). A GPU-bound
+case is judged on its GPU time and a host time beyond its host tolerance is reported in its
+note, never failed.
 
 The words (ABVerdict) are tilegate.judge.vocabulary's; the exit rule is tilegate.judge.outcome.
 """
@@ -495,6 +499,27 @@ class ABComparison:
         return frozenset(c.key for c in self.cases if c.code_changed is False)
 
     @property
+    def no_slower(self) -> frozenset[str]:
+        """The cases whose code changed that the A/B decided no slower than their base on their
+        GPU time (SAME or FASTER: timed beside the base in the same rounds). A stored-baseline
+        slowdown of theirs is the base's too: drift since the baseline, not this pull request's
+        (tilegate.judge.outcome). Not a host-judged case: the stored baseline is GPU time."""
+        return frozenset(
+            c.key
+            for c in self.cases
+            if c.code_changed is not False
+            and c.judged_on == "gpu"
+            and c.verdict in (ABVerdict.SAME, ABVerdict.FASTER)
+        )
+
+    @property
+    def not_blamed(self) -> frozenset[str]:
+        """The cases a stored-baseline slowdown cannot be blamed on this pull request for:
+        its code is the base's (same_code), or the A/B found it no slower than the base
+        (no_slower)."""
+        return self.same_code | self.no_slower
+
+    @property
     def changed_code(self) -> list[str]:
         """The variants whose compiled code differs between head and base (any case)."""
         return sorted({c.variant for c in self.cases if c.code_changed})
@@ -762,26 +787,53 @@ def judge_bound(
         judged = judge_case(key, pairs, *tolerance(key), policy)
         judged = replace(judged, host_ratio=host_ratio)
         host_tol, _ = tolerance(host_key(key))
+        host_bound = any(h.host_bound or b.host_bound for _, h, b in pairs)
+        unpaired = (
+            "the sides are two processes, whose host times do not pair"
+            if apart
+            else "its host samples do not cover its rounds"
+        )
         if host_ratio is not None and host_ratio - 1 > host_tol and judged.verdict in _TIMED:
-            why = (
-                "the sides are two processes, whose host times do not pair"
-                if apart and _host_bound(pairs)
-                else "the GPU bounds the call"
-            )
+            why = unpaired if host_bound else "the GPU bounds the call"
             said = (
                 f"host time {host_ratio - 1:+.1%} per call (beyond its {host_tol:.1%} host "
                 f"tolerance): reported, not judged, {why}"
             )
             judged = replace(judged, note="; ".join(filter(None, [judged.note, said])))
+        elif host_bound and all(h.held and b.held for _, h, b in pairs):
+            said = f"host-bound, judged on the GPU time of its held rounds: {unpaired}"
+            judged = replace(judged, note="; ".join(filter(None, [judged.note, said])))
+        elif host_bound:  # its first warm-up read it GPU-bound: its rounds were not held
+            said = (
+                "host-bound, but not held (its first warm-up read it GPU-bound): its GPU time "
+                "is the rate of its launches more than its kernels' time"
+            )
+            judged = replace(judged, note="; ".join(filter(None, [judged.note, said])))
         return judged
     judged = judge_case(key, hosts, *tolerance(host_key(key)), HOST_POLICY)
+    on_gpu = judge_case(key, pairs, *tolerance(key), policy)
     _, head, base = pairs[0]
     gpu_sides = [_aligned(run, h, b) for run, h, b in pairs]
     gpu_ratio = float(np.median(np.concatenate([h / b for h, b in gpu_sides])))
-    said = (
+    bound = (
         f"host-bound (host {head.host_s * 1e3 if head.host_s else 0:.4g} ms >= GPU "
-        f"{head.median_s * 1e3:.4g} ms per call): judged on the host time; GPU "
-        f"{gpu_ratio - 1:+.1%}"
+        f"{head.median_s * 1e3:.4g} ms per call)"
+    )
+    if on_gpu.fails and not judged.fails:
+        # its kernels slower beyond the GPU tolerance: they bound the call once slow enough
+        # (a head whose kernels outgrow its host time is no longer host-bound), and outside a
+        # benchmark's loop the host runs ahead of them; the host time hides no kernel slowdown
+        said = (
+            f"{bound}: judged on both times, its kernels' time slower (host "
+            f"{judged.ratio - 1:+.1%}, within its {judged.tolerance:.1%} host tolerance)"
+            if judged.ratio is not None and judged.tolerance is not None
+            else f"{bound}: judged on both times, its kernels' time slower"
+        )
+        return replace(
+            on_gpu, host_ratio=judged.ratio, note="; ".join(filter(None, [said, on_gpu.note]))
+        )
+    said = (
+        f"{bound}: judged on the host time; GPU {gpu_ratio - 1:+.1%}, judged too: not found slower"
     )
     return replace(
         judged,

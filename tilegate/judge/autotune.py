@@ -57,18 +57,66 @@ def _table(picks: Picks | None) -> dict[tuple[str, str], Mapping[str, Any]]:
     return out
 
 
+def _key_change(base: Mapping[str, Any], head: Mapping[str, Any]) -> str:
+    """How a kernel's autotune key differs between the sides: `its key: + K, V` (fields the
+    head's key adds), `- K` (drops), `BT 64 -> 32` (changes)."""
+    b, h = base.get("key"), head.get("key")
+    if not (isinstance(b, Mapping) and isinstance(h, Mapping)):
+        return f"its key: {b} -> {h}"
+    parts = []
+    if added := [k for k in h if k not in b]:
+        parts.append("+ " + ", ".join(added))
+    if dropped := [k for k in b if k not in h]:
+        parts.append("- " + ", ".join(dropped))
+    parts += [f"{k} {b[k]} -> {h[k]}" for k in b if k in h and b[k] != h[k]]
+    return "its key: " + "; ".join(parts)
+
+
 def changes(base: Picks | None, head: Picks | None) -> list[str]:
     """Per tuned kernel (and key) whose pick differs: `kernel: BK=64 -> BK=32`; a kernel tuned
-    on one side only: `kernel: tuned in the head only`."""
+    on one side only: `kernel: tuned in the head only`. A kernel tuned once on each side for
+    keys of another shape (the head's key adds K and V: fla-core 0.5.2 -> 0.6.0) is one kernel:
+    `kernel: BK=32 -> BK=64 (its key: + K, V)`, nothing when it picked the same."""
     b, h = _table(base), _table(head)
+    only_b = [k for k in b if k not in h]
+    only_h = [k for k in h if k not in b]
+    rekeyed = {
+        kb: kh
+        for kb in only_b
+        for kh in only_h
+        if kb[0] == kh[0]
+        and sum(k[0] == kb[0] for k in only_b) == 1
+        and sum(k[0] == kb[0] for k in only_h) == 1
+    }
     out = []
     for k in dict.fromkeys([*b, *h]):
         kernel = k[0]
-        if k not in b or k not in h:
+        if k in rekeyed:
+            kh = rekeyed[k]
+            if _flat(b[k]["config"]) != _flat(h[kh]["config"]):
+                change = config_change(b[k]["config"], h[kh]["config"])
+                out.append(
+                    f"{kernel}: {change} ({_key_change(b[k], h[kh])})" + _space_change(b[k], h[kh])
+                )
+        elif k in rekeyed.values():
+            continue
+        elif k not in b or k not in h:
             out.append(f"{kernel}: tuned in the {'head' if k in h else 'base'} only")
         elif _flat(b[k]["config"]) != _flat(h[k]["config"]):
-            out.append(f"{kernel}: {config_change(b[k]['config'], h[k]['config'])}")
+            out.append(
+                f"{kernel}: {config_change(b[k]['config'], h[k]['config'])}"
+                + _space_change(b[k], h[k])
+            )
     return out
+
+
+def _space_change(base: Mapping[str, Any], head: Mapping[str, Any]) -> str:
+    """` (its configs: 6 -> 5)` where the head tunes over another config list than the base
+    (the pull request changed what the tuner chooses from), else ``."""
+    if base.get("space") == head.get("space"):
+        return ""
+    n, m = base.get("configs"), head.get("configs")
+    return f" (its configs: {n} -> {m})" if n != m else " (another config list)"
 
 
 def line(base: Picks | None, head: Picks | None) -> str | None:

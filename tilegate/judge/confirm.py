@@ -83,7 +83,7 @@ def confirmation_cases(ab: ABComparison, cmp: Comparison | None = None) -> Confi
     if cmp is not None:
         rows = {r.key: r for r in cmp.rows}
         reference = ab.run.reference
-        for key in cmp.suspects(ab.same_code):
+        for key in cmp.suspects(ab.not_blamed):
             if key in decided or key not in ab.run.rows:
                 continue
             out.append(key)

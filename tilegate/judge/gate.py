@@ -71,14 +71,13 @@ class Judgement:
         run (its timings set no verdict: there is nothing to confirm)."""
         if self.outcome.smoke:
             return []
-        # in A/B mode a stored-baseline slowdown of a case whose code is the base's is drift
-        # (tilegate.judge.outcome): a confirmation run would spend its rounds for nothing
+        # in A/B mode a stored-baseline slowdown of a case whose code is the base's, or that
+        # the A/B found no slower than the base, is drift (tilegate.judge.outcome): a
+        # confirmation run would spend its rounds for nothing
         ab, cmp = self.ab, self.comparison
-        same_code = ab.same_code if ab else frozenset()
+        cleared = ab.not_blamed if ab else frozenset()
         return list(
-            dict.fromkeys(
-                [*(ab.suspects() if ab else []), *(cmp.suspects(same_code) if cmp else [])]
-            )
+            dict.fromkeys([*(ab.suspects() if ab else []), *(cmp.suspects(cleared) if cmp else [])])
         )
 
     def verdicts(self) -> dict[str, str]:

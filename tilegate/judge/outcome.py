@@ -7,9 +7,14 @@
   cannot judge, naming that GPU.
 * A/B mode (a pull request against its base): a case SLOWER than its base fails; a broken
   expectation (checked on the head) fails; a stored-baseline REGRESSED row fails only if the
-  pull request changed its compiled code (A/B code hashes differ, or cannot be compared): a row
-  whose code is the base's cannot have been slowed by this pull request, so its slowdown against
-  the stored baseline is drift since the baseline, reported, not this pull request's fault.
+  pull request changed its compiled code (A/B code hashes differ, or cannot be compared) and the
+  A/B did not find it no slower than its base: a row whose code is the base's cannot have been
+  slowed by this pull request, and a row the A/B decided SAME or FASTER on its GPU time, timed
+  beside the base in the same rounds, is as far from the stored baseline as the base is (a
+  matmul's host-code change on the H200 read +10.1 % against a two-day-old baseline and +0.0 %
+  against its base: docs/results-h200.md, round 17). Either slowdown is drift since the
+  baseline, reported, not this pull request's fault; slow creep over many pull requests is
+  caught where the stored baseline alone judges (a push to main).
 * Every mode: a case the protocol says to measure (in A/B mode the base's protocol), or a
   stored-baseline row of a grid point of its profile, that the run did not measure fails, and so
   does an expectation it declares that the run no longer checks (tilegate.judge.coverage; a case
@@ -51,6 +56,8 @@ class Outcome:
     code: int
     regressions: tuple[RowVerdict, ...] = ()  # stored-baseline rows that fail
     drift: tuple[RowVerdict, ...] = ()  # REGRESSED rows whose code the pull request did not change
+    # REGRESSED rows whose code changed, each with its A/B case: decided no slower than the base
+    cleared: tuple[tuple[RowVerdict, ABCase], ...] = ()
     broken: tuple[ExpectationResult, ...] = ()
     slower: tuple[ABCase, ...] = ()  # A/B cases slower than their base
     removed: tuple[ABCase, ...] = ()  # A/B cases of a variant the head removed (not renamed)
@@ -145,6 +152,7 @@ def outcome(
         code,
         regressions,
         base.drift,
+        base.cleared,
         base.broken,
         slower,
         removed,
@@ -167,15 +175,17 @@ def timings_not_judged(result: Outcome) -> Outcome:
 
 def _outcome(cmp: Comparison | None, ab: ABComparison | None) -> Outcome:
     unchanged = ab.same_code if ab else frozenset()
+    no_slower = {c.key: c for c in ab.cases if c.key in ab.no_slower} if ab else {}
     failing = [r for r in cmp.rows if r.fails] if cmp else []
-    regressions = tuple(r for r in failing if r.key not in unchanged)
+    regressions = tuple(r for r in failing if r.key not in unchanged and r.key not in no_slower)
     drift = tuple(r for r in failing if r.key in unchanged)
+    cleared = tuple((r, no_slower[r.key]) for r in failing if r.key in no_slower)
     broken = tuple(cmp.broken) if cmp else ()
     slower = tuple(c for c in ab.cases if c.fails) if ab else ()
     code = EXIT_FAIL if regressions or broken or slower else EXIT_OK
     if code == EXIT_OK and cmp is not None and cmp.off_gpus:
         code = EXIT_CANNOT_JUDGE  # rows of an off GPU were measured but could not be judged
-    return Outcome(code, regressions, drift, broken, slower)
+    return Outcome(code, regressions, drift, cleared, broken, slower)
 
 
 def headline(code: int) -> Headline:

@@ -618,6 +618,12 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
             f"{where}: extra_info.tilegate.host_samples_s must be one positive host time per "
             f"sample ({len(samples)}); re-run the suite"
         )
+    probe = tg.get("host_s")  # a call not held: its host time with nothing queued ahead
+    if probe is not None and not is_finite_positive(probe):
+        raise InputError(
+            f"{where}: extra_info.tilegate.host_s is {probe!r}; expected the host seconds per "
+            "call (a positive number); re-run the suite"
+        )
     pinned = _parse_pinned(where, tg.get("pinned"))
     pass_medians = tg.get("pass_medians_s")
     sweeps = None
@@ -625,7 +631,7 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
         sweeps = len(pass_medians)
     row = Row(
         autotune=tuple(MappingProxyType(dict(p)) for p in autotune),
-        host_s=float(statistics.median(host)) if host else None,
+        host_s=float(statistics.median(host)) if host else probe and float(probe),
         host_samples_s=tuple(float(h) for h in host) if host else None,
         host_bound=bool(tg["host_bound"]) if isinstance(tg.get("host_bound"), bool) else None,
         held=tg.get("held") is True,

@@ -309,6 +309,14 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         "change. Not a failure here; `tilegate rebaseline --measure 3` once understood.",
     )
     bullet(
+        "Slower than the baseline, no slower than the base",
+        [f"`{r.key}` {pct(r.delta)} (A/B {pct((c.ratio or 1) - 1)})" for r, c in result.cleared],
+        "This pull request changed their code, and the A/B, timing them beside the base in the "
+        "same rounds, found them no slower than the base (A/B above): the base is as far from "
+        "the baseline, drift since the baseline, not this change. Not a failure here; "
+        "`tilegate rebaseline --measure 3` once understood.",
+    )
+    bullet(
         "GPUs off",
         [
             f"GPU {g.index}" + (f" ({g.serial})" if g.serial else "") + f": {g.why}"
@@ -447,6 +455,7 @@ def _ab_summary(ab: ABComparison) -> list[str]:
         + (f"; the same as the base for {listing([f'`{v}`' for v in same])}" if same else "")
         + ". A case whose code is the base's cannot be blamed."
     )
+    out += _bounds(ab.cases)
     _bullet(
         out,
         "Tuner flips (the same source and configs, another autotuner pick; not blamed)",
@@ -484,6 +493,41 @@ def _ab_summary(ab: ABComparison) -> list[str]:
             "`tilegate ab-noise --measure 4`."
         )
     return out
+
+
+def _bounds(cases: Sequence[ABCase]) -> list[str]:
+    """What bounds each case's call, and which time it was judged on (tilegate.judge.ab's
+    judge_bound): the GPU, or the host (host time per call at or above the GPU time on either
+    side); nothing where no host time was measured (the smoke profile)."""
+    gpu, host, held = [], [], []
+    for c in cases:
+        rows = [r for r in (c.head, c.base) if r is not None]
+        if not rows or all(r.host_bound is None for r in rows):
+            continue
+        if c.judged_on == "host":
+            host.append(f"`{c.key}`")
+        elif any(r.host_bound for r in rows):
+            held.append(f"`{c.key}`")
+        else:
+            gpu.append(c.key)
+    if not (gpu or host or held):
+        return []
+    parts = (
+        [
+            f"the GPU for {'every case' if not (host or held) else f'{len(gpu)} case(s)'} "
+            "(host time per call under the GPU time: judged on the GPU time)"
+        ]
+        if gpu
+        else []
+    )
+    if host:
+        parts.append(f"the host for {listing(host)} (judged on the host time and the GPU time)")
+    if held:
+        parts.append(
+            f"{'and ' if host else 'the host '}for {listing(held)} (judged on the GPU time; "
+            "its note says why)"
+        )
+    return [f"- **What bounds the calls**: {'; '.join(parts)}."]
 
 
 def _ab_rows(cases: Sequence[Any]) -> list[Sequence[Any]]:
@@ -877,10 +921,23 @@ def _expectations(cmp: Comparison) -> list[str]:
     return out
 
 
-def _rows(cmp: Comparison) -> list[str]:
-    """Every row: the ones with something to say in full; OK and not measured folded."""
+def _rows(cmp: Comparison, result: Outcome) -> list[str]:
+    """Every row: the ones with something to say in full; OK and not measured folded. A
+    REGRESSED row the outcome does not fail (drift: its code is the base's, or the A/B found it
+    no slower than its base) says so in its note."""
     rows: dict[str, list[tuple[str, ...]]] = {"open": [], "ok": [], "nm": []}
+    not_failed = {
+        r.key: "its code is the base's (A/B): what moved since the baseline is not this pull "
+        "request's"
+        for r in result.drift
+    } | {
+        r.key: f"the A/B found it no slower than its base ({pct((c.ratio or 1) - 1)}): the "
+        "base is as far from the baseline"
+        for r, c in result.cleared
+    }
     for r in cmp.rows:
+        excuse = not_failed.get(r.key)
+        note = f"{r.note}; not a failure here: {excuse}" if excuse else r.note
         base = r.base.median_s if r.base else None
         now = r.now_median_s if r.now_median_s is not None else r.now.median_s if r.now else None
         verdict = _VERDICT_TEXT[r.verdict] + (
@@ -896,7 +953,7 @@ def _rows(cmp: Comparison) -> list[str]:
                 f"{r.tolerance:.1%}" if r.tolerance is not None else "",
                 p_value(r.p_faster if r.delta is not None and r.delta < 0 else r.p_slower),
                 verdict,
-                r.note,
+                note,
             )
         )
     header = ["case", "baseline (ms)", "now (ms)", "delta", "tolerance", "p", "verdict", "note"]
@@ -1097,7 +1154,7 @@ def render(
     out += _pairs(judged.pairs, cmp)
     if cmp is not None:
         out += _expectations(cmp)
-        out += _rows(cmp)
+        out += _rows(cmp, judged.outcome)
     else:
         out += _rows_only(run, judged.order)
     out += _warnings(run)
