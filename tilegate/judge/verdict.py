@@ -567,8 +567,9 @@ def _blame(v: RowVerdict, runs: Sequence[Run], baseline: Baseline) -> RowVerdict
     rel = [stats.rel_change(r, then) for r in now]
     rel_delta = stats.median(rel)
     v = replace(v, rel_delta=rel_delta, code_changed=changed)
-    if changed:
-        return replace(v, note=v.note + "; its compiled code changed")
+    if changed:  # once, though a confirmed row is judged here again
+        said = "; its compiled code changed since the baseline"
+        return replace(v, note=v.note if said in v.note else v.note + said)
     if stats.majority([d > base.tolerance for d in rel]):
         return replace(
             v, note=v.note + f"; also against {reference} in the same rounds ({rel_delta:+.1%})"
