@@ -650,23 +650,9 @@ def test_a_confirmed_rows_note_says_its_code_changed_once(tmp_path: Path, hashed
     """A suspect judged again after its confirmation read "its compiled code changed; NOT
     re-measured ...; its compiled code changed" (the H200's onepct, round 17)."""
     changed = key("grouped", K=4096)
-    run = load_run(
-        tmp_path,
-        "c1.json",
-        seed=22,
-        slow={changed: 1.15},
-        drift=False,
-        code={"grouped": "sha256:new"},
-    )
-    again = load_run(
-        tmp_path,
-        "c2.json",
-        seed=23,
-        slow={changed: 1.15},
-        drift=False,
-        code={"grouped": "sha256:new"},
-        ks=(128,),
-    )
+    same = {"slow": {changed: 1.15}, "drift": False, "code": {"grouped": "sha256:new"}}
+    run = load_run(tmp_path, "c1.json", seed=22, **same)
+    again = load_run(tmp_path, "c2.json", seed=23, ks=(128,), **same)  # K = 4096 not re-measured
     row = next(r for r in compare(run, hashed_baseline, [again]).rows if r.key == changed)
     assert row.verdict is Verdict.REGRESSED and "NOT re-measured" in row.note, row.note
     assert row.note.count("its compiled code changed since the baseline") == 1, row.note
