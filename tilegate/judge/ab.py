@@ -455,6 +455,15 @@ class ABCase:
         )
 
     @property
+    def host_bound(self) -> bool | None:
+        """Whether the host bounds the call on either side (its rows' `host_bound`); None where
+        no host time was measured apart (the smoke profile's host clock)."""
+        rows = [r for r in (self.head, self.base) if r is not None]
+        if all(r.host_bound is None for r in rows):
+            return None
+        return any(r.host_bound for r in rows)
+
+    @property
     def variant(self) -> str:
         row = self.head or self.base
         assert row is not None
@@ -793,23 +802,21 @@ def judge_bound(
             if apart
             else "its host samples do not cover its rounds"
         )
+        said = None
         if host_ratio is not None and host_ratio - 1 > host_tol and judged.verdict in _TIMED:
             why = unpaired if host_bound else "the GPU bounds the call"
             said = (
                 f"host time {host_ratio - 1:+.1%} per call (beyond its {host_tol:.1%} host "
                 f"tolerance): reported, not judged, {why}"
             )
-            judged = replace(judged, note="; ".join(filter(None, [judged.note, said])))
         elif host_bound and all(h.held and b.held for _, h, b in pairs):
             said = f"host-bound, judged on the GPU time of its held rounds: {unpaired}"
-            judged = replace(judged, note="; ".join(filter(None, [judged.note, said])))
         elif host_bound:  # its first warm-up read it GPU-bound: its rounds were not held
             said = (
                 "host-bound, but not held (its first warm-up read it GPU-bound): its GPU time "
                 "is the rate of its launches more than its kernels' time"
             )
-            judged = replace(judged, note="; ".join(filter(None, [judged.note, said])))
-        return judged
+        return replace(judged, note="; ".join(filter(None, [judged.note, said])))
     judged = judge_case(key, hosts, *tolerance(host_key(key)), HOST_POLICY)
     on_gpu = judge_case(key, pairs, *tolerance(key), policy)
     _, head, base = pairs[0]

@@ -175,7 +175,8 @@ def timings_not_judged(result: Outcome) -> Outcome:
 
 def _outcome(cmp: Comparison | None, ab: ABComparison | None) -> Outcome:
     unchanged = ab.same_code if ab else frozenset()
-    no_slower = {c.key: c for c in ab.cases if c.key in ab.no_slower} if ab else {}
+    cleared_keys = ab.no_slower if ab else frozenset()
+    no_slower = {c.key: c for c in ab.cases if c.key in cleared_keys} if ab else {}
     failing = [r for r in cmp.rows if r.fails] if cmp else []
     regressions = tuple(r for r in failing if r.key not in unchanged and r.key not in no_slower)
     drift = tuple(r for r in failing if r.key in unchanged)
