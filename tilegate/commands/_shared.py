@@ -6,6 +6,7 @@ crash guard). tilegate.cli builds the parser from the command modules and calls 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,6 +19,16 @@ from tilegate.run.crash import guarded
 from tilegate.run.profiles import add_profile_argument, check_profile, profile_names, wants_help
 
 PERF_DIR = Path(".perf")
+# the arguments that name a file or directory: typed in a subdirectory of the repository, a
+# relative one is found from there (else from the root, where it exists there only); every
+# command then runs at the root, where the defaults (.perf/, baselines/) are
+PATHS = frozenset(
+    {
+        *("results", "baseline", "baselines", "report", "plots", "out_dir", "out", "confirm"),
+        *("suspects_out", "diff_out", "old", "new", "tolerances", "repo", "store", "directory"),
+        *("verdicts", "baseline_dir", "rules", "cache_dir", "json_dir"),
+    }
+)
 
 
 def say(message: str) -> None:
@@ -170,9 +181,45 @@ def dispatch(
     except SystemExit as exc:  # argparse: --help is 0, a usage error is 2 ("cannot judge")
         return int(exc.code) if isinstance(exc.code, int) else EXIT_CANNOT_JUDGE
     command = commands[args.command]
+    here, root = Path.cwd(), _root(args, argv)
     reports = command.reports(args) if hasattr(command, "reports") else []
     directory = Path(args.out_dir) if args.command == "perf" else PERF_DIR
-    return guarded(args.command, lambda: _run(args), reports=reports, directory=directory, say=say)
+    try:
+        os.chdir(root)
+        return guarded(
+            args.command, lambda: _run(args), reports=reports, directory=directory, say=say
+        )
+    finally:
+        os.chdir(here)
+
+
+def _root(args: argparse.Namespace, argv: Sequence[str]) -> Path:
+    """Where the command runs: the repository's root (the nearest [tool.tilegate] upward), the
+    relative paths typed in one of its subdirectories made absolute first (PATHS); the working
+    directory for `init` and outside a repository."""
+    from tilegate.config import find
+    from tilegate.errors import InputError
+
+    here = Path.cwd().resolve()
+    try:
+        root = here if args.command == "init" else find(here).root
+    except InputError:  # no or a broken configuration: the command says so, from here
+        return here
+    if root == here:
+        return root
+    typed = {*argv, *(a.partition("=")[2] for a in argv if a.startswith("--"))}
+
+    def found(value: object) -> object:
+        if not isinstance(value, str) or value not in typed or Path(value).is_absolute():
+            return value
+        if (here / value).exists() or not (root / value).exists():
+            return str(here / value)
+        return str(root / value)
+
+    for dest in PATHS & set(vars(args)):
+        value = getattr(args, dest)
+        setattr(args, dest, [found(v) for v in value] if isinstance(value, list) else found(value))
+    return root
 
 
 def judge_results(args: argparse.Namespace, *, report_only: bool) -> int:

@@ -39,7 +39,8 @@ def add(sub: Any, shared: Shared) -> None:
     p.add_argument(
         "--out",
         metavar="DIR",
-        help="also write explanations.json and each case's TTGIR diff into DIR",
+        help="also write explanations.json into DIR, and each case's TTGIR diff where both "
+        "sides' TTGIR is at hand (explain/ir/ beside RESULTS, as `tilegate perf` leaves it)",
     )
     p.set_defaults(func=run)
 

@@ -201,7 +201,10 @@ def explain_command(
                 str(record["headline"]),
                 f"(no record of the run beside {results}: judged again, without confirmations)",
             ]
+    # one verdict a case, named or not: the decided one's (what the report's why says), else the
+    # run's verdict of it
     verdicts: dict[str, str] = dict(record.get("verdicts") or {}) if record else {}
+    verdicts.update({str(k): str(v) for k, v in (record or {}).get("explained") or []})
     if cases:
         todo = [(c, verdicts.get(c, "")) for c in cases]
     else:

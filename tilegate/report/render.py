@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.errors import EXIT_CANNOT_JUDGE
+from tilegate.explain.diff import what_changed
 from tilegate.judge.ab import HOST_POLICY, UNSTABLE_TODO, ABCase, ABComparison, ABVerdict
 from tilegate.judge.autotune import TUNER_FLIP
 from tilegate.judge.baseline import DEFAULT_DIR, Baseline
@@ -449,9 +450,13 @@ def _ab_summary(ab: ABComparison) -> list[str]:
     changed = ab.changed_code
     variants = sorted({c.variant for c in ab.cases})
     same = [v for v in variants if v not in changed]
+    what = what_changed(ab.run.path, ab) if changed else {}
     out.append(
         "- **Compiled code changed** for "
-        + (", ".join(f"`{v}`" for v in changed) if changed else "no variant")
+        + (
+            ", ".join(f"`{v}`" + (f" ({what[v]})" if v in what else "") for v in changed)
+            or "no variant"
+        )
         + (f"; the same as the base for {listing([f'`{v}`' for v in same])}" if same else "")
         + ". A case whose code is the base's cannot be blamed."
     )
