@@ -20,8 +20,8 @@ from tilegate.run.profiles import add_profile_argument, check_profile, profile_n
 
 PERF_DIR = Path(".perf")
 # the arguments that name a file or directory: typed in a subdirectory of the repository, a
-# relative one is found from there (else from the root, where it exists there only); every
-# command then runs at the root, where the defaults (.perf/, baselines/) are
+# relative one is found from there (else from the root, where it or its directory is there
+# only); every command then runs at the root, where the defaults (.perf/, baselines/) are
 PATHS = frozenset(
     {
         *("results", "baseline", "baselines", "report", "plots", "out_dir", "out", "confirm"),
@@ -212,9 +212,10 @@ def _root(args: argparse.Namespace, argv: Sequence[str]) -> Path:
     def found(value: object) -> object:
         if not isinstance(value, str) or value not in typed or Path(value).is_absolute():
             return value
-        if (here / value).exists() or not (root / value).exists():
-            return str(here / value)
-        return str(root / value)
+        mine, theirs = here / value, root / value  # where it, else its directory, is
+        if mine.exists() or (mine.parent.is_dir() and not theirs.exists()):
+            return str(mine)
+        return str(theirs if theirs.exists() or theirs.parent.is_dir() else mine)
 
     for dest in PATHS & set(vars(args)):
         value = getattr(args, dest)

@@ -232,7 +232,7 @@ def judge(
     if not path.exists() and (report_only or ab is not None):
         no_baseline = (
             f"No baseline for {slug} at `{shown}`, so no stored-baseline verdict. "
-            f"{how_to_create(slug, shown)}"
+            f"{how_to_create(slug, shown, run.path, run.env.profile)}"
         )
         if ab is not None:
             notes.append(f"no stored baseline {shown}: judged on the A/B verdict alone")
@@ -240,7 +240,7 @@ def judge(
         if not path.exists():
             raise InputError(
                 f"no baseline for {slug}: {shown} does not exist. "
-                f"{how_to_create(slug, shown)} "
+                f"{how_to_create(slug, shown, run.path, run.env.profile)} "
                 "To see the report without a verdict, pass --report-only."
             )
         stored = load_baseline(path)

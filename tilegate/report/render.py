@@ -284,7 +284,13 @@ def _bullet(out: list[str], title: str, items: Sequence[str], hint: str = "") ->
         out.append(f"- **{title}** ({len(items)}): {shown}" + (f". {hint}" if hint else ""))
 
 
+def _hint(command: str, run: Run) -> str:
+    """`tilegate COMMAND --profile P`: a hint that works as printed where `run` was measured."""
+    return f"`tilegate {command} --profile {run.env.profile}`"
+
+
 def _summary(cmp: Comparison, result: Outcome) -> list[str]:
+    rebaseline = _hint("rebaseline --measure 3", cmp.run)
     out: list[str] = []
 
     def bullet(title: str, items: Sequence[str], hint: str = "") -> None:
@@ -307,7 +313,7 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         "Slower than the baseline, code unchanged by this pull request",
         [f"`{r.key}` {pct(r.delta)}" for r in result.drift],
         "Their compiled code is the base's (A/B above): drift since the baseline, not this "
-        "change. Not a failure here; `tilegate rebaseline --measure 3` once understood.",
+        f"change. Not a failure here; {rebaseline} once understood.",
     )
     bullet(
         "Slower than the baseline, no slower than the base",
@@ -315,7 +321,7 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         "This pull request changed their code, and the A/B, timing them beside the base in the "
         "same rounds, found them no slower than the base (A/B above): the base is as far from "
         "the baseline, drift since the baseline, not this change. Not a failure here; "
-        "`tilegate rebaseline --measure 3` once understood.",
+        f"{rebaseline} once understood.",
     )
     bullet(
         "GPUs off",
@@ -347,7 +353,8 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
     bullet(
         "Unsure, measure again",
         [f"`{r.key}` {pct(r.delta)}" for r in _by(cmp.rows, Verdict.UNSURE)],
-        "Not counted as failures: re-measure them (`tilegate perf` does; by hand, `--suspects-out` then `--confirm`).",
+        f"Not counted as failures: re-measure them ({_hint('perf', cmp.run)} does; by hand, "
+        "`--suspects-out` then `--confirm`).",
     )
     bullet(
         "Reference rows slower",
@@ -364,7 +371,7 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         [f"`{r.key}` {pct(r.delta)}" for r in _by(cmp.rows, Verdict.IMPROVED)],
         # what rebaseline writes in the repository, not where this run read its baseline (a
         # pull request's gate reads the base's, extracted into its output directory)
-        "Not a failure. Lock it in: `tilegate rebaseline --measure 3` on this GPU (writes "
+        f"Not a failure. Lock it in: {rebaseline} on this GPU (writes "
         f"{DEFAULT_DIR / Path(cmp.baseline.path).name}).",
     )
     bullet(
@@ -491,11 +498,12 @@ def _ab_summary(ab: ABComparison) -> list[str]:
     if ab.noise is not None:
         runs = len(ab.noise.provenance.get("runs") or [])
         out.append(f"- Tolerances from the A/A noise in `{ab.noise.path}` ({runs} runs).")
-    else:
+    else:  # a smoke run's noise means nothing: no hint to record it
+        record = f" Record one with {_hint('ab-noise --measure 4', ab.run)}."
         out.append(
             f"- No A/A noise file for this GPU: every case uses the {ab.policy.ceiling:.1%} "
-            f"ceiling ({HOST_POLICY.ceiling:.0%} where judged on its host time). Record one with "
-            "`tilegate ab-noise --measure 4`."
+            f"ceiling ({HOST_POLICY.ceiling:.0%} where judged on its host time)."
+            + ("" if ab.run.env.smoke else record)
         )
     return out
 
