@@ -160,7 +160,7 @@ def _ignore_perf(gitignore: Path) -> bool:
 
 def init(root: Path, package: str, say: Any = None) -> int:
     """Write the starting configuration under `root`; 2 (nothing written) when one exists."""
-    from tilegate.config import read_table, table
+    from tilegate.config import _toml, parse, read_table, table
     from tilegate.errors import InputError
 
     say = say or (lambda line: print(line, file=sys.stderr))
@@ -175,6 +175,11 @@ def init(root: Path, package: str, say: Any = None) -> int:
             return EXIT_REFUSED
     except InputError as err:
         say(f"tilegate init: {err}; nothing written")
+        return EXIT_REFUSED
+    try:  # the table written must be one `tilegate perf` accepts
+        parse(_toml().loads(table(package))["tool"]["tilegate"], pyproject)
+    except InputError as err:
+        say(f"tilegate init: --package {package}: {err}; nothing written")
         return EXIT_REFUSED
     for path in files:
         if path.exists():
