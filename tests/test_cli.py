@@ -538,3 +538,32 @@ def test_ab_noise_also_measures_another_profile_and_pools_its_cases(
     assert "expected PROFILE=N" in capsys.readouterr().err
     assert main(["ab-noise", "--also", "default=1", str(out)]) == 2
     assert calls == []
+
+
+def test_compare_on_a_mistyped_path_leaves_the_last_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 48: `tilegate compare` given a bad path overwrote the last good report
+    assert compare(tmp_path, "synthetic-results-h200-quick.json") == 0
+    good = (tmp_path / "report.md").read_text()
+    capsys.readouterr()
+    for wrong in (["no-such.json"], ["synthetic-results-h200-quick.json", "--confirm", "x.json"]):
+        assert compare(tmp_path, *wrong) == 2
+        err = capsys.readouterr().err
+        assert "does not exist" in err and "untouched" in err, err
+        assert (tmp_path / "report.md").read_text() == good
+
+
+def test_rebaseline_counts_the_too_noisy_rows_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 48: the table marked 4 rows "too noisy", the warning named 2: the reference's rows
+    # are never called too noisy (tests/test_baseline.py), in the table neither
+    args = [str(FIXTURES / "synthetic-results-smoke.json"), "--out", str(tmp_path / "b.json")]
+    assert main(["rebaseline", *args, "--check"]) == 0
+    out = capsys.readouterr().out
+    marked = [ln for ln in out.splitlines() if ln.startswith("|") and "too noisy" in ln]
+    (warning,) = [ln for ln in out.splitlines() if "TOO NOISY:" in ln]
+    assert marked and f"TOO NOISY: {len(marked)} row(s)" in warning, out
+    assert all(ln.split("|")[1].strip() in warning for ln in marked), out
+    assert "torch-" not in warning and "torch-" not in "".join(marked)

@@ -228,6 +228,11 @@ def judge_results(args: argparse.Namespace, *, report_only: bool) -> int:
     from tilegate.run.gate import gate
 
     report_path: Path | None = Path(args.report) if args.report else None
+    named = [Path(p) for p in [args.results, args.baseline, *(args.confirm or [])] if p]
+    untouched = ""
+    if report_path and any(not p.exists() and not p.is_symlink() for p in named):
+        # a mistyped path judges nothing: the last report, of a run that was judged, stays
+        report_path, untouched = None, f" (report {args.report} untouched)"
     judged = gate(
         Path(args.results),
         Path(args.baseline) if args.baseline else None,
@@ -242,7 +247,7 @@ def judge_results(args: argparse.Namespace, *, report_only: bool) -> int:
     for note in judged.notes:
         say(note)
     if judged.error is not None:
-        say(f"cannot judge: {judged.error}")
+        say(f"cannot judge: {judged.error}{untouched}")
         return judged.code
     print(judged.headline if args.quiet else judged.text, end="\n" if args.quiet else "")
     if report_path is not None:

@@ -11,7 +11,7 @@ the command prints. docs/gate.md, "Baselines", is the user's view.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -528,7 +528,8 @@ def rebaseline(
             *(_env_lines(old, provenance) or ["- unchanged"]),
         ]
     axes = runs[0].env.axes if runs else ()
-    row_lines, loosened, slower = _row_diff(rows, old, per_key, kept, axes)
+    reference = set(policy.reference_variants)  # never "too noisy": as _run_warnings
+    row_lines, loosened, slower = _row_diff(rows, old, per_key, kept, axes, reference)
     lines += ["", "## Rows", *row_lines]
     lines += ["", "## Expectations (`faster` must beat `than`: same-run ratio <= max_ratio)"]
     lines += exp_lines or ["- unchanged"]
@@ -563,6 +564,7 @@ def _row_diff(
     per_key: Mapping[str, Any],
     kept: Sequence[str],
     axes: Sequence[str],
+    reference: Collection[str] = (),
 ) -> tuple[list[str], int, list[str]]:
     """The per-row table, how many tolerances loosened, and the rows slower than the old tolerance."""
     refusals: list[str] = []
@@ -582,7 +584,7 @@ def _row_diff(
             notes.append(f"**LOOSENED** ({row.tolerance_source})")
         elif before is not None and row.tolerance < before.tolerance - 5e-5:
             notes.append("tightened")
-        if row.too_noisy:
+        if row.too_noisy and row.variant not in reference:
             notes.append("too noisy")
         change = ""
         if before is not None and key in per_key:

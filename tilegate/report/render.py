@@ -375,6 +375,11 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         f"{DEFAULT_DIR / Path(cmp.baseline.path).name}).",
     )
     bullet(
+        "Faster than the tolerance, not significant",
+        [f"`{r.key}` {pct(r.delta)}" for r in _by(cmp.rows, Verdict.OK) if not _within(r)],
+        "Not a failure, not yet an improvement: measure more before a rebaseline locks it in.",
+    )
+    bullet(
         "New rows",
         [f"`{r.key}`" for r in _by(cmp.rows, Verdict.NEW)],
         "Not in the baseline, not judged: rebaseline to start judging them.",
@@ -391,7 +396,7 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
             f"- {len(not_measured)} baseline row(s) are outside this run's profile and were not judged."
         )
     if not out:
-        n = sum(1 for r in cmp.rows if r.verdict is Verdict.OK)
+        n = sum(1 for r in cmp.rows if r.verdict is Verdict.OK and _within(r))
         out.append(
             f"- All {n} rows within tolerance; all {sum(c.status is Status.PASS for c in cmp.expectations)} expectation checks hold."
         )
@@ -933,6 +938,11 @@ def _expectations(cmp: Comparison) -> list[str]:
     return out
 
 
+def _within(r: Any) -> bool:
+    """An OK row within its tolerance: not one faster beyond it without significance."""
+    return r.delta is None or r.tolerance is None or r.delta >= -r.tolerance
+
+
 def _rows(cmp: Comparison, result: Outcome) -> list[str]:
     """Every row: the ones with something to say in full; OK and not measured folded. A
     REGRESSED row the outcome does not fail (drift: its code is the base's, or the A/B found it
@@ -956,6 +966,7 @@ def _rows(cmp: Comparison, result: Outcome) -> list[str]:
             " (reference)" if r.reference and r.verdict is not Verdict.OK else ""
         )
         where = {Verdict.OK: "ok", Verdict.NOT_MEASURED: "nm"}.get(r.verdict, "open")
+        where = "open" if where == "ok" and not _within(r) else where
         rows[where].append(
             (
                 f"`{r.key}`",
@@ -977,13 +988,13 @@ def _rows(cmp: Comparison, result: Outcome) -> list[str]:
         "",
     ]
     out = ["## All rows", ""]
-    shown = [r for r in cmp.rows if r.verdict not in (Verdict.OK, Verdict.NOT_MEASURED)]
+    ok = [r for r in cmp.rows if r.verdict is Verdict.OK and _within(r)]
+    shown = [r for r in cmp.rows if r.verdict is not Verdict.NOT_MEASURED and r not in ok]
     if any(r.delta is not None for r in shown):  # the legend goes where a delta is first shown
         out += legend
         legend = []
     if rows["open"]:
         out += [*table(header, align, rows["open"]), ""]
-    ok = [r for r in cmp.rows if r.verdict is Verdict.OK]
     if ok:
         worst = max(ok, key=lambda r: abs(r.delta or 0.0))
         out += _fold(
