@@ -567,3 +567,31 @@ def test_rebaseline_counts_the_too_noisy_rows_once(
     assert marked and f"TOO NOISY: {len(marked)} row(s)" in warning, out
     assert all(ln.split("|")[1].strip() in warning for ln in marked), out
     assert "torch-" not in warning and "torch-" not in "".join(marked)
+
+
+def test_help_and_pointers_name_what_exists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """issue 48: ab-noise --help named a constant (MIN_NOISE_RUNS), upgrade-ab a README section
+    that does not exist, docs/plugin.md a command `tilegate dashboard`, the README `sudo`."""
+    import re
+
+    from tilegate.cli import COMMANDS
+    from tilegate.errors import InputError
+    from tilegate.judge.ab import MIN_NOISE_RUNS
+    from tilegate.run.upgrade import check_dir
+
+    assert main(["ab-noise", "--help"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "MIN_NOISE_RUNS" not in said and f"at least {MIN_NOISE_RUNS} A/A runs" in said
+    with pytest.raises(InputError) as err:
+        check_dir("--new", tmp_path)
+    doc, section = re.search(r"\((docs/\S+\.md), '([^']+)'\)", str(err.value)).groups()  # type: ignore[union-attr]
+    root = Path(__file__).resolve().parents[1]
+    assert f"## {section}\n" in (root / doc).read_text()
+    names = {c.NAME for c in COMMANDS}
+    for page in (root / "docs" / "plugin.md", root / "README.md"):
+        named = set(re.findall(r"`tilegate ([a-z][a-z-]*)", page.read_text()))
+        assert named <= names, (page.name, named - names)
+    # a root container has no sudo: the README's commands work as root and as a user
+    assert not re.search(r"^sudo ", (root / "README.md").read_text(), re.M)
