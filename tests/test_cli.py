@@ -595,3 +595,24 @@ def test_help_and_pointers_name_what_exists(
         assert named <= names, (page.name, named - names)
     # a root container has no sudo: the README's commands work as root and as a user
     assert not re.search(r"^sudo ", (root / "README.md").read_text(), re.M)
+
+
+def test_report_only_with_a_baseline_of_another_grid_reports_the_run_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 48: `--report-only` exited 2 ("no case in common") after the report's own advice
+    # to build a throwaway baseline (of another grid): --report-only needs no baseline
+    smoke = FIXTURES / "synthetic-results-smoke.json"
+    data = json.loads(smoke.read_text())
+    for b in data["benchmarks"]:
+        b["extra_info"]["tilegate"]["key"] = b["param"] = b["param"] + "-other"
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(data))
+    baseline = tmp_path / "smoke.json"
+    assert main(["rebaseline", str(other), "--out", str(baseline)]) == 0
+    capsys.readouterr()
+    report = tmp_path / "r.md"
+    args = ["compare", str(smoke), str(baseline), "--no-plots", "--report", str(report)]
+    assert main(args) == 2  # judged, it cannot be
+    assert main([*args, "--report-only"]) == 0
+    assert "holds no case of this run" in report.read_text()
