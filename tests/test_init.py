@@ -158,15 +158,14 @@ def test_two_benchmarks_of_one_name_are_refused(
 
 @pytest.mark.parametrize("package", ["perf_tests", "baselines"])
 def test_init_refuses_a_package_that_clashes_with_the_protocol_or_baselines(
-    package: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    package: str, tmp_path: Path
 ) -> None:
     # issue 48: `init --package perf_tests` wrote a configuration that `perf` rejects
-    monkeypatch.chdir(tmp_path)
-    assert main(["init", "--package", package]) == 2
-    said = capsys.readouterr().err
+    from tilegate.starter import init
+
+    lines: list[str] = []
+    assert init(tmp_path, package, say=lines.append) == 2
+    said = "\n".join(lines)
     assert f"source = '{package}'" in said and "overlap" in said and "nothing written" in said
     assert list(tmp_path.iterdir()) == []
 

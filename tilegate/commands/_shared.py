@@ -22,13 +22,9 @@ PERF_DIR = Path(".perf")
 # the arguments that name a file or directory: typed in a subdirectory of the repository, a
 # relative one is found from there (else from the root, where it or its directory is there
 # only); every command then runs at the root, where the defaults (.perf/, baselines/) are
-PATHS = frozenset(
-    {
-        *("results", "baseline", "baselines", "report", "plots", "out_dir", "out", "confirm"),
-        *("suspects_out", "diff_out", "old", "new", "tolerances", "repo", "store", "directory"),
-        *("verdicts", "baseline_dir", "rules", "cache_dir", "json_dir"),
-    }
-)
+_PATHS = "results baseline baselines report plots out_dir out confirm suspects_out diff_out old"
+PATHS = frozenset((_PATHS + " new tolerances repo store directory verdicts baseline_dir").split())
+PATHS |= {"rules", "cache_dir", "json_dir"}
 
 
 def say(message: str) -> None:
