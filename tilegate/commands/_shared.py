@@ -192,28 +192,27 @@ def dispatch(
 def _root(args: argparse.Namespace, argv: Sequence[str]) -> Path:
     """Where the command runs: the repository's root (the nearest [tool.tilegate] upward), the
     relative paths typed in one of its subdirectories made absolute first (PATHS); the working
-    directory for `init` and outside a repository."""
+    directory for `init` and outside a repository (no or a broken configuration: the command
+    says so)."""
     from tilegate.config import find
     from tilegate.errors import InputError
 
     here = Path.cwd().resolve()
     try:
         root = here if args.command == "init" else find(here).root
-    except InputError:  # no or a broken configuration: the command says so, from here
+    except InputError:
         return here
-    if root == here:
-        return root
     typed = {*argv, *(a.partition("=")[2] for a in argv if a.startswith("--"))}
 
-    def found(value: object) -> object:
+    def found(value: object) -> object:  # where it is, else where its directory is
         if not isinstance(value, str) or value not in typed or Path(value).is_absolute():
             return value
-        mine, theirs = here / value, root / value  # where it, else its directory, is
+        mine, theirs = here / value, root / value
         if mine.exists() or (mine.parent.is_dir() and not theirs.exists()):
             return str(mine)
         return str(theirs if theirs.exists() or theirs.parent.is_dir() else mine)
 
-    for dest in PATHS & set(vars(args)):
+    for dest in PATHS & set(vars(args)) if root != here else ():
         value = getattr(args, dest)
         setattr(args, dest, [found(v) for v in value] if isinstance(value, list) else found(value))
     return root
