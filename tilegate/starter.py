@@ -173,13 +173,10 @@ def init(root: Path, package: str, say: Any = None) -> int:
         if pyproject.is_file() and read_table(pyproject) is not None:
             say(f"tilegate init: {pyproject} already has a [tool.tilegate] table; nothing written")
             return EXIT_REFUSED
-    except InputError as err:
-        say(f"tilegate init: {err}; nothing written")
-        return EXIT_REFUSED
-    try:  # the table written must be one `tilegate perf` accepts
+        # the table written must be one `tilegate perf` accepts (no --package perf_tests)
         parse(_toml().loads(table(package))["tool"]["tilegate"], pyproject)
     except InputError as err:
-        say(f"tilegate init: --package {package}: {err}; nothing written")
+        say(f"tilegate init: {err}; nothing written")
         return EXIT_REFUSED
     for path in files:
         if path.exists():

@@ -125,9 +125,9 @@ def line(base: Picks | None, head: Picks | None) -> str | None:
     from another config list: `autotuner: the same pick (its configs: 3 -> 2)`; None: the same."""
     b, h = _table(base), _table(head)
     same = [k for k in b if k in h and _flat(b[k]["config"]) == _flat(h[k]["config"])]
-    got = changes(base, head)
-    got += [f"{k[0]}: the same pick{_space_change(b[k], h[k])}" for k in same]
-    got = [g for g in got if not g.endswith("the same pick")]
+    got = changes(base, head) + [
+        f"{k[0]}: the same pick{s}" for k in same if (s := _space_change(b[k], h[k]))
+    ]
     if not got:
         return None
     kernels = {k for k, _ in _table(base)} | {k for k, _ in _table(head)}
