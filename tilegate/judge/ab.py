@@ -72,7 +72,7 @@ import numpy as np
 from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_json, is_finite_number, read_json
-from tilegate.judge import autotune, stats
+from tilegate.judge import autotune, hostprocs, stats
 from tilegate.judge.modes import Mode, find_modes
 from tilegate.judge.policy import TolerancePolicy
 from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, row_order
@@ -792,7 +792,8 @@ def judge_bound(
         if len(hosts) == len(pairs)
         else None
     )
-    if not _host_bound(pairs) or len(hosts) != len(pairs) or apart:
+    procs = hostprocs.judge(key, pairs, *tolerance(host_key(key)), HOST_POLICY) if apart else None
+    if procs is None and (not _host_bound(pairs) or len(hosts) != len(pairs) or apart):
         judged = judge_case(key, pairs, *tolerance(key), policy)
         judged = replace(judged, host_ratio=host_ratio)
         host_tol, _ = tolerance(host_key(key))
@@ -816,14 +817,17 @@ def judge_bound(
                 "host-bound, but not held (its first warm-up read it GPU-bound): its GPU time "
                 "is the rate of its launches more than its kernels' time"
             )
+        said = (hostprocs.waits_inside(pairs) if host_bound else None) or said
         return replace(judged, note="; ".join(filter(None, [judged.note, said])))
-    judged = judge_case(key, hosts, *tolerance(host_key(key)), HOST_POLICY)
+    judged = procs or judge_case(key, hosts, *tolerance(host_key(key)), HOST_POLICY)
     on_gpu = judge_case(key, pairs, *tolerance(key), policy)
+    if procs is not None and on_gpu.verdict not in _TIMED:  # the same code: the GPU's word
+        return replace(on_gpu, host_ratio=procs.ratio, note=f"{on_gpu.note}; {procs.note}")
     _, head, base = pairs[0]
     gpu_sides = [_aligned(run, h, b) for run, h, b in pairs]
     gpu_ratio = float(np.median(np.concatenate([h / b for h, b in gpu_sides])))
     bound = (
-        f"host-bound (host {head.host_s * 1e3 if head.host_s else 0:.4g} ms >= GPU "
+        f"host-bound (host {(head.host_s or judged.head_median_s or 0) * 1e3:.4g} ms >= GPU "
         f"{head.median_s * 1e3:.4g} ms per call)"
     )
     if on_gpu.fails and not judged.fails:

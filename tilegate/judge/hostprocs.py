@@ -1,0 +1,140 @@
+"""The host verdict of a two-process A/B: host time per call over worker processes, paired.
+
+Where the sides are a process each, their host times do not pair round by round (one process's
+Python runs 20-80 % slower than another's), so a host-bound case's host time is measured again
+in fresh worker processes per side, alternated AB BA BA AB (tilegate.harness.hostworkers): worker
+i of the head and worker i of the base are a pair, and each pair gives one log-ratio
+log(head_i / base_i); the pairs of every run (the first, then its confirmations) are pooled.
+Their mean, its Student t interval at the policy's confidence and a one-sided t-test
+(tilegate.judge.stats: each process's number is a median of many calls, near normal; a Wilcoxon
+test would need 7 pairs to reach p < 0.01 at all) are decided as the GPU time is
+(tilegate.judge.ab.judge_case): SLOWER or FASTER, the whole interval beyond the host tolerance,
+significant at alpha and so in most runs; SAME, the whole interval inside it; AMBIGUOUS
+otherwise. The tolerance is the case's host tolerance (its `#host` A/A noise, else the host
+policy's 25 % ceiling). The explanation: the functions whose cumulative time per call grew
+most, the head's profile against the base's (cProfile of the first worker of each side).
+
+A call that waits on the GPU inside (`syncs_inside`: its host time grew with a busy-wait queued
+ahead of it) is not judged here: its "host" time is its wall time (`waits_inside`).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tilegate.judge import stats
+from tilegate.judge.results import Row, Run
+from tilegate.judge.vocabulary import ABVerdict
+
+if TYPE_CHECKING:
+    from tilegate.judge.ab import ABCase, ABPolicy
+
+MIN_PAIRS = 3  # fewer process pairs give no interval worth the name (t with 1 degree: +-64 x)
+GREW_SHOWN = 3  # host functions named in the explanation
+
+
+def judge(
+    key: str,
+    pairs: Sequence[tuple[Run, Row, Row]],
+    tolerance: float,
+    tolerance_source: str,
+    policy: ABPolicy,
+) -> ABCase | None:
+    """The host verdict over process pairs (module doc); None where no run has them, or a side
+    waits on the GPU inside its call."""
+    from tilegate.judge.ab import ABCase
+
+    got = [(h, b) for _, h, b in pairs if h.host_procs_s and b.host_procs_s]
+    if not got or any(h.syncs_inside or b.syncs_inside for h, b in got):
+        return None
+    per_run = [np.log(np.divide(*_paired(h, b))) for h, b in got]
+    logs = np.concatenate(per_run).tolist()
+    if len(logs) < MIN_PAIRS:
+        return None
+    log_mean, log_lo, log_hi, p_slower, p_faster = stats.mean_t_test(logs, policy.confidence)
+    mean, lo, hi = math.exp(log_mean), math.exp(log_lo), math.exp(log_hi)
+    run_ratios = tuple(math.exp(float(np.mean(r))) for r in per_run)
+    if (
+        lo - 1 > tolerance
+        and p_slower < policy.alpha
+        and stats.majority([r - 1 > tolerance for r in run_ratios])
+    ):
+        verdict = ABVerdict.SLOWER
+    elif (
+        hi - 1 < -tolerance
+        and p_faster < policy.alpha
+        and stats.majority([r - 1 < -tolerance for r in run_ratios])
+    ):
+        verdict = ABVerdict.FASTER
+    elif lo - 1 >= -tolerance and hi - 1 <= tolerance:
+        verdict = ABVerdict.SAME
+    else:
+        verdict = ABVerdict.AMBIGUOUS
+    (_, head, base), (h0, b0) = pairs[0], got[0]
+    note = (
+        f"host time over {len(logs)} process pairs (fresh workers, alternated): "
+        f"{mean - 1:+.1%} [{lo - 1:+.1%} .. {hi - 1:+.1%}] against its {tolerance:.1%} host "
+        f"tolerance: {verdict.value}"
+    )
+    grown = grew(b0.host_profile, h0.host_profile)
+    if grown and verdict is not ABVerdict.SAME:
+        note += "; grew per call (profile): " + ", ".join(
+            f"`{n}` {d * 1e3:+.3g} ms" for n, d in grown
+        )
+    return ABCase(
+        key,
+        verdict,
+        head,
+        base,
+        ratio=mean,
+        ci=(lo, hi),
+        run_ratios=run_ratios,
+        p_slower=p_slower,
+        p_faster=p_faster,
+        tolerance=tolerance,
+        tolerance_source=tolerance_source,
+        code_changed=None
+        if not (head.code_hash and base.code_hash)
+        else head.code_hash != base.code_hash,
+        note=note,
+        head_median_s=statistics.median(x for h, _ in got for x in h.host_procs_s or ()),
+        base_median_s=statistics.median(x for _, b in got for x in b.host_procs_s or ()),
+        judged_on="host",
+        host_ratio=mean,
+    )
+
+
+def _paired(head: Row, base: Row) -> tuple[list[float], list[float]]:
+    n = min(len(head.host_procs_s or ()), len(base.host_procs_s or ()))
+    return list(head.host_procs_s or ())[:n], list(base.host_procs_s or ())[:n]
+
+
+def grew(
+    base: Sequence[tuple[str, float]], head: Sequence[tuple[str, float]]
+) -> list[tuple[str, float]]:
+    """The functions whose cumulative seconds per call grew most from the base's profile to the
+    head's (a function only the head calls grew from 0), the largest first."""
+    if not base or not head:
+        return []
+    before = dict(base)
+    up = [(name, s - before.get(name, 0.0)) for name, s in head]
+    return sorted((u for u in up if u[1] > 0), key=lambda u: -u[1])[:GREW_SHOWN]
+
+
+def waits_inside(pairs: Sequence[tuple[Run, Row, Row]]) -> str | None:
+    """The note of a call that waits on the GPU inside, on either side; None otherwise."""
+    sides = sorted(
+        {s for _, h, b in pairs for s, r in (("head", h), ("base", b)) if r.syncs_inside}
+    )
+    if not sides:
+        return None
+    return (
+        f"synchronises inside (the {' and the '.join(sides)}'s call waits on the GPU: a busy-wait "
+        "queued ahead of it lengthened its host time), so its host time is its wall time, not "
+        "host-bound: judged on the GPU time"
+    )
