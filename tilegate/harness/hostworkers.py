@@ -69,19 +69,19 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
     }
     logs = measurer.sides["head"].log_path.parent / "host"
     plan = [(i, side) for i, order in enumerate(orders(procs)) for side in order]
-    with ThreadPoolExecutor(len(plan)) as pool:  # started side by side, timed one at a time
+    with ThreadPoolExecutor(len(plan)) as pool:  # side by side; all up before one is timed
         started = [pool.submit(measurer.sides[s].fresh, logs / f"{s}-{i}") for i, s in plan]
-        try:  # all started before the first is timed: a start-up costs CPU
-            for (i, side), worker in zip(plan, [f.result() for f in started], strict=True):
-                answer = worker.request("host", groups=groups[side], first=i == 0)
-                worker.close()
-                for group, slots in answer.items():
-                    for slot, facts in slots.items():
-                        _record(rows[(group, slot)].extra, facts)
-        finally:
-            for f in started:
-                if f.done() and f.exception() is None:
-                    f.result().kill()
+    try:
+        for (i, side), worker in zip(plan, [f.result() for f in started], strict=True):
+            answer = worker.request("host", groups=groups[side], first=i == 0)
+            worker.close()
+            for group, slots in answer.items():
+                for slot, facts in slots.items():
+                    _record(rows[(group, slot)].extra, facts)
+    finally:
+        for f in started:
+            if f.exception() is None:
+                f.result().kill()
     measurer.host_procs = {"per_side": procs, "seconds": round(time.perf_counter() - t0, 2)}
     measurer.on_progress(
         f"host time of {len(rows) // 2} host-bound pair(s) in {procs} processes per side: "

@@ -827,8 +827,9 @@ def judge_bound(
     gpu_sides = [_aligned(run, h, b) for run, h, b in pairs]
     gpu_ratio = float(np.median(np.concatenate([h / b for h, b in gpu_sides])))
     bound = (
-        f"host-bound (host {(head.host_s or judged.head_median_s or 0) * 1e3:.4g} ms >= GPU "
-        f"{head.median_s * 1e3:.4g} ms per call)"
+        f"host-bound (host {head.host_s * 1e3:.4g} ms >= GPU {head.median_s * 1e3:.4g} ms per call)"
+        if head.host_s
+        else "host-bound (the interpreter's calls are all host time)"
     )
     if on_gpu.fails and not judged.fails:
         # its kernels slower beyond the GPU tolerance: they bound the call once slow enough
@@ -843,8 +844,8 @@ def judge_bound(
         return replace(
             on_gpu, host_ratio=judged.ratio, note="; ".join(filter(None, [said, on_gpu.note]))
         )
-    said = (
-        f"{bound}: judged on the host time; GPU {gpu_ratio - 1:+.1%}, judged too: not found slower"
+    said = f"{bound}: judged on the host time; GPU {gpu_ratio - 1:+.1%}, judged too: " + (
+        "slower too" if on_gpu.fails else "not found slower"
     )
     return replace(
         judged,
