@@ -1,22 +1,13 @@
-"""Host time across processes: a host-bound case of a two-process A/B timed in fresh workers.
+"""Host time across processes: the host-bound pairs of a two-process A/B timed in fresh workers.
 
-One process's Python runs 20-80 % slower than another's on the same code (Liger's norms on the
-H200: host time per call moves by up to 50 % from one process to the next), so the host times of
-an A/B whose sides are a process each do not pair round by round. pyperf's answer: many worker
-processes, alternated. After the paired GPU rounds, `measure` starts `Profile.host_procs` fresh
-workers per side (tilegate.harness.sides.RemoteSide.fresh: the side's code loaded and set up as
-its own process was), side by side so their start-up overlaps, and has them time one at a time in
-the order AB BA BA AB ... (pair i is worker i of each side: a paired unit). Each worker
-(`time_host`) draws each group's inputs, warms each call, and takes the median host time per call
-of about HOST_CALLS_S of calls with nothing queued ahead (the timer's host probe: the GPU waited
-for, then one call, timed; under the interpreter the call's time is its host time). The first
-worker of each side also profiles the calls (cProfile: the top functions by cumulative time per
-call, what tilegate.judge.hostprocs diffs) and, on a GPU, asks whether a call synchronises inside:
-a busy-wait kernel of known length queued ahead, a call whose host time then grows by most of it
-waits on the GPU (an `.item()`, a copy to the host), and its "host" time is its wall time.
-
-The rows get `host_procs_s` (one median per process, in pair order), `host_profile` and
-`syncs_inside` (extra_info.tilegate); the verdict is tilegate.judge.hostprocs'.
+Two processes' host times do not pair (one's Python runs 20-80 % slower than another's), so after
+the paired rounds `measure` starts `Profile.host_procs` fresh workers a side (RemoteSide.fresh),
+side by side, and times them one at a time, AB BA BA AB ...: worker i of each side is a pair.
+Each (`time_host`) takes a call's median host time over about HOST_CALLS_S of calls with nothing
+queued ahead (the timer's host probe); the first of each side also profiles it (cProfile) and,
+on a GPU, asks whether it waits on the GPU inside (a busy-wait of known length queued ahead
+lengthens its host time). The rows get `host_procs_s`, `host_profile`, `syncs_inside`; the
+verdict is tilegate.judge.hostprocs' (docs/measuring.md).
 """
 
 from __future__ import annotations
@@ -75,9 +66,10 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
         for (i, side), worker in zip(plan, [f.result() for f in started], strict=True):
             answer = worker.request("host", groups=groups[side], first=i == 0)
             worker.close()
-            for group, slots in answer.items():
-                for slot, facts in slots.items():
-                    _record(rows[(group, slot)].extra, facts)
+            for (group, slot), facts in answer.items():
+                extra = rows[(group, slot)].extra
+                extra.setdefault("host_procs_s", []).append(facts.pop("median_s"))
+                extra.update(facts)  # the first worker's profile and syncs_inside
     finally:
         for f in started:
             if f.exception() is None:
@@ -89,31 +81,24 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
     )
 
 
-def _record(extra: dict[str, Any], facts: dict[str, Any]) -> None:
-    extra.setdefault("host_procs_s", []).append(facts["median_s"])
-    if "profile" in facts:
-        extra["host_profile"] = facts["profile"]
-    if "syncs_inside" in facts:
-        extra["syncs_inside"] = facts["syncs_inside"]
-
-
 # --- in the worker ---------------------------------------------------------------------------
 
 
-def time_host(measurer: Any, groups: list[Any], root: Path, *, first: bool) -> dict[str, Any]:
-    """A worker's host times: {group: {slot: {"median_s", and in the first worker "profile"
-    and (a GPU) "syncs_inside"}}} (module doc)."""
-    out: dict[str, Any] = {}
+def time_host(
+    measurer: Any, groups: list[Any], root: Path, *, first: bool
+) -> dict[tuple[str, str], Any]:
+    """A worker's host times: {(group, slot): {"median_s", and in the first worker
+    "host_profile" and (a GPU) "syncs_inside"}} (module doc)."""
+    out: dict[tuple[str, str], Any] = {}
     for group, wired, seed in groups:
         cases = [unwire_case(c) for c in wired]
         params = cases[0].params
         inputs = measurer.benchmark.inputs(params, measurer.device, seed)
-        mine = out[group] = {}
         for case in cases:
             variant = measurer.runnable(case.slot, case.variant, params)[0]
             if variant is not None:
                 call = variant.make(params, inputs)
-                mine[case.slot] = _host_of(measurer, call, root, first=first)
+                out[(group, case.slot)] = _host_of(measurer, call, root, first=first)
         del inputs
     return out
 
@@ -127,7 +112,7 @@ def _host_of(measurer: Any, call: Callable[[], Any], root: Path, *, first: bool)
     got: dict[str, Any] = {"median_s": host}
     if first:
         sync = measurer.torch.cuda.synchronize if gpu else None
-        got["profile"] = _profile(call, min(calls, PROFILE_CALLS), root, sync)
+        got["host_profile"] = _profile(call, min(calls, PROFILE_CALLS), root, sync)
     if first and gpu:
         got["syncs_inside"] = _waits_inside(measurer.torch, call, host)
     return got
@@ -177,7 +162,5 @@ def _short(path: Path, root: Path) -> str:
     if path.is_relative_to(root):
         return str(path.relative_to(root))
     parts = path.parts
-    for anchor in ("site-packages", "dist-packages"):
-        if anchor in parts:
-            return "/".join(parts[parts.index(anchor) + 1 :])
-    return "/".join(parts[-2:])
+    cut = max((i for i, p in enumerate(parts) if p.endswith("-packages")), default=len(parts) - 3)
+    return "/".join(parts[cut + 1 :])

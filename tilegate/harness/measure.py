@@ -183,8 +183,7 @@ class GroupMeasurer:
         self.rounds_log: dict[str, list[tuple[float, str]]] = {}
         self._t0 = time.perf_counter()
         self.failure: str | None = None  # why a side's process failed (no results then)
-        # two processes: the workers per side that time the host-bound pairs' host time after
-        # the paired rounds (tilegate.harness.hostworkers), and what they cost
+        # two processes: workers a side timing host-bound pairs (harness.hostworkers), their cost
         self.host_procs_per_side = host_procs
         self.host_procs: dict[str, Any] | None = None
 

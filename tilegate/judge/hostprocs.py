@@ -1,21 +1,12 @@
-"""The host verdict of a two-process A/B: host time per call over worker processes, paired.
+"""The host verdict of a two-process A/B over worker processes (tilegate.harness.hostworkers).
 
-Where the sides are a process each, their host times do not pair round by round (one process's
-Python runs 20-80 % slower than another's), so a host-bound case's host time is measured again
-in fresh worker processes per side, alternated AB BA BA AB (tilegate.harness.hostworkers): worker
-i of the head and worker i of the base are a pair, and each pair gives one log-ratio
-log(head_i / base_i); the pairs of every run (the first, then its confirmations) are pooled.
-Their mean, its Student t interval at the policy's confidence and a one-sided t-test
-(tilegate.judge.stats: each process's number is a median of many calls, near normal; a Wilcoxon
-test would need 7 pairs to reach p < 0.01 at all) are decided as the GPU time is
-(tilegate.judge.ab.judge_case): SLOWER or FASTER, the whole interval beyond the host tolerance,
-significant at alpha and so in most runs; SAME, the whole interval inside it; AMBIGUOUS
-otherwise. The tolerance is the case's host tolerance (its `#host` A/A noise, else the host
-policy's 25 % ceiling). The explanation: the functions whose cumulative time per call grew
-most, the head's profile against the base's (cProfile of the first worker of each side).
-
-A call that waits on the GPU inside (`syncs_inside`: its host time grew with a busy-wait queued
-ahead of it) is not judged here: its "host" time is its wall time (`waits_inside`).
+Worker i of the head and of the base are a pair: one log-ratio log(head_i / base_i) each, the
+pairs of every run (the first, then its confirmations) pooled. Their mean, its Student t
+interval and a one-sided t-test (each number a median of many calls; a Wilcoxon test needs 7
+pairs to reach p < 0.01 at all) are decided as the GPU time is (tilegate.judge.ab.judge_case)
+against the case's host tolerance; the note names the functions that grew per call, base to
+head (their profiles). A call that waits on the GPU inside (`syncs_inside`) is not judged here:
+its "host" time is its wall time (`waits_inside`).
 """
 
 from __future__ import annotations
@@ -49,10 +40,14 @@ def judge(
     waits on the GPU inside its call."""
     from tilegate.judge.ab import ABCase
 
-    got = [(h, b) for _, h, b in pairs if h.host_procs_s and b.host_procs_s]
-    if not got or any(h.syncs_inside or b.syncs_inside for h, b in got):
+    got = [
+        (h.host_procs_s, b.host_procs_s)
+        for _, h, b in pairs
+        if h.host_procs_s and b.host_procs_s and len(h.host_procs_s) == len(b.host_procs_s)
+    ]
+    if not got or waits_inside(pairs):
         return None
-    per_run = [np.log(np.divide(*_paired(h, b))) for h, b in got]
+    per_run = [np.log(np.divide(h, b)) for h, b in got]
     logs = np.concatenate(per_run).tolist()
     if len(logs) < MIN_PAIRS:
         return None
@@ -75,13 +70,13 @@ def judge(
         verdict = ABVerdict.SAME
     else:
         verdict = ABVerdict.AMBIGUOUS
-    (_, head, base), (h0, b0) = pairs[0], got[0]
+    _, head, base = pairs[0]
     note = (
         f"host time over {len(logs)} process pairs (fresh workers, alternated): "
         f"{mean - 1:+.1%} [{lo - 1:+.1%} .. {hi - 1:+.1%}] against its {tolerance:.1%} host "
         f"tolerance: {verdict.value}"
     )
-    grown = grew(b0.host_profile, h0.host_profile)
+    grown = grew(base.host_profile, head.host_profile)
     if grown and verdict is not ABVerdict.SAME:
         note += "; grew per call (profile): " + ", ".join(
             f"`{n}` {d * 1e3:+.3g} ms" for n, d in grown
@@ -102,16 +97,9 @@ def judge(
         if not (head.code_hash and base.code_hash)
         else head.code_hash != base.code_hash,
         note=note,
-        head_median_s=statistics.median(x for h, _ in got for x in h.host_procs_s or ()),
-        base_median_s=statistics.median(x for _, b in got for x in b.host_procs_s or ()),
-        judged_on="host",
-        host_ratio=mean,
+        head_median_s=statistics.median(x for h, _ in got for x in h),
+        base_median_s=statistics.median(x for _, b in got for x in b),
     )
-
-
-def _paired(head: Row, base: Row) -> tuple[list[float], list[float]]:
-    n = min(len(head.host_procs_s or ()), len(base.host_procs_s or ()))
-    return list(head.host_procs_s or ())[:n], list(base.host_procs_s or ())[:n]
 
 
 def grew(

@@ -221,20 +221,12 @@ def mean_t_test(values: Sequence[float], confidence: float) -> tuple[float, ...]
     call): their mean, the two-sided Student t interval of it at `confidence` (lo, hi), and the
     one-sided t-test p-values of "the mean is above 0" and "below 0"."""
     x = np.asarray(values, dtype=float)
-    if x.size < 2:
-        raise ValueError("mean_t_test needs at least 2 values")
     mean, sem = float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
     if sem <= 1e-12 * abs(mean):  # all alike: no spread to weigh the mean against
         return mean, mean, mean, float(mean <= 0), float(mean >= 0)
-    t = scipy_stats().t
-    half, stat = float(t.ppf((1 + confidence) / 2, x.size - 1)) * sem, mean / sem
-    return (
-        mean,
-        mean - half,
-        mean + half,
-        float(t.sf(stat, x.size - 1)),
-        float(t.cdf(stat, x.size - 1)),
-    )
+    t, df = scipy_stats().t, x.size - 1
+    half, stat = float(t.ppf((1 + confidence) / 2, df)) * sem, mean / sem
+    return mean, mean - half, mean + half, float(t.sf(stat, df)), float(t.cdf(stat, df))
 
 
 def majority(flags: Sequence[bool]) -> bool:
