@@ -81,25 +81,12 @@ def judge(
         note += "; grew per call (profile): " + ", ".join(
             f"`{n}` {d * 1e3:+.3g} ms" for n, d in grown
         )
+    changed = head.code_hash != base.code_hash if head.code_hash and base.code_hash else None
+    head_s, base_s = (statistics.median(x for pair in got for x in pair[i]) for i in (0, 1))
     return ABCase(
-        key,
-        verdict,
-        head,
-        base,
-        ratio=mean,
-        ci=(lo, hi),
-        run_ratios=run_ratios,
-        p_slower=p_slower,
-        p_faster=p_faster,
-        tolerance=tolerance,
-        tolerance_source=tolerance_source,
-        code_changed=None
-        if not (head.code_hash and base.code_hash)
-        else head.code_hash != base.code_hash,
-        note=note,
-        head_median_s=statistics.median(x for h, _ in got for x in h),
-        base_median_s=statistics.median(x for _, b in got for x in b),
-    )
+        key, verdict, head, base, mean, (lo, hi), run_ratios, p_slower, p_faster, tolerance,
+        tolerance_source, changed, note, head_median_s=head_s, base_median_s=base_s,
+    )  # fmt: skip
 
 
 def grew(
