@@ -73,6 +73,7 @@ def test_a_call_that_synchronises_inside_is_named_so_and_judged_on_its_gpu_time(
     case = _case(_results(tmp_path, [m * 1.5 for m in BASE_MS], syncs_inside=True))
     assert case.judged_on == "gpu" and "synchronises inside" in case.note, case.note
     assert "host-bound, judged" not in case.note
+    assert case.host_bound is False  # what bounds it is not the host: the report's line
 
 
 def test_confirmation_runs_pool_their_process_pairs(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from tilegate.harness.measure import group_seed
 from tilegate.harness.sides import _wire_case, unwire_case
+from tilegate.judge.hostprocs import MIN_PAIRS
 
 HOST_CALLS_S = 0.2  # each worker times each call for about this long ...
 MIN_CALLS, MAX_CALLS = 7, 500  # ... in this many calls
@@ -51,7 +52,7 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
             for res in pair:
                 todo[prep.fns[res.case.slot]].setdefault(prep.group, []).append(res.case)
                 rows[(prep.group, res.case.slot)] = res
-    if procs < 2 or len(measurer.sides) < 2 or not todo["head"]:
+    if procs < MIN_PAIRS or len(measurer.sides) < 2 or not todo["head"]:  # no verdict below
         return
     t0 = time.perf_counter()
     groups = {
