@@ -75,6 +75,12 @@ def lookup(slug: str, overrides: Mapping[str, Mapping[str, float]]) -> dict[str,
     return row or None
 
 
+def row_of(env: Any) -> Mapping[str, float] | None:
+    """The row a run's percentages use: the one it recorded, else (a file written before it
+    recorded one) the table's for its GPU."""
+    return env.peaks if env.peaks is not None else TABLE.get(env.gpu.slug)
+
+
 def percent(row: Any, peaks: Mapping[str, float] | None) -> tuple[float, str] | None:
     """(fraction of the bound, which bound) of a results row (its tflops, gbps, work_dtype)."""
     if not peaks:

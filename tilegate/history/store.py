@@ -59,7 +59,7 @@ from filelock import FileLock, Timeout
 from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.judge.results import Run
-from tilegate.peaks import percent
+from tilegate.peaks import percent, row_of
 
 SCHEMA_VERSION = 4
 # version 1: without runs.repo_url / runs.run_url; versions 1 and 2: without cases.params and the
@@ -627,7 +627,7 @@ class Store:
                 ("tflops", r.tflops),
                 ("gbps", r.gbps),
                 ("peak_bytes", r.memory.peak_bytes if r.memory else None),
-                ("pct_of_peak", (percent(r, run.env.peaks) or (None,))[0]),
+                ("pct_of_peak", (percent(r, row_of(run.env)) or (None,))[0]),
             ):
                 cols[name].append(value)
         # DuckDB scans a dict of numpy arrays in one statement; executemany costs ~2 ms a row.

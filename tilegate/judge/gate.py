@@ -29,7 +29,7 @@ from tilegate.judge.outcome import Outcome, headline, outcome
 from tilegate.judge.policy import load_tolerances
 from tilegate.judge.results import Run, load_results, row_order
 from tilegate.judge.verdict import Comparison, compare
-from tilegate.peaks import percent
+from tilegate.peaks import percent, row_of
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,7 @@ class Judgement:
     memory: tuple[MemoryCase, ...] = ()  # each case's peak GPU memory judged (judge.memory)
     # each row's (fraction, bound) of the bound its declared work gives (tilegate.peaks)
     percent: Mapping[str, tuple[float, str]] = field(default_factory=dict)
+    peaks: Mapping[str, float] | None = None  # the GPU's row of tilegate.peaks (None: unknown)
 
     @property
     def code(self) -> int:
@@ -164,6 +165,7 @@ def judgement(
         cases = tuple(replace(c, beyond_doubt=beyond_doubt(c)) for c in ab.cases)
         ab = replace(ab, cases=cases)
     memory = judge_memory(run, cmp.baseline if cmp is not None else None)
+    peaks = row_of(run.env)
     result = outcome(cmp, ab, failing, coverage, smoke=run.env.smoke, memory=memory)
     axes, variants = run.env.axes, run.variant_order
     order = sorted(
@@ -184,7 +186,8 @@ def judgement(
         order=tuple(order),
         pairs=tuple(crosstile_pairs(run, cmp.baseline if cmp is not None else None)),
         memory=memory,
-        percent={k: p for k, r in run.rows.items() if (p := percent(r, run.env.peaks))},
+        percent={k: p for k, r in run.rows.items() if (p := percent(r, peaks))},
+        peaks=peaks,
     )
 
 

@@ -39,11 +39,8 @@ def section(judged: Judgement) -> list[str]:
     lines = ["## Memory and % of peak", ""]
     if run.env.smoke:
         lines += ["memory: not measured on the CPU (the interpreter has no GPU allocator).", ""]
-    if (
-        not run.env.smoke
-        and run.env.peaks is None
-        and any(r.tflops or r.gbps for r in run.rows.values())
-    ):
+    work = any(r.tflops or r.gbps for r in run.rows.values())
+    if not run.env.smoke and judged.peaks is None and work:
         slug = run.env.gpu.slug
         lines += [f"% of peak: {slug} is not in tilegate's table of GPU peaks; "
                   + HOW_TO_ADD.format(slug=slug) + ".", ""]  # fmt: skip
@@ -58,11 +55,17 @@ def section(judged: Judgement) -> list[str]:
             f"`{key}`",
             f"{before}{mib(r.memory.peak_bytes)}" if r.memory else "",
             mib(r.memory.held_bytes) if r.memory else "",
-            (f"{m.verdict.value} ({_change(m)})" if m else "")
+            (f"{m.verdict.value}" + (f" ({_change(m)})" if m.delta else "") if m else "")
             + ("" if r.memory is None or r.memory.repeats else " (peak did not repeat)"),
             f"{p[0]:.0%} of {p[1]}" if p else "",
         ))  # fmt: skip
     if not rows:
         return lines if len(lines) > 2 else []
     header = ["case", "peak of one call", "held after", "memory", "% of peak (bound)"]
-    return [*lines, *table(header, "lrrll", rows), ""]
+    legend = (
+        "*peak of one call*: the GPU allocator's peak above what was allocated before the call "
+        "(base or baseline -> now where judged), *held after*: what it still holds (its output); "
+        "*% of peak*: the time its declared work takes at the GPU's peaks (tilegate.peaks: the "
+        "datasheets' dense figures) over its median."
+    )
+    return [*lines, legend, "", *table(header, "lrrll", rows), ""]
