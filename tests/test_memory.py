@@ -175,3 +175,24 @@ def test_the_peak_table_and_the_percent_of_each_bound() -> None:
         "roofline, bandwidth-bound",
     )
     assert percent(row(gbps=2400.0), None) is None
+
+
+def test_the_history_and_its_page_keep_memory_and_percent_of_peak(tmp_path: Path) -> None:
+    from tilegate.history.dashboard import build_data
+    from tilegate.history.store import open_store
+
+    data = make_run(ks=(512,), rounds=20)
+    for b in data["benchmarks"]:
+        b["extra_info"]["tilegate"] |= {"work_dtype": "fp16"}
+    write(tmp_path / "old.json", data)  # no memory: NULL
+    _results(tmp_path, "new.json", when="2026-12-01T10:00:00+00:00", peaks={CASE: 96 * MiB})
+    runs = [load_results(tmp_path / n) for n in ("old.json", "new.json")]
+    with open_store(tmp_path / "h.duckdb", write=True) as s:
+        s.add([(r, {}) for r in runs])
+        table = s.case_table()
+        page, _ = build_data(s)
+    rows = [i for i, c in enumerate(table["case_id"]) if c == CASE]
+    assert [table["peak_bytes"][i] for i in rows] == [None, 96 * MiB]
+    assert abs(table["pct_of_peak"][rows[0]] - runs[0].rows[CASE].tflops / 989.5) < 1e-9
+    case = next(c for c in page["gpus"][0]["cases"] if c["id"] == CASE)
+    assert case["mem"] == [None, 96.0] and case["pct"][0] is not None and case["pct"][1] is None
