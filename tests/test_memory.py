@@ -177,6 +177,19 @@ def test_the_peak_table_and_the_percent_of_each_bound() -> None:
     assert percent(row(gbps=2400.0), None) is None
 
 
+@pytest.mark.parametrize(
+    "peaks", [{"nvidia-h200": {"hbm": 1}}, {"nvidia-h200": {"hbm_gbs": -1}}, {"x": 4800}, []]
+)
+def test_a_peaks_table_is_validated_strictly(tmp_path: Path, peaks: Any) -> None:
+    from tilegate.config import parse
+
+    pyproject = tmp_path / "pyproject.toml"
+    with pytest.raises(InputError, match=f"{pyproject}.*peaks"):
+        parse({"source": "pkg", "peaks": peaks}, pyproject)
+    got = parse({"source": "pkg", "peaks": {"my-gpu": {"hbm_gbs": 1000}}}, pyproject).peaks
+    assert lookup("my-gpu", got) == {"hbm_gbs": 1000.0}
+
+
 def test_the_history_and_its_page_keep_memory_and_percent_of_peak(tmp_path: Path) -> None:
     from tilegate.history.dashboard import build_data
     from tilegate.history.store import open_store
@@ -196,3 +209,28 @@ def test_the_history_and_its_page_keep_memory_and_percent_of_peak(tmp_path: Path
     assert abs(table["pct_of_peak"][rows[0]] - runs[0].rows[CASE].tflops / 989.5) < 1e-9
     case = next(c for c in page["gpus"][0]["cases"] if c["id"] == CASE)
     assert case["mem"] == [None, 96.0] and case["pct"][0] is not None and case["pct"][1] is None
+
+
+def test_a_gpu_missing_from_the_table_shows_no_percentage_and_how_to_add_it(
+    tmp_path: Path,
+) -> None:
+    from tests._factories import H200_GPU
+    from tilegate.report.render import render
+
+    reports = {}
+    for slug in ("nvidia-h200", "nvidia-a10g"):
+        data = make_run(ks=(512,), rounds=20, gpu=dict(H200_GPU, slug=slug))
+        for b in data["benchmarks"]:
+            b["extra_info"]["tilegate"]["work_dtype"] = "fp16"
+        judged = judge(
+            write(tmp_path / f"results-{slug}.json", data), report_only=True, baselines_dir=tmp_path
+        )
+        reports[slug] = (judged, render(judged))
+    known, text = reports["nvidia-h200"]
+    assert len(known.percent) == 8 and "% of fp16 compute" in text
+    unknown, text = reports["nvidia-a10g"]
+    assert unknown.percent == {} and "% of fp16 compute" not in text
+    assert (
+        'nvidia-a10g is not in tilegate\'s table of GPU peaks; add its row to pyproject.toml: [tool.tilegate] peaks = {"nvidia-a10g" = {'
+        in text
+    )

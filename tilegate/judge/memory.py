@@ -110,7 +110,7 @@ def judge_memory(run: Run, baseline: Baseline | None = None) -> tuple[MemoryCase
 
 def _word(before: Memory, after: Memory, tolerance: str) -> MemoryVerdict:
     parsed = parse_memory_tolerance(tolerance)
-    if not (before.repeats and after.repeats) or parsed is None:  # None: not gated
+    if not (before.repeats and after.repeats) or parsed is None:
         return MemoryVerdict.PEAK_VARIES
     value, percent = parsed
     allowed = before.peak_bytes * value / 100 if percent else value
