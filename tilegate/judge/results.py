@@ -461,10 +461,9 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
             f"results file {path}: machine_info.tilegate.coverage must be an object with the "
             "expected cases (tilegate.judge.coverage); measure again with this tilegate"
         )
-    peaks = tg.get("peaks")
     return Environment(
         memory_tolerance=tg.get("memory_tolerance", "0"),
-        peaks=MappingProxyType(dict(peaks)) if isinstance(peaks, dict) else None,
+        peaks=MappingProxyType(_obj(tg.get("peaks"))) or None,
         coverage=cov,
         registry=tuple(registry) if registry is not None else None,
         renamed=MappingProxyType({str(k): tuple(v) for k, v in renamed.items()}),
