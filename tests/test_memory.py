@@ -234,3 +234,27 @@ def test_a_gpu_missing_from_the_table_shows_no_percentage_and_how_to_add_it(
         'nvidia-a10g is not in tilegate\'s table of GPU peaks; add its row to pyproject.toml: [tool.tilegate] peaks = {"nvidia-a10g" = {'
         in text
     )
+
+
+def test_a_pull_request_loosening_a_baselines_memory_is_named(tmp_path: Path) -> None:
+    from tilegate.judge.baseline import load_baseline
+    from tilegate.judge.integrity import diff_dirs
+
+    runs = [load_results(_results(tmp_path, f"r{s}.json", seed=s)) for s in (1, 2)]
+    built = rebaseline(runs, out=tmp_path / "x.json", old=None, tolerances=Tolerances()).baseline
+    dirs = {}
+    for name, peak, tol in (("base", 64, "0"), ("tight", 60, "0"), ("loose", 64, "1 %")):
+        (tmp_path / name).mkdir()
+        row = replace(
+            built.rows[CASE],
+            memory=replace(built.rows[CASE].memory, peak_bytes=peak * MiB, tolerance=tol),
+        )  # type: ignore[arg-type]
+        save_baseline(
+            tmp_path / name / "nvidia-h200.json", replace(built, rows={**built.rows, CASE: row})
+        )
+        dirs[name] = tmp_path / name
+    assert load_baseline(dirs["loose"] / "nvidia-h200.json").rows[CASE].memory.tolerance == "1 %"  # type: ignore[union-attr]
+    (tight,) = diff_dirs(dirs["base"], dirs["tight"])
+    assert not tight.loosens and "64.0 MiB (tolerance 0) -> 60.0 MiB (tolerance 0)" in tight.what
+    (loose,) = diff_dirs(dirs["base"], dirs["loose"])
+    assert loose.loosens and f"row {CASE}: peak memory" in loose.what

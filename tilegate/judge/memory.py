@@ -12,6 +12,7 @@ not repeat (on either side) is PEAK VARIES, never gated. A tolerance of None: re
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from tilegate.declare import parse_memory_tolerance
 from tilegate.errors import InputError
 from tilegate.judge.vocabulary import MemoryVerdict
+from tilegate.markdown import mib
 
 if TYPE_CHECKING:
     from tilegate.judge.baseline import Baseline
@@ -108,17 +110,31 @@ def judge_memory(run: Run, baseline: Baseline | None = None) -> tuple[MemoryCase
     return tuple(out)
 
 
-def _word(before: Memory, after: Memory, tolerance: str) -> MemoryVerdict:
+def _allowed(peak: int, tolerance: str | None) -> float:
+    """The bytes above `peak` that a tolerance allows (inf: not gated)."""
     parsed = parse_memory_tolerance(tolerance)
-    if not (before.repeats and after.repeats) or parsed is None:
+    return math.inf if parsed is None else parsed[0] * peak / 100 if parsed[1] else parsed[0]
+
+
+def _word(before: Memory, after: Memory, tolerance: str) -> MemoryVerdict:
+    if not (before.repeats and after.repeats):
         return MemoryVerdict.PEAK_VARIES
-    value, percent = parsed
-    allowed = before.peak_bytes * value / 100 if percent else value
-    delta = after.peak_bytes - before.peak_bytes
-    return (
-        MemoryVerdict.MORE_MEMORY
-        if delta > allowed
-        else MemoryVerdict.LESS_MEMORY
-        if delta < -allowed
-        else MemoryVerdict.SAME
-    )
+    allowed, delta = _allowed(before.peak_bytes, tolerance), after.peak_bytes - before.peak_bytes
+    if delta > allowed:
+        return MemoryVerdict.MORE_MEMORY
+    return MemoryVerdict.LESS_MEMORY if delta < -allowed else MemoryVerdict.SAME
+
+
+def baseline_change(old: Memory | None, new: Memory | None) -> tuple[str, bool] | None:
+    """How a baseline row's memory changed (a pull request's baselines/, tilegate.judge.integrity)
+    and whether that loosens the gate: the largest peak that passes is higher, or none is gated."""
+    if old is None or new == old:
+        return None
+
+    def ceiling(m: Memory | None) -> float:
+        return m.peak_bytes + _allowed(m.peak_bytes, m.tolerance) if m and m.repeats else math.inf
+
+    def shown(m: Memory | None) -> str:
+        return f"{mib(m.peak_bytes)} (tolerance {m.tolerance})" if m else "none"
+
+    return f"peak memory {shown(old)} -> {shown(new)}", ceiling(new) > ceiling(old)
