@@ -177,12 +177,8 @@ def parse(table: dict[str, Any], pyproject: Path) -> Config:
             f"{pyproject}: [tool.tilegate] build = {build!r}: expected a shell command that "
             "builds the source in place, e.g. 'python setup.py build_ext --inplace'"
         )
-    try:
-        peaks = check_peaks(table.get("peaks", {}), str(pyproject))
-    except ValueError as err:
-        raise InputError(str(err)) from err
     return Config(
-        peaks=peaks,
+        peaks=check_peaks(table.get("peaks", {}), pyproject),
         root=pyproject.parent.resolve(),
         file=pyproject,
         source=source,

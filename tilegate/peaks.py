@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tilegate.errors import InputError
+
 KEYS = ("hbm_gbs", "fp16_tflops", "bf16_tflops", "fp8_tflops", "tf32_tflops", "fp32_tflops")
 
 
@@ -49,9 +51,9 @@ HOW_TO_ADD = (
 )
 
 
-def check(peaks: Any, where: str) -> dict[str, dict[str, float]]:
-    """`[tool.tilegate] peaks`, validated: {slug: {key: positive number}}; ValueError naming
-    `where` and what is wrong."""
+def check(peaks: Any, where: Any) -> dict[str, dict[str, float]]:
+    """`[tool.tilegate] peaks`, validated: {slug: {key: positive number}}; InputError naming
+    `where` (its pyproject.toml) and what is wrong."""
     ok = isinstance(peaks, dict) and all(
         isinstance(row, dict)
         and row
@@ -62,7 +64,7 @@ def check(peaks: Any, where: str) -> dict[str, dict[str, float]]:
         for row in peaks.values()
     )
     if not ok:
-        raise ValueError(
+        raise InputError(
             f"{where}: [tool.tilegate] peaks = {peaks!r}: expected a table of GPU slugs, each "
             f"a table of positive numbers named {', '.join(KEYS)}"
         )

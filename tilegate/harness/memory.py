@@ -1,10 +1,7 @@
 """Peak GPU memory of one call (extra_info.tilegate.memory): the caching allocator's peak above
-what was allocated before the call, and the bytes held after it (its output among them).
-
-Measured outside the timed rounds, in calls of their own after the case's checks, REPEATS times:
-`repeats` says whether the peak was the same every time (tilegate.judge.memory gates only a peak
-that repeats). Not measured under the CPU interpreter (no allocator to ask).
-"""
+what was allocated before the call, the bytes held after it (its output among them), and whether
+the peak was the same in each of REPEATS calls of their own, outside the timed rounds
+(tilegate.judge.memory gates only a peak that repeats). Not measured under the CPU interpreter."""
 
 from __future__ import annotations
 
