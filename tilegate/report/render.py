@@ -23,6 +23,7 @@ from tilegate.errors import EXIT_CANNOT_JUDGE
 from tilegate.judge.ab import HOST_POLICY, UNSTABLE_TODO, ABCase, ABComparison, ABVerdict
 from tilegate.judge.autotune import TUNER_FLIP
 from tilegate.judge.baseline import DEFAULT_DIR, Baseline
+from tilegate.judge.bisection import command
 from tilegate.judge.coverage import Coverage
 from tilegate.judge.crosstile import CrossTilePair, ExpectationResult, Status
 from tilegate.judge.gate import Judgement
@@ -296,6 +297,12 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         + (" in the confirmation runs too" if cmp.confirmations else "")
         + ", and not a shift the reference shared (docs/gate.md).",
     )
+    goods = {(r.base.measured if r.base else {}).get("commit") for r in result.regressions}
+    if out and len(goods) == 1 and None not in goods and goods != {cmp.run.env.commit}:
+        keys = [r.key for r in result.regressions if r.tolerance]
+        out.append(
+            f"  Find the commit: `{command(str(goods.pop()), str(cmp.run.env.commit), keys)}`"
+        )
     bullet(
         "Baseline rows of a variant that no longer exists",
         [f"`{r.key}`" for r in result.gone],

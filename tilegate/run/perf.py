@@ -60,7 +60,12 @@ VERDICT_TEXT = {0: "everything holds", 1: "REGRESSION or broken expectation", 2:
 
 
 def _suite(
-    out: Path, profile: str, extra: Sequence[str], pythonpath: Path | None, gpu: int | None
+    out: Path,
+    profile: str,
+    extra: Sequence[str],
+    pythonpath: Path | None,
+    gpu: int | None,
+    interpreted: bool | None = None,
 ) -> tuple[list[str], dict[str, str], Path]:
     """The pytest command line, environment and partial-results path of one suite process."""
     partial = out.with_name(out.name + ".partial")
@@ -69,7 +74,7 @@ def _suite(
     env = dict(os.environ)
     first = [str(pythonpath)] if pythonpath else []
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [*first, str(HOME), env.get("PYTHONPATH")]))
-    if interpreter(profile):
+    if interpreter(profile) if interpreted is None else interpreted:
         env["TRITON_INTERPRET"] = "1"
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
@@ -100,14 +105,20 @@ def _suite(
 
 
 def run_suite(
-    out: Path, profile: str, extra: Sequence[str] = (), *, pythonpath: Path | None = None
+    out: Path,
+    profile: str,
+    extra: Sequence[str] = (),
+    *,
+    pythonpath: Path | None = None,
+    interpreted: bool | None = None,
 ) -> int:
     """Run the perf suite into `out` (written only if the suite wrote it); return pytest's code.
 
     `pythonpath` goes first on PYTHONPATH, before the repository: a newer Triton unpacked there
-    shadows the runner's (tilegate.run.upgrade).
+    shadows the runner's (tilegate.run.upgrade). `interpreted`: whether the profile runs under
+    the interpreter, where the caller knows it (a bisect's trees: their protocol is not loaded here).
     """
-    cmd, env, partial = _suite(out, profile, extra, pythonpath, None)
+    cmd, env, partial = _suite(out, profile, extra, pythonpath, None, interpreted)
     # the output goes to the terminal and to out's .log: a suite that writes no results is
     # named by its own last error lines (suite_failure), not by the file it did not write
     with (
