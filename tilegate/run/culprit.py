@@ -1,23 +1,16 @@
 """`tilegate bisect GOOD BAD`: the commit that changed the cases' time; identity first, time second.
 
-  prune    each commit's compiled identity of the cases: its [tool.tilegate] source laid over
-           GOOD's tree (GOOD's protocol measures every commit: the same cases), each case called
-           once under identity capture in a side process (tilegate.harness.sides), nothing
-           timed. A commit whose source tree an earlier one had shares its identity without a
-           process. Runs of one identity collapse into a group; a commit that does not build,
-           import or run is skipped and named
-  confirm  a paired A/B of GOOD against BAD (`tilegate perf --ab`'s suite, judge.ab's interval):
-           no case DIFFERENT is "no change in this range"
-  search   the first commit of a group against GOOD (tilegate.judge.bisection decides)
-  sandwich each culprit against its parent, more rounds, explained (tilegate.explain.diff)
-
-A point of the range is a tree with tilegate.harness.base's SOURCE_FILE beside it, and a step is
-"this point's tree as the head, that one's as the base". A range of Triton or library versions
-(`--versions`, later) is another list of points (one tree, each release first on its path, as
-tilegate.run.upgrade's sides) through the same prune, search and sandwich.
-
-`.perf/bisect/bisect.json`, the state and the result, is rewritten atomically after each
-identity pass and each timed attempt; `--resume` replays what it holds and measures the rest.
+prune: each commit's [tool.tilegate] source laid over GOOD's tree (GOOD's protocol measures every
+commit: the same cases), each case called once under identity capture in a side process
+(tilegate.harness.sides), nothing timed; a source tree seen before shares its identity; equal runs
+collapse into groups; a commit that does not build, import or run is skipped. confirm: a paired A/B
+of GOOD against BAD (`tilegate perf --ab`'s suite, judge.ab's interval). search: the first commit
+of a group against GOOD (tilegate.judge.bisection decides). sandwich: each culprit against its
+parent, more rounds, explained (tilegate.explain.diff). A point of the range is a tree with
+harness.base's SOURCE_FILE beside it; a range of Triton or library versions (`--versions`, later)
+is another list of points (one tree, each release first on its path, as run.upgrade's sides).
+`.perf/bisect/bisect.json`, state and result, is rewritten atomically after each identity pass and
+timed attempt; `--resume` replays what it holds and measures the rest.
 """
 
 from __future__ import annotations
@@ -66,11 +59,11 @@ def _capability() -> Any:
     return None
 
 
-def select(cases: Sequence[str], patterns: Sequence[str], verdicts: Path | None) -> list[str]:
+def select(cases: Sequence[str], patterns: Sequence[str], verdicts: str) -> list[str]:
     """The cases to bisect among GOOD's: --from's moved cases and --case's matches (fnmatch or a
     regular expression), else all; InputError naming what GOOD lacks."""
     wanted: list[str] = []
-    if verdicts is not None:
+    if verdicts:
         data = read_json(verdicts, "verdicts file (--from)")
         judged = data.get("verdicts") if isinstance(data, dict) else None
         if not isinstance(judged, dict):
@@ -120,8 +113,12 @@ class Bisect:
                 f"GOOD {good} ({self.ends[0][:12]}) is not an ancestor of BAD {bad} "
                 f"({self.ends[1][:12]}): a bisect needs BAD to descend from GOOD"
             )
-        listed = _git(self.repo, "rev-list", "--reverse", "--first-parent", f"{good}..{bad}")
-        self.range = listed.stdout.decode().split()
+        listed = _git(
+            self.repo, "log", "--reverse", "--first-parent", "--format=%H %s", f"{good}..{bad}"
+        )
+        self.range = [
+            line.split(" ", 1) for line in listed.stdout.decode(errors="replace").splitlines()
+        ]
         if not self.range:
             raise InputError(f"GOOD {good} and BAD {bad} are the same commit: nothing to bisect")
         facts = {"schema": SCHEMA, "good": self.ends[0], "bad": self.ends[1], "profile": profile,
@@ -204,7 +201,7 @@ class Bisect:
             if "cases" not in self.state:  # GOOD: the selection, among its measurable cases
                 ours = [k for k, v in cases.items() if not v.get("unsupported")
                         and not declared.variants[v["variant"]].reference]  # fmt: skip
-                self.state["cases"] = select(ours, self.state["patterns"], self.verdicts)
+                self.state["cases"] = select(ours, self.state["patterns"], self.state["from"])
             side.setup(slots={v: v for v in declared.variants}, timer_config=TimerConfig(),
                        timer=HostTimer.name if self.smoke else "cuda-event",
                        device="cpu" if self.smoke else "cuda",
@@ -224,10 +221,6 @@ class Bisect:
         finally:
             side.close()
 
-    @property
-    def verdicts(self) -> Path | None:
-        return Path(self.state["from"]) if self.state["from"] else None
-
     def prune(self) -> None:
         """Each commit's identity and group, or why it is skipped (GOOD's: InputError)."""
         if self.state.get("commits"):
@@ -238,39 +231,27 @@ class Bisect:
         source = read_json(self.good / SOURCE_FILE, "GOOD's tree")
         if source["protocol"] is None:
             raise InputError(f"GOOD {self.ends[0][:12]} has no [tool.tilegate] of its own")
-        seen: dict[str, tuple[str | None, str | None]]
         try:
-            seen = {
-                _tree(self.repo, self.ends[0], source["source"]): (
-                    self._identity(self.ends[0]),
-                    None,
-                )
-            }
+            ident = self._identity(self.ends[0])
         except InputError as err:
             raise InputError(f"GOOD {self.ends[0][:12]} cannot be measured: {err}") from err
-        rows: list[dict[str, Any]] = [
-            {"sha": self.ends[0], "identity": next(iter(seen.values()))[0]}
-        ]
-        for i, sha in enumerate(self.range, 1):
+        seen = {_tree(self.repo, self.ends[0], source["source"]): (ident, "")}
+        rows: list[dict[str, Any]] = [{"sha": self.ends[0], "identity": ident, "group": 0}]
+        for i, (sha, subject) in enumerate(self.range, 1):
             key = _tree(self.repo, sha, source["source"])
             if key not in seen:
                 try:
-                    seen[key] = (self._identity(sha), None)
+                    seen[key] = (self._identity(sha), "")
                 except InputError as err:
-                    seen[key] = (None, str(err).strip().splitlines()[-1][:300])
-            rows.append({"sha": sha, "identity": seen[key][0], "skipped": seen[key][1]})
-            self.log(f"bisect: identity {i}/{len(self.range)} {sha[:12]}: "
-                     f"{seen[key][0] or 'skipped, ' + str(seen[key][1])}")  # fmt: skip
-        group, last = 0, rows[0]["identity"]
-        for row in rows:
-            row["subject"] = (
-                _git(self.repo, "log", "-1", "--format=%s", row["sha"])
-                .stdout.decode(errors="replace")
-                .strip()
+                    seen[key] = ("", str(err).strip().splitlines()[-1][:300])
+            ident, why = seen[key]
+            rows.append({"sha": sha, "subject": subject, "identity": ident, "skipped": why})
+            self.log(
+                f"bisect: identity {i}/{len(self.range)} {sha[:12]}: {ident or 'skipped, ' + why}"
             )
-            if not row.get("skipped"):
-                group += row["identity"] != last
-                row["group"], last = group, row["identity"]
+            if not why:  # a group: a run of one identity, the skipped between them aside
+                last = next(r for r in reversed(rows[:-1]) if not r.get("skipped"))
+                rows[-1]["group"] = last["group"] + (last["identity"] != ident)
         self.state["commits"] = rows
         self._save()
 
@@ -279,15 +260,12 @@ class Bisect:
     def _measure(self, kind: str, head: str, base: str, rounds: int) -> list[bis.Read]:
         """One attempt: the A/B suite, HEAD's point the head and BASE's the base, `rounds` paired
         rounds of every case; each case read from judge.ab's interval."""
-        for i, old in enumerate(self.done):
-            if [old[k] for k in ("kind", "commit", "against", "rounds")] == [
-                kind,
-                head,
-                base,
-                rounds,
-            ]:
-                self.state["steps"].append(self.done.pop(i))
-                return _reads(self.state["steps"][-1])
+        rec: dict[str, Any] = {"kind": kind, "commit": head, "against": base, "rounds": rounds}
+        old = next((o for o in self.done if {k: o.get(k) for k in rec} == rec), None)
+        if old is not None:  # --resume: this attempt was measured before
+            self.done.remove(old)
+            self.state["steps"].append(old)
+            return _reads(old)
         from tilegate.explain.diff import explain_cases
         from tilegate.harness.sides import SIDE_FAILURE_FILE
         from tilegate.judge.ab import compare_ab, load_noise, noise_path
@@ -314,8 +292,7 @@ class Bisect:
         judged = {
             c.key: c for c in compare_ab(run, load_noise(noise) if noise.exists() else None).cases
         }
-        rec: dict[str, Any] = {"step": n, "kind": kind, "commit": head, "against": base,
-                               "rounds": rounds, "cases": {}}  # fmt: skip
+        rec |= {"step": n, "cases": {}}
         for key in cases:
             c = judged.get(key)
             if c is None or c.ratio is None or c.ci is None:
@@ -439,7 +416,7 @@ def headline(data: dict[str, Any]) -> str:
     """The bisect's result in one line: FOUND / SEVERAL with the commits, AMBIGUOUS with the
     candidates left, NONE with why (and the confirm step's figure)."""
     out = data["outcome"]
-    subject = {r["sha"]: r["subject"] for r in data["commits"]}
+    subject = {r["sha"]: r.get("subject", "") for r in data["commits"]}
     if out["result"] == "none":
         confirm = [s["cases"] for s in data["steps"] if s["kind"] == "confirm"][-1:]
         return f"NONE: {out['note']}" + "".join(f": {_size(c)}" for c in confirm)
@@ -476,7 +453,7 @@ def render(data: dict[str, Any]) -> str:
          k, f"{v['ratio']:.4f}", f"{v['ci'][0]:.4f} .. {v['ci'][1]:.4f}", v["answer"], s["rounds"])
         for s in data["steps"] for k, v in s["cases"].items()
     ]  # fmt: skip
-    head = (
+    head = [
         "#",
         "step",
         "commit",
@@ -487,5 +464,5 @@ def render(data: dict[str, Any]) -> str:
         "interval",
         "answer",
         "rounds",
-    )
+    ]
     return "\n".join([*lines, "## Steps", "", *table(head, "rllllrrrlr", steps), ""])
