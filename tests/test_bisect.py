@@ -65,6 +65,25 @@ def test_the_search_halves_spans_of_different_states_and_names_each_culprit() ->
     assert culprits(states) == [4, 6]
 
 
+def test_the_cases_come_from_a_pattern_or_a_failed_runs_verdicts_and_must_exist_at_good(
+    tmp_path: Path,
+) -> None:
+    from tilegate.errors import InputError
+    from tilegate.run.culprit import select
+
+    good = ["tiled-fp16-K128", "tiled-fp16-K512", "grouped-fp16-K128"]
+    assert select(good, ["tiled-*"], "") == good[:2]
+    assert select(good, [r"(tiled|grouped)-fp16-K128"], "") == [good[0], good[2]]
+    with pytest.raises(InputError, match=r"--case 'xtile-\*'"):
+        select(good, ["xtile-*"], "")
+    verdicts = tmp_path / "verdicts.json"
+    verdicts.write_text(json.dumps({"verdicts": {good[1]: "REGRESSED", good[0]: "SAME"}}))
+    assert select(good, [], str(verdicts)) == [good[1]]
+    verdicts.write_text(json.dumps({"verdicts": {"new-fp16-K128": "SLOWER"}}))
+    with pytest.raises(InputError, match="not at GOOD: new-fp16-K128"):
+        select(good, [], str(verdicts))
+
+
 def test_a_good_that_is_not_an_ancestor_of_bad_is_exit_2_naming_both(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
