@@ -1,19 +1,12 @@
 """Bisect's decisions, pure: a step's answer from its interval, and the search over identity groups.
 
-`tilegate bisect` (tilegate.run.culprit) times only the first commit of each run of commits whose
-cases compile to the same code (an identity group: two such commits cannot differ in speed), each
-against GOOD in paired rounds on the A/B engine. Per case, a step answers from the confidence
-interval of the median per-round ratio (tilegate.judge.ab), never from a median alone:
-
-* DIFFERENT: the interval lies beyond the tolerance on the side the range moved (GOOD vs BAD);
-* SAME: it lies within +-tolerance;
-* UNKNOWN: neither. The step is measured again with twice the rounds, up to a cap (`attempts`);
-  still UNKNOWN there, its median decides which way the search goes (`settle`), and the bisect's
-  result is ambiguous.
-
-A group's state is which of the cases moved (DIFFERENT from GOOD). A change lies between two
-known groups of different states: the search halves such a span until the groups are adjacent,
-and the later one is a culprit (several spans: several culprits).
+`tilegate bisect` (tilegate.run.culprit) times the first commit of each identity group (a run of
+commits whose cases compile to the same code: they cannot differ in speed) against GOOD in paired
+rounds. Per case, from the interval of the median per-round ratio (judge.ab), never a median:
+DIFFERENT when it lies beyond the tolerance on the side the range moved (GOOD vs BAD), SAME within
++-tolerance, UNKNOWN otherwise: measured again with twice the rounds up to a cap (`attempts`), then
+its median decides the side (`settle`) and the bisect is ambiguous. A group's state is which cases
+moved; a change lies between known groups of different states, halved until they are adjacent.
 """
 
 from __future__ import annotations

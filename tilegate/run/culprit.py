@@ -90,23 +90,17 @@ class Bisect:
 
     def __init__(
         self,
-        good: str,
-        bad: str,
-        *,
-        profile: str,
-        patterns: Sequence[str] = (),
-        verdicts: Path | None = None,
-        rounds: int = 32,
-        max_rounds: int = 256,
-        resume: bool = False,
-        out_dir: Path = Path(".perf") / "bisect",
+        args: Any,
+        out_dir: Path,
         log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     ) -> None:
+        """`args`: the command's (good, bad, profile, case, verdicts, rounds, max_rounds, resume)."""
         from tilegate.config import find
         from tilegate.run.profiles import interpreter
 
         self.config, self.out, self.log = find(), out_dir.resolve(), log
-        self.repo, self.smoke = self.config.root, interpreter(profile)
+        self.repo, self.smoke = self.config.root, interpreter(args.profile)
+        good, bad = args.good, args.bad
         self.ends = (self._sha(good), self._sha(bad))
         if _git(self.repo, "merge-base", "--is-ancestor", *self.ends).returncode != 0:
             raise InputError(
@@ -117,14 +111,16 @@ class Bisect:
             self.repo, "log", "--reverse", "--first-parent", "--format=%H %s", f"{good}..{bad}"
         )
         self.range = [
-            line.split(" ", 1) for line in listed.stdout.decode(errors="replace").splitlines()
+            ln.partition(" ")[::2]
+            for ln in listed.stdout.decode(errors="replace").split("\n")
+            if ln
         ]
         if not self.range:
             raise InputError(f"GOOD {good} and BAD {bad} are the same commit: nothing to bisect")
-        facts = {"schema": SCHEMA, "good": self.ends[0], "bad": self.ends[1], "profile": profile,
-                 "patterns": list(patterns), "from": str(verdicts or ""), "rounds": rounds,
-                 "max_rounds": max(max_rounds, rounds)}  # fmt: skip
-        self.state: dict[str, Any] = self._start(facts, resume)
+        facts = {"schema": SCHEMA, "good": self.ends[0], "bad": self.ends[1], "profile": args.profile,
+                 "patterns": args.case, "from": args.verdicts, "rounds": args.rounds,
+                 "max_rounds": max(args.max_rounds, args.rounds)}  # fmt: skip
+        self.state: dict[str, Any] = self._start(facts, args.resume)
         self.done: list[dict[str, Any]] = self.state.get("steps", [])  # recorded: replayed
         self.state["steps"] = []
         self.states: dict[int, tuple[bool, ...]] = {}  # identity group -> which cases moved
@@ -443,9 +439,8 @@ def render(data: dict[str, Any]) -> str:
     ]
     for c in out.get("culprits", []):
         sure = "confirmed" if c["confirmed"] else "NOT confirmed"
-        maybe = f" (or the skipped {', '.join(map(short_sha, c['or_skipped']))})" * bool(
-            c["or_skipped"]
-        )
+        maybe = ", ".join(map(short_sha, c["or_skipped"]))
+        maybe = f" (or the skipped {maybe})" if maybe else ""
         lines += [f"## {short_sha(c['sha'])}{maybe} against {short_sha(c['parent'])} ({sure})", "",
                   _size(c["cases"]), "", *(f"- `{k}`: {w}" for k, why in c["why"].items() for w in why), ""]  # fmt: skip
     steps = [
@@ -453,16 +448,5 @@ def render(data: dict[str, Any]) -> str:
          k, f"{v['ratio']:.4f}", f"{v['ci'][0]:.4f} .. {v['ci'][1]:.4f}", v["answer"], s["rounds"])
         for s in data["steps"] for k, v in s["cases"].items()
     ]  # fmt: skip
-    head = [
-        "#",
-        "step",
-        "commit",
-        "against",
-        "group",
-        "case",
-        "ratio",
-        "interval",
-        "answer",
-        "rounds",
-    ]
+    head = "# step commit against group case ratio interval answer rounds".split()  # noqa: SIM905
     return "\n".join([*lines, "## Steps", "", *table(head, "rllllrrrlr", steps), ""])
