@@ -65,6 +65,72 @@ def test_the_search_halves_spans_of_different_states_and_names_each_culprit() ->
     assert culprits(states) == [4, 6]
 
 
+def _recorded_bisect(tmp_path: Path, groups: list[int], rounds: dict[int, list[float]]) -> tuple:
+    """A Bisect over commits in these identity groups (GOOD first, group 0) whose steps read
+    recorded rounds: `rounds[g]` the per-round ratios of group g against GOOD; sandwich steps
+    the ratio of the culprit's rounds to its parent's. Returns it and the attempts it made."""
+    from tilegate.run.culprit import Bisect
+
+    b = Bisect.__new__(Bisect)
+    rows = [{"sha": f"c{i}", "identity": f"i{g}", "group": g} for i, g in enumerate(groups)]
+    b.out, b.log, b.done, b.states, b.ends = (
+        tmp_path,
+        lambda _: None,
+        [],
+        {},
+        ("c0", rows[-1]["sha"]),
+    )
+    b.state = {"cases": ["k"], "commits": rows, "steps": [], "rounds": 16, "max_rounds": 64}
+    b.state |= {"profile": "smoke", "good": "c0", "bad": b.ends[1]}
+    b.prune = lambda: None  # type: ignore[method-assign]
+    group = {r["sha"]: r["group"] for r in rows}
+    asked: list[tuple[str, str, str, int]] = []
+
+    def measure(kind: str, head: str, base: str, n: int) -> list:
+        asked.append((kind, head, base, n))
+        got = [h / b for h, b in zip(rounds[group[head]], rounds[group[base]], strict=True)]
+        read = from_rounds("k", got[:n], TOL, +1)
+        case = {
+            "ratio": read.ratio,
+            "ci": list(read.ci),
+            "tolerance": TOL,
+            "answer": read.answer.value,
+        }
+        b.state["steps"].append({"step": len(asked), "kind": kind, "commit": head, "against": base,
+                                 "rounds": n, "cases": {"k": case}, "why": {"k": ["BLOCK"]}})  # fmt: skip
+        return [read]
+
+    b._measure = measure  # type: ignore[method-assign]
+    return b, asked
+
+
+def test_the_search_times_only_each_groups_first_commit_and_sandwiches_the_culprit(
+    tmp_path: Path,
+) -> None:
+    groups = [0, 0, 1, 1, 2, 3, 4, 5, 5, 6, 7, 7]  # the change at group 5: commit c7
+    rounds = {g: STILL if g < 5 else SHIFTED for g in range(8)}
+    b, asked = _recorded_bisect(tmp_path, groups, rounds)
+    assert b.run() == 0
+    out = b.state["outcome"]
+    assert out["result"] == "found" and [c["sha"] for c in out["culprits"]] == ["c7"]
+    assert out["culprits"][0]["parent"] == "c6" and out["culprits"][0]["confirmed"]
+    firsts = {"c0", "c2", "c4", "c5", "c6", "c7", "c9", "c10", "c11"}
+    assert (
+        {a[1] for a in asked} <= firsts and asked[0][0] == "confirm" and asked[-1][0] == "sandwich"
+    )
+    assert len(asked) == 1 + 3 + 1  # confirm, log2(7 groups) search steps, the sandwich
+    assert "FOUND: c7" in (tmp_path / "report.md").read_text()
+    # a bimodal group: UNKNOWN up to the cap, the search goes on, the result is ambiguous
+    b, asked = _recorded_bisect(tmp_path, groups, rounds | {4: BIMODAL})
+    assert b.run() == 0 and b.state["outcome"]["result"] == "ambiguous"
+    assert [a[3] for a in asked if a[:2] == ("search", "c6")] == [16, 32, 64]
+    assert {"c6", "c7"} <= set(b.state["outcome"]["left"])  # the span the UNKNOWN step was in
+    # GOOD and BAD the SAME: "no change in this range" with its figure, nothing searched
+    b, asked = _recorded_bisect(tmp_path, groups, dict.fromkeys(range(8), STILL))
+    assert b.run() == 0 and [a[0] for a in asked] == ["confirm"]
+    assert "NONE: no change in this range: `k` +0.00%" in (tmp_path / "report.md").read_text()
+
+
 def test_the_cases_come_from_a_pattern_or_a_failed_runs_verdicts_and_must_exist_at_good(
     tmp_path: Path,
 ) -> None:
