@@ -284,6 +284,15 @@ def _bullet(out: list[str], title: str, items: Sequence[str], hint: str = "") ->
         out.append(f"- **{title}** ({len(items)}): {shown}" + (f". {hint}" if hint else ""))
 
 
+def _find_the_commit(cmp: Comparison, result: Outcome) -> list[str]:
+    """The `tilegate bisect` of a failed run's range: the regressed rows' baseline commit .. this."""
+    goods = {(r.base.measured if r.base else {}).get("commit") for r in result.regressions}
+    if len(goods) != 1 or None in goods or goods == {cmp.run.env.commit}:
+        return []
+    keys = [r.key for r in result.regressions if r.tolerance]
+    return [f"  Find the commit: `{command(str(goods.pop()), str(cmp.run.env.commit), keys)}`"]
+
+
 def _summary(cmp: Comparison, result: Outcome) -> list[str]:
     out: list[str] = []
 
@@ -297,12 +306,7 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         + (" in the confirmation runs too" if cmp.confirmations else "")
         + ", and not a shift the reference shared (docs/gate.md).",
     )
-    goods = {(r.base.measured if r.base else {}).get("commit") for r in result.regressions}
-    if out and len(goods) == 1 and None not in goods and goods != {cmp.run.env.commit}:
-        keys = [r.key for r in result.regressions if r.tolerance]
-        out.append(
-            f"  Find the commit: `{command(str(goods.pop()), str(cmp.run.env.commit), keys)}`"
-        )
+    out += _find_the_commit(cmp, result) if out else []
     bullet(
         "Baseline rows of a variant that no longer exists",
         [f"`{r.key}`" for r in result.gone],
