@@ -100,6 +100,10 @@ class Bisect:
 
         self.config, self.out, self.log = find(), out_dir.resolve(), log
         self.repo, self.smoke = self.config.root, interpreter(args.profile)
+        if (
+            self.smoke
+        ):  # the interpreter in every process it starts (no tree's protocol loaded here)
+            os.environ["TRITON_INTERPRET"] = "1"
         good, bad = args.good, args.bad
         self.ends = (self._sha(good), self._sha(bad))
         if _git(self.repo, "merge-base", "--is-ancestor", *self.ends).returncode != 0:
@@ -185,9 +189,8 @@ class Bisect:
 
         point = self._point(sha)
         tree, facts = point / TREE_DIR, read_json(point / SOURCE_FILE, "bisect point")
-        env = {"TRITON_INTERPRET": "1"} if self.smoke else {}
         spec = SideSpec("bisect", tree, facts["source"], tree / facts["protocol"],
-                        facts["registry"], label=f"commit {sha[:12]}", env=env)  # fmt: skip
+                        facts["registry"], label=f"commit {sha[:12]}")  # fmt: skip
         side = RemoteSide(spec, self.out / "sides" / sha[:12])
         try:
             declared = side.hello(self.state["profile"])
@@ -278,7 +281,7 @@ class Bisect:
                 f"--perf-ab-ref={base[:12]}", f"--perf-side-logs={where / 'sides'}"]  # fmt: skip
         results, said = where / "results.json", f"step {n} ({kind} {head[:12]} vs {base[:12]})"
         with contextlib.redirect_stdout(io.StringIO()), _inside(self._point(head) / TREE_DIR):
-            code = run_suite(results, self.state["profile"], args, interpreted=self.smoke)
+            code = run_suite(results, self.state["profile"], args)
         if (where / "sides" / SIDE_FAILURE_FILE).exists():
             raise InputError(f"{said}: {(where / 'sides' / SIDE_FAILURE_FILE).read_text().strip()}")
         if not results.exists() or results.stat().st_size == 0:

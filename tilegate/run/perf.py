@@ -60,12 +60,7 @@ VERDICT_TEXT = {0: "everything holds", 1: "REGRESSION or broken expectation", 2:
 
 
 def _suite(
-    out: Path,
-    profile: str,
-    extra: Sequence[str],
-    pythonpath: Path | None,
-    gpu: int | None,
-    interpreted: bool | None = None,
+    out: Path, profile: str, extra: Sequence[str], pythonpath: Path | None, gpu: int | None
 ) -> tuple[list[str], dict[str, str], Path]:
     """The pytest command line, environment and partial-results path of one suite process."""
     partial = out.with_name(out.name + ".partial")
@@ -74,7 +69,7 @@ def _suite(
     env = dict(os.environ)
     first = [str(pythonpath)] if pythonpath else []
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [*first, str(HOME), env.get("PYTHONPATH")]))
-    if interpreter(profile) if interpreted is None else interpreted:
+    if env.get("TRITON_INTERPRET") != "1" and interpreter(profile):  # set: no protocol loaded
         env["TRITON_INTERPRET"] = "1"
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
@@ -105,20 +100,14 @@ def _suite(
 
 
 def run_suite(
-    out: Path,
-    profile: str,
-    extra: Sequence[str] = (),
-    *,
-    pythonpath: Path | None = None,
-    interpreted: bool | None = None,
+    out: Path, profile: str, extra: Sequence[str] = (), *, pythonpath: Path | None = None
 ) -> int:
     """Run the perf suite into `out` (written only if the suite wrote it); return pytest's code.
 
     `pythonpath` goes first on PYTHONPATH, before the repository: a newer Triton unpacked there
-    shadows the runner's (tilegate.run.upgrade). `interpreted`: whether the profile runs under
-    the interpreter, where the caller knows it (a bisect's trees: their protocol is not loaded here).
+    shadows the runner's (tilegate.run.upgrade).
     """
-    cmd, env, partial = _suite(out, profile, extra, pythonpath, None, interpreted)
+    cmd, env, partial = _suite(out, profile, extra, pythonpath, None)
     # the output goes to the terminal and to out's .log: a suite that writes no results is
     # named by its own last error lines (suite_failure), not by the file it did not write
     with (
