@@ -100,9 +100,7 @@ class Bisect:
 
         self.config, self.out, self.log = find(), out_dir.resolve(), log
         self.repo, self.smoke = self.config.root, interpreter(args.profile)
-        if (
-            self.smoke
-        ):  # the interpreter in every process it starts (no tree's protocol loaded here)
+        if self.smoke:  # for every process it starts (no tree's protocol is loaded here)
             os.environ["TRITON_INTERPRET"] = "1"
         good, bad = args.good, args.bad
         self.ends = (self._sha(good), self._sha(bad))
