@@ -201,6 +201,7 @@ def _gpu_data(
                     "before": _sig(cp.before * (1e6 if metric == "median_s" else 1)),
                     "after": _sig(cp.after * (1e6 if metric == "median_s" else 1)),
                     "env": list(cp.env_change),
+                    "bisect": cp.bisect,
                 }
                 for cp in by_case.get(key, [])
             ],
