@@ -12,7 +12,7 @@ from tests._factories import bench, key, make_run, write
 from tilegate.errors import InputError
 from tilegate.harness.hostworkers import orders
 from tilegate.judge import hostprocs
-from tilegate.judge.ab import HOST_POLICY, compare_ab
+from tilegate.judge.ab import HOST_POLICY, build_noise, compare_ab, host_key
 from tilegate.judge.results import load_results
 from tilegate.judge.vocabulary import ABVerdict
 
@@ -21,12 +21,11 @@ BASE_MS = [0.212, 0.251, 0.198, 0.240, 0.231, 0.205]  # Liger's rms_norm host ti
 PROFILE = [["pkg/ops.py:rms_norm", 0.20e-3], ["<built-in method torch.empty>", 0.01e-3]]
 
 
-def _results(tmp_path: Path, head_ms: list[float], **extra: Any) -> Path:
-    """A two-process A/B whose `tiled` K128 pair is host-bound, its code changed, with these
-    per-process host medians (the base's BASE_MS) and profiles."""
-    data = make_run(
-        ks=(128,), ab={}, code={"tiled": "sha256:new"}, base_code={"tiled": "sha256:old"}
-    )
+def _results(tmp_path: Path, head_ms: list[float], aa: bool = False, **extra: Any) -> Path:
+    """A two-process A/B whose `tiled` K128 pair is host-bound, its code changed (not in an
+    `aa`), with these per-process host medians (the base's BASE_MS) and profiles."""
+    old = None if aa else {"tiled": "sha256:old"}
+    data = make_run(ks=(128,), ab={}, code={"tiled": "sha256:new"}, base_code=old)
     data["machine_info"]["tilegate"]["ab"]["processes"] = 2
     for param, ms, profile in (
         (CASE, head_ms, extra.pop("head_profile", PROFILE)),
@@ -35,6 +34,7 @@ def _results(tmp_path: Path, head_ms: list[float], **extra: Any) -> Path:
         tg = bench(data, param)["extra_info"]["tilegate"]
         tg.update(host_s=0.3e-3, host_bound=True, held=True, host_profile=profile, **extra)
         tg["host_procs_s"] = [m / 1e3 for m in ms]
+    tmp_path.mkdir(exist_ok=True)
     return write(tmp_path / "results.json", data)
 
 
@@ -87,3 +87,14 @@ def test_workers_alternate_and_bad_per_process_medians_are_refused(tmp_path: Pat
     assert orders(4) == [("head", "base"), ("base", "head"), ("base", "head"), ("head", "base")]
     with pytest.raises(InputError, match="host_procs_s"):
         load_results(_results(tmp_path, [0.2, -1.0, 0.2, 0.2, 0.2, 0.2]))
+
+
+def test_an_aa_noise_file_takes_its_host_noise_from_the_process_pairs(tmp_path: Path) -> None:
+    """Two processes: a run's `#host` A/A ratio is its process pairs' (geometric mean), not its
+    rounds' host times, which do not pair across processes."""
+    factors = (1.03, 0.98, 1.01)
+    runs = [
+        load_results(_results(tmp_path / f"aa{f}", _scaled(*[f] * 6), aa=True)) for f in factors
+    ]
+    noise = build_noise(runs, tmp_path / "noise.json")
+    assert noise.rows[host_key(CASE)].run_ratios == pytest.approx(factors)

@@ -251,9 +251,11 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
             pair = _pairs(run, key)
             if pair is not None:
                 per_key.setdefault(key, []).append(float(np.median(_per_round(run, *pair))))
-                hosts = _on_host(pair[0], pair[1])
-                if hosts is not None:
+                # two processes: the host verdict's unit is a pair of worker processes
+                hosts, ratio = _on_host(pair[0], pair[1]), hostprocs.run_ratio(*pair)
+                if ratio is None and hosts is not None:
                     ratio = float(np.median(_per_round(run, *hosts)))
+                if ratio is not None:
                     per_key.setdefault(host_key(key), []).append(ratio)
     noise_of = {
         key: stats.rms_upper_bound([r - 1.0 for r in ratios], policy.noise_confidence)

@@ -89,6 +89,15 @@ def judge(
     )  # fmt: skip
 
 
+def run_ratio(head: Row, base: Row) -> float | None:
+    """One run's host ratio over its process pairs (the geometric mean): an A/A run's `#host`
+    noise where the sides were two processes (tilegate.judge.ab.build_noise); None without."""
+    h, b = head.host_procs_s, base.host_procs_s
+    if not h or not b or len(h) != len(b) or len(h) < MIN_PAIRS:
+        return None
+    return math.exp(float(np.mean(np.log(np.divide(h, b)))))
+
+
 def grew(
     base: Sequence[tuple[str, float]], head: Sequence[tuple[str, float]]
 ) -> list[tuple[str, float]]:
