@@ -617,3 +617,20 @@ def test_report_only_with_a_baseline_of_another_grid_reports_the_run_alone(
     assert main(args) == 2  # judged, it cannot be
     assert main([*args, "--report-only"]) == 0
     assert "holds no case of this run" in report.read_text()
+
+
+def test_a_command_from_a_subdirectory_runs_at_the_root_with_the_paths_typed_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 48: every command works from any directory of the repository; its outputs go to
+    # the root's .perf/, a relative path typed in the subdirectory is found from there
+    (tmp_path / "pyproject.toml").write_text('[tool.tilegate]\nsource = "pkg"\n')
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "baselines").mkdir()
+    sub = tmp_path / "perf_tests" / "deeper"
+    sub.mkdir(parents=True)
+    shutil.copy(FIXTURES / "synthetic-results-h200-quick.json", sub / "r.json")
+    monkeypatch.chdir(sub)
+    assert main(["compare", "r.json", "--report-only", "--no-plots", "--quiet"]) == 0
+    assert (tmp_path / ".perf" / "report.md").is_file() and not (sub / ".perf").exists()
+    assert Path.cwd() == sub  # and back where it was
