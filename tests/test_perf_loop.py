@@ -182,7 +182,11 @@ def test_measure_runs_stops_at_the_first_failure(tmp_path: Path) -> None:
 
 
 def _ab_perf(
-    tmp_path: Path, baseline: Path, monkeypatch: pytest.MonkeyPatch, factor: float | None
+    tmp_path: Path,
+    baseline: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    factor: float | None,
+    confirmation: dict[str, object] | None = None,
 ) -> tuple[int, FakeSuite, str, list[str]]:
     """An A/B `perf` whose tma_xtile_persistent code changed, its K = 512 case `factor` x the
     base's (None: 1 + its tolerance in the H200 noise file): (exit, suite, case, fake args)."""
@@ -198,7 +202,7 @@ def _ab_perf(
     code = {"tma_xtile_persistent": "sha256:new"}
     old = {"tma_xtile_persistent": "sha256:old"}
     step = {"seed": 70, "rounds": 200, "code": code, "ab": slow, "base_code": old}
-    suite = FakeSuite(step, {**step, "seed": 71, "ks": (512,)})
+    suite = FakeSuite(step, confirmation or {**step, "seed": 71, "ks": (512,)})
     code_, _ = perf(tmp_path, baseline, suite, ab="HEAD^1")
     return code_, suite, case, fake
 
@@ -233,6 +237,20 @@ def test_an_ab_suspect_is_measured_again_alone_with_its_base_partner(
     cases = tmp_path / ".perf" / "confirm-cases.txt"
     assert suite.calls[1][2] == [*fake, tols, f"--perf-cases-of={cases}", "--perf-soak=0"]
     assert cases.read_text() == f"{case}\n{case}@base\n"
+
+
+def test_a_confirmation_that_dies_is_2_named(
+    tmp_path: Path, baseline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A confirmation that exits 3 with no results is no acquittal of the AMBIGUOUS case it was
+    to decide: exit 2, the report and the log naming the confirmation (it ended PASS, exit 0)."""
+    died = {"no_results": True, "exit": 3}
+    code, suite, _, _ = _ab_perf(tmp_path, baseline, monkeypatch, None, died)
+    assert len(suite.calls) == 2
+    assert code == 2
+    report = (tmp_path / ".perf" / "report.md").read_text()
+    assert report.startswith("# tilegate: CANNOT JUDGE")
+    assert "confirmation 1 (confirm-1.json): the suite wrote no results (pytest exit 3" in report
 
 
 def test_the_host_hold_covers_twice_the_longest_enqueue_and_names_the_timer() -> None:
