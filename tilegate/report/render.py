@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.errors import EXIT_CANNOT_JUDGE
+from tilegate.harness.identity import UNKNOWN
 from tilegate.judge.ab import HOST_POLICY, UNSTABLE_TODO, ABCase, ABComparison, ABVerdict
 from tilegate.judge.autotune import TUNER_FLIP
 from tilegate.judge.baseline import DEFAULT_DIR, Baseline
@@ -533,6 +534,8 @@ def _ab_rows(cases: Sequence[Any]) -> list[Sequence[Any]]:
     rows: list[Sequence[Any]] = []
     for c in cases:
         code = {True: "changed", False: "same", None: "?"}[c.code_changed]
+        if UNKNOWN in (c.head.code_hash_kind, c.base.code_hash_kind):
+            code = "unknown (profiler unreadable)"  # never "same": judged on its time
         rows.append(
             (
                 f"`{c.key}`",
