@@ -155,6 +155,7 @@ def ab_noise(session: nox.Session) -> None:
 
 
 @nox.session(venv_backend="none", default=False)
+@_gate
 def upgrade_ab(session: nox.Session) -> None:
     """A Triton upgrade on this GPU: `-- --new DIR` (the new triton/ there), 3 processes a side."""
     _end(session, "upgrade_ab", _tilegate(session, "upgrade-ab", *session.posargs))
@@ -389,7 +390,7 @@ def fingerprint(session: nox.Session) -> None:
     """Compile every Triton variant for sm_90, sm_100 and sm_120 (no GPU) and gate its facts."""
     args, rest = _triton_args(session)
     bindir, version = _test_env(session, args.triton or "pinned")
-    code = _python(session, "-m", "tilegate.run.fingerprint", *rest, venv=bindir)
+    code = _python(session, "-m", "tilegate", "fingerprint", *rest, venv=bindir)
     verdict = _FINGERPRINT_VERDICT.get(code, "crashed")
     _exit(
         session,
@@ -416,7 +417,7 @@ def fingerprint_rebaseline(session: nox.Session) -> None:
     codes = {}
     for triton in versions:  # oldest first: a first recording diffs against the version before
         version = _kernels_env(session, "kernels", triton)
-        codes[version] = _python(session, "-m", "tilegate.run.fingerprint", "--record", *rest)
+        codes[version] = _python(session, "-m", "tilegate", "fingerprint", "--record", *rest)
     code = max(codes.values())
     _exit(
         session,
@@ -464,7 +465,7 @@ def upgrade(session: nox.Session) -> None:
     args, rest = parser.parse_known_args(session.posargs)
     old = _triton_version(session, args.old)
     new = _kernels_env(session, "kernels", args.version)
-    cmd = ["-m", "tilegate.run.fingerprint", "--upgrade-from", old, *rest]
+    cmd = ["-m", "tilegate", "fingerprint", "--upgrade-from", old, *rest]
     code = _python(session, *cmd, *(["--record"] if args.record else []))
     verdict = {
         0: "no pipelining fact changed",

@@ -145,7 +145,7 @@ CRASHES = {
         "--diff-out",
     ),
     "ab-noise": ("tilegate.judge.ab.build_noise", [str(RECORDED), "--check"], None),
-    "fingerprint": ("tilegate.run.fingerprint.check", ["--json-dir", "facts"], "--report"),
+    "fingerprint": ("tilegate.fingerprint.gate.check", ["--json-dir", "facts"], "--report"),
     "history": ("tilegate.history.cli._loaded", [], None),
 }
 

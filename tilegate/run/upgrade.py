@@ -159,7 +159,7 @@ def fingerprint_diff(new_path: Path, old_triton: str, out: Path) -> str | None:
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(new_path), str(HOME), env.get("PYTHONPATH")])
     )
-    cmd = [sys.executable, "-m", "tilegate.run.fingerprint", "--upgrade-from", old_triton]
+    cmd = [sys.executable, "-m", "tilegate", "fingerprint", "--upgrade-from", old_triton]
     proc = subprocess.run(
         [*cmd, "--quiet"], cwd=root, env=env, capture_output=True, text=True, check=False
     )
