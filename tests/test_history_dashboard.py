@@ -17,12 +17,17 @@ import pytest
 
 from tests._browser import BROWSERS, CHROMIUM_FLAGS
 from tests._synthetic_history import REAL_BASELINES, ROOT, STEP_AT, STEPPED
-from tilegate.history.cli import main
+from tilegate.cli import main as tilegate_main
 from tilegate.history.dashboard import unpack, write_dashboard
 from tilegate.history.store import open_store
 from tilegate.judge.crosstile import CrossTilePair
 
 REPO = "https://github.com/example/tilegate"
+
+
+def main(argv: list[str]) -> int:
+    """`tilegate history ARGV`."""
+    return tilegate_main(["history", *argv])
 
 
 def _packed(page: str, name: str) -> str:

@@ -146,7 +146,7 @@ CRASHES = {
     ),
     "ab-noise": ("tilegate.judge.ab.build_noise", [str(RECORDED), "--check"], None),
     "fingerprint": ("tilegate.fingerprint.gate.check", ["--json-dir", "facts"], "--report"),
-    "history": ("tilegate.history.cli._loaded", [], None),
+    "history": ("tilegate.commands.history._loaded", [], None),
 }
 
 
