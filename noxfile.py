@@ -7,7 +7,7 @@ virtualenv per Triton version, of the `test` dependency group (torch's CPU build
 the one they are asked for; `_test_env`): torch and Triton install once, not once per session.
 Other CPU sessions get their own virtualenv (`upgrade`: the `kernels` group with the Triton it
 is asked for). Each session is a few lines: the orchestration is `python -m tilegate ...`
-(tilegate/run/perf.py, tilegate/fingerprint/). The test sessions run pytest on every CPU core
+(tilegate/run/loop.py, tilegate/fingerprint/). The test sessions run pytest on every CPU core
 (pytest-xdist, `-n auto`; `-- -n 0` runs one process).
 
 Exit codes of `perf` (and of `tilegate`): 0 all holds, 1 regression or broken expectation,

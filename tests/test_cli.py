@@ -367,16 +367,16 @@ PROFILE_COMMANDS = {  # every command that takes --profile, with what it needs t
 def _no_gpu_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever would look for a GPU or run the suite fails the test."""
     import tilegate.harness.device
-    import tilegate.run.perf
+    import tilegate.run.loop
     import tilegate.run.upgrade
 
     def gpu_work(*_args: object, **_kwargs: object) -> None:
         pytest.fail("the profile is checked before any GPU work")
 
     monkeypatch.setattr(tilegate.harness.device, "gpu_info", gpu_work)
-    monkeypatch.setattr(tilegate.run.perf, "measure_runs", gpu_work)
-    monkeypatch.setattr(tilegate.run.perf, "run_suite", gpu_work)
-    monkeypatch.setattr(tilegate.run.perf.Perf, "run", gpu_work)
+    monkeypatch.setattr(tilegate.run.loop, "measure_runs", gpu_work)
+    monkeypatch.setattr(tilegate.run.loop, "run_suite", gpu_work)
+    monkeypatch.setattr(tilegate.run.loop.Perf, "run", gpu_work)
 
 
 @pytest.mark.parametrize("command", sorted(PROFILE_COMMANDS))
@@ -469,7 +469,7 @@ def test_the_profiles_are_the_configured_benchmarks(
     assert "'default' is not a profile of benchmark 'scale'" in err
     assert "its profiles: quick, smoke" in err
     # no --profile: the benchmark's default profile (quick here), never a name it lacks
-    import tilegate.run.perf
+    import tilegate.run.loop
 
     measured: list[str] = []
 
@@ -477,8 +477,8 @@ def test_the_profiles_are_the_configured_benchmarks(
         measured.append(profile)
         return [], "stopped here by the test"
 
-    monkeypatch.setattr(tilegate.run.perf, "gpu_slug", lambda: "nvidia-h200")
-    monkeypatch.setattr(tilegate.run.perf, "measure_runs", measure_runs)
+    monkeypatch.setattr(tilegate.run.loop, "gpu_slug", lambda: "nvidia-h200")
+    monkeypatch.setattr(tilegate.run.loop, "measure_runs", measure_runs)
     assert main(["rebaseline", "--measure", "3"]) == 2
     assert measured == ["quick"], capsys.readouterr().err
 
@@ -497,7 +497,7 @@ def test_ab_noise_also_measures_another_profile_and_pools_its_cases(
 ) -> None:
     """`ab-noise --measure 2 --also default=1`: the quick runs, then one default run, one noise
     file from all of them; the default-only cases, seen once, get the pooled tolerance."""
-    import tilegate.run.perf
+    import tilegate.run.loop
 
     monkeypatch.chdir(REPO)
     calls: list[tuple[int, str, str]] = []
@@ -512,9 +512,9 @@ def test_ab_noise_also_measures_another_profile_and_pools_its_cases(
         ]
         return made, None
 
-    monkeypatch.setattr(tilegate.run.perf, "measure_runs", measure_runs)
-    monkeypatch.setattr(tilegate.run.perf, "gpu_slug", lambda: "nvidia-h200")
-    monkeypatch.setattr(tilegate.run.perf, "ab_args", lambda ref, out: [])
+    monkeypatch.setattr(tilegate.run.loop, "measure_runs", measure_runs)
+    monkeypatch.setattr(tilegate.run.loop, "gpu_slug", lambda: "nvidia-h200")
+    monkeypatch.setattr(tilegate.run.loop, "ab_args", lambda ref, out: [])
     out = tmp_path / "noise.json"
     argv = ["ab-noise", "--measure", "3", "--also", "default=1", "--out", str(out)]
     assert main(argv) == 0, capsys.readouterr().err

@@ -13,7 +13,7 @@ from tilegate.cli import main as tilegate_main
 from tilegate.errors import InputError
 from tilegate.fingerprint.compile import FACT_KEYS, triton_version
 from tilegate.fingerprint.extract import parse_ttgir, ptxas_facts, ttgir_facts
-from tilegate.fingerprint.report import render
+from tilegate.fingerprint.reporting import render
 from tilegate.fingerprint.rules import DEFAULT_RULES, RuleReport, Subject, evaluate, load_rules
 from tilegate.fingerprint.store import Change, Entry, diff, fingerprint_path, load_fingerprints
 

@@ -1,4 +1,4 @@
-"""The perf loop (tilegate/run/perf.py) with a stand-in suite: what is measured again, and the exit code.
+"""The perf loop (tilegate/run/loop.py) with a stand-in suite: what is measured again, and the exit code.
 
 The stand-in writes recorded-style synthetic results (tests/_factories.py) instead of running
 pytest on a GPU, so the loop's decisions are tested here: suspects measured again before they
@@ -15,7 +15,7 @@ import pytest
 
 from tests._factories import bench, build_baseline, key, make_run, set_samples, write
 from tilegate.judge.baseline import save_baseline
-from tilegate.run.perf import Perf, measure_runs
+from tilegate.run.loop import Perf, measure_runs
 
 
 class FakeSuite:
@@ -193,7 +193,7 @@ def _ab_perf(
     from tilegate.judge.ab import load_noise
 
     fake = ["--perf-ab-base=/x", "--perf-ab-ref=HEAD^1", f"--perf-ab-sha={'b' * 40}"]
-    monkeypatch.setattr("tilegate.run.perf.ab_args", lambda ref, out: list(fake))
+    monkeypatch.setattr("tilegate.run.loop.ab_args", lambda ref, out: list(fake))
     case = key("tma_xtile_persistent", K=512)
     if factor is None:
         noise = load_noise(Path(__file__).resolve().parents[1] / "baselines/nvidia-h200.ab.json")
@@ -316,7 +316,7 @@ def test_an_unstable_case_is_measured_again_and_stays_exit_2(
     """UNSTABLE with no slower mode is exit 2 that more rounds may change: unlike any other
     exit 2, the loop measures it again (with its base partner), then judges all its runs."""
     fake = ["--perf-ab-base=/x", "--perf-ab-ref=HEAD^1", f"--perf-ab-sha={'b' * 40}"]
-    monkeypatch.setattr("tilegate.run.perf.ab_args", lambda ref, out: list(fake))
+    monkeypatch.setattr("tilegate.run.loop.ab_args", lambda ref, out: list(fake))
     case = key("tma_xtile_persistent", K=512)
     changed = {"code": {"tma_xtile_persistent": "sha256:new"}, "ab": {}}
     old = {"base_code": {"tma_xtile_persistent": "sha256:old"}}

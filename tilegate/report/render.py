@@ -32,7 +32,7 @@ from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison, Verdict
 from tilegate.markdown import listing, ms, p_value, pct, short_sha, table
 from tilegate.report.comment import DECIDING
-from tilegate.report.explain import why_section
+from tilegate.report.why import why_section
 
 _VERDICT_TEXT = {
     Verdict.REGRESSED: "**REGRESSED**",
