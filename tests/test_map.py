@@ -120,3 +120,16 @@ def test_every_tool_tilegate_key_shown_is_accepted() -> None:
         if k not in KEYS
     }
     assert sorted(unknown) == []
+
+
+def test_every_tool_says_who_runs_it() -> None:
+    """tools/ holds only what a user, CI or a documented GPU check runs: each entry has its row
+    in tools/README.md (a probe whose question is answered leaves, its figures in docs/)."""
+    readme = (ROOT / "tools" / "README.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"`([\w.-]+/?)`", readme))
+    entries = {
+        p.name + ("/" if p.is_dir() else "")
+        for p in (ROOT / "tools").iterdir()
+        if p.name != "README.md" and p.name != "__pycache__"
+    }
+    assert sorted(entries - listed) == []
