@@ -534,3 +534,21 @@ def test_ab_noise_also_measures_another_profile_and_pools_its_cases(
     assert "expected PROFILE=N" in capsys.readouterr().err
     assert main(["ab-noise", "--also", "default=1", str(out)]) == 2
     assert calls == []
+
+
+def test_gpu_prints_the_slug_or_says_there_is_none(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tilegate gpu --slug` (it was `python -m tilegate.harness.device`): the runner's label."""
+    import tilegate.harness.device
+
+    def none() -> None:
+        raise RuntimeError("no CUDA GPU visible")
+
+    monkeypatch.setattr(tilegate.harness.device, "gpu_info", none)
+    assert main(["gpu", "--slug"]) == 2
+    assert "cannot measure: no CUDA GPU visible" in capsys.readouterr().err
+    info = type("Info", (), {"slug": "nvidia-h200"})()
+    monkeypatch.setattr(tilegate.harness.device, "gpu_info", lambda: info)
+    assert main(["gpu", "--slug"]) == 0
+    assert capsys.readouterr().out == "nvidia-h200\n"

@@ -17,6 +17,7 @@ from tilegate.commands import (
     compare,
     explain,
     fingerprint,
+    gpu,
     history,
     init,
     perf,
@@ -28,7 +29,7 @@ from tilegate.commands._shared import Shared, dispatch, top_parser
 
 # in the order `tilegate --help` lists them
 COMMANDS = [compare, perf, baseline_diff, report, rebaseline, ab_noise, upgrade_ab, fingerprint]
-COMMANDS += [history, init, explain]
+COMMANDS += [history, init, explain, gpu]
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
