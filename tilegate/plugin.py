@@ -26,6 +26,7 @@ terminal table and its own `pytest-benchmark compare` all show GPU time per call
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -309,12 +310,9 @@ def _side_specs(config: pytest.Config) -> list[Any]:
         path_first=tuple(paths["head"]),
     )
     if where == "@head":
-        base = SideSpec(
-            "base",
-            here.root,
-            here.source,
-            here.protocol_dir,
-            here.registry,
+        base = dataclasses.replace(
+            head,
+            name="base",
             label=f"the base ({', '.join(paths['base']) or 'this environment'})",
             path_first=tuple(paths["base"]),
         )
