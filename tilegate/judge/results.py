@@ -18,6 +18,8 @@ from typing import Any, TypeGuard
 from tilegate.errors import InputError
 from tilegate.fileio import is_finite_number, is_finite_positive, read_json
 from tilegate.judge import stats
+from tilegate.judge.memory import Memory
+from tilegate.judge.memory import parse as parse_memory
 
 SMOKE_SLUG = "smoke"  # the "GPU" of a smoke run (CPU interpreter): no GPU facts exist
 _PRODUCE = "Produce results with `tilegate perf`; a file cut short or edited by hand: measure again"
@@ -132,6 +134,8 @@ class Environment:
     axes: tuple[str, ...] = ("dtype", "layout", "K")
     # what the run had to measure (tilegate.judge.coverage; None: an older tilegate's results)
     coverage: Mapping[str, Any] | None = None
+    memory_tolerance: str | None = "0"  # the protocol's (tilegate.judge.memory)
+    peaks: Mapping[str, float] | None = None  # the GPU's row of tilegate.peaks, if known
 
     @property
     def smoke(self) -> bool:
@@ -183,6 +187,8 @@ class Row:
     # by tilegate.harness.measure): this case on that config, as a row of its own (its
     # `autotune` the picks both sides ran); None: not re-timed
     pinned: Row | None = None
+    memory: Memory | None = None  # peak GPU memory of one call (tilegate.judge.memory)
+    work_dtype: str | None = None  # the precision of its declared FLOPs (tilegate.peaks)
 
 
 def param_order(params: Mapping[str, Any], axes: Sequence[str]) -> tuple[Any, ...]:
@@ -456,6 +462,8 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
             "expected cases (tilegate.judge.coverage); measure again with this tilegate"
         )
     return Environment(
+        memory_tolerance=tg.get("memory_tolerance", "0"),
+        peaks=MappingProxyType(_obj(tg.get("peaks"))) or None,
         coverage=cov,
         registry=tuple(registry) if registry is not None else None,
         renamed=MappingProxyType({str(k): tuple(v) for k, v in renamed.items()}),
@@ -630,6 +638,8 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
     if isinstance(pass_medians, list) and pass_medians and len(samples) % len(pass_medians) == 0:
         sweeps = len(pass_medians)
     row = Row(
+        memory=parse_memory(where, tg.get("memory")),
+        work_dtype=_opt_str(tg, "work_dtype"),
         autotune=tuple(MappingProxyType(dict(p)) for p in autotune),
         host_s=float(statistics.median(host)) if host else probe and float(probe),
         host_samples_s=tuple(float(h) for h in host) if host else None,

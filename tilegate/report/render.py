@@ -31,6 +31,7 @@ from tilegate.judge.outcome import Outcome
 from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison, Verdict
 from tilegate.markdown import listing, ms, p_value, pct, short_sha, table
+from tilegate.report import memory
 from tilegate.report.comment import DECIDING
 from tilegate.report.why import why_section
 
@@ -187,6 +188,7 @@ def _deciding_rows(judged: Judgement) -> list[_Row]:
                 "",
             )
         )
+    rows += memory.deciding_rows(judged)
     if (result.code == EXIT_CANNOT_JUDGE or result.smoke) and cmp is not None:
         for g in cmp.off_gpus:
             gpu = f"GPU {g.index}" + (f" ({g.serial})" if g.serial else "")
@@ -1166,6 +1168,7 @@ def render(
         out += _rows(cmp, judged.outcome)
     else:
         out += _rows_only(run, judged.order)
+    out += memory.section(judged)
     out += _warnings(run)
     if plots:
         out += ["## Plots", ""]

@@ -281,7 +281,8 @@
     for (let i = 0; i < nRuns(g); i++) if (c.v[i] !== null) (g.runs.dirty[i] ? dirty : cl).push(i);
     const x = (idx) => idx.map((i) => g.runs.when[i]);
     const y = (idx) => idx.map((i) => values(g, c, i, metric));
-    const hover = (idx) => idx.map((i) => runLabel(g, i) + "<br>" + VERDICT[c.verdict[i]][0] + "<br>" + ENV_KEYS.map((k) => k + " " + g.runs[k][i]).join(", "));
+    const measures = (i) => (c.mem && c.mem[i] != null ? "<br>peak memory of one call " + c.mem[i] + " MiB" : "") + (c.pct && c.pct[i] != null ? "<br>" + c.pct[i] + " % of the GPU's peak (its work's bound)" : "");
+    const hover = (idx) => idx.map((i) => runLabel(g, i) + "<br>" + VERDICT[c.verdict[i]][0] + measures(i) + "<br>" + ENV_KEYS.map((k) => k + " " + g.runs[k][i]).join(", "));
     const tag = state.all ? " " + g.slug : "";
     const out = [];
     if (own && metric !== "tflops") {
