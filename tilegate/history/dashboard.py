@@ -219,6 +219,7 @@ def _cps(points: Sequence[cpmod.ChangePoint], metric: str) -> list[dict[str, Any
             "before": _sig(cp.before * scale),
             "after": _sig(cp.after * scale),
             "env": list(cp.env_change),
+            "bisect": cp.bisect,
         }
         for cp in points
     ]

@@ -24,6 +24,7 @@ from tilegate.harness.identity import UNKNOWN
 from tilegate.judge.ab import HOST_POLICY, UNSTABLE_TODO, ABCase, ABComparison, ABVerdict
 from tilegate.judge.autotune import TUNER_FLIP
 from tilegate.judge.baseline import DEFAULT_DIR, Baseline
+from tilegate.judge.bisection import command
 from tilegate.judge.coverage import Coverage
 from tilegate.judge.crosstile import CrossTilePair, ExpectationResult, Status
 from tilegate.judge.gate import Judgement
@@ -283,6 +284,15 @@ def _bullet(out: list[str], title: str, items: Sequence[str], hint: str = "") ->
         out.append(f"- **{title}** ({len(items)}): {shown}" + (f". {hint}" if hint else ""))
 
 
+def _find_the_commit(cmp: Comparison, result: Outcome) -> list[str]:
+    """The `tilegate bisect` of a failed run's range: the regressed rows' baseline commit .. this."""
+    goods = {(r.base.measured if r.base else {}).get("commit") for r in result.regressions}
+    if len(goods) != 1 or None in goods or goods == {cmp.run.env.commit}:
+        return []
+    keys = [r.key for r in result.regressions if r.tolerance]
+    return [f"  Find the commit: `{command(str(goods.pop()), str(cmp.run.env.commit), keys)}`"]
+
+
 def _summary_failing(cmp: Comparison, result: Outcome) -> list[str]:
     """The summary's bullets of what fails, or would but for the base or the machine."""
     out: list[str] = []
@@ -297,6 +307,7 @@ def _summary_failing(cmp: Comparison, result: Outcome) -> list[str]:
         + (" in the confirmation runs too" if cmp.confirmations else "")
         + ", and not a shift the reference shared (docs/gate.md).",
     )
+    out += _find_the_commit(cmp, result) if out else []
     bullet(
         "Baseline rows of a variant that no longer exists",
         [f"`{r.key}`" for r in result.gone],
