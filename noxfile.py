@@ -380,7 +380,6 @@ def _triton_args(
 _FINGERPRINT_VERDICT = {
     0: "every rule holds, fingerprints unchanged",
     1: "rule broken or fingerprint changed",
-    2: "cannot judge",
 }
 
 
@@ -391,12 +390,8 @@ def fingerprint(session: nox.Session) -> None:
     args, rest = _triton_args(session)
     bindir, version = _test_env(session, args.triton or "pinned")
     code = _python(session, "-m", "tilegate", "fingerprint", *rest, venv=bindir)
-    verdict = _FINGERPRINT_VERDICT.get(code, "crashed")
-    _exit(
-        session,
-        code,
-        f"fingerprint (Triton {version}): {verdict} (exit {code}); report: {PERF / 'fingerprint.md'}",
-    )
+    what = f"fingerprint (Triton {version}; report: {PERF / 'fingerprint.md'})"
+    _end(session, what, code, _FINGERPRINT_VERDICT)
 
 
 @nox.session(default=False)
@@ -467,14 +462,7 @@ def upgrade(session: nox.Session) -> None:
     new = _kernels_env(session, "kernels", args.version)
     cmd = ["-m", "tilegate", "fingerprint", "--upgrade-from", old, *rest]
     code = _python(session, *cmd, *(["--record"] if args.record else []))
-    verdict = {
-        0: "no pipelining fact changed",
-        1: "a pipelining fact changed or a rule broke",
-        2: "cannot judge",
-    }.get(code, "crashed")
-    _exit(
-        session,
-        code,
-        f"upgrade Triton {old} -> {new}: {verdict} (exit {code}); report: {PERF / 'upgrade.md'}"
-        + ("" if args.record else "; nothing written under baselines/ (--record records)"),
-    )
+    written = "" if args.record else "; nothing written under baselines/ (--record records)"
+    what = f"upgrade Triton {old} -> {new} (report: {PERF / 'upgrade.md'}{written})"
+    meaning = {0: "no pipelining fact changed", 1: "a pipelining fact changed or a rule broke"}
+    _end(session, what, code, meaning)
