@@ -340,18 +340,18 @@ def _subcommands(parser: argparse.ArgumentParser) -> None:
         "results", nargs="+", help="results JSON files (pytest-benchmark, tilegate's keys)"
     )
     _adding(p)
-    p.set_defaults(func=_guarded(_cmd_add))
+    p.set_defaults(func=_cmd_add)
 
     p = sub.add_parser("import", help="append every tilegate results JSON under a directory")
     p.add_argument("directory", help="searched recursively for *.json")
     _adding(p)
-    p.set_defaults(func=_guarded(_cmd_import))
+    p.set_defaults(func=_cmd_import)
 
     p = sub.add_parser("list", help="the stored runs, as a markdown table")
     _common(p)
     p.add_argument("--gpu", help="only this GPU slug")
     p.add_argument("--last", type=int, default=0, metavar="N", help="only the latest N runs")
-    p.set_defaults(func=_guarded(_cmd_list))
+    p.set_defaults(func=_cmd_list)
 
     p = sub.add_parser("changepoints", help="change points per case, as markdown")
     _common(p)
@@ -368,7 +368,7 @@ def _subcommands(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="only the change points the most recently added run brought (the push job's summary)",
     )
-    p.set_defaults(func=_guarded(_cmd_changepoints))
+    p.set_defaults(func=_cmd_changepoints)
 
     p = sub.add_parser("dashboard", help="write the self-contained HTML page")
     _common(p)
@@ -386,23 +386,12 @@ def _subcommands(parser: argparse.ArgumentParser) -> None:
         help="tolerance bands for runs stored without verdicts come from DIR/<gpu-slug>.json (default: %(default)s)",
     )
     _repo_url(p)
-    p.set_defaults(func=_guarded(_cmd_dashboard))
+    p.set_defaults(func=_cmd_dashboard)
 
     p = sub.add_parser("prune", help="keep only the latest N runs of each GPU")
     _common(p)
     p.add_argument("--keep", type=int, required=True, metavar="N", help="runs to keep per GPU")
-    p.set_defaults(func=_guarded(_cmd_prune))
-
-
-def _guarded(fn: Any) -> Any:
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return int(fn(args))
-        except InputError as err:
-            _err(f"cannot do it: {err}")
-            return EXIT_CANNOT_JUDGE
-
-    return run
+    p.set_defaults(func=_cmd_prune)
 
 
 def add(sub: Any, shared: Shared) -> None:
