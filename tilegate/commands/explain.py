@@ -31,15 +31,10 @@ def add(sub: Any, shared: Shared) -> None:
             f"kernel its compile facts (at most {MAX_LINES} lines a case). Name cases to explain "
             "them whatever their verdict. Exit 0; 2 for a bad file or an unknown case."
         ),
+        parents=[shared.baselines],  # its <gpu-slug>.ab.json, for the verdicts
     )
     p.add_argument("results", metavar="RESULTS", help="a results JSON written by `tilegate perf`")
     p.add_argument("cases", nargs="*", metavar="CASE", help="case ids (default: the decided ones)")
-    p.add_argument(
-        "--baselines",
-        default="baselines",
-        metavar="DIR",
-        help="where the A/B noise file is, for the verdicts (default: baselines)",
-    )
     p.add_argument(
         "--out",
         metavar="DIR",
