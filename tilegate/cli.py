@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from tilegate.commands import (
     ab_noise,
     baseline_diff,
+    ci,
+    comment,
     compare,
     explain,
     fingerprint,
@@ -22,13 +24,14 @@ from tilegate.commands import (
     perf,
     rebaseline,
     report,
+    summary,
     upgrade_ab,
 )
 from tilegate.commands._shared import Shared, dispatch, top_parser
 
 # in the order `tilegate --help` lists them
 COMMANDS = [compare, perf, baseline_diff, report, rebaseline, ab_noise, upgrade_ab, fingerprint]
-COMMANDS += [history, init, explain]
+COMMANDS += [history, init, explain, ci, comment, summary]
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:

@@ -1147,7 +1147,7 @@ def render(
                 else f"Nothing to measure again (`{suspects_path}` is empty).",
                 "",
             ]
-    elif ab is None:
+    elif ab is None or judged.no_baseline:  # an A/B without a stored baseline: judged alone
         out += [f"Results `{run.path}`. {judged.no_baseline or ''}".rstrip(), ""]
     out += [*_environment(run, cmp.baseline if cmp else None), ""]
     out += _pairs(judged.pairs, cmp)
