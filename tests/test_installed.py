@@ -270,6 +270,14 @@ def test_pull_requests_of_an_init_repository_through_tilegate_ci(
     for case in ("triton_scale-fp32-n100", "triton_scale-fp32-n256"):
         assert f"`{case}` | variant gone: triton_scale is not in the registry" in report
 
+    # a push to main: `tilegate ci` without --base, its results added to the history store
+    _git(repo, "reset", "-q", "--hard", base)
+    store = tmp_path / "history.duckdb"
+    push = [str(site / "bin" / "tilegate"), "ci", "--history", str(store), "--", "--report-only"]
+    done = _sh([*push, *SMOKE], repo, _env(site))
+    assert done.returncode == 0 and store.is_file(), _said(done)
+    assert json.loads((repo / ".perf" / "gate.json").read_text()) == {"event": "push", "exit": 0}
+
 
 # --- a package that imports itself by name (issue 38): each side a checkout and a process ------
 

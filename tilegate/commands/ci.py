@@ -39,7 +39,7 @@ def add(sub: Any, shared: Shared) -> None:
         help="a maintainer reviewed the change of baselines/ (the label perf-baseline-change)",
     )
     p.add_argument("--profile", help="the profile to measure (default: the benchmark's)")
-    p.add_argument("--out-dir", default=str(PERF_DIR), metavar="DIR")
+    p.add_argument("--out-dir", default=str(PERF_DIR), metavar="DIR", help="(default: ROOT/.perf)")
     p.add_argument(
         "--via",
         choices=("python", "nox"),
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     perf_args = [*(["--profile", args.profile] if args.profile else []), *args.perf_args]
     return CI(
         repo=repo,
-        out=(out if out.is_absolute() else Path.cwd() / out).resolve(),
+        out=(repo / out).resolve(),  # relative: to the repository's root
         base=args.base,
         via=args.via,
         accept_gate_change=args.accept_gate_change,

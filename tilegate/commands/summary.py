@@ -33,21 +33,15 @@ def add(sub: Any, shared: Shared) -> None:
     p.set_defaults(func=run)
 
 
-def _read(path: Path | None) -> str:
-    try:
-        return path.read_text("utf-8", errors="replace") if path is not None else ""
-    except OSError:
-        return ""
-
-
 def run(args: argparse.Namespace) -> int:
     from tilegate.fileio import read_json
     from tilegate.report.summary import fleet_line, render
+    from tilegate.run.ci import read_text_or
 
     have = args.verdicts.is_file()
     record = read_json(args.verdicts, "verdicts.json") if have else {}
-    report = _read(args.verdicts.parent / "report.md") if have else ""
-    tail = "\n".join(_read(args.log).splitlines()[-40:])
+    report = read_text_or(args.verdicts.parent / "report.md") if have else ""
+    tail = "\n".join(read_text_or(args.log).splitlines()[-40:]) if args.log else ""
     text = render(
         record, report, head_sha=args.head_sha, runner=args.runner, artifact=args.artifact,
         log_tail=tail,

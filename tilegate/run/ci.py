@@ -1,20 +1,14 @@
 """`tilegate ci`: what CI runs. A pull request (`--base SHA`) is measured and judged by its BASE's
 gate; a push to main by the stored baseline (`--history STORE`: its results added to the store).
 
-A pull request, each step as gate_from_base.py did it before it moved into the wheel:
-1. A git worktree of the base; the pull request's source path (the BASE's [tool.tilegate] source)
-   copied over it from the work tree, nothing else.
-2. There, `tilegate perf --ab SHA --baselines-from SHA --baselines <PR>/baselines`: the base's
-   protocol measures both sides (each a checkout and a process), the base's baselines/ and A/B
-   noise file judge, the pull request's baselines/ is diffed against them (judge.integrity). In
-   tilegate's own repository the base's tilegate/ runs it (the worktree first on PYTHONPATH);
-   in any other the installed tilegate, with the base's protocol and baselines.
-3. A gate change (the diff touches what measures or judges outside the source: the protocol,
-   GATE_PATHS, PYPROJECT_PARTS of pyproject.toml): the head's gate judges too (`compare` of the
-   same results with the pull request's code; a full run where the base's could not judge), both
-   verdicts are shown, the base's decides where it judged, and without --accept-gate-change the
-   pull request fails.
-Out dir: report.md, verdicts.json (with the `ci` facts), gate.json, comment.md, summary.md.
+A pull request: a git worktree of the base, the pull request's source (the BASE's [tool.tilegate]
+source) copied over it, and there `tilegate perf --ab SHA --baselines-from SHA`: the base's
+protocol measures both sides, the base's baselines/ and noise file judge (tilegate's own
+repository: the base's tilegate/ too, the worktree first on PYTHONPATH; any other: the installed
+tilegate). A gate change (the protocol, GATE_PATHS, PYPROJECT_PARTS): the head's gate judges too,
+both verdicts are shown, the base's decides where it judged, and without --accept-gate-change
+the pull request fails. Out dir: report.md, verdicts.json (with the decision under `ci`),
+gate.json, comment.md, summary.md.
 """
 
 from __future__ import annotations
@@ -26,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,12 +65,12 @@ def _part(data: Any, keys: Sequence[str]) -> Any:
     return data
 
 
-def config_of(text: str, where: str) -> Config:
-    """[tool.tilegate] of a pyproject.toml text (InputError naming `where` if it has none)."""
+def config_of(text: str, where: str, root: Path = Path(".")) -> Config:
+    """[tool.tilegate] of a pyproject.toml text in `root` (InputError naming `where`)."""
     table = _part(_toml_of(text, where), ("tool", "tilegate"))
     if not isinstance(table, dict):
         raise InputError(f"{where} has no [tool.tilegate] table: the gate needs its source")
-    return parse(table, Path(where))
+    return replace(parse(table, Path(where)), root=root.resolve())
 
 
 def _inside(path: str, prefix: str) -> bool:
@@ -302,14 +296,12 @@ class CI:
     def push(self) -> int:
         """`tilegate perf` against the stored baseline; with a history store, the results added."""
         perf = perf_command(self.via, self.repo, ["--out-dir", str(self.out), *self.perf_args])
-        code, results = (
-            run_logged(perf, self.repo, self.out / "perf.log"),
-            self.out / "results.json",
-        )
+        code = run_logged(perf, self.repo, self.out / "perf.log")
+        results = self.out / "results.json"
         if self.history is not None and results.is_file():
-            baselines = self.head_config().baselines_dir
-            add = f"history add {results} --store {self.history} --baselines {baselines}".split()
-            add = [sys.executable, "-m", "tilegate", *add, "--skip-existing"]
+            add = [sys.executable, "-m", "tilegate", "history", "add", str(results), "--store"]
+            add += [str(self.history), "--baselines", str(self.head_config().baselines_dir)]
+            add.append("--skip-existing")
             if run_logged(add, self.repo, self.out / "history.log") != EXIT_OK:
                 log("the results could not be added to the history store (history.log)")
                 return EXIT_CANNOT_JUDGE
@@ -319,8 +311,8 @@ class CI:
         repo, out = self.repo, self.out
         sha, cfg, changes = self._resolve(ref)
         changed, acked = bool(changes), self.accept_gate_change
-        perf_args = f"--ab {sha} --baselines-from {sha} --baselines".split()
-        perf_args += [str(self.head_config().baselines_dir)]
+        perf_args = ["--ab", sha, "--baselines-from", sha]
+        perf_args += ["--baselines", str(self.head_config().baselines_dir)]
         perf_args += ["--accept-baseline-change"] * self.accept_baseline_change
         perf_args += self.perf_args
         report, results = out / "report.md", out / "results.json"
@@ -369,7 +361,8 @@ class CI:
         return final, facts
 
     def head_config(self) -> Config:
-        return config_of(read_text_or(self.repo / "pyproject.toml"), "this pull request")
+        text = read_text_or(self.repo / "pyproject.toml")
+        return config_of(text, "this pull request", self.repo)
 
     def _resolve(self, ref: str) -> tuple[str, Config, list[str]]:
         """The base's commit (an ancestor of HEAD, else InputError naming the fix), its
@@ -447,7 +440,7 @@ class CI:
 
 
 def read_text_or(path: Path) -> str:
-    return path.read_text(encoding="utf-8") if path.is_file() else ""
+    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
 
 
 def _remove_worktree(repo: Path, tree: Path) -> None:
