@@ -225,7 +225,7 @@ def test_pull_requests_of_an_init_repository_through_tilegate_ci(
     code, report, said = _gate(site, repo, base)
     assert code == 0, said
     assert "all measured, every declared expectation checked" in report
-    assert "No baseline for smoke" in report  # judged on the A/B alone, and it says so
+    assert "No stored baseline for `smoke`: judged on the A/B alone." in report
     # the footer names only what this repository has: no tilegate/ of its own
     assert f"gate (`{base[:12]}`: the installed tilegate (" in report, report[-600:]
     assert (

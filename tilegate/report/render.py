@@ -1147,8 +1147,10 @@ def render(
                 else f"Nothing to measure again (`{suspects_path}` is empty).",
                 "",
             ]
-    elif ab is None or judged.no_baseline:  # an A/B without a stored baseline: judged alone
+    elif ab is None:
         out += [f"Results `{run.path}`. {judged.no_baseline or ''}".rstrip(), ""]
+    elif judged.no_baseline:
+        out += [f"No stored baseline for `{run.env.gpu.slug}`: judged on the A/B alone.", ""]
     out += [*_environment(run, cmp.baseline if cmp else None), ""]
     out += _pairs(judged.pairs, cmp)
     if cmp is not None:
