@@ -65,7 +65,7 @@ def _part(data: Any, keys: Sequence[str]) -> Any:
     return data
 
 
-def config_of(text: str, where: str, root: Path = Path(".")) -> Config:
+def config_of(text: str, where: str, root: Path = Path()) -> Config:
     """[tool.tilegate] of a pyproject.toml text in `root` (InputError naming `where`)."""
     table = _part(_toml_of(text, where), ("tool", "tilegate"))
     if not isinstance(table, dict):
