@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from tilegate.commands import (
     ab_noise,
     baseline_diff,
+    bisect,
     ci,
     comment,
     compare,
@@ -31,7 +32,7 @@ from tilegate.commands._shared import Shared, dispatch, top_parser
 
 # in the order `tilegate --help` lists them
 COMMANDS = [compare, perf, baseline_diff, report, rebaseline, ab_noise, upgrade_ab, fingerprint]
-COMMANDS += [history, init, explain, ci, comment, summary]
+COMMANDS += [history, init, explain, bisect, ci, comment, summary]
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:

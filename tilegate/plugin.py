@@ -36,6 +36,7 @@ import pytest
 
 from tilegate import __version__
 from tilegate.cases import BASE_SUFFIX, Case, build_cases, parse_value, select_variants
+from tilegate.declare import HOST_PROCS
 from tilegate.harness.inject import apply_injections
 
 CASES = pytest.StashKey[list[Case]]()
@@ -731,6 +732,9 @@ class PerfRun:
             ab_tolerances=self._ab_tolerances(config),
             compile_threads=_compile_threads(config),
             sides=self.sides or None,
+            host_procs=profile.host_procs
+            if profile.host_procs is not None
+            else HOST_PROCS * (not self.smoke),
         )
         self._done = 0
 
@@ -867,11 +871,24 @@ class PerfRun:
                 else {}
             ),
             "gpu": self.gpu.as_json() if self.gpu else None,
+            "memory_tolerance": self.benchmark.memory_tolerance,  # tilegate.judge.memory
+            **self.peaks(),
             "software": self.software,
             "state": state,
             "warnings": self.measurer.warnings_seen(),
             "coverage": self.coverage(),
         }
+
+    def peaks(self) -> dict[str, Any]:
+        """machine_info.tilegate.peaks: the GPU's row of tilegate.peaks ([tool.tilegate] peaks
+        over the table's), absent where none is known."""
+        from tilegate import config as tg_config
+        from tilegate.peaks import lookup
+
+        if self.gpu is None:
+            return {}
+        row = lookup(self.gpu.slug, tg_config.find(self.config.stash.get(WHERE, None)).peaks)
+        return {"peaks": row} if row else {}
 
     def coverage(self) -> dict[str, Any]:
         """machine_info.tilegate.coverage: what the run must measure, and each case it skipped

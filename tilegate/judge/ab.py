@@ -72,7 +72,7 @@ import numpy as np
 from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_json, is_finite_number, read_json
-from tilegate.judge import autotune, stats
+from tilegate.judge import autotune, hostprocs, stats
 from tilegate.judge.modes import Mode, find_modes
 from tilegate.judge.policy import TolerancePolicy
 from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, row_order
@@ -251,9 +251,11 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
             pair = _pairs(run, key)
             if pair is not None:
                 per_key.setdefault(key, []).append(float(np.median(_per_round(run, *pair))))
-                hosts = _on_host(pair[0], pair[1])
-                if hosts is not None:
+                # two processes: the host verdict's unit is a pair of worker processes
+                hosts, ratio = _on_host(pair[0], pair[1]), hostprocs.run_ratio(*pair)
+                if ratio is None and hosts is not None:
                     ratio = float(np.median(_per_round(run, *hosts)))
+                if ratio is not None:
                     per_key.setdefault(host_key(key), []).append(ratio)
     noise_of = {
         key: stats.rms_upper_bound([r - 1.0 for r in ratios], policy.noise_confidence)
@@ -461,7 +463,7 @@ class ABCase:
         rows = [r for r in (self.head, self.base) if r is not None]
         if all(r.host_bound is None for r in rows):
             return None
-        return any(r.host_bound for r in rows)
+        return any(r.host_bound and not r.syncs_inside for r in rows)  # a sync: wall time
 
     @property
     def variant(self) -> str:
@@ -792,7 +794,8 @@ def judge_bound(
         if len(hosts) == len(pairs)
         else None
     )
-    if not _host_bound(pairs) or len(hosts) != len(pairs) or apart:
+    procs = hostprocs.judge(key, pairs, *tolerance(host_key(key)), HOST_POLICY) if apart else None
+    if procs is None and (not _host_bound(pairs) or len(hosts) != len(pairs) or apart):
         judged = judge_case(key, pairs, *tolerance(key), policy)
         judged = replace(judged, host_ratio=host_ratio)
         host_tol, _ = tolerance(host_key(key))
@@ -816,15 +819,19 @@ def judge_bound(
                 "host-bound, but not held (its first warm-up read it GPU-bound): its GPU time "
                 "is the rate of its launches more than its kernels' time"
             )
+        said = (hostprocs.waits_inside(pairs) if host_bound else None) or said
         return replace(judged, note="; ".join(filter(None, [judged.note, said])))
-    judged = judge_case(key, hosts, *tolerance(host_key(key)), HOST_POLICY)
+    judged = procs or judge_case(key, hosts, *tolerance(host_key(key)), HOST_POLICY)
     on_gpu = judge_case(key, pairs, *tolerance(key), policy)
+    if procs is not None and on_gpu.verdict not in _TIMED:  # the same code: the GPU's word
+        return replace(on_gpu, host_ratio=procs.ratio, note=f"{on_gpu.note}; {procs.note}")
     _, head, base = pairs[0]
     gpu_sides = [_aligned(run, h, b) for run, h, b in pairs]
     gpu_ratio = float(np.median(np.concatenate([h / b for h, b in gpu_sides])))
     bound = (
-        f"host-bound (host {head.host_s * 1e3 if head.host_s else 0:.4g} ms >= GPU "
-        f"{head.median_s * 1e3:.4g} ms per call)"
+        f"host-bound (host {head.host_s * 1e3:.4g} ms >= GPU {head.median_s * 1e3:.4g} ms per call)"
+        if head.host_s
+        else "host-bound (the interpreter's calls are all host time)"
     )
     if on_gpu.fails and not judged.fails:
         # its kernels slower beyond the GPU tolerance: they bound the call once slow enough
@@ -839,8 +846,8 @@ def judge_bound(
         return replace(
             on_gpu, host_ratio=judged.ratio, note="; ".join(filter(None, [said, on_gpu.note]))
         )
-    said = (
-        f"{bound}: judged on the host time; GPU {gpu_ratio - 1:+.1%}, judged too: not found slower"
+    said = f"{bound}: judged on the host time; GPU {gpu_ratio - 1:+.1%}, judged too: " + (
+        "slower too" if on_gpu.fails else "not found slower"
     )
     return replace(
         judged,

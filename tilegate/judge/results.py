@@ -18,6 +18,8 @@ from typing import Any, TypeGuard
 from tilegate.errors import InputError
 from tilegate.fileio import is_finite_number, is_finite_positive, read_json
 from tilegate.judge import stats
+from tilegate.judge.memory import Memory
+from tilegate.judge.memory import parse as parse_memory
 
 SMOKE_SLUG = "smoke"  # the "GPU" of a smoke run (CPU interpreter): no GPU facts exist
 _PRODUCE = "Produce results with `tilegate perf`; a file cut short or edited by hand: measure again"
@@ -132,6 +134,8 @@ class Environment:
     axes: tuple[str, ...] = ("dtype", "layout", "K")
     # what the run had to measure (tilegate.judge.coverage; None: an older tilegate's results)
     coverage: Mapping[str, Any] | None = None
+    memory_tolerance: str | None = "0"  # the protocol's (tilegate.judge.memory)
+    peaks: Mapping[str, float] | None = None  # the GPU's row of tilegate.peaks, if known
 
     @property
     def smoke(self) -> bool:
@@ -179,10 +183,18 @@ class Row:
     host_samples_s: tuple[float, ...] | None = None
     host_bound: bool | None = None
     held: bool = False
+    # a host-bound case of a two-process A/B (tilegate.harness.hostworkers): its host seconds
+    # per call in each fresh worker process (pair order), the first worker's profile (function,
+    # cumulative seconds per call), whether its call waits on the GPU inside
+    host_procs_s: tuple[float, ...] | None = None
+    host_profile: tuple[tuple[str, float], ...] = ()
+    syncs_inside: bool | None = None
     # a tuner flip re-timed with both sides on one config (extra_info.tilegate.pinned, written
     # by tilegate.harness.measure): this case on that config, as a row of its own (its
     # `autotune` the picks both sides ran); None: not re-timed
     pinned: Row | None = None
+    memory: Memory | None = None  # peak GPU memory of one call (tilegate.judge.memory)
+    work_dtype: str | None = None  # the precision of its declared FLOPs (tilegate.peaks)
 
 
 def param_order(params: Mapping[str, Any], axes: Sequence[str]) -> tuple[Any, ...]:
@@ -456,6 +468,8 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
             "expected cases (tilegate.judge.coverage); measure again with this tilegate"
         )
     return Environment(
+        memory_tolerance=tg.get("memory_tolerance", "0"),
+        peaks=MappingProxyType(_obj(tg.get("peaks"))) or None,
         coverage=cov,
         registry=tuple(registry) if registry is not None else None,
         renamed=MappingProxyType({str(k): tuple(v) for k, v in renamed.items()}),
@@ -574,7 +588,7 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
         raise InputError(
             f"{where}: extra_info.tilegate.side is {side!r}; expected 'head' or 'base'"
         )
-    code = {k: tg.get(k) for k in ("code_hash", "code_hash_kind")}
+    code: dict[str, Any] = {k: tg.get(k) for k in ("code_hash", "code_hash_kind")}
     for k, v in code.items():
         if v is not None and (not isinstance(v, str) or not v):
             raise InputError(f"{where}: extra_info.tilegate.{k} is {v!r}; expected a string")
@@ -630,11 +644,14 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
     if isinstance(pass_medians, list) and pass_medians and len(samples) % len(pass_medians) == 0:
         sweeps = len(pass_medians)
     row = Row(
+        memory=parse_memory(where, tg.get("memory")),
+        work_dtype=_opt_str(tg, "work_dtype"),
         autotune=tuple(MappingProxyType(dict(p)) for p in autotune),
         host_s=float(statistics.median(host)) if host else probe and float(probe),
         host_samples_s=tuple(float(h) for h in host) if host else None,
         host_bound=bool(tg["host_bound"]) if isinstance(tg.get("host_bound"), bool) else None,
         held=tg.get("held") is True,
+        **_host_procs(where, tg),
         timed_in=timed_in,
         budget_stopped=stopped,
         sweeps=sweeps,
@@ -676,6 +693,27 @@ def _parse_row(path: Path, index: int, bench: Any) -> Row:
             ratio_to_twin=None,
         ),
     )
+
+
+def _host_procs(where: str, tg: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A row's host times over worker processes (tilegate.harness.hostworkers), checked."""
+    procs, prof = tg.get("host_procs_s"), tg.get("host_profile", [])
+    procs_ok = procs is None or (isinstance(procs, list) and all(map(is_finite_positive, procs)))
+    if not procs_ok or not isinstance(prof, list) or not all(_pair(p) for p in prof):
+        raise InputError(
+            f"{where}: extra_info.tilegate.host_procs_s / host_profile are {procs!r} / {prof!r}; "
+            "expected host seconds per worker process, [function, seconds] pairs; re-run the suite"
+        )
+    out: dict[str, Any] = {
+        "host_procs_s": tuple(map(float, procs)) if procs else None,
+        "host_profile": tuple((n, float(t)) for n, t in prof),
+        "syncs_inside": tg["syncs_inside"] if isinstance(tg.get("syncs_inside"), bool) else None,
+    }
+    return out
+
+
+def _pair(p: Any) -> bool:
+    return isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and _is_number(p[1])
 
 
 def _parse_pinned(

@@ -69,7 +69,7 @@ def _suite(
     env = dict(os.environ)
     first = [str(pythonpath)] if pythonpath else []
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [*first, str(HOME), env.get("PYTHONPATH")]))
-    if interpreter(profile):
+    if env.get("TRITON_INTERPRET") != "1" and interpreter(profile):  # set: no protocol loaded
         env["TRITON_INTERPRET"] = "1"
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
