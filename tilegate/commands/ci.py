@@ -47,7 +47,6 @@ def add(sub: Any, shared: Shared) -> None:
         help="python: `python -m tilegate perf`; nox: the tree's tools/gpu-nox.sh, else `nox -s perf`",
     )
     p.add_argument("--history", type=Path, metavar="STORE", help="a push: add the results here")
-    p.add_argument("--work", type=Path, metavar="DIR", help="where the base's worktree goes")
     p.add_argument("perf_args", nargs="*", help="after --: `tilegate perf`'s options")
     p.set_defaults(func=run)
 
@@ -70,7 +69,6 @@ def run(args: argparse.Namespace) -> int:
         accept_baseline_change=args.accept_baseline_change,
         perf_args=[a for a in perf_args if a != "--"],
         history=args.history.resolve() if args.history else None,
-        work=args.work.resolve() if args.work else None,
     ).run()
 
 

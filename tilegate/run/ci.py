@@ -275,7 +275,6 @@ class CI:
     accept_baseline_change: bool = False
     perf_args: Sequence[str] = ()
     history: Path | None = None
-    work: Path | None = None
 
     def run(self) -> int:
         self.out.mkdir(parents=True, exist_ok=True)
@@ -397,9 +396,8 @@ class CI:
                 f"this pull request has no {cfg.source}/ (the base's [tool.tilegate] source): "
                 "nothing of it to measure"
             )
-        work = self.work or Path(tempfile.mkdtemp(prefix="tilegate-ci-"))
+        work = Path(tempfile.mkdtemp(prefix="tilegate-ci-"))
         tree = work / "base"
-        _remove_worktree(repo, tree)
         git(repo, "worktree", "add", "--detach", "--quiet", str(tree), sha)
         try:
             shutil.rmtree(tree / cfg.source, ignore_errors=True)
@@ -410,8 +408,7 @@ class CI:
             return run_logged(cmd, tree, self.out / "gate-base.log"), who
         finally:
             _remove_worktree(repo, tree)
-            if self.work is None:
-                shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(work, ignore_errors=True)
 
     def _head_gate(
         self, sha: str, base_judged: bool, perf_args: list[str]
@@ -444,8 +441,6 @@ def read_text_or(path: Path) -> str:
 
 
 def _remove_worktree(repo: Path, tree: Path) -> None:
-    if not tree.exists():
-        return
     git(repo, "worktree", "remove", "--force", str(tree), check=False)
     shutil.rmtree(tree, ignore_errors=True)
     git(repo, "worktree", "prune", check=False)
