@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Pull requests judged on a GPU machine exactly the way perf.yml judges them: the work tree is
 # committed as the base, each step commits one change on top of it (the pull request), and the
-# BASE's copy of tools/ci/gate_from_base.py runs with `--base HEAD^1 --via nox` (nox from the
+# BASE's `tilegate ci` (its tilegate/) runs with `--base HEAD^1 --via nox` (nox from the
 # runner's own python3 through tools/gpu-nox.sh; TILEGATE_WHEELHOUSE for a runner without PyPI),
 # confirmation as shipped. Each step's exit code, wall time, headline and deciding lines go to
 # OUTDIR/summary.txt, its report / results / gate.json to OUTDIR/<step>.*.
@@ -37,13 +37,13 @@ step() {  # step NAME [tilegate perf options...]: commit the work tree as the PR
   local name=$1; shift; local t0 rc dir gate cache
   while [ -e "$out/$name.log" ]; do name="$name+"; done
   git -c user.name=gpu -c user.email=gpu@localhost commit -q --allow-empty -am "pr: $name"
-  dir=$(mktemp -d); gate=$(mktemp)
-  git show HEAD^1:tools/ci/gate_from_base.py > "$gate"  # the base's copy, as perf.yml runs it
+  dir=$(mktemp -d); gate=$(mktemp -d)
+  git archive HEAD^1 tilegate | tar -x -C "$gate"  # the base's tilegate/, as perf.yml runs it
   cache=${TRITON_CACHE_DIR:-}
   if [ -n "${COLD:-}" ]; then cache=$(mktemp -d); fi
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086
-  env ${cache:+TRITON_CACHE_DIR=$cache} python3 "$gate" --base HEAD^1 --via nox --out-dir "$dir" \
+  env ${cache:+TRITON_CACHE_DIR=$cache} PYTHONPATH="$gate" python3 -m tilegate ci --base HEAD^1 --via nox --out-dir "$dir" \
     -- --no-plots "$@" ${EXTRA:-} 2>&1 | stamp > "$out/$name.log"
   rc=${PIPESTATUS[0]}
   printf '%-12s exit %s %6.1f s  %s\n' "$name" "$rc" "$(python3 -c "import time;print(time.time()-$t0)")" \

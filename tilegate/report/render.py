@@ -1172,6 +1172,8 @@ def render(
             ]
     elif ab is None:
         out += [f"Results `{run.path}`. {judged.no_baseline or ''}".rstrip(), ""]
+    elif judged.no_baseline:
+        out += [f"No stored baseline for `{run.env.gpu.slug}`: judged on the A/B alone.", ""]
     out += [*_environment(run, cmp.baseline if cmp else None), ""]
     out += _pairs(judged.pairs, cmp)
     if cmp is not None:
