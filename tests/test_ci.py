@@ -1,4 +1,4 @@
-"""`tilegate ci` (tilegate.run.ci): a pull request's kernels measured and judged by its base's gate.
+"""`tilegate ci` (tilegate.run.ci_gate): a pull request's kernels measured and judged by its base's gate.
 
 A temp git repository holds this repository's gate (tilegate/, kernels/, baselines/, pyproject.toml,
 noxfile.py) as the base commit and a head commit on top. Under the interpreter the timings mean
@@ -145,7 +145,7 @@ def test_a_gate_change_leads_the_report_fails_unacknowledged_and_the_base_decide
 
 
 def test_what_changes_the_gate() -> None:
-    from tilegate.run import ci
+    from tilegate.run import ci_gate as ci
 
     cfg = ci.config_of('[tool.tilegate]\nsource = "kernels"\n', "the base")
     base = '[tool.tilegate]\nsource = "kernels"\n[project]\nversion = "1"\ndependencies = ["a"]\n'
@@ -181,7 +181,7 @@ def test_what_changes_the_gate() -> None:
 
 
 def test_a_base_gate_that_wrote_no_report_is_exit_2_never_1(tmp_path: Path) -> None:
-    from tilegate.run.ci import judged
+    from tilegate.run.ci_gate import judged
 
     report, results = tmp_path / "report.md", tmp_path / "results.json"
     assert not judged(1, report, results)  # nox's 1 for a failed session: no report

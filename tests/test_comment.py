@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from tilegate.cli import main
-from tilegate.report import comment
-from tilegate.report.comment import MARKER, Response
+from tilegate.report import pr_comment as comment
+from tilegate.report.pr_comment import MARKER, Response
 
 FIXTURE = json.loads(
     (Path(__file__).parent / "fixtures" / "github" / "sticky-comment.json").read_text()
@@ -138,7 +138,7 @@ def test_comment_and_summary_render_verdicts_json(
 ) -> None:
     """`tilegate comment` (comment.md, and with --pr the comment.json `post` reads) and
     `tilegate summary` render verdicts.json; `tilegate ci`'s decision there wins."""
-    from tilegate.report.comment import read_summary, verdict
+    from tilegate.report.pr_comment import read_summary, verdict
 
     verdicts = _judged(tmp_path)
     (verdicts.parent / "report.md").write_text("# something else entirely\n")  # not read

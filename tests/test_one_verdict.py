@@ -16,7 +16,7 @@ import pytest
 from tests._factories import key, results_file
 from tilegate.cli import main
 from tilegate.judge.gate import VERDICTS, judge
-from tilegate.report.comment import read_summary, write_summary
+from tilegate.report.pr_comment import read_summary, write_summary
 from tilegate.run.gate import gate
 
 SHA = "0123456789abcdef0123456789abcdef01234567"

@@ -1,6 +1,6 @@
 """`tilegate ci`: what CI runs. A pull request (`--base SHA`): measured and judged by its base's
 gate (protocol, baselines, in tilegate's own repository its tilegate/); a push: the stored
-baseline, optionally the history (tilegate.run.ci)."""
+baseline, optionally the history (tilegate.run.ci_gate)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def add(sub: Any, shared: Shared) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tilegate.run.ci import CI
+    from tilegate.run.ci_gate import CI
 
     top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True)
     if top.returncode != 0:

@@ -1,6 +1,6 @@
 """`tilegate comment`: the pull request's comment from verdicts.json (comment.md, and with --pr
 the comment.json a `workflow_run` job posts); `tilegate comment post`: create or edit the one
-sticky comment (tilegate.report.comment)."""
+sticky comment (tilegate.report.pr_comment)."""
 
 from __future__ import annotations
 
@@ -42,24 +42,24 @@ def add(sub: Any, shared: Shared) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tilegate.fileio import atomic_write_text, read_json
-    from tilegate.report import comment
-    from tilegate.run.ci import gpu_of
+    from tilegate.report import pr_comment
+    from tilegate.run.ci_gate import gpu_of
 
     if args.post:
         return _post(args)
     record = read_json(args.verdicts, "verdicts.json")
     out, gpu = args.verdicts.parent / "comment.md", args.gpu or gpu_of(args.verdicts.parent)
-    atomic_write_text(out, comment.render(record, head_sha=args.head_sha, gpu=gpu))
+    atomic_write_text(out, pr_comment.render(record, head_sha=args.head_sha, gpu=gpu))
     if args.pr is not None:
         where = out.with_name("comment.json")
-        comment.write_summary(where, record, pr=args.pr, head_sha=args.head_sha, gpu=gpu)
+        pr_comment.write_summary(where, record, pr=args.pr, head_sha=args.head_sha, gpu=gpu)
         out = where
     print(f"wrote {out}")
     return EXIT_OK
 
 
 def _post(args: argparse.Namespace) -> int:
-    from tilegate.report.comment import GitHub, post, read_summary
+    from tilegate.report.pr_comment import GitHub, post, read_summary
 
     token = os.environ.get("GITHUB_TOKEN", "")
     if not token:

@@ -1,5 +1,5 @@
 """`tilegate summary`: the CI job's summary from verdicts.json and the report beside it
-(tilegate.report.summary), appended to --out ($GITHUB_STEP_SUMMARY) or printed."""
+(tilegate.report.job_summary), appended to --out ($GITHUB_STEP_SUMMARY) or printed."""
 
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ def add(sub: Any, shared: Shared) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tilegate.fileio import read_json
-    from tilegate.report.summary import fleet_line, render
-    from tilegate.run.ci import read_text_or
+    from tilegate.report.job_summary import fleet_line, render
+    from tilegate.run.ci_gate import read_text_or
 
     have = args.verdicts.is_file()
     record = read_json(args.verdicts, "verdicts.json") if have else {}

@@ -33,7 +33,7 @@ from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison, Verdict
 from tilegate.markdown import listing, ms, p_value, pct, short_sha, table
 from tilegate.report import memory
-from tilegate.report.comment import DECIDING
+from tilegate.report.pr_comment import DECIDING
 from tilegate.report.why import why_section
 
 _VERDICT_TEXT = {

@@ -27,7 +27,7 @@ from tilegate.judge.integrity import Integrity
 from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison
 from tilegate.report.cannot_judge import cannot_judge_report
-from tilegate.report.comment import deciding_section
+from tilegate.report.pr_comment import deciding_section
 from tilegate.report.render import render
 
 

@@ -448,8 +448,8 @@ def _remove_worktree(repo: Path, tree: Path) -> None:
 
 def outputs(out: Path, facts: dict[str, Any], head_sha: str) -> None:
     """verdicts.json with the `ci` facts (the decision), then comment.md and summary.md from it."""
-    from tilegate.report.comment import render as comment
-    from tilegate.report.summary import render as summary
+    from tilegate.report.job_summary import render as summary
+    from tilegate.report.pr_comment import render as comment
 
     path = out / VERDICTS
     record = read_json(path, VERDICTS) if path.is_file() else {"verdicts": {}}

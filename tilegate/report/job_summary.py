@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tilegate.report.comment import decision
+from tilegate.report.pr_comment import decision
 
 MAX_REPORT = 900_000  # characters of the report in the summary (GitHub keeps at most 1 MiB)
 MARK = {0: "✅", 1: "❌"}  # the exit code's mark before the headline; anything else: ⚠️
