@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tilegate.cli import main
-from tilegate.run.perf import Perf
+from tilegate.run.loop import Perf
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -111,7 +111,7 @@ def test_an_ab_base_whose_kernels_fail_to_import_is_named_with_its_error(
 
 def test_a_suite_failure_quotes_its_error_not_the_smoke_banner(tmp_path: Path) -> None:
     # issue 48: "the suite wrote no results" quoted "tilegate: SMOKE mode ..." as the cause
-    from tilegate.run.perf import suite_failure
+    from tilegate.run.loop import suite_failure
 
     log = tmp_path / "results.log"
     log.write_text(

@@ -11,7 +11,7 @@ from tests._factories import H200_NT_MS, key, load_run
 from tilegate.errors import InputError
 from tilegate.judge.baseline import SCHEMA_VERSION, Bound, Expectation, load_baseline, save_baseline
 from tilegate.judge.policy import Policy, Tolerances, load_tolerances
-from tilegate.judge.rebaseline import rebaseline
+from tilegate.judge.rebaselining import rebaseline
 from tilegate.judge.results import load_results
 
 FIXTURES = Path(__file__).parent / "fixtures"

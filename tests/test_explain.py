@@ -22,7 +22,7 @@ from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK
 from tilegate.explain.diff import MAX_LINES, Side, decided, explain_cases, explain_pair
 from tilegate.fingerprint import record
 from tilegate.harness.identity import capture, identity
-from tilegate.report.comment import deciding_section
+from tilegate.report.pr_comment import deciding_section
 from tilegate.run.gate import gate
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -337,8 +337,8 @@ def test_explain_says_one_verdict_a_case_named_or_not(tmp_path: Path) -> None:
     stored row gave (REGRESSED): `explain RESULTS` and `explain RESULTS CASE` say the same."""
     import hashlib
 
+    from tilegate.commands.explain import explain_command
     from tilegate.judge.gate import VERDICTS, VERDICTS_SCHEMA
-    from tilegate.report.explain import explain_command
 
     results = tmp_path / "results.json"
     shutil.copy(AB_FIXTURE, results)

@@ -18,10 +18,10 @@ from tilegate.errors import InputError
 from tilegate.judge.baseline import save_baseline
 from tilegate.judge.gate import judge
 from tilegate.judge.policy import Tolerances
-from tilegate.judge.rebaseline import rebaseline
+from tilegate.judge.rebaselining import rebaseline
 from tilegate.judge.results import load_results
 from tilegate.peaks import lookup, percent
-from tilegate.report.comment import DECIDING
+from tilegate.report.pr_comment import DECIDING
 from tilegate.run.gate import gate
 
 MiB = 2**20

@@ -15,21 +15,25 @@ from tilegate.commands import (
     ab_noise,
     baseline_diff,
     bisect,
+    ci,
+    comment,
     compare,
     explain,
     fingerprint,
+    gpu,
     history,
     init,
     perf,
     rebaseline,
     report,
+    summary,
     upgrade_ab,
 )
 from tilegate.commands._shared import Shared, dispatch, top_parser
 
 # in the order `tilegate --help` lists them
 COMMANDS = [compare, perf, baseline_diff, report, rebaseline, ab_noise, upgrade_ab, fingerprint]
-COMMANDS += [history, init, explain, bisect]
+COMMANDS += [history, init, explain, bisect, ci, comment, summary, gpu]
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:

@@ -65,7 +65,7 @@ def add(sub: Any, shared: Shared) -> None:
 def _measured(args: argparse.Namespace) -> tuple[list[str], Path | None, int | None]:
     """`--measure N`: run the suite N times first; (results files, default --out, exit code)."""
     from tilegate.judge.results import SMOKE_SLUG
-    from tilegate.run.perf import gpu_slug, measure_runs
+    from tilegate.run.loop import gpu_slug, measure_runs
     from tilegate.run.profiles import interpreter
 
     if args.results:
@@ -86,7 +86,7 @@ def _measured(args: argparse.Namespace) -> tuple[list[str], Path | None, int | N
 
 
 def run(args: argparse.Namespace) -> int:
-    from tilegate.judge.rebaseline import finish, rebaseline
+    from tilegate.judge.rebaselining import finish, rebaseline
 
     try:
         results, out = list(args.results), Path(args.out) if args.out else None

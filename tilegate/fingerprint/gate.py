@@ -21,7 +21,7 @@ from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_json, atomic_write_text
 from tilegate.warnlog import Warned
 
-from . import report as report_mod
+from . import reporting as report_mod
 from .compile import DEFAULT_CACHE_DIR, Target, compile_many, default_jobs, triton_version
 from .rules import DEFAULT_RULES, RuleReport, RuleSet, Subject, evaluate, load_rules
 from .store import (

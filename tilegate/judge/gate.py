@@ -7,7 +7,7 @@ report's first line, the PR comment's, the job summary's and `tilegate explain`'
 words everywhere), the integrity, the coverage and the confirmations. Every renderer renders it
 and decides nothing (tilegate.report). A problem it
 cannot judge is an InputError naming the file and what to do. tilegate.run.gate writes the report
-(tilegate.report.gate renders it), the plots and the suspects, and turns an InputError into exit 2.
+(tilegate.report.render renders it), the plots and the suspects, and turns an InputError into exit 2.
 """
 
 from __future__ import annotations

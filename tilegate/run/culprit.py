@@ -267,7 +267,7 @@ class Bisect:
         from tilegate.harness.sides import SIDE_FAILURE_FILE
         from tilegate.judge.ab import compare_ab, load_noise, noise_path
         from tilegate.judge.results import load_results
-        from tilegate.run.perf import run_suite, suite_failure
+        from tilegate.run.loop import run_suite, suite_failure
 
         n, cases = len(self.state["steps"]) + 1, self.state.get("moved") or self.state["cases"]
         where = self.out / "steps" / f"{n:02d}-{kind}-{head[:12]}"
