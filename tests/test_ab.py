@@ -30,12 +30,10 @@ from tilegate.judge.ab import (
     build_noise,
     compare_ab,
     judge_case,
-    load_noise,
-    save_noise,
 )
 from tilegate.judge.outcome import outcome
-from tilegate.judge.results import load_results
 from tilegate.judge.verdict import Verdict, compare
+from tilegate.store.files import load_noise, load_results, save_noise
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -727,8 +725,8 @@ def test_a_confirmation_measures_again_only_what_can_fail(tmp_path: Path) -> Non
     suspects file (what the confirmation run measures, whole groups) leaves it out, and keeps
     the changed case slower than the stored baseline (round 7's default A/B: two unchanged
     K = 4096 rows, power-capped, cost a confirmation of their group)."""
-    from tilegate.judge.baseline import save_baseline
     from tilegate.run.gate import gate
+    from tilegate.store.files import save_baseline
 
     save_baseline(tmp_path / "nvidia-h200.json", build_baseline(tmp_path, code={}))
     drift, changed = key("tiled", K=4096), key("grouped", K=128)

@@ -34,7 +34,7 @@ from tilegate.harness.identity import capture, identity
 from tilegate.judge import autotune
 from tilegate.judge.ab import ABVerdict, build_noise, compare_ab, host_key
 from tilegate.judge.outcome import outcome
-from tilegate.judge.results import load_results
+from tilegate.store.files import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 

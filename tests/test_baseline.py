@@ -9,10 +9,10 @@ import pytest
 
 from tests._factories import H200_NT_MS, key, load_run
 from tilegate.errors import InputError
-from tilegate.judge.baseline import SCHEMA_VERSION, Bound, Expectation, load_baseline, save_baseline
-from tilegate.judge.policy import Policy, Tolerances, load_tolerances
+from tilegate.judge.baseline import SCHEMA_VERSION, Bound, Expectation
+from tilegate.judge.policy import Policy, Tolerances
 from tilegate.judge.rebaseline import rebaseline
-from tilegate.judge.results import load_results
+from tilegate.store.files import load_baseline, load_results, load_tolerances, save_baseline
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO_TOLERANCES = Path(__file__).parents[1] / "baselines" / "tolerances.toml"

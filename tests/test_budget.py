@@ -356,7 +356,7 @@ def _write_and_judge(tmp_path, cases, res) -> None:
     import json
 
     from tilegate.judge.ab import ABVerdict, compare_ab
-    from tilegate.judge.results import load_results
+    from tilegate.store.files import load_results
 
     bench = []
     for c in cases:

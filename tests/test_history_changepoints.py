@@ -11,7 +11,7 @@ import pytest
 from tests._synthetic_history import STEP_AT, STEPPED, commit_id
 from tilegate.history.changepoints import Method, change_points, detect, markdown, new_since
 from tilegate.history.cli import main
-from tilegate.history.store import open_store
+from tilegate.store.historydb import open_store
 
 
 def test_a_3_percent_step_is_found_at_its_commit_and_nowhere_else(

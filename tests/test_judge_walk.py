@@ -121,7 +121,7 @@ def test_the_tracer_counts_a_renderer_that_decides_again(tmp_path: Path) -> None
     case enters it per case; the judge calling its own modules does not count."""
     from tilegate.judge import confirm
     from tilegate.judge.ab import compare_ab
-    from tilegate.judge.results import load_results
+    from tilegate.store.files import load_results
 
     run = load_results(FIXTURES / "synthetic-ab-explain-h200.json")
     with entries() as counts:

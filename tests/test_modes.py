@@ -20,7 +20,7 @@ from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL
 from tilegate.judge.ab import ABComparison, ABPolicy, ABVerdict, judge_case
 from tilegate.judge.modes import SPLIT_MIN, find_modes, units
 from tilegate.judge.outcome import outcome
-from tilegate.judge.results import load_results
+from tilegate.store.files import load_results
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASE = key("tma_xtile_persistent", K=512)

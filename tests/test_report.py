@@ -7,12 +7,11 @@ from pathlib import Path
 import pytest
 
 from tests._factories import load_run
-from tilegate.judge.baseline import load_baseline
 from tilegate.judge.crosstile import Status
 from tilegate.judge.gate import judgement
-from tilegate.judge.results import load_results
 from tilegate.judge.verdict import Verdict, compare
 from tilegate.report.render import render
+from tilegate.store.files import load_baseline, load_results
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

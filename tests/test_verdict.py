@@ -14,8 +14,8 @@ from tilegate.judge.baseline import Baseline, BaselineRow
 from tilegate.judge.crosstile import CrossTilePair, Status, crosstile_pairs
 from tilegate.judge.outcome import outcome
 from tilegate.judge.policy import Policy
-from tilegate.judge.results import load_results
 from tilegate.judge.verdict import Verdict, compare, judge_row
+from tilegate.store.files import load_results
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEEDS = range(10)
@@ -239,7 +239,7 @@ def test_families_and_crossover() -> None:
 
 
 def load_baseline_fixture() -> Baseline:
-    from tilegate.judge.baseline import load_baseline
+    from tilegate.store.files import load_baseline
 
     return load_baseline(FIXTURES / "synthetic-baselines" / "nvidia-h200.json")
 

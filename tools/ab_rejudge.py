@@ -45,9 +45,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tilegate.judge.ab import Noise, build_noise, compare_ab, load_noise
+from tilegate.judge.ab import Noise, build_noise, compare_ab
 from tilegate.judge.confirm import beyond_doubt
-from tilegate.judge.results import Run, load_results
+from tilegate.judge.results import Run
+from tilegate.store.files import load_noise, load_results
 
 
 def blind(run: Run, slowdown: float = 0.0) -> Run:

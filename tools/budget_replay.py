@@ -31,8 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tilegate.cases import BASE_SUFFIX
 from tilegate.harness.budget import GroupBudget, summarize, summary_line, tolerances_from_noise
-from tilegate.judge.ab import load_noise
-from tilegate.judge.results import load_results
+from tilegate.store.files import load_noise, load_results
 
 
 def replay(run_path: Path, effects: dict[str, float], noise_path: Path | None, seed: int) -> int:

@@ -105,7 +105,7 @@ for spec in "$@"; do
       if python3 - /tmp/gate-wsab/results.json >> "$summary" <<'PY'
 import sys
 from tilegate.judge.ab import compare_ab
-from tilegate.judge.results import load_results
+from tilegate.store.files import load_results
 ws = [c for c in compare_ab(load_results(sys.argv[1]), None).cases if c.variant == "tma_ws_persistent"]
 for c in ws:
     print(f"    {c.key}: 256x128x64 / 128x256x64 = {c.ratio:.4f} (99 % {c.ci[0]:.4f}..{c.ci[1]:.4f})")

@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tilegate.judge.ab import compare_ab, load_noise, noise_path
-from tilegate.judge.baseline import baseline_path, load_baseline
-from tilegate.judge.results import load_results
+from tilegate.judge.ab import compare_ab
+from tilegate.judge.baseline import baseline_path
 from tilegate.judge.verdict import compare
+from tilegate.store.files import load_baseline, load_noise, load_results, noise_path
 
 
 def main(perf: Path, baselines: Path = Path("baselines")) -> int:

@@ -19,17 +19,18 @@ from typing import Any
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.fileio import read_json
 from tilegate.history import changepoints as cpmod
-from tilegate.history.store import (
+from tilegate.history.verdicts import baseline_for, judge, read_verdicts
+from tilegate.judge.results import Run
+from tilegate.markdown import short_sha
+from tilegate.run.crash import guarded
+from tilegate.store.files import load_results
+from tilegate.store.historydb import (
     DEFAULT_LOCK_TIMEOUT_S,
     DEFAULT_STORE,
     Judged,
     Links,
     open_store,
 )
-from tilegate.history.verdicts import baseline_for, judge, read_verdicts
-from tilegate.judge.results import Run, load_results
-from tilegate.markdown import short_sha
-from tilegate.run.crash import guarded
 
 DEFAULT_DASHBOARD = Path(".perf/dashboard.html")
 

@@ -71,7 +71,7 @@ import numpy as np
 
 from tilegate import __version__
 from tilegate.errors import InputError
-from tilegate.fileio import atomic_write_json, is_finite_number, read_json
+from tilegate.fileio import is_finite_number
 from tilegate.judge import autotune, stats
 from tilegate.judge.modes import Mode, find_modes
 from tilegate.judge.policy import TolerancePolicy
@@ -87,10 +87,6 @@ HOST = "#host"  # a noise row of a case's host time: "<case id>#host"
 
 def host_key(key: str) -> str:
     return f"{key}{HOST}"
-
-
-def noise_path(slug: str, directory: str | Path = Path("baselines")) -> Path:
-    return Path(directory) / f"{slug}.ab.json"
 
 
 @dataclass(frozen=True)
@@ -312,33 +308,30 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
     return Noise(out, MappingProxyType(gpu), MappingProxyType(provenance), policy, rows)
 
 
-def save_noise(noise: Noise) -> None:
-    atomic_write_json(
-        noise.path,
-        {
-            "schema": NOISE_SCHEMA,
-            "gpu": dict(noise.gpu),
-            "provenance": dict(noise.provenance),
-            "policy": noise.policy.as_json(),
-            "rows": {
-                k: {
-                    "run_ratios": [round(r, 5) for r in row.run_ratios],
-                    "spread": round(row.spread, 5),
-                    "noise": round(row.noise, 5),
-                    "tolerance": round(row.tolerance, 4),
-                    "source": row.source,
-                }
-                for k, row in noise.rows.items()
-            },
+def noise_json(noise: Noise) -> dict[str, Any]:
+    """The noise file's JSON (tilegate.store.files writes it)."""
+    return {
+        "schema": NOISE_SCHEMA,
+        "gpu": dict(noise.gpu),
+        "provenance": dict(noise.provenance),
+        "policy": noise.policy.as_json(),
+        "rows": {
+            k: {
+                "run_ratios": [round(r, 5) for r in row.run_ratios],
+                "spread": round(row.spread, 5),
+                "noise": round(row.noise, 5),
+                "tolerance": round(row.tolerance, 4),
+                "source": row.source,
+            }
+            for k, row in noise.rows.items()
         },
-        inline_scalar_lists=True,
-    )
+    }
 
 
-def load_noise(path: Path) -> Noise:
-    """Read and validate a noise file; InputError naming the file (and row) on any problem."""
+def parse_noise(data: Any, path: Path) -> Noise:
+    """Validate a noise file's JSON (read by tilegate.store.files); InputError naming the file
+    (and row) on any problem."""
     where = f"A/B noise file {path}"
-    data = read_json(path, "A/B noise file")
     if not isinstance(data, dict) or data.get("schema") != NOISE_SCHEMA:
         raise InputError(
             f"{where} is not a tilegate A/B noise file (schema {NOISE_SCHEMA}); "

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.errors import InputError
-from tilegate.fileio import is_finite_number, read_text
+from tilegate.fileio import is_finite_number
 from tilegate.judge import stats
 
 
@@ -156,29 +156,8 @@ class Tolerances:
         return tol.value, source, tol.too_noisy
 
 
-def load_tolerances(path: str | Path | None, *, required: bool = True) -> Tolerances:
-    """Read tolerances.toml; without a file (and not required) the built-in policy applies."""
-    if path is None:
-        return Tolerances()
-    p = Path(path)
-    if not p.exists():
-        if required:
-            raise InputError(f"tolerances file {p} does not exist")
-        return Tolerances()
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        try:
-            import tomli as tomllib  # type: ignore[no-redef]
-        except ModuleNotFoundError as err:
-            raise InputError(f"reading {p} needs Python >= 3.11 or the `tomli` package") from err
-    text = read_text(p, "tolerances file")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise InputError(
-            f"tolerances file {p} is not valid TOML: {err}; restore it from git or fix it"
-        ) from err
+def parse_tolerances(data: Mapping[str, Any], p: Path) -> Tolerances:
+    """Validate tolerances.toml's tables (read by tilegate.store.files.load_tolerances)."""
     unknown = sorted(set(data) - {"policy", "override"})
     if unknown:
         raise InputError(

@@ -27,7 +27,6 @@ from tilegate.judge.baseline import (
     Expectation,
     baseline_path,
     expectation_id,
-    save_baseline,
 )
 from tilegate.judge.policy import Policy, Tolerances
 from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, row_order
@@ -625,9 +624,10 @@ def finish(
     accept_slower: bool,
     tolerances_missing: Path | None = None,
 ) -> tuple[int, list[str]]:
-    """Write the new baseline unless refused (or `write` is False); return the exit code and text.
+    """The exit code and text of a rebaseline; the caller writes `plan.baseline` to `out` when
+    the code is 0 and `write` (tilegate.store.files.save_baseline).
 
-    Exit 1 (nothing written) when the runs are slower than the old baseline allows and
+    Exit 1 (nothing to write) when the runs are slower than the old baseline allows and
     `accept_slower` is not given: a rebaseline must not hide a regression.
     """
     text = list(plan.lines)
@@ -654,7 +654,6 @@ def finish(
     if code == EXIT_OK and not write:
         text += ["", f"--check: {out} not written."]
     elif code == EXIT_OK:
-        save_baseline(out, plan.baseline)
         then = (
             "A smoke baseline proves the pipeline: do not commit it."
             if plan.baseline.mode == "smoke"

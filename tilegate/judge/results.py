@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Any, TypeGuard
 
 from tilegate.errors import InputError
-from tilegate.fileio import is_finite_number, is_finite_positive, read_json
+from tilegate.fileio import is_finite_number, is_finite_positive
 from tilegate.judge import stats
 
 SMOKE_SLUG = "smoke"  # the "GPU" of a smoke run (CPU interpreter): no GPU facts exist
@@ -836,22 +836,9 @@ def _checked_ratios(
     return out
 
 
-def load_results(path: str | Path) -> Run:
-    """Read and validate one results file; raise InputError naming the file and row on any problem."""
-    p = Path(path)
-    if not p.exists() and not p.is_symlink():
-        raise InputError(
-            f"results file {p} does not exist. `tilegate perf` writes one: "
-            ".perf/results.json (`--out-dir DIR`: DIR/results.json); measure first, or give that path"
-        )
-    if p.is_file() and p.stat().st_size == 0:
-        raise InputError(
-            f"results file {p} is empty (0 bytes): the run that wrote it did not finish (a suite "
-            "that dies leaves one with pytest-benchmark 5.2.3); its log says why. Measure again"
-        )
-    data = read_json(
-        p, "results file", allow_nan=True, remedy="measure again (`tilegate perf` writes it)"
-    )
+def parse_results(data: Any, p: Path) -> Run:
+    """Validate one results file's JSON (read by tilegate.store.files.load_results); raise
+    InputError naming the file and row on any problem."""
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
         raise InputError(
             f"results file {p} is not pytest-benchmark JSON (no 'benchmarks' list). {_PRODUCE}"

@@ -36,9 +36,9 @@ from tilegate.fingerprint.gate import (
     upgrade,
 )
 from tilegate.fingerprint.rules import DEFAULT_RULES
-from tilegate.fingerprint.store import DEFAULT_DIR
 from tilegate.run.crash import crash_reason, guarded, save_traceback
 from tilegate.run.profiles import add_profile_argument, check_profile, profile_names, wants_help
+from tilegate.store.fingerprints import DEFAULT_DIR
 
 
 def add_arguments(parser: argparse.ArgumentParser, profiles: Sequence[str] | None = None) -> None:

@@ -22,12 +22,13 @@ from tilegate.explain.diff import decided, explain_judgement
 from tilegate.explain.diff import write as write_explanations
 from tilegate.fileio import atomic_write_json, atomic_write_text
 from tilegate.judge.ab import ABComparison
-from tilegate.judge.gate import VERDICTS, Judgement, judge
+from tilegate.judge.gate import VERDICTS, Judgement
 from tilegate.judge.integrity import Integrity
 from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison
 from tilegate.report.cannot_judge import cannot_judge_report
 from tilegate.report.render import render
+from tilegate.store.files import judge_files
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def gate(
     to measure again (`Judgement.suspects`) to `suspects_path`, one a line.
     """
     try:
-        judged = judge(
+        judged = judge_files(
             results,
             baseline,
             confirmations,

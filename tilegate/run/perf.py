@@ -278,7 +278,7 @@ class Perf:
         if slug is None:
             return self._fail("no GPU here")
         if self.baselines_from is not None:
-            from tilegate.judge.integrity import check_pull_request
+            from tilegate.store.files import check_pull_request
 
             self.integrity = check_pull_request(
                 self.baselines_from,
@@ -381,8 +381,7 @@ class Perf:
     def _check_inputs(self, baseline: Path) -> None:
         """The stored inputs read and validated before anything is measured (InputError naming
         the file): the baseline and the tolerances beside it."""
-        from tilegate.judge.baseline import load_baseline
-        from tilegate.judge.policy import load_tolerances
+        from tilegate.store.files import load_baseline, load_tolerances
 
         if baseline.exists():
             load_baseline(baseline)
@@ -493,7 +492,7 @@ def ab_tolerances(slug: str, baselines_dir: Path, out_dir: Path) -> Path:
     """The A/B noise file's per-case tolerances as the suite's stopping rule reads them
     (tilegate.harness.budget): the same tolerances the verdict will apply."""
     from tilegate.harness.budget import save_tolerances, tolerances_from_noise
-    from tilegate.judge.ab import load_noise, noise_path
+    from tilegate.store.files import load_noise, noise_path
 
     noise_file = noise_path(slug, baselines_dir)
     noise = load_noise(noise_file) if noise_file.exists() else None
