@@ -22,17 +22,12 @@ from tilegate.harness.identity import capture, identity
 from tilegate.harness.sides import SideFailure, SideSpec, start
 from tilegate.harness.timing import round_order
 from tilegate.judge import stats
-from tilegate.judge.ab import (
-    MIN_NOISE_RUNS,
-    POOLED,
-    ABPolicy,
-    ABVerdict,
-    build_noise,
-    compare_ab,
-    judge_case,
-)
+from tilegate.judge.abcase import judge_case
+from tilegate.judge.abcompare import compare_ab
+from tilegate.judge.abnoise import MIN_NOISE_RUNS, POOLED, ABPolicy, build_noise
 from tilegate.judge.outcome import outcome
 from tilegate.judge.verdict import Verdict, compare
+from tilegate.judge.vocabulary import ABVerdict
 from tilegate.store.files import load_noise, load_results, save_noise
 
 REPO = Path(__file__).resolve().parents[1]
@@ -366,7 +361,7 @@ def test_a_change_the_size_of_its_tolerance_is_decided_by_its_median_at_the_cap(
     assert beyond.verdict is ABVerdict.SLOWER and beyond.by_median, beyond
     assert "reached the cap" in beyond.note and "beyond the tolerance" in beyond.note
     # the report's deciding cases (and so the PR comment) say how it was decided
-    from tilegate.judge.ab import ABComparison
+    from tilegate.judge.abcompare import ABComparison
     from tilegate.judge.gate import judgement
     from tilegate.report.render import _deciding
 

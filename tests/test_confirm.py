@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests._factories import build_baseline, key, load_run
-from tilegate.judge.ab import ABVerdict, compare_ab
+from tilegate.judge.abcompare import compare_ab
 from tilegate.judge.confirm import (
     BEYOND_DOUBT_P,
     BEYOND_DOUBT_TOLERANCES,
@@ -21,6 +21,7 @@ from tilegate.judge.confirm import (
     confirmation_cases,
 )
 from tilegate.judge.verdict import Verdict, compare
+from tilegate.judge.vocabulary import ABVerdict
 from tilegate.store.files import load_baseline, load_noise, save_baseline
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,9 +20,10 @@ from _factories import build_baseline, key, make_run, write
 
 from tilegate.errors import InputError
 from tilegate.harness.base import paired_base, registry_facts, renames
-from tilegate.judge.ab import ABVerdict, compare_ab
+from tilegate.judge.abcompare import compare_ab
 from tilegate.judge.outcome import outcome
 from tilegate.judge.verdict import Verdict, compare
+from tilegate.judge.vocabulary import ABVerdict
 from tilegate.run.gate import gate
 from tilegate.store.files import check_consistent, check_pull_request, diff_dirs, load_results
 

@@ -120,13 +120,13 @@ def test_the_tracer_counts_a_renderer_that_decides_again(tmp_path: Path) -> None
     """The counter itself: a function outside the judge calling a judge module's function per
     case enters it per case; the judge calling its own modules does not count."""
     from tilegate.judge import confirm
-    from tilegate.judge.ab import compare_ab
+    from tilegate.judge.abcompare import compare_ab
     from tilegate.store.files import load_results
 
     run = load_results(FIXTURES / "synthetic-ab-explain-h200.json")
     with entries() as counts:
-        cmp = compare_ab(run, None)  # ab.py calls stats.py, results.py: the judge's own walk
+        cmp = compare_ab(run, None)  # abcompare.py calls abcase.py, results.py: the judge's own walk
         for case in cmp.cases:
             confirm.beyond_doubt(case)
-    assert counts["ab.py:compare_ab"] == 1 and counts["results.py:row_order"] == 0
+    assert counts["abcompare.py:compare_ab"] == 1 and counts["results.py:row_order"] == 0
     assert counts["confirm.py:beyond_doubt"] == len(cmp.cases) > 2

@@ -48,7 +48,7 @@ GRAPH = {name: _imports(name) for name in MODULES}
 
 
 def _layer(name: str) -> str:
-    """tilegate.judge.ab -> judge; tilegate.cli -> cli; tilegate -> tilegate."""
+    """tilegate.judge.abcase -> judge; tilegate.cli -> cli; tilegate -> tilegate."""
     return name.split(".")[1] if "." in name else name
 
 

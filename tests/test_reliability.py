@@ -144,7 +144,7 @@ CRASHES = {
         [str(RECORDED), "--out", "b.json"],
         "--diff-out",
     ),
-    "ab-noise": ("tilegate.judge.ab.build_noise", [str(RECORDED), "--check"], None),
+    "ab-noise": ("tilegate.judge.abnoise.build_noise", [str(RECORDED), "--check"], None),
     "fingerprint": ("tilegate.run.fingerprint.check", ["--json-dir", "facts"], "--report"),
     "history": ("tilegate.history.cli._loaded", [], None),
 }

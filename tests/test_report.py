@@ -241,7 +241,7 @@ def deciding_table(text: str) -> list[str]:
 
 def aa_report(tmp_path: Path) -> tuple[str, object]:
     from tests._factories import make_run, write
-    from tilegate.judge.ab import compare_ab
+    from tilegate.judge.abcompare import compare_ab
 
     # A/A: the head is the base (the same code hashes on both sides, every ratio 1 + noise)
     run = load_results(write(tmp_path / "aa.json", make_run(seed=41, rounds=60, ab={}, code={})))
@@ -291,7 +291,7 @@ def test_a_stored_run_that_holds_reads_in_one_screen_with_the_not_measured_folde
 
 def test_a_failing_run_leads_with_exactly_its_deciding_cases(tmp_path: Path) -> None:
     from tests._factories import key, make_run, write
-    from tilegate.judge.ab import compare_ab
+    from tilegate.judge.abcompare import compare_ab
     from tilegate.judge.outcome import outcome
 
     slow = key("tma_xtile_persistent", K=512)

@@ -104,7 +104,7 @@ for spec in "$@"; do
       step wsab --confirm-runs 0
       if python3 - /tmp/gate-wsab/results.json >> "$summary" <<'PY'
 import sys
-from tilegate.judge.ab import compare_ab
+from tilegate.judge.abcompare import compare_ab
 from tilegate.store.files import load_results
 ws = [c for c in compare_ab(load_results(sys.argv[1]), None).cases if c.variant == "tma_ws_persistent"]
 for c in ws:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tilegate.judge.ab import compare_ab
+from tilegate.judge.abcompare import compare_ab
 from tilegate.judge.baseline import baseline_path
 from tilegate.judge.verdict import compare
 from tilegate.store.files import load_baseline, load_noise, load_results, noise_path

@@ -47,7 +47,7 @@ def _profile_count(spec: str) -> tuple[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tilegate.judge.ab import build_noise
+    from tilegate.judge.abnoise import build_noise
     from tilegate.report.noise import render
     from tilegate.store.files import noise_path, save_noise
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.errors import EXIT_FAIL, EXIT_OK
-from tilegate.judge.ab import ABComparison, Noise, compare_ab
+from tilegate.judge.abcompare import ABComparison, compare_ab
+from tilegate.judge.abnoise import Noise
 from tilegate.judge.baseline import Baseline
 from tilegate.judge.confirm import beyond_doubt
 from tilegate.judge.coverage import Coverage, of_run

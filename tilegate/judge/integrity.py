@@ -26,7 +26,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
-from tilegate.judge.ab import ABPolicy, Noise
+from tilegate.judge.abnoise import ABPolicy, Noise
 from tilegate.judge.baseline import Baseline, BaselineRow
 from tilegate.judge.policy import Policy, Tolerances
 

@@ -22,7 +22,7 @@ from tilegate.judge import stats
 @dataclass(frozen=True)
 class TolerancePolicy:
     """The one shape of every tolerance of the gate: the stored baseline's (`Policy`, noise = the
-    drift of the run medians) and the A/B's (`tilegate.judge.ab.ABPolicy`, noise = the A/A
+    drift of the run medians) and the A/B's (`tilegate.judge.abnoise.ABPolicy`, noise = the A/A
     spread of the run ratios; an upgrade's too): tolerance = clamp(multiple x noise, floor,
     ceiling), and a change must also be significant at alpha."""
 

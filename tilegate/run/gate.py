@@ -21,7 +21,7 @@ from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
 from tilegate.explain.diff import decided, explain_judgement
 from tilegate.explain.diff import write as write_explanations
 from tilegate.fileio import atomic_write_json, atomic_write_text
-from tilegate.judge.ab import ABComparison
+from tilegate.judge.abcompare import ABComparison
 from tilegate.judge.gate import VERDICTS, Judgement
 from tilegate.judge.integrity import Integrity
 from tilegate.judge.results import Run

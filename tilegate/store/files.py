@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_json, read_json, read_text
-from tilegate.judge.ab import Noise, noise_json, parse_noise
+from tilegate.judge.abnoise import Noise, noise_json, parse_noise
 from tilegate.judge.baseline import Baseline, baseline_path, how_to_create, parse_baseline, to_json
 from tilegate.judge.gate import Judgement, judge
 from tilegate.judge.integrity import (
