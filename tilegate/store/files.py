@@ -32,7 +32,8 @@ from tilegate.judge.integrity import (
     diff_file,
 )
 from tilegate.judge.policy import Tolerances, parse_tolerances
-from tilegate.judge.results import Run, parse_results
+from tilegate.judge.results import Run
+from tilegate.judge.resultsjson import parse_results
 
 DEFAULT_DIR = Path(DIR)
 TOLERANCES = "tolerances.toml"
