@@ -64,6 +64,8 @@ def test_each_judging_module_uses_the_vocabularys_enum() -> None:
     "path",
     [
         "tilegate/judge/verdict.py",
+        "tilegate/judge/shift.py",
+        "tilegate/judge/renames.py",
         "tilegate/judge/abnoise.py",
         "tilegate/judge/abcase.py",
         "tilegate/judge/abcompare.py",

@@ -40,7 +40,7 @@ def judge(run: Run, baseline_path: Path | None) -> dict[str, Judged]:
 
 def _levels(baseline: Any) -> dict[str, Judged]:
     """Per baseline row: its tolerance, median, and ratio to its reference (no verdict)."""
-    from tilegate.judge.verdict import base_ratio_to_reference
+    from tilegate.judge.shift import base_ratio_to_reference
 
     references = tuple(baseline.policy.reference_variants)
     out: dict[str, Judged] = {}
