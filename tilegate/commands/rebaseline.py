@@ -85,7 +85,8 @@ def _measured(args: argparse.Namespace) -> tuple[list[str], Path | None, int | N
 
 
 def run(args: argparse.Namespace) -> int:
-    from tilegate.judge.rebaseline import finish, rebaseline
+    from tilegate.judge.rebaseline import rebaseline
+    from tilegate.judge.rebasereview import finish
 
     try:
         results, out = list(args.results), Path(args.out) if args.out else None
