@@ -512,15 +512,12 @@ def test_noise_from_aa_runs_sets_tolerances_and_round_trips(tmp_path: Path) -> N
     again = load_noise(tmp_path / "nvidia-h200.ab.json")
     assert again.rows[row.key].tolerance == pytest.approx(row.tolerance, abs=1e-4)
     assert again.rows[row.key].noise == pytest.approx(row.noise, abs=1e-5)
-    # a file written before rows kept their noise (round 7's) still loads: the same bound, from
-    # its ratios, beside the tolerance it was written with
+    # a row without its noise (round 7's format; no file of the repository holds one) is refused
     old = json.loads((tmp_path / "nvidia-h200.ab.json").read_text())
-    for r in old["rows"].values():
-        del r["noise"]
+    del old["rows"][row.key]["noise"]
     (tmp_path / "old.ab.json").write_text(json.dumps(old))
-    before = load_noise(tmp_path / "old.ab.json").rows[row.key]
-    assert before.noise == pytest.approx(row.noise, rel=0.02)  # from ratios kept to 5 places
-    assert before.tolerance == pytest.approx(row.tolerance, abs=1e-4)
+    with pytest.raises(InputError, match=f"row {row.key}: .*finite noise"):
+        load_noise(tmp_path / "old.ab.json")
     assert noise.tolerance("nope-fp16-nt-K1")[1].startswith("uncalibrated")
 
 

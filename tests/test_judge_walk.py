@@ -125,7 +125,9 @@ def test_the_tracer_counts_a_renderer_that_decides_again(tmp_path: Path) -> None
 
     run = load_results(FIXTURES / "synthetic-ab-explain-h200.json")
     with entries() as counts:
-        cmp = compare_ab(run, None)  # abcompare.py calls abcase.py, results.py: the judge's own walk
+        cmp = compare_ab(
+            run, None
+        )  # abcompare.py calls abcase.py, results.py: the judge's own walk
         for case in cmp.cases:
             confirm.beyond_doubt(case)
     assert counts["abcompare.py:compare_ab"] == 1 and counts["results.py:row_order"] == 0

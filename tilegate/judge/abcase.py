@@ -145,6 +145,128 @@ def _wilcoxon(logs: np.ndarray, alternative: str) -> float:
     return 1.0 if math.isnan(p) else p
 
 
+def _measured(
+    key: str, pairs: Sequence[tuple[Run, Row, Row]], tolerance: float, source: str, policy: ABPolicy
+) -> tuple[ABCase, list[np.ndarray]]:
+    """The case's numbers over all its runs (AMBIGUOUS until decided) and each run's per-round
+    ratios: the pooled median ratio, its interval, the one-sided tests, the medians."""
+    _, head, base = pairs[0]
+    changed = head.code_hash != base.code_hash if head.code_hash and base.code_hash else None
+    sides = [aligned_pair(run, h, b) for run, h, b in pairs]
+    per_run = [h / b for h, b in sides]
+    pooled = np.concatenate(per_run)
+    lo, hi = stats.median_ci(sorted(pooled.tolist()), policy.confidence)
+    logs = np.log(pooled)
+    base_median, head_median = pooled_medians(sides)
+    return ABCase(
+        key,
+        ABVerdict.AMBIGUOUS,
+        head,
+        base,
+        ratio=float(np.median(pooled)),
+        ci=(lo, hi),
+        run_ratios=tuple(float(np.median(r)) for r in per_run),
+        p_slower=_wilcoxon(logs, "greater"),
+        p_faster=_wilcoxon(logs, "less"),
+        tolerance=tolerance,
+        tolerance_source=source,
+        code_changed=changed,
+        base_median_s=base_median,
+        head_median_s=head_median,
+    ), per_run
+
+
+def _same_code(measured: ABCase, pairs: Sequence[tuple[Run, Row, Row]], policy: ABPolicy) -> ABCase:
+    """A tuner flip (judged on its re-time on one config where it has one) or the same code:
+    UNCHANGED, or SAME CODE, TIME MOVED when the ratio moved more than noise can."""
+    assert measured.ratio is not None and measured.tolerance is not None
+    ratio, tolerance, smoke = measured.ratio, measured.tolerance, pairs[0][0].env.smoke
+    if measured.explained_by == autotune.TUNER_FLIP:
+        # re-timed with both sides on one config (tilegate.harness.measure): judged on that
+        on_one = [
+            (run, h.pinned, b.pinned)
+            for run, h, b in pairs
+            if h.pinned is not None and b.pinned is not None
+        ]
+        if len(on_one) == len(pairs):
+            judged = judge_case(
+                measured.key, on_one, tolerance, measured.tolerance_source, policy, as_changed=True
+            )
+            return _retimed(measured, judged, smoke=smoke)
+        note = (
+            f"tuner flip ({measured.picks}): the same source and configs, another pick; its "
+            f"{ratio - 1:+.1%} is the pick's, not this change's (not blamed; not re-timed on "
+            "one config)"
+        )
+        return replace(measured, verdict=ABVerdict.UNCHANGED, note=note)
+    moved = ratio - 1
+    # a smoke run's times (the CPU interpreter, tiny shapes) mean nothing: only GPU times
+    # can say that something outside the identity moved them
+    if not smoke and abs(moved) > max(MOVED_TOLERANCES * tolerance, MOVED_MIN):
+        note = (
+            f"the code is the same but the time moved by {moved:+.1%}: something outside "
+            "the identity changed (not noise: more than "
+            f"{MOVED_TOLERANCES:g} x the {tolerance:.1%} tolerance and {MOVED_MIN:.0%})"
+        )
+        return replace(measured, verdict=ABVerdict.INCONSISTENT, note=note)
+    note = "same code on both sides (the whole case's identity): the ratio is noise"
+    return replace(measured, verdict=ABVerdict.UNCHANGED, note=note)
+
+
+def _ensure_enough_pairs(
+    key: str, pairs: Sequence[tuple[Run, Row, Row]], per_run: list[np.ndarray], policy: ABPolicy
+) -> None:
+    need = stats.min_pairs_signed_rank(policy.alpha)
+    few = [(run, len(r)) for (run, _, _), r in zip(pairs, per_run, strict=False) if len(r) < need]
+    if few:
+        run, n = few[0]
+        raise InputError(
+            f"results {run.path}, case {key}: {n} paired round(s); a one-sided Wilcoxon "
+            f"signed-rank test needs {need} to reach p < {policy.alpha:g} at all (docs/gate.md, "
+            "'Minimum samples'), so the case could never be SLOWER: it cannot be judged. "
+            "Measure more rounds (drop --perf-rounds, or raise it)."
+        )
+
+
+def _decided(
+    measured: ABCase, pairs: Sequence[tuple[Run, Row, Row]], policy: ABPolicy
+) -> tuple[ABCase, ABVerdict, str]:
+    """The verdict of a changed case from its interval, tests and runs (module docstring)."""
+    m = measured
+    assert m.ci and m.tolerance is not None and m.ratio and m.p_slower is not None
+    assert m.p_faster is not None
+    (lo, hi), tolerance, ratio, p_slower, p_faster = (
+        m.ci,
+        m.tolerance,
+        m.ratio,
+        m.p_slower,
+        m.p_faster,
+    )
+    runs_slower = stats.majority([r - 1 > tolerance for r in measured.run_ratios])
+    runs_faster = stats.majority([r - 1 < -tolerance for r in measured.run_ratios])
+    if lo - 1 > tolerance and p_slower < policy.alpha and runs_slower:
+        return measured, ABVerdict.SLOWER, "slower than the tolerance over the whole interval"
+    if hi - 1 < -tolerance and p_faster < policy.alpha and runs_faster:
+        return measured, ABVerdict.FASTER, "faster than the tolerance over the whole interval"
+    if lo - 1 >= -tolerance and hi - 1 <= tolerance:
+        return measured, ABVerdict.SAME, ""
+    if not ((lo > 1 and p_slower < policy.alpha) or (hi < 1 and p_faster < policy.alpha)):
+        return measured, ABVerdict.AMBIGUOUS, "the interval crosses the tolerance: measure more"
+    # significant, but by about the tolerance: more rounds narrow the interval around the
+    # tolerance and seldom decide it; say what is known (a change of that size, and its side)
+    side = "slower" if lo > 1 else "faster"
+    about = (
+        f"{side} than the base ({lo - 1:+.2%} .. {hi - 1:+.2%}), by about its "
+        f"{tolerance:.2%} tolerance"
+    )
+    if not any(h.budget_stopped == "cap" for _, h, _ in pairs):
+        return measured, ABVerdict.AMBIGUOUS, f"{about}: the interval crosses it"
+    # its rounds are spent: the boundaries meet at the cap, the median decides
+    majority = runs_slower if side == "slower" else runs_faster
+    verdict, note = _at_cap(ratio, tolerance, side, majority, about)
+    return replace(measured, by_median=verdict is not ABVerdict.AMBIGUOUS), verdict, note
+
+
 def judge_case(
     key: str,
     pairs: Sequence[tuple[Run, Row, Row]],
@@ -157,112 +279,24 @@ def judge_case(
     """The verdict of one case measured in one or more runs (the first, then confirmations).
     `as_changed`: judged on its time as a changed case is, whatever its identity (a tuner
     flip's re-time on one config, `_retimed`)."""
-    head_run, head, base = pairs[0]
-    changed = None
-    if head.code_hash and base.code_hash:
-        changed = head.code_hash != base.code_hash
+    measured, per_run = _measured(key, pairs, tolerance, tolerance_source, policy)
     if as_changed:
-        changed = True
-    sides = [aligned_pair(run, h, b) for run, h, b in pairs]
-    per_run = [h / b for h, b in sides]
-    run_ratios = tuple(float(np.median(r)) for r in per_run)
-    pooled = np.concatenate(per_run)
-    ratio = float(np.median(pooled))
-    lo, hi = stats.median_ci(sorted(pooled.tolist()), policy.confidence)
-    logs = np.log(pooled)
-    p_slower, p_faster = _wilcoxon(logs, "greater"), _wilcoxon(logs, "less")
-    base_median, head_median = pooled_medians(sides)
-    measured = ABCase(
-        key,
-        ABVerdict.AMBIGUOUS,
-        head,
-        base,
-        ratio=ratio,
-        ci=(lo, hi),
-        run_ratios=run_ratios,
-        p_slower=p_slower,
-        p_faster=p_faster,
-        tolerance=tolerance,
-        tolerance_source=tolerance_source,
-        code_changed=changed,
-        base_median_s=base_median,
-        head_median_s=head_median,
-    )
+        measured = replace(measured, code_changed=True)
     split = _split_picks(pairs)
     if split is not None:
         return replace(measured, verdict=ABVerdict.UNSTABLE, note=split)
+    _, head, base = pairs[0]
+    changed = measured.code_changed
     picks = autotune.line(base.autotune, head.autotune)
-    same = None if changed is None else not changed
-    flip = autotune.classify(same, base.autotune, head.autotune)
+    flip = autotune.classify(None if changed is None else not changed, base.autotune, head.autotune)
     measured = replace(measured, explained_by=flip, picks=picks)
-    if flip == autotune.TUNER_FLIP:
-        # re-timed with both sides on one config (tilegate.harness.measure): judged on that
-        on_one = [
-            (run, h.pinned, b.pinned)
-            for run, h, b in pairs
-            if h.pinned is not None and b.pinned is not None
-        ]
-        if len(on_one) == len(pairs):
-            judged = judge_case(key, on_one, tolerance, tolerance_source, policy, as_changed=True)
-            return _retimed(measured, judged, smoke=head_run.env.smoke)
-        note = (
-            f"tuner flip ({picks}): the same source and configs, another pick; its "
-            f"{ratio - 1:+.1%} is the pick's, not this change's (not blamed; not re-timed on "
-            "one config)"
-        )
-        return replace(measured, verdict=ABVerdict.UNCHANGED, note=note)
-    if changed is False:
-        moved = ratio - 1
-        # a smoke run's times (the CPU interpreter, tiny shapes) mean nothing: only GPU times
-        # can say that something outside the identity moved them
-        timed = not head_run.env.smoke
-        if timed and abs(moved) > max(MOVED_TOLERANCES * tolerance, MOVED_MIN):
-            note = (
-                f"the code is the same but the time moved by {moved:+.1%}: something outside "
-                "the identity changed (not noise: more than "
-                f"{MOVED_TOLERANCES:g} x the {tolerance:.1%} tolerance and {MOVED_MIN:.0%})"
-            )
-            return replace(measured, verdict=ABVerdict.INCONSISTENT, note=note)
-        note = "same code on both sides (the whole case's identity): the ratio is noise"
-        return replace(measured, verdict=ABVerdict.UNCHANGED, note=note)
-    need = stats.min_pairs_signed_rank(policy.alpha)
-    few = [(run, len(r)) for (run, _, _), r in zip(pairs, per_run, strict=False) if len(r) < need]
-    if few:
-        run, n = few[0]
-        raise InputError(
-            f"results {run.path}, case {key}: {n} paired round(s); a one-sided Wilcoxon "
-            f"signed-rank test needs {need} to reach p < {policy.alpha:g} at all (docs/gate.md, "
-            "'Minimum samples'), so the case could never be SLOWER: it cannot be judged. "
-            "Measure more rounds (drop --perf-rounds, or raise it)."
-        )
+    if flip == autotune.TUNER_FLIP or changed is False:
+        return _same_code(measured, pairs, policy)
+    _ensure_enough_pairs(key, pairs, per_run, policy)
     unstable = _unstable(measured, per_run, [_passes(h, b) for _, h, b in pairs], policy)
     if unstable is not None:
         return unstable
-    runs_slower = stats.majority([r - 1 > tolerance for r in run_ratios])
-    runs_faster = stats.majority([r - 1 < -tolerance for r in run_ratios])
-    if lo - 1 > tolerance and p_slower < policy.alpha and runs_slower:
-        verdict, note = ABVerdict.SLOWER, "slower than the tolerance over the whole interval"
-    elif hi - 1 < -tolerance and p_faster < policy.alpha and runs_faster:
-        verdict, note = ABVerdict.FASTER, "faster than the tolerance over the whole interval"
-    elif lo - 1 >= -tolerance and hi - 1 <= tolerance:
-        verdict, note = ABVerdict.SAME, ""
-    elif (lo > 1 and p_slower < policy.alpha) or (hi < 1 and p_faster < policy.alpha):
-        # significant, but by about the tolerance: more rounds narrow the interval around the
-        # tolerance and seldom decide it; say what is known (a change of that size, and its side)
-        side = "slower" if lo > 1 else "faster"
-        about = (
-            f"{side} than the base ({lo - 1:+.2%} .. {hi - 1:+.2%}), by about its "
-            f"{tolerance:.2%} tolerance"
-        )
-        if any(h.budget_stopped == "cap" for _, h, _ in pairs):
-            # its rounds are spent: the boundaries meet at the cap, the median decides
-            majority = runs_slower if side == "slower" else runs_faster
-            verdict, note = _at_cap(ratio, tolerance, side, majority, about)
-            measured = replace(measured, by_median=verdict is not ABVerdict.AMBIGUOUS)
-        else:
-            verdict, note = ABVerdict.AMBIGUOUS, f"{about}: the interval crosses it"
-    else:
-        verdict, note = ABVerdict.AMBIGUOUS, "the interval crosses the tolerance: measure more"
+    measured, verdict, note = _decided(measured, pairs, policy)
     if _mixed(measured):
         return _mixture(measured, note)
     if verdict in (ABVerdict.SLOWER, ABVerdict.FASTER) and not _agrees(measured, verdict):

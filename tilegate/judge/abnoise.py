@@ -164,8 +164,9 @@ def on_host(head: Row, base: Row) -> tuple[Row, Row] | None:
     )
 
 
-def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -> Noise:
-    """The noise file from A/A runs (REF = HEAD); InputError for anything that is not A/A."""
+def _aa_ratios(runs: Sequence[Run]) -> dict[str, list[float]]:
+    """Each case's A/A paired ratio per run (its host time's under `<case>#host`); InputError
+    for anything that is not A/A."""
     if not runs:
         raise InputError("ab-noise needs A/A results files (`tilegate perf --ab HEAD`)")
     slugs = {r.env.gpu.slug for r in runs}
@@ -215,6 +216,11 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
                 if hosts is not None:
                     ratio = float(np.median(per_round(run, *hosts)))
                     per_key.setdefault(host_key(key), []).append(ratio)
+    return per_key
+
+
+def _noise_rows(per_key: Mapping[str, list[float]], policy: ABPolicy) -> dict[str, NoiseRow]:
+    """Each case's noise and tolerance from its A/A ratios (POOLED where it has too few)."""
     noise_of = {
         key: stats.rms_upper_bound([r - 1.0 for r in ratios], policy.noise_confidence)
         for key, ratios in per_key.items()
@@ -226,32 +232,32 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
     # A case seen in fewer than MIN_NOISE_RUNS runs (a default-profile case beside quick runs)
     # has a spread that says too little: it gets at least the largest tolerance of the cases
     # that were seen often enough, or the ceiling when none was.
-    pooled = max(
-        (
-            t.value
-            for key, t in own.items()
-            if len(per_key[key]) >= MIN_NOISE_RUNS and not key.endswith(HOST)
-        ),
-        default=policy.ceiling,
-    )
-    pooled_host = max(
-        (
-            t.value
-            for key, t in own.items()
-            if len(per_key[key]) >= MIN_NOISE_RUNS and key.endswith(HOST)
-        ),
-        default=HOST_POLICY.ceiling,
-    )
+    pooled = {
+        host: max(
+            (
+                t.value
+                for key, t in own.items()
+                if len(per_key[key]) >= MIN_NOISE_RUNS and key.endswith(HOST) == host
+            ),
+            default=(HOST_POLICY if host else policy).ceiling,
+        )
+        for host in (False, True)
+    }
     rows = {}
     for key, ratios in sorted(per_key.items()):
-        spread, tol = max(abs(r - 1.0) for r in ratios), own[key]
-        if key.endswith(HOST) and len(ratios) < MIN_NOISE_RUNS and tol.value < pooled_host:
-            row = NoiseRow(key, tuple(ratios), spread, pooled_host, POOLED, noise_of[key])
-            rows[key] = row
-        elif len(ratios) < MIN_NOISE_RUNS and tol.value < pooled and not key.endswith(HOST):
-            rows[key] = NoiseRow(key, tuple(ratios), spread, pooled, POOLED, noise_of[key])
-        else:
-            rows[key] = NoiseRow(key, tuple(ratios), spread, tol.value, tol.bound, noise_of[key])
+        spread, tol, least = max(abs(r - 1.0) for r in ratios), own[key], pooled[key.endswith(HOST)]
+        value, source = (
+            (least, POOLED)
+            if len(ratios) < MIN_NOISE_RUNS and tol.value < least
+            else (tol.value, tol.bound)
+        )
+        rows[key] = NoiseRow(key, tuple(ratios), spread, value, source, noise_of[key])
+    return rows
+
+
+def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -> Noise:
+    """The noise file from A/A runs (REF = HEAD); InputError for anything that is not A/A."""
+    rows = _noise_rows(_aa_ratios(runs), policy)
     env = runs[0].env
     provenance = {
         "tool": f"tilegate {__version__}",
@@ -316,12 +322,12 @@ def parse_noise(data: Any, path: Path) -> Noise:
             and is_finite_number(raw.get("spread"))
             and is_finite_number(raw.get("tolerance"))
             and 0 < raw["tolerance"] < 1
-            and (raw.get("noise") is None or is_finite_number(raw["noise"]))
+            and is_finite_number(raw.get("noise"))
         )
         if not ok:
             raise InputError(
                 f"{where}, row {key}: needs run_ratios, spread, a tolerance in (0, 1) and a "
-                "finite noise if it has one; re-record it with `tilegate ab-noise --measure 4`"
+                "finite noise; re-record it with `tilegate ab-noise --measure 4`"
             )
         rows[key] = NoiseRow(
             key,
@@ -329,12 +335,7 @@ def parse_noise(data: Any, path: Path) -> Noise:
             float(raw["spread"]),
             float(raw["tolerance"]),
             str(raw.get("source", "")),
-            # a file written before the noise was stored: the same bound, from its ratios
-            float(raw["noise"])
-            if raw.get("noise") is not None
-            else stats.rms_upper_bound(
-                [float(r) - 1.0 for r in raw["run_ratios"]] or [0.0], policy.noise_confidence
-            ),
+            float(raw["noise"]),
         )
     raw_prov = data.get("provenance")
     provenance: dict[str, Any] = raw_prov if isinstance(raw_prov, dict) else {}

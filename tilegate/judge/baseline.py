@@ -124,10 +124,6 @@ class Bound:
     max_ratio: float
     measured: tuple[float, ...]  # the ratio in each rebaseline run
 
-    @property
-    def K(self) -> Any:  # legacy name (the matmul benchmark's expectations run along K)
-        return self.value
-
 
 @dataclass(frozen=True)
 class Expectation:
@@ -144,15 +140,6 @@ class Expectation:
     def at(self, value: Any) -> dict[str, Any]:
         """The parameters of its check at `value`."""
         return {**self.where, self.per: value}
-
-    # legacy accessors (reports): the where-parameters of the matmul benchmark
-    @property
-    def dtype(self) -> Any:
-        return self.where.get("dtype")
-
-    @property
-    def layout(self) -> Any:
-        return self.where.get("layout")
 
 
 @dataclass(frozen=True)

@@ -127,13 +127,8 @@ class Tolerances:
     overrides: tuple[Override, ...] = ()
     source: str = "built-in defaults"
 
-    def override_for(self, variant: str, params: Any, *legacy: Any) -> Override | None:
-        """The most specific matching override; among equals, the last in the file.
-
-        (`override_for(variant, dtype, layout, K)`, the matmul-only form, still works.)
-        """
-        if not isinstance(params, Mapping):
-            params = dict(zip(("dtype", "layout", "K"), (params, *legacy), strict=False))
+    def override_for(self, variant: str, params: Mapping[str, Any]) -> Override | None:
+        """The most specific matching override; among equals, the last in the file."""
         best: Override | None = None
         for ov in self.overrides:
             if ov.matches(variant, params) and (best is None or ov.specificity >= best.specificity):
