@@ -112,7 +112,7 @@ def reference_output(params: Mapping[str, Any], inputs: Mapping[str, torch.Tenso
 
 def matmul_work(params: Mapping[str, Any]) -> Work:
     """A multiply and an add per term of an M x N x K product."""
-    return Work(flops=2.0 * params["M"] * params["N"] * params["K"])
+    return Work(flops=2.0 * params["M"] * params["N"] * params["K"], dtype=params["dtype"])
 
 
 def _wrong(variant: Variant) -> Variant:

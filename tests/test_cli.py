@@ -360,6 +360,7 @@ PROFILE_COMMANDS = {  # every command that takes --profile, with what it needs t
     "rebaseline": ["--measure", "1"],
     "ab-noise": ["--measure", "1"],
     "upgrade-ab": ["--new", "{tmp}"],
+    "bisect": ["HEAD~1", "HEAD"],
     "fingerprint": ["--report", "{tmp}/fingerprint.md", "--json-dir", "{tmp}/fingerprint"],
 }
 

@@ -84,6 +84,9 @@ def test_markdown_and_the_command_name_case_commits_size_and_environment(
         assert f"`{case}`" in text
     assert f"`{commit_id(STEP_AT - 1, 'step')[:10]}..{commit_id(STEP_AT, 'step')[:10]}`" in text
     assert "triton 3.6.0 -> 3.9.0" in text and "(slower)" in text
+    # the command that finds the commit (tilegate bisect), per change point
+    before, after = commit_id(STEP_AT - 1, "step")[:10], commit_id(STEP_AT, "step")[:10]
+    assert f"`tilegate bisect {before} {after} --case {STEPPED[0]}`" in text
     # named for the run's reference variant (this repo's: `torch`), not for what it calls
     assert "ratio to torch " in text and "reference variant (torch)" in text
     assert "cuBLAS" not in text

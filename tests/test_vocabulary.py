@@ -40,6 +40,12 @@ SPELLED = {
         ("UNSTABLE", "UNSTABLE"),
     ],
     "expectation": [("PASS", "PASS"), ("FAIL", "FAIL"), ("NOT_MEASURED", "NOT MEASURED")],
+    "memory": [
+        ("MORE_MEMORY", "MORE MEMORY"),
+        ("LESS_MEMORY", "LESS MEMORY"),
+        ("SAME", "SAME"),
+        ("PEAK_VARIES", "PEAK VARIES"),
+    ],
     "outcome": [("PASS", "PASS"), ("FAIL", "FAIL"), ("CANNOT_JUDGE", "CANNOT JUDGE")],
 }
 
@@ -56,6 +62,7 @@ def test_each_judging_module_uses_the_vocabularys_enum() -> None:
         "stored": vocabulary.Verdict,
         "ab": vocabulary.ABVerdict,
         "expectation": vocabulary.Status,
+        "memory": vocabulary.MemoryVerdict,
         "outcome": vocabulary.Headline,
     }
 
@@ -71,6 +78,7 @@ def test_each_judging_module_uses_the_vocabularys_enum() -> None:
         "tilegate/judge/abcompare.py",
         "tilegate/judge/crosstile.py",
         "tilegate/judge/outcome.py",
+        "tilegate/judge/memory.py",
         "tilegate/run/upgrade.py",
         "tilegate/report/upgrade.py",
     ],
@@ -120,8 +128,9 @@ def test_every_word_is_spelled_as_before_and_defined_once() -> None:
 
 
 def test_shared_words_are_one_word() -> None:
-    for w in (Word.SLOWER, Word.FASTER, Word.SAME, Word.AMBIGUOUS):
+    for w in (Word.SLOWER, Word.FASTER, Word.AMBIGUOUS):
         assert used_by(w) == ["ab"]
+    assert used_by(Word.SAME) == ["ab", "memory"]
     assert used_by(Word.NEW) == ["stored", "ab"]
     assert used_by(Word.NOT_MEASURED) == ["stored", "expectation"]
     assert used_by(Word.PASS) == used_by(Word.FAIL) == ["expectation", "outcome"]

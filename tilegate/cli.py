@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from tilegate.commands import (
     ab_noise,
     baseline_diff,
+    bisect,
     compare,
     explain,
     fingerprint,
@@ -28,7 +29,7 @@ from tilegate.commands._shared import Shared, dispatch, top_parser
 
 # in the order `tilegate --help` lists them
 COMMANDS = [compare, perf, baseline_diff, report, rebaseline, ab_noise, upgrade_ab, fingerprint]
-COMMANDS += [history, init, explain]
+COMMANDS += [history, init, explain, bisect]
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import importlib
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tilegate.errors import InputError
 from tilegate.fileio import read_text
+from tilegate.peaks import check as check_peaks
 
 # key: (its default, None when required; what it is, with {package} for the package's name)
 KEYS: dict[str, tuple[str | None, str]] = {
@@ -29,9 +31,13 @@ KEYS: dict[str, tuple[str | None, str]] = {
     "protocol": ("perf_tests", "how it is measured: the base's judges a pull request"),
     "baselines": ("baselines", "<gpu-slug>.json, <gpu-slug>.ab.json, tolerances.toml"),
     "build": (None, "optional: a shell command that builds an A/B base's tree (extensions)"),
+    "peaks": (None, "optional: a GPU's peaks added or overridden (tilegate.peaks)"),
 }
 EXAMPLE = {"source": "{package}", "registry": "{package}.kernels:VARIANTS"}
-COMMENTED = {"build": "python setup.py build_ext --inplace"}  # shown, not set, by `tilegate init`
+COMMENTED = {  # shown, not set, by `tilegate init`
+    "build": '"python setup.py build_ext --inplace"',
+    "peaks": '{"nvidia-h200" = {hbm_gbs = 4800}}',
+}
 
 
 def table(package: str = "mypkg") -> str:
@@ -39,7 +45,7 @@ def table(package: str = "mypkg") -> str:
     COMMENTED ones shown commented out."""
     values = {k: EXAMPLE.get(k, d or "").format(package=package) for k, (d, _) in KEYS.items()}
     shown = {
-        k: f'# {k} = "{COMMENTED[k]}"' if k in COMMENTED else f'{k} = "{v}"'
+        k: f"# {k} = {COMMENTED[k]}" if k in COMMENTED else f'{k} = "{v}"'
         for k, v in values.items()
     }
     width = max(len(t) for t in shown.values()) + 2
@@ -78,6 +84,7 @@ class Config:
     baselines: str = "baselines"
     registry: str | None = None  # module:attribute of the source's variants
     build: str | None = None  # a shell command run in an A/B base's tree before it is measured
+    peaks: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # tilegate.peaks
 
     @property
     def baselines_dir(self) -> Path:
@@ -171,6 +178,7 @@ def parse(table: dict[str, Any], pyproject: Path) -> Config:
             "builds the source in place, e.g. 'python setup.py build_ext --inplace'"
         )
     return Config(
+        peaks=check_peaks(table.get("peaks", {}), pyproject),
         root=pyproject.parent.resolve(),
         file=pyproject,
         source=source,

@@ -20,6 +20,7 @@ axis values plus its `fixed` values. Its id is the variant's name and the axis l
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -34,6 +35,7 @@ RESERVED = frozenset(
     {
         "key", "variant", "group", "params", "correct", "rel_err", "tolerance", "samples_s",
         "median_s", "tflops", "gbps", "reference", "twin", "side", "error", "warnings",
+        "memory", "work_dtype",
     }
 )  # fmt: skip
 
@@ -146,6 +148,29 @@ class Work:
 
     flops: float | None = None
     bytes: float | None = None
+    # the precision its FLOPs run at (fp16, bf16, fp8, tf32, fp32): which compute peak bounds
+    # it (tilegate.peaks); None: no compute bound is known
+    dtype: str | None = None
+
+
+_BYTES = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+
+
+def parse_memory_tolerance(text: str | None) -> tuple[float, bool] | None:
+    """A declared memory tolerance: (bytes, False) or (percent, True); None: not gated.
+    '4 MiB' -> (4194304.0, False), '1 %' -> (1.0, True); ValueError for anything else."""
+    if text is None:
+        return None
+    m = re.fullmatch(
+        r"\s*(\d+(?:\.\d+)?)\s*(%|[KMG]i?B|B)?\s*", text if isinstance(text, str) else ""
+    )
+    if m is None:
+        raise ValueError(
+            f"memory_tolerance = {text!r}: expected bytes ('0', '4 MiB', '512 KB') or a "
+            "percent ('1 %'), or None to record memory without gating it"
+        )
+    value, unit = float(m.group(1)), m.group(2) or "B"
+    return (value, True) if unit == "%" else (value * _BYTES[unit], False)
 
 
 @dataclass(frozen=True)
@@ -181,6 +206,9 @@ class Benchmark:
     # test-only injections (tilegate.plugin --inject wrong=NAME): a variant giving wrong output
     wrong: Callable[[Variant], Variant] | None = None
     description: str = ""
+    # the peak GPU memory one call may allocate above its base's or baseline's: bytes ("0",
+    # "4 MiB") or a percent ("1 %"); None: recorded, not gated (tilegate.judge.memory)
+    memory_tolerance: str | None = "0"
 
     # -- derived ---------------------------------------------------------------------------
 
@@ -235,6 +263,10 @@ class Benchmark:
                 out.append(f"variant {v.name!r}: twin_of names an unknown variant {v.twin_of!r}")
         if not self.profiles:
             out.append("no profiles")
+        try:
+            parse_memory_tolerance(self.memory_tolerance)
+        except ValueError as err:
+            out.append(str(err))
         for p in self.profiles:
             axes = [a.name for a in p.axes]
             clash = sorted((set(axes) | set(p.fixed)) & RESERVED)

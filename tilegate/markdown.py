@@ -48,6 +48,11 @@ def pct(x: float | None) -> str:
     return "" if x is None else f"{x * 100:+.1f}%"
 
 
+def mib(n: float | None, *, signed: bool = False) -> str:
+    """Bytes as MiB with one decimal: 67108864 -> "64.0 MiB" ("+64.0 MiB" signed; "" for None)."""
+    return "" if n is None else f"{n / 2**20:{'+' if signed else ''}.1f} MiB"
+
+
 def p_value(p: float | None) -> str:
     """A p-value as the reports print it ("" for None)."""
     if p is None:

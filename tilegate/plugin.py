@@ -867,11 +867,24 @@ class PerfRun:
                 else {}
             ),
             "gpu": self.gpu.as_json() if self.gpu else None,
+            "memory_tolerance": self.benchmark.memory_tolerance,  # tilegate.judge.memory
+            **self.peaks(),
             "software": self.software,
             "state": state,
             "warnings": self.measurer.warnings_seen(),
             "coverage": self.coverage(),
         }
+
+    def peaks(self) -> dict[str, Any]:
+        """machine_info.tilegate.peaks: the GPU's row of tilegate.peaks ([tool.tilegate] peaks
+        over the table's), absent where none is known."""
+        from tilegate import config as tg_config
+        from tilegate.peaks import lookup
+
+        if self.gpu is None:
+            return {}
+        row = lookup(self.gpu.slug, tg_config.find(self.config.stash.get(WHERE, None)).peaks)
+        return {"peaks": row} if row else {}
 
     def coverage(self) -> dict[str, Any]:
         """machine_info.tilegate.coverage: what the run must measure, and each case it skipped

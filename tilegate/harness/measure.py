@@ -666,10 +666,14 @@ class GroupMeasurer:
             extra["error"] = res.error
         if res.warnings:
             extra["warnings"] = [w.to_json() for w in res.warnings]
+        if res.memory is not None:
+            extra["memory"] = res.memory
         if res.samples_s:
             med = statistics.median(res.samples_s)
             extra["median_s"] = med
             work = self.benchmark.work_for(case.params)
+            if work.dtype:  # which compute peak bounds it (tilegate.peaks)
+                extra["work_dtype"] = work.dtype
             if work.flops is not None:
                 extra["tflops"] = round(work.flops / med / 1e12, 3)
             if work.bytes is not None:

@@ -25,6 +25,7 @@ from typing import Any
 from tilegate import warnlog
 from tilegate.cases import Case
 from tilegate.fingerprint.record import compile_launches
+from tilegate.harness import memory
 from tilegate.harness.correctness import check_call
 from tilegate.harness.identity import Identity, capture, identity
 from tilegate.warnlog import Warned
@@ -45,6 +46,7 @@ class CaseResult:
     tolerance: float = 0.0  # the relative error allowed (the declaration's)
     # the variant's `unsupported_reason` keeps it off this machine (a skip that is no one's doing)
     unsupported: bool = False
+    memory: dict[str, Any] | None = None  # peak GPU memory of one call (tilegate.harness.memory)
 
     @property
     def failure(self) -> str | None:
@@ -186,6 +188,8 @@ class SideMeasurer:
                         call()
                     warned += [w for w in seen_warnings if w not in warned]  # once per case
                     launches.code = first.code + launches.code
+                    if self.device == "cuda":  # calls of their own, after the identity's
+                        res.memory = memory.measure(self.torch, call)
             except Exception as exc:  # a kernel that raises fails its own case, not the group
                 res.error = f"{type(exc).__name__}: {exc}"
                 continue
@@ -335,6 +339,7 @@ def wire_result(res: CaseResult) -> dict[str, Any]:
         "warnings": list(res.warnings),
         "tolerance": res.tolerance,
         "unsupported": res.unsupported,
+        "memory": res.memory,
     }
 
 

@@ -84,6 +84,13 @@ class ChangePoint:
     def commit_range(self) -> str:
         return f"{short_sha(self.before_run.commit)}..{short_sha(self.after_run.commit)}"
 
+    @property
+    def bisect(self) -> str:
+        """The command that finds the commit of this change (tilegate.run.culprit)."""
+        from tilegate.judge.bisection import command
+
+        return command(self.before_run.commit, self.after_run.commit, [self.case_id])
+
 
 def _sigma(y: np.ndarray, floor: float) -> float:
     if len(y) < 3:
@@ -283,6 +290,8 @@ def markdown(points: Sequence[ChangePoint], title: str) -> str:
         f"Sizes are relative to the reference variant{named} measured in the same runs (the "
         "reference's own rows: their median). "
         "Bisect within the commit range; an environment change there is the usual suspect.",
+        "",
+        *(f"- `{cp.bisect}`" for cp in points),
         "",
     ]
     return "\n".join(lines)

@@ -201,6 +201,7 @@ def _gpu_data(
                     "before": _sig(cp.before * (1e6 if metric == "median_s" else 1)),
                     "after": _sig(cp.after * (1e6 if metric == "median_s" else 1)),
                     "env": list(cp.env_change),
+                    "bisect": cp.bisect,
                 }
                 for cp in by_case.get(key, [])
             ],
@@ -297,6 +298,20 @@ def _pairs(
     return out
 
 
+def _measures(store: Store, data: dict[str, Any]) -> None:
+    """Each case's peak GPU memory of one call (MiB) and % of peak, per run: the hover's."""
+    table, ids = store.case_table(data["slug"]), data["runs"]["id"]
+    position = {r: i for i, r in enumerate(ids)}
+    by_id = {c["id"]: c for c in data["cases"]}
+    for j, key in enumerate(table["case_id"]):
+        case, i = by_id.get(str(key)), position.get(int(table["run_id"][j]))
+        if case is None or i is None:
+            continue
+        b = table["peak_bytes"][j]
+        case.setdefault("mem", [None] * len(ids))[i] = None if b is None else _sig(b / 2**20, 4)
+        case.setdefault("pct", [None] * len(ids))[i] = _round(table["pct_of_peak"][j] * 100, 1)
+
+
 def build_data(
     store: Store,
     method: cpmod.Method = cpmod.DEFAULT_METHOD,
@@ -311,6 +326,7 @@ def build_data(
         path = baselines / f"{gpu}.json" if baselines is not None else None
         fallback = baseline_levels(path) if path is not None and path.is_file() else {}
         data, cps = _gpu_data(store, gpu, method, fallback, repo_url)
+        _measures(store, data)
         gpus.append(data)
         total_cps += cps
     when = (now or dt.datetime.now(dt.timezone.utc)).isoformat(timespec="seconds")

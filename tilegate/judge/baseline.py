@@ -36,6 +36,8 @@ rebaseline reads as a reviewable diff. Schema version 1::
           "tflops": 226.7,
           "ratio_to_reference": 1.234,    # same-run ratio to the reference row (median over runs)
           "code_hash": "sha256:...",      # the compiled code measured (absent: not known)
+          "memory": {"peak_bytes": 67108864, "held_bytes": 33554432, "repeats": true,
+                     "tolerance": "0"},   # peak GPU memory of one call (tilegate.judge.memory)
           "measured": {"date": "...", "commit": "...", "triton": "...", "torch": "..."}
         }
       },
@@ -63,6 +65,8 @@ from typing import Any
 from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.fileio import is_finite_number, is_finite_positive
+from tilegate.judge.memory import Memory
+from tilegate.judge.memory import parse as parse_memory
 from tilegate.judge.policy import Policy
 from tilegate.judge.results import SMOKE_SLUG
 
@@ -113,6 +117,8 @@ class BaselineRow:
     # the autotuner picks of its runs, `kernel: BK=64, num_warps=4 (3 runs)`, each distinct
     # pick once (tilegate.judge.autotune): more than one per kernel where the runs picked apart
     autotune: tuple[str, ...] = ()
+    # peak GPU memory of one call and its tolerance (tilegate.judge.memory): "memory" in the JSON
+    memory: Memory | None = None
 
 
 @dataclass(frozen=True)
@@ -204,6 +210,8 @@ def _row_json(row: BaselineRow) -> dict[str, Any]:
         data["ratio_to_reference"] = round(row.ratio_to_reference, 5)
     if row.code_hash is not None:
         data["code_hash"] = row.code_hash
+    if row.memory is not None:
+        data["memory"] = row.memory.as_json()
     return data
 
 
@@ -312,6 +320,7 @@ def _parse_row(key: str, raw: Any, where_file: str) -> BaselineRow:
         ratio_to_reference=_optional_positive(raw, "ratio_to_reference", where),
         code_hash=raw.get("code_hash") if isinstance(raw.get("code_hash"), str) else None,
         autotune=tuple(str(a) for a in raw.get("autotune") or [] if isinstance(a, str)),
+        memory=parse_memory(where, raw.get("memory")),
     )
 
 

@@ -12,8 +12,8 @@ cannot judge is an InputError naming the file and what to do. tilegate.run.gate 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +25,12 @@ from tilegate.judge.confirm import beyond_doubt
 from tilegate.judge.coverage import Coverage, of_run
 from tilegate.judge.crosstile import Pair, crosstile_pairs
 from tilegate.judge.integrity import Integrity, check_baseline, check_noise
+from tilegate.judge.memory import MemoryCase, judge_memory
 from tilegate.judge.outcome import Outcome, headline, outcome
 from tilegate.judge.policy import Tolerances
 from tilegate.judge.results import Run, row_order
 from tilegate.judge.verdict import Comparison, compare
+from tilegate.peaks import percent, row_of
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,10 @@ class Judgement:
     order: tuple[str, ...] = ()
     # the declared pairs the run measured, with their ratios now and at rebaseline
     pairs: tuple[Pair, ...] = ()
+    memory: tuple[MemoryCase, ...] = ()  # each case's peak GPU memory judged (judge.memory)
+    # each row's (fraction, bound) of the bound its declared work gives (tilegate.peaks)
+    percent: Mapping[str, tuple[float, str]] = field(default_factory=dict)
+    peaks: Mapping[str, float] | None = None  # the GPU's row of tilegate.peaks (None: unknown)
 
     @property
     def code(self) -> int:
@@ -159,7 +165,9 @@ def judgement(
     if ab is not None:  # which SLOWER cases a second run cannot overturn: decided here, once
         cases = tuple(replace(c, beyond_doubt=beyond_doubt(c)) for c in ab.cases)
         ab = replace(ab, cases=cases)
-    result = outcome(cmp, ab, failing, coverage, smoke=run.env.smoke)
+    memory = judge_memory(run, cmp.baseline if cmp is not None else None)
+    peaks = row_of(run.env)
+    result = outcome(cmp, ab, failing, coverage, smoke=run.env.smoke, memory=memory)
     axes, variants = run.env.axes, run.variant_order
     order = sorted(
         run.rows, key=lambda k: row_order(run.rows[k].params, run.rows[k].variant, axes, variants)
@@ -178,6 +186,9 @@ def judgement(
         confirmations=tuple(confirmations),
         order=tuple(order),
         pairs=tuple(crosstile_pairs(run, cmp.baseline if cmp is not None else None)),
+        memory=memory,
+        percent={k: p for k, r in run.rows.items() if (p := percent(r, peaks))},
+        peaks=peaks,
     )
 
 

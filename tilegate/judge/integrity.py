@@ -26,6 +26,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
+from tilegate.judge import memory
 from tilegate.judge.abnoise import ABPolicy, Noise
 from tilegate.judge.baseline import Baseline, BaselineRow
 from tilegate.judge.policy import Policy, Tolerances
@@ -153,6 +154,9 @@ def _diff_baseline(file: str, old: Baseline, new: Baseline) -> list[Change]:
             out.append(
                 Change(file, f"row {key}: tolerance {o.tolerance:g} -> {n.tolerance:g}", False)
             )
+        mem = memory.baseline_change(o.memory, n.memory)
+        if mem is not None:
+            out.append(Change(file, f"row {key}: {mem[0]}", mem[1]))
         if n.median_s > o.median_s * (1 + _EPS):
             out.append(
                 Change(

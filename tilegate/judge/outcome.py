@@ -30,6 +30,8 @@
   A/A noise cannot give is exit 2 (the identity missed something).
 * Upgrade A/B (`tilegate upgrade-ab`): an A/B of one tree under two environments, judged as
   every A/B (no stored baseline).
+* Every mode: a case whose peak GPU memory of one call is MORE MEMORY than its base's (A/B) or
+  its baseline's (stored) beyond the declared tolerance fails (tilegate.judge.memory).
 * Every mode, a smoke run (an interpreter profile: the CPU interpreter, whose timings mean
   nothing; `timings_not_judged`): the verdicts are shown, but no timing verdict sets the exit
   code (SLOWER, REGRESSED, a broken expectation, UNSTABLE, SAME CODE TIME MOVED, GPU OFF); it
@@ -48,6 +50,7 @@ from tilegate.judge.abcase import ABCase
 from tilegate.judge.abcompare import ABComparison
 from tilegate.judge.coverage import Coverage
 from tilegate.judge.crosstile import ExpectationResult
+from tilegate.judge.memory import MemoryCase
 from tilegate.judge.verdict import Comparison, RowVerdict
 from tilegate.judge.vocabulary import ABVerdict, Headline, Verdict
 
@@ -69,6 +72,7 @@ class Outcome:
     # A/B UNSTABLE cases: with a mode slower on its own rounds (fails), and the rest (exit 2)
     unstable_slower: tuple[ABCase, ...] = ()
     unstable: tuple[ABCase, ...] = ()
+    more_memory: tuple[MemoryCase, ...] = ()  # MORE MEMORY than the base or baseline (fails)
     smoke: bool = False  # an interpreter run: its timing verdicts set no exit code
 
     @property
@@ -101,6 +105,7 @@ class Outcome:
             len(self.gone), "baseline row of a removed variant", "baseline rows of removed variants"
         )
         count(len(self.regressions), "regression", "regressions")
+        count(len(self.more_memory), "case with more memory", "cases with more memory")
         count(len(self.broken), "broken expectation", "broken expectations")
         count(
             len(self.inconsistent),
@@ -122,6 +127,7 @@ def outcome(
     coverage: Coverage | None = None,
     *,
     smoke: bool = False,
+    memory: tuple[MemoryCase, ...] = (),
 ) -> Outcome:
     """The exit code (`smoke`: the run's timings mean nothing, `timings_not_judged`): 2 when the identity proved untrustworthy (SAME CODE, TIME MOVED) or a GPU
     was off or an UNSTABLE case has no slower mode, and nothing else failed (the identity: even
@@ -143,7 +149,10 @@ def outcome(
     inconsistent = tuple(ab.by(ABVerdict.INCONSISTENT)) if ab else ()
     unstable = tuple(c for c in ab.by(ABVerdict.UNSTABLE) if not c.fails) if ab else ()
     code = base.code
-    if (integrity or (coverage is not None and coverage.fails)) and code != EXIT_FAIL:
+    more_memory = tuple(m for m in memory if m.fails)
+    if (
+        integrity or more_memory or (coverage is not None and coverage.fails)
+    ) and code != EXIT_FAIL:
         code = EXIT_FAIL
     if unstable and code == EXIT_OK:
         code = EXIT_CANNOT_JUDGE
@@ -163,6 +172,7 @@ def outcome(
         coverage=coverage,
         unstable_slower=unstable_slower,
         unstable=unstable,
+        more_memory=more_memory,
     )
     return timings_not_judged(result) if smoke else result
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from tilegate import __version__
 from tilegate.errors import InputError
-from tilegate.judge import autotune, stats
+from tilegate.judge import autotune, memory, stats
 from tilegate.judge.baseline import (
     Baseline,
     BaselineRow,
@@ -134,6 +134,7 @@ def _measured_row(key: str, per_run: list[tuple[Run, Row]], tolerances: Toleranc
         ratio_to_reference=stats.median(to_ref) if to_ref else None,
         autotune=autotune.per_run([r.autotune for _, r in per_run]),
         code_hash=hashes.pop(),
+        memory=memory.of_runs([r.memory for _, r in per_run], last.memory_tolerance),
     )
 
 

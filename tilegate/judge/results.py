@@ -14,6 +14,7 @@ from typing import Any
 
 from tilegate.errors import InputError
 from tilegate.judge import stats
+from tilegate.judge.memory import Memory
 
 SMOKE_SLUG = "smoke"  # the "GPU" of a smoke run (CPU interpreter): no GPU facts exist
 
@@ -127,6 +128,8 @@ class Environment:
     axes: tuple[str, ...] = ("dtype", "layout", "K")
     # what the run had to measure (tilegate.judge.coverage; None: an older tilegate's results)
     coverage: Mapping[str, Any] | None = None
+    memory_tolerance: str | None = "0"  # the protocol's (tilegate.judge.memory)
+    peaks: Mapping[str, float] | None = None  # the GPU's row of tilegate.peaks, if known
 
     @property
     def smoke(self) -> bool:
@@ -178,6 +181,8 @@ class Row:
     # by tilegate.harness.measure): this case on that config, as a row of its own (its
     # `autotune` the picks both sides ran); None: not re-timed
     pinned: Row | None = None
+    memory: Memory | None = None  # peak GPU memory of one call (tilegate.judge.memory)
+    work_dtype: str | None = None  # the precision of its declared FLOPs (tilegate.peaks)
 
 
 def param_order(params: Mapping[str, Any], axes: Sequence[str]) -> tuple[Any, ...]:

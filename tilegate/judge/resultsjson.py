@@ -175,6 +175,8 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
     registry, variants, injected = tg.get("registry"), tg.get("variants"), tg.get("injected") or []
     throttled = state.get("throttled")
     return Environment(
+        memory_tolerance=tg.get("memory_tolerance", "0"),
+        peaks=MappingProxyType(_obj(tg.get("peaks"))) or None,
         coverage=tg.get("coverage"),
         registry=tuple(registry) if registry is not None else None,
         renamed=MappingProxyType({str(k): tuple(v) for k, v in (tg.get("renamed") or {}).items()}),

@@ -14,6 +14,7 @@ from typing import Any, TypeGuard
 
 from tilegate.errors import InputError
 from tilegate.fileio import is_finite_positive
+from tilegate.judge.memory import parse as parse_memory
 from tilegate.judge.results import Row
 
 
@@ -241,6 +242,8 @@ def parse_row(path: Path, index: int, bench: Any) -> Row:
     samples = _samples(where, tg, bench)
     twin = tg.get("twin")
     row = Row(
+        memory=parse_memory(where, tg.get("memory")),
+        work_dtype=str(tg["work_dtype"]) if tg.get("work_dtype") is not None else None,
         **_timing(where, tg, samples),
         **_numbers(where, tg),
         gpu_serial=str(tg["gpu_serial"]) if tg.get("gpu_serial") is not None else None,

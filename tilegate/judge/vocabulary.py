@@ -1,6 +1,6 @@
 """The verdict vocabulary: every word a judgement can give, defined once, and what it means.
 
-Four judgements give words; the exit rule that turns them into an exit code, and the exit
+Five judgements give words; the exit rule that turns them into an exit code, and the exit
 code into the run's headline word, is tilegate.judge.outcome (the only one). Each judgement
 has its own `str` Enum below, whose members are words of `Word`: a word two judgements share
 (NEW, NOT MEASURED, PASS, FAIL) is one word with one
@@ -11,6 +11,8 @@ meaning, spelled once.
   an upgrade is an A/B of one tree under two environments);
 * expectation: a relational expectation at one value of its axis (`Status`,
   tilegate.judge.crosstile);
+* memory: a case's peak GPU memory of one call against its base or baseline, exact
+  (`MemoryVerdict`, tilegate.judge.memory);
 * outcome: the whole run, from its exit code (`Headline`, tilegate.judge.outcome.headline):
   the report's first line.
 
@@ -37,7 +39,11 @@ The words (the value, as the JSON files and the reports spell it; the judgements
 * ``SLOWER`` (ab): slower than the tolerance, significant (the whole interval of the median
   ratio, and a majority of the runs). Fails.
 * ``FASTER`` (ab): faster than the tolerance, likewise significant. Never fails.
-* ``SAME`` (ab): within the tolerance (the whole interval). Never fails.
+* ``SAME`` (ab, memory): within the tolerance (A/B: the whole interval). Never fails.
+* ``MORE MEMORY`` (memory): the peak bytes of one call above the base's or baseline's by more
+  than the declared tolerance (0 bytes by default). Fails, except in a smoke run.
+* ``LESS MEMORY`` (memory): below by more than the tolerance. Never fails.
+* ``PEAK VARIES`` (memory): the peak did not repeat exactly within a run: not gated.
 * ``AMBIGUOUS`` (ab): neither: the data cannot decide, measure more. Never fails.
 * ``UNCHANGED CODE`` (ab): the same compiled-code identity on both sides: cannot be blamed,
   whatever its ratio says (the ratio is noise).
@@ -91,6 +97,10 @@ class Word(str, enum.Enum):
     REMOVED = "REMOVED"
     INCONSISTENT = "SAME CODE, TIME MOVED"
     UNSTABLE = "UNSTABLE"
+    # memory
+    MORE_MEMORY = "MORE MEMORY"
+    LESS_MEMORY = "LESS MEMORY"
+    PEAK_VARIES = "PEAK VARIES"
     # expectation and outcome
     PASS = "PASS"
     FAIL = "FAIL"
@@ -142,6 +152,15 @@ class Status(str, enum.Enum):
     NOT_MEASURED = Word.NOT_MEASURED.value
 
 
+class MemoryVerdict(str, enum.Enum):
+    """A case's peak GPU memory against its base or baseline (tilegate.judge.memory)."""
+
+    MORE_MEMORY = Word.MORE_MEMORY.value
+    LESS_MEMORY = Word.LESS_MEMORY.value
+    SAME = Word.SAME.value
+    PEAK_VARIES = Word.PEAK_VARIES.value
+
+
 class Headline(str, enum.Enum):
     """The whole run, from its exit code (tilegate.judge.outcome.headline)."""
 
@@ -156,6 +175,7 @@ JUDGEMENTS: Mapping[str, type[enum.Enum]] = MappingProxyType(
         "stored": Verdict,
         "ab": ABVerdict,
         "expectation": Status,
+        "memory": MemoryVerdict,
         "outcome": Headline,
     }
 )

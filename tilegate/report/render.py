@@ -25,6 +25,7 @@ from tilegate.judge.abcompare import ABComparison
 from tilegate.judge.abnoise import HOST_POLICY
 from tilegate.judge.autotune import TUNER_FLIP
 from tilegate.judge.baseline import DEFAULT_DIR, Baseline
+from tilegate.judge.bisection import command
 from tilegate.judge.coverage import Coverage
 from tilegate.judge.crosstile import CrossTilePair, ExpectationResult, Status
 from tilegate.judge.gate import Judgement
@@ -33,6 +34,7 @@ from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison, Verdict
 from tilegate.judge.vocabulary import ABVerdict
 from tilegate.markdown import listing, ms, p_value, pct, short_sha, table
+from tilegate.report import memory
 from tilegate.report.comment import DECIDING
 from tilegate.report.explain import why_section
 
@@ -207,6 +209,7 @@ def _deciding(judged: Judgement) -> list[str]:
                 "",
             )
         )
+    rows += memory.deciding_rows(judged)
     if (result.code == EXIT_CANNOT_JUDGE or result.smoke) and cmp is not None:
         for g in cmp.off_gpus:
             gpu = f"GPU {g.index}" + (f" ({g.serial})" if g.serial else "")
@@ -286,6 +289,15 @@ def _bullet(out: list[str], title: str, items: Sequence[str], hint: str = "") ->
         out.append(f"- **{title}** ({len(items)}): {shown}" + (f". {hint}" if hint else ""))
 
 
+def _find_the_commit(cmp: Comparison, result: Outcome) -> list[str]:
+    """The `tilegate bisect` of a failed run's range: the regressed rows' baseline commit .. this."""
+    goods = {(r.base.measured if r.base else {}).get("commit") for r in result.regressions}
+    if len(goods) != 1 or None in goods or goods == {cmp.run.env.commit}:
+        return []
+    keys = [r.key for r in result.regressions if r.tolerance]
+    return [f"  Find the commit: `{command(str(goods.pop()), str(cmp.run.env.commit), keys)}`"]
+
+
 def _summary(cmp: Comparison, result: Outcome) -> list[str]:
     out: list[str] = []
 
@@ -299,6 +311,7 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         + (" in the confirmation runs too" if cmp.confirmations else "")
         + ", and not a shift the reference shared (docs/gate.md).",
     )
+    out += _find_the_commit(cmp, result) if out else []
     bullet(
         "Baseline rows of a variant that no longer exists",
         [f"`{r.key}`" for r in result.gone],
@@ -1159,6 +1172,7 @@ def render(
         out += _rows(cmp, judged.outcome)
     else:
         out += _rows_only(run, judged.order)
+    out += memory.section(judged)
     out += _warnings(run)
     if plots:
         out += ["## Plots", ""]

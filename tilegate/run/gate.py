@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
-from tilegate.explain.diff import decided, explain_judgement
+from tilegate.explain.diff import decided, explain_cases, explain_judgement
 from tilegate.explain.diff import write as write_explanations
 from tilegate.fileio import atomic_write_json, atomic_write_text
 from tilegate.judge.abcompare import ABComparison
@@ -120,6 +120,10 @@ def gate(
         # why each decided case with changed code changed (never raises: "unavailable: why")
         t_explain = time.perf_counter()
         explanations = explain_judgement(results, judged.comparison, judged.ab)
+        if judged.ab is not None:  # MORE MEMORY: an added launch or copy, an allocation
+            seen = {e.key for e in explanations}
+            more = [(m.key, m.verdict.value) for m in judged.outcome.more_memory]
+            explanations += explain_cases(results, [c for c in more if c[0] not in seen])
         if report_path is not None:
             write_explanations(explanations, results, report_path.parent / "explain")
         explain_s = time.perf_counter() - t_explain

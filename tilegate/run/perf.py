@@ -69,7 +69,7 @@ def _suite(
     env = dict(os.environ)
     first = [str(pythonpath)] if pythonpath else []
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [*first, str(HOME), env.get("PYTHONPATH")]))
-    if interpreter(profile):
+    if env.get("TRITON_INTERPRET") != "1" and interpreter(profile):  # set: no protocol loaded
         env["TRITON_INTERPRET"] = "1"
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
@@ -492,12 +492,10 @@ def ab_tolerances(slug: str, baselines_dir: Path, out_dir: Path) -> Path:
     """The A/B noise file's per-case tolerances as the suite's stopping rule reads them
     (tilegate.harness.budget): the same tolerances the verdict will apply."""
     from tilegate.harness.budget import save_tolerances, tolerances_from_noise
-    from tilegate.store.files import load_noise, noise_path
+    from tilegate.store.files import Baselines
 
-    noise_file = noise_path(slug, baselines_dir)
-    noise = load_noise(noise_file) if noise_file.exists() else None
     out = out_dir / "ab-tolerances.json"
-    save_tolerances(tolerances_from_noise(noise), out)
+    save_tolerances(tolerances_from_noise(Baselines(baselines_dir).load_noise(slug)), out)
     return out
 
 

@@ -59,6 +59,7 @@ from filelock import FileLock, Timeout
 from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.judge.results import Run
+from tilegate.peaks import percent, row_of
 
 SCHEMA_VERSION = 4
 # version 1: without runs.repo_url / runs.run_url; versions 1 and 2: without cases.params and the
@@ -120,6 +121,8 @@ CREATE TABLE cases (
     params VARCHAR,
     tflops DOUBLE,
     gbps DOUBLE,
+    peak_bytes BIGINT,
+    pct_of_peak DOUBLE,
     PRIMARY KEY (run_id, case_id)
 );
 CREATE TABLE pairs (
@@ -159,6 +162,7 @@ _RUN_COLUMNS = (
     "reference",
 )
 _LINK_COLUMNS = ("repo_url", "run_url")  # added by schema version 2
+_ADDED = ("peak_bytes", "pct_of_peak")  # version 4 stores written before them: added (NULL)
 CASE_COLUMNS = (
     "run_id",
     "case_id",
@@ -179,6 +183,8 @@ CASE_COLUMNS = (
     "params",
     "tflops",
     "gbps",
+    "peak_bytes",  # peak GPU memory of one call (tilegate.judge.memory); NULL: not measured
+    "pct_of_peak",  # of the bound its declared work gives (tilegate.peaks); NULL: none
 )
 # the columns' names before schema version 3: the ratios were named for this repo's reference
 _RENAMED = {
@@ -629,6 +635,8 @@ class Store:
                 ("params", _json(dict(r.params))),  # its parameters, the declaration's names
                 ("tflops", r.tflops),
                 ("gbps", r.gbps),
+                ("peak_bytes", r.memory.peak_bytes if r.memory else None),
+                ("pct_of_peak", (percent(r, row_of(run.env)) or (None,))[0]),
             ):
                 cols[name].append(value)
         # DuckDB scans a dict of numpy arrays in one statement; executemany costs ~2 ms a row.
@@ -758,7 +766,7 @@ def _outdated(con: duckdb.DuckDBPyConnection, version: int) -> bool:
     """Whether the store needs `_upgrade`: an older version, or a version-3 store written
     before runs.reference, cases.tflops / gbps and the renamed ratios."""
     cols = _columns(con)
-    want = {("runs", "reference"), ("cases", "tflops"), ("cases", "gbps")}
+    want = {("runs", "reference")} | {("cases", c) for c in ("tflops", "gbps", *_ADDED)}
     want |= {("cases", n) for n in _RENAMED.values()}
     return version < SCHEMA_VERSION or not want <= cols.keys() or bool(_legacy_columns(cols))
 
@@ -784,9 +792,9 @@ def _upgrade(path: Path, con: duckdb.DuckDBPyConnection, version: int) -> None:
         if ("runs", "reference") not in cols:
             con.execute("ALTER TABLE runs ADD COLUMN reference VARCHAR")
             con.execute(f"UPDATE runs SET reference = {_LEGACY_REFERENCE_SQL}")
-        for col in ("tflops", "gbps", "params"):
+        for col in ("tflops", "gbps", "params", *_ADDED):
             if ("cases", col) not in cols:
-                kind = "VARCHAR" if col == "params" else "DOUBLE"
+                kind = {"params": "VARCHAR", "peak_bytes": "BIGINT"}.get(col, "DOUBLE")
                 con.execute(f"ALTER TABLE cases ADD COLUMN {col} {kind}")
         if legacy:
             filled = _legacy_table(con, cols)

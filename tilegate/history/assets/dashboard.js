@@ -260,7 +260,7 @@
         ? el("a", { href: repo + "/compare/" + g.runs.commit[before] + "..." + g.runs.commit[p.i], "data-run": String(g.runs.id[p.i]), "data-before": String(g.runs.id[before]), "data-kind": "compare", text: short(g.runs.commit[before]) + ".." + short(g.runs.commit[p.i]) })
         : el("code", { text: short(g.runs.commit[before]) + ".." + short(g.runs.commit[p.i]) });
       const tr = el("tr", { class: "pick", onclick: (e) => { if (e.target.closest("a")) return; state.caseId = c.id; state.run = p.i; update(["case", "run", "ratio-k"]); $("case-section").scrollIntoView(); } }, [
-        el("td", { text: c.id }), el("td", {}, [range]),
+        el("td", { text: c.id }), el("td", {}, [range, el("div", {}, [el("code", { text: p.bisect || "" })])]),
         el("td", { class: "num " + (p.size > 0 ? "slower" : "faster"), text: pct(p.size) }),
         el("td", { class: "num", text: String(p.p) }), el("td", { text: p.env.join(", ") || "-" }), el("td", {}, [runLink(g, p.i)]),
       ]);
@@ -281,7 +281,8 @@
     for (let i = 0; i < nRuns(g); i++) if (c.v[i] !== null) (g.runs.dirty[i] ? dirty : cl).push(i);
     const x = (idx) => idx.map((i) => g.runs.when[i]);
     const y = (idx) => idx.map((i) => values(g, c, i, metric));
-    const hover = (idx) => idx.map((i) => runLabel(g, i) + "<br>" + VERDICT[c.verdict[i]][0] + "<br>" + ENV_KEYS.map((k) => k + " " + g.runs[k][i]).join(", "));
+    const measures = (i) => (c.mem && c.mem[i] != null ? "<br>peak memory of one call " + c.mem[i] + " MiB" : "") + (c.pct && c.pct[i] != null ? "<br>" + c.pct[i] + " % of the GPU's peak (its work's bound)" : "");
+    const hover = (idx) => idx.map((i) => runLabel(g, i) + "<br>" + VERDICT[c.verdict[i]][0] + measures(i) + "<br>" + ENV_KEYS.map((k) => k + " " + g.runs[k][i]).join(", "));
     const tag = state.all ? " " + g.slug : "";
     const out = [];
     if (own && metric !== "tflops") {

@@ -407,6 +407,9 @@ BENCHMARK = Benchmark(
     error=error,
     work=work,
     tolerance_axes=("kernel", "dtype", "tokens", "hidden"),
+    # every op's peak GPU memory of one call gated exactly (tilegate.judge.memory): a pull
+    # request that drops an in-place write (RMSNorm's dX into the grad buffer) is MORE MEMORY
+    memory_tolerance="0",
 )
 
 
