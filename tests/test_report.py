@@ -155,7 +155,7 @@ def test_plots(tmp_path: Path) -> None:
     from tilegate.report.plots import make_plots
 
     run = load_results(FIXTURES / "synthetic-results-regressed.json")
-    files = make_plots(run, compare(run, baseline()), tmp_path)
+    files = make_plots(judgement(run, compare(run, baseline())), tmp_path)
     assert [f.name for f in files] == ["times-fp16-nt.png", "crosstile-fp16-nt.png"]
     for f in files:
         assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f.stat().st_size > 20_000
@@ -167,7 +167,7 @@ def test_plots_without_baseline(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from tilegate.report.plots import make_plots
 
-    files = make_plots(load_results(FIXTURES / "synthetic-results-smoke.json"), None, tmp_path)
+    files = make_plots(judgement(load_results(FIXTURES / "synthetic-results-smoke.json")), tmp_path)
     assert len(files) == 2
 
 

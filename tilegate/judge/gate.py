@@ -57,6 +57,8 @@ class Judgement:
     # each row's (fraction, bound) of the bound its declared work gives (tilegate.peaks)
     percent: Mapping[str, tuple[float, str]] = field(default_factory=dict)
     peaks: Mapping[str, float] | None = None  # the GPU's row of tilegate.peaks (None: unknown)
+    # the case ids to measure again, decided once (`_suspects`): suspects.txt, the report
+    suspects: tuple[str, ...] = ()
 
     @property
     def code(self) -> int:
@@ -72,20 +74,6 @@ class Judgement:
         if self.integrity is None or self.report_only:
             return ()
         return self.integrity.failing
-
-    def suspects(self) -> list[str]:
-        """The case ids to measure again: the A/B's, then the stored baseline's; none in a smoke
-        run (its timings set no verdict: there is nothing to confirm)."""
-        if self.outcome.smoke:
-            return []
-        # in A/B mode a stored-baseline slowdown of a case whose code is the base's, or that
-        # the A/B found no slower than the base, is drift (tilegate.judge.outcome): a
-        # confirmation run would spend its rounds for nothing
-        ab, cmp = self.ab, self.comparison
-        cleared = ab.not_blamed if ab else frozenset()
-        return list(
-            dict.fromkeys([*(ab.suspects() if ab else []), *(cmp.suspects(cleared) if cmp else [])])
-        )
 
     def verdicts(self) -> dict[str, str]:
         """Each judged case's verdict word (A/B cases first, then the stored-baseline rows the
@@ -147,6 +135,19 @@ def _headline(
     return f"tilegate: {word}" + (f": {', '.join(parts)}" if parts else "") + narrowed
 
 
+def _suspects(result: Outcome, cmp: Comparison | None, ab: ABComparison | None) -> list[str]:
+    """The case ids to measure again: the A/B's, then the stored baseline's; none in a smoke
+    run (its timings set no verdict: there is nothing to confirm). In A/B mode a stored-baseline
+    slowdown of a case whose code is the base's, or that the A/B found no slower than the base,
+    is drift (tilegate.judge.outcome): a confirmation run would spend its rounds for nothing."""
+    if result.smoke:
+        return []
+    cleared = ab.not_blamed if ab else frozenset()
+    return list(
+        dict.fromkeys([*(ab.suspects() if ab else []), *(cmp.suspects(cleared) if cmp else [])])
+    )
+
+
 def judgement(
     run: Run,
     cmp: Comparison | None = None,
@@ -189,6 +190,7 @@ def judgement(
         memory=memory,
         percent={k: p for k, r in run.rows.items() if (p := percent(r, peaks))},
         peaks=peaks,
+        suspects=tuple(_suspects(result, cmp, ab)),
     )
 
 

@@ -18,7 +18,8 @@ from typing import Any
 
 import matplotlib  # the `plots` extra: missing, the import fails here, where the gate catches it
 
-from tilegate.judge.crosstile import CrossTilePair, Status, crosstile_pairs
+from tilegate.judge.crosstile import CrossTilePair, Status
+from tilegate.judge.gate import Judgement
 from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison, Verdict
 
@@ -43,17 +44,14 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def _x_axis(run: Run) -> str:
-    relations = run.relations()
-    return relations[0][2] if relations else run.env.axes[-1]
-
-
-def make_plots(run: Run, cmp: Comparison | None, directory: Path) -> list[Path]:
-    """Write every plot for this run into `directory`; return their paths."""
+def make_plots(judged: Judgement, directory: Path) -> list[Path]:
+    """Write every plot of the Judgement into `directory` (its rows' verdicts, its declared
+    pairs: `Judgement.pairs`); return their paths."""
     plt = _pyplot()
     out = []
-    x = _x_axis(run)
-    others = run.series(x)
+    run, cmp = judged.run, judged.comparison
+    x = judged.pairs[0].per if judged.pairs else run.env.axes[-1]
+    others = tuple(a for a in run.env.axes if a != x)
     settings = sorted({tuple(r.params.get(a) for a in others) for r in run.rows.values()}, key=repr)
     try:
         for setting in settings:
@@ -68,10 +66,9 @@ def make_plots(run: Run, cmp: Comparison | None, directory: Path) -> list[Path]:
                     directory / f"times-{name}.png",
                 )
             )
-        fams = crosstile_pairs(run, cmp.baseline if cmp else None)
         for setting in settings:
             where = dict(zip(others, setting, strict=False))
-            mine = [f for f in fams if f.per == x and dict(f.where) == where]
+            mine = [f for f in judged.pairs if f.per == x and dict(f.where) == where]
             if mine:
                 name = "-".join(map(str, setting)) or "all"
                 out.append(

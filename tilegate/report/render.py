@@ -1156,7 +1156,7 @@ def render(
         ]
         out += [*_summary(cmp, judged.outcome), ""]
         if suspects_path is not None:
-            n = len(judged.suspects())
+            n = len(judged.suspects)
             out += [
                 f"{n} case(s) to measure again written to `{suspects_path}`."
                 if n
