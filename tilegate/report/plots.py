@@ -48,35 +48,25 @@ def make_plots(judged: Judgement, directory: Path) -> list[Path]:
     """Write every plot of the Judgement into `directory` (its rows' verdicts, its declared
     pairs: `Judgement.pairs`); return their paths."""
     plt = _pyplot()
-    out = []
     run, cmp = judged.run, judged.comparison
     x = judged.pairs[0].per if judged.pairs else run.env.axes[-1]
     others = tuple(a for a in run.env.axes if a != x)
     settings = sorted({tuple(r.params.get(a) for a in others) for r in run.rows.values()}, key=repr)
+    times, pairs = [], []
     try:
         for setting in settings:
-            name = "-".join(map(str, setting)) or "all"
-            out.append(
-                _times(
-                    plt,
-                    run,
-                    cmp,
-                    x,
-                    dict(zip(others, setting, strict=False)),
-                    directory / f"times-{name}.png",
-                )
+            name, where = (
+                "-".join(map(str, setting)) or "all",
+                dict(zip(others, setting, strict=False)),
             )
-        for setting in settings:
-            where = dict(zip(others, setting, strict=False))
+            times.append(_times(plt, run, cmp, x, where, directory / f"times-{name}.png"))
             mine = [f for f in judged.pairs if f.per == x and dict(f.where) == where]
             if mine:
-                name = "-".join(map(str, setting)) or "all"
-                out.append(
-                    _crosstile(plt, mine, cmp, run.env.smoke, directory / f"crosstile-{name}.png")
-                )
+                path = directory / f"crosstile-{name}.png"
+                pairs.append(_crosstile(plt, mine, cmp, run.env.smoke, path))
     finally:
         plt.close("all")
-    return out
+    return times + pairs
 
 
 def _throughput(row: Any, seconds: float) -> tuple[float | None, str]:
@@ -160,19 +150,9 @@ def _delta_bars(
             at = j - 0.4 + width * (i + 0.5)
             colour = _VERDICT_COLOUR.get(verdict.verdict, "#9e9e9e")
             ax.bar(at, verdict.delta * 100, width * 0.9, color=colour, edgecolor="black", lw=0.3)
-            ax.plot(
-                [at - width / 2, at + width / 2],
-                [verdict.tolerance * 100] * 2,
-                color="black",
-                lw=1.2,
-            )
-            ax.plot(
-                [at - width / 2, at + width / 2],
-                [-verdict.tolerance * 100] * 2,
-                color="black",
-                lw=0.6,
-                alpha=0.5,
-            )
+            for sign, lw, alpha in ((1, 1.2, 1.0), (-1, 0.6, 0.5)):  # its tolerance, both ways
+                tick = [sign * verdict.tolerance * 100] * 2
+                ax.plot([at - width / 2, at + width / 2], tick, color="black", lw=lw, alpha=alpha)
             if abs(verdict.delta) > verdict.tolerance * 0.8 or verdict.verdict is not Verdict.OK:
                 ax.annotate(
                     v.replace("_persistent", "").replace("_", " "),
