@@ -381,13 +381,11 @@ class Perf:
     def _check_inputs(self, baseline: Path) -> None:
         """The stored inputs read and validated before anything is measured (InputError naming
         the file): the baseline and the tolerances beside it."""
-        from tilegate.store.files import load_baseline, load_tolerances
+        from tilegate.store.files import Baselines, load_baseline
 
         if baseline.exists():
             load_baseline(baseline)
-        tolerances = baseline.parent / "tolerances.toml"
-        if tolerances.exists():
-            load_tolerances(tolerances)
+        Baselines(baseline.parent).tolerances()
 
     def _what_to_confirm(self, judged: Gated, suspects: Path, i: int) -> str | None:
         """The suite option that names what confirmation `i` measures, or None: nothing to.
