@@ -440,3 +440,70 @@ def test_a_side_whose_process_dies_mid_run_cannot_judge_and_leaves_no_results(
     )
     assert f"the base {base[:12]}" in report and "its process ended" in report, report
     assert "(exit 7)" in report and "base.log" in report, report
+
+
+# two variants whose call is host work only (a sleep, then torch on the CPU): their host time
+# is steady from process to process, where the interpreter's is not on a busy CPU
+HOST_ONLY = """
+
+def _host_a(params, x):
+    def call():
+        time.sleep(0.001)
+        return x * 2
+
+    return call
+
+
+def _host_b(params, x):
+    def call():
+        time.sleep(0.001)
+        return x * 2
+
+    return call
+
+
+VARIANTS = VARIANTS + (Variant("host_a", _host_a), Variant("host_b", _host_b))
+"""
+
+
+@pytest.mark.interpreter
+def test_host_time_is_judged_over_worker_processes_when_the_sides_are_two(
+    site: Path, tmp_path: Path
+) -> None:
+    """Issue 50, item 2: a package that imports itself by name (each side a process), its
+    host-bound cases timed again in 4 fresh workers per side, alternated. 2 ms more of
+    `time.sleep` in host_b's wrapper is SLOWER on its host time, its interval over the process
+    pairs, the grown function named from the two sides' profiles; host_a, the same code on both
+    sides (an A/A), is SAME on it. The per-process medians are in the results."""
+    from tilegate.judge.abcompare import compare_ab
+    from tilegate.judge.vocabulary import ABVerdict
+    from tilegate.store.files import load_results
+
+    repo = _self_importing(site, tmp_path, "hostbench", src=False)
+    protocol = next((repo / "perf_tests").glob("test_*.py"))
+    text = protocol.read_text()
+    protocol.write_text(text.replace("interpreter=True,", "interpreter=True, host_procs=4,", 1))
+    kernels = repo / "hostbench" / "kernels.py"
+    kernels.write_text("import time\n" + kernels.read_text() + HOST_ONLY)
+    _git(repo, "commit", "-qam", "host-only variants, 4 host workers a side")
+    text = kernels.read_text()
+    cut = text.rindex("time.sleep(0.001)")  # host_b's
+    kernels.write_text(text[:cut] + "time.sleep(0.003)" + text[cut + len("time.sleep(0.001)") :])
+    _git(repo, "commit", "-qam", "host_b: 2 ms more per call")
+    out = repo / ".perf" / "ab"
+    done = _sh([sys.executable, "-m", "tilegate", "perf", "--ab", "HEAD~1", *ONE, "--out-dir", str(out)], repo, _env(site))  # fmt: skip
+    assert done.returncode == 0, _said(done)  # smoke: its timings set no exit code
+    cases = {c.variant: c for c in compare_ab(load_results(out / "results.json"), None).cases}
+    for case in cases.values():
+        assert len(case.head.host_procs_s) == len(case.base.host_procs_s) == 4, case
+    slower, same = cases["host_b"], cases["host_a"]
+    assert slower.verdict is ABVerdict.SLOWER and slower.judged_on == "host", slower
+    assert slower.ci is not None and slower.ci[0] > 1.25, slower.ci
+    assert (
+        "host time over 4 process pairs" in slower.note
+        and "hostbench/kernels.py:call" in slower.note
+    ), slower.note
+    assert same.verdict is ABVerdict.UNCHANGED and "process pairs" in same.note, same
+    assert same.note.endswith("host tolerance: SAME"), same.note
+    info = json.loads((out / "results.json").read_text())["machine_info"]["tilegate"]
+    assert info["pairing"]["host_procs"]["per_side"] == 4

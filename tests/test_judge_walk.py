@@ -67,9 +67,9 @@ def entries(per_gate: list[Counter[str]] | None = None) -> Iterator[Counter[str]
             return
         code = frame.f_code
         module = code.co_filename
-        if per_gate is not None and module == RUN_GATE and code.co_name == "gate":
-            if not per_gate or "gate.py:judge" in per_gate[-1]:
-                per_gate.append(Counter())
+        gate_call = per_gate is not None and module == RUN_GATE and code.co_name == "gate"
+        if gate_call and (not per_gate or "gate.py:judge" in per_gate[-1]):
+            per_gate.append(Counter())
         # a function of M: not a nested function, lambda, comprehension or the module body
         if not module.startswith(JUDGE) or "<" in code.co_qualname:
             return

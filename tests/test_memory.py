@@ -190,9 +190,8 @@ def test_a_peaks_table_is_validated_strictly(tmp_path: Path, peaks: Any) -> None
 
 
 def test_the_history_and_its_page_keep_memory_and_percent_of_peak(tmp_path: Path) -> None:
-    from tilegate.store.historydb import open_store
-
     from tilegate.history.dashboard import build_data
+    from tilegate.store.historydb import open_store
 
     data = make_run(ks=(512,), rounds=20)
     for b in data["benchmarks"]:

@@ -56,6 +56,9 @@ class Axis:
         return self.label(value) if callable(self.label) else self.label.format(value)
 
 
+HOST_PROCS = 6  # Profile.host_procs on a GPU
+
+
 @dataclass(frozen=True)
 class Profile:
     """A named grid (the cross product of its axes) and how long each group is timed."""
@@ -70,6 +73,10 @@ class Profile:
     # the GPU waits until each timed call is queued (tilegate.harness.timing): for calls whose
     # host work (Python wrappers, autograd) is as long as their GPU work
     hold_host: bool = False
+    # an A/B of two processes: a host-bound case's host time is timed again in this many fresh
+    # worker processes per side, alternated (tilegate.harness.hostworkers; docs/measuring.md);
+    # None: HOST_PROCS on a GPU, none under the interpreter (each costs a process start)
+    host_procs: int | None = None
     interpreter: bool = False  # runs under Triton's CPU interpreter: timings mean nothing
     description: str = ""
 

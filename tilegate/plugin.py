@@ -36,6 +36,7 @@ import pytest
 
 from tilegate import __version__
 from tilegate.cases import BASE_SUFFIX, Case, build_cases, parse_value, select_variants
+from tilegate.declare import HOST_PROCS
 from tilegate.harness.inject import apply_injections
 
 CASES = pytest.StashKey[list[Case]]()
@@ -731,6 +732,9 @@ class PerfRun:
             ab_tolerances=self._ab_tolerances(config),
             compile_threads=_compile_threads(config),
             sides=self.sides or None,
+            host_procs=profile.host_procs
+            if profile.host_procs is not None
+            else HOST_PROCS * (not self.smoke),
         )
         self._done = 0
 

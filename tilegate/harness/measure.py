@@ -135,6 +135,7 @@ class GroupMeasurer:
         ab_tolerances: Tolerances | None = None,
         compile_threads: int = 0,
         sides: Mapping[str, Any] | None = None,
+        host_procs: int = 0,
     ) -> None:
         if passes < 1:
             raise ValueError(f"passes must be >= 1, got {passes}")
@@ -182,6 +183,9 @@ class GroupMeasurer:
         self.rounds_log: dict[str, list[tuple[float, str]]] = {}
         self._t0 = time.perf_counter()
         self.failure: str | None = None  # why a side's process failed (no results then)
+        # two processes: workers a side timing host-bound pairs (harness.hostworkers), their cost
+        self.host_procs_per_side = host_procs
+        self.host_procs: dict[str, Any] | None = None
 
     def side_of(self, case: Case) -> str:
         """The side that measures `case`: the base's for its base slot in an A/B run."""
@@ -305,6 +309,10 @@ class GroupMeasurer:
                 + (f"; first: {shorten(failures[0], 300)}" if failures else "")
             )
         self._time(prepared)
+        if len(self.sides) > 1 and self.host_procs_per_side:
+            from tilegate.harness import hostworkers
+
+            hostworkers.measure(self, prepared, self.host_procs_per_side)
         if len(self.sides) == 1:  # the side is this process (an A/B's sides log their own)
             self.on_progress(
                 f"recording what explains each case took {explain_spent_s():.2f} s in this process"
@@ -627,6 +635,7 @@ class GroupMeasurer:
                 "counted": False,
             },
             "rounds_log": {g: [list(b) for b in log] for g, log in self.rounds_log.items()},
+            **({"host_procs": self.host_procs} if self.host_procs else {}),
         }
 
     def _extra(

@@ -152,6 +152,7 @@ class RemoteSide:
         self._answers: BinaryIO = os.fdopen(read_fd, "rb")
         self._closed = False
         self._alias_says: str | None = None  # the base's label, when this process holds it too
+        self._replay: list[tuple[str, dict[str, Any]]] = []  # hello and setup: for `fresh`
 
     # -- the wire ----------------------------------------------------------------------------
 
@@ -179,6 +180,8 @@ class RemoteSide:
         """Send one request and wait for its answer; SideFailure when the process fails."""
         if self._closed:
             raise SideFailure(f"{self.spec.says()}: its process was already stopped")
+        if verb in ("hello", "setup"):
+            self._replay.append((verb, kwargs))
         data = pickle.dumps((verb, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
         try:
             assert self._proc.stdin is not None
@@ -199,6 +202,18 @@ class RemoteSide:
         if status == "alias-error":  # the base's code, loaded in this process beside the head's
             raise SideFailure(f"{self._alias_says or 'the base'}: {value}")
         return value
+
+    def fresh(self, log_dir: Path) -> RemoteSide:
+        """Another process of this side, loaded and set up as this one was (its hello and setup
+        replayed): tilegate.harness.hostworkers times the host in several."""
+        other = RemoteSide(self.spec, log_dir)
+        try:
+            for verb, kwargs in self._replay:
+                other.request(verb, **kwargs)
+        except BaseException:
+            other.kill()
+            raise
+        return other
 
     def close(self) -> None:
         """Ask the worker to end; make sure it has."""

@@ -201,14 +201,17 @@ class CudaTimer:
         return got
 
     def _probe_host(
-        self, fns: Mapping[str, Callable[[], Any]], pairs: Mapping[str, str] | None
+        self,
+        fns: Mapping[str, Callable[[], Any]],
+        pairs: Mapping[str, str] | None,
+        rounds: int = HOST_PROBE_ROUNDS,
     ) -> dict[str, list[float]]:
-        """Each call's host seconds with nothing queued ahead of it (HOST_PROBE_ROUNDS calls
-        each, the GPU waited for before each): back to back, a launch into a full queue waits
-        for the GPU, and a GPU-bound call's host time reads as its GPU time (module doc)."""
+        """Each call's host seconds with nothing queued ahead of it (`rounds` calls each, the
+        GPU waited for before each): back to back, a launch into a full queue waits for the
+        GPU, and a GPU-bound call's host time reads as its GPU time (module doc)."""
         torch = self._torch
         got: dict[str, list[float]] = {n: [] for n in fns}
-        for r in range(HOST_PROBE_ROUNDS):
+        for r in range(rounds):
             for name in round_order(list(fns), r, pairs):
                 self._flush()
                 torch.cuda.synchronize()
@@ -244,6 +247,12 @@ class CudaTimer:
                 (old,) = set(pair) - late
                 found = (found | late) if id(fns[old]) in self._held else (found - late)
         self._held |= {id(fns[n]) for n in found if n in fns}
+
+    def host_times(
+        self, fns: Mapping[str, Callable[[], Any]], rounds: int
+    ) -> dict[str, list[float]]:
+        """`rounds` host times per call, nothing queued ahead (tilegate.harness.hostworkers)."""
+        return self._probe_host(fns, None, rounds)
 
     def is_held(self, fn: Any) -> bool:
         """Whether this call's samples are held (every call's with `hold_host`; else found
@@ -385,6 +394,12 @@ class HostTimer:
     @staticmethod
     def order(names: list[str], r: int) -> list[str]:
         return round_order(names, r)
+
+    def host_times(
+        self, fns: Mapping[str, Callable[[], Any]], rounds: int
+    ) -> dict[str, list[float]]:
+        """The interpreter's calls are synchronous: their time is their host time."""
+        return self.time(fns, rounds)
 
     @staticmethod
     def once(fn: Callable[[], Any]) -> float:

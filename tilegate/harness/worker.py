@@ -8,7 +8,7 @@ descriptor FD as ("ok", value) or ("error", message). stdout and stderr are the 
 
 The verbs: hello (set sys.path, import the side's package and its protocol: what it declares),
 setup (the slots, the timer, the device), prepare / explain / warm / time / release (the
-side's tilegate.harness.side.SideMeasurer), warnings, bye.
+side's tilegate.harness.side.SideMeasurer), host (tilegate.harness.hostworkers), warnings, bye.
 """
 
 from __future__ import annotations
@@ -226,6 +226,11 @@ class Worker:
 
     def release(self, group: str) -> None:
         self.measurer.release(group)
+
+    def host(self, groups: list[Any], first: bool) -> Any:
+        from tilegate.harness.hostworkers import time_host
+
+        return time_host(self.measurer, groups, self.root, first=first)
 
     def warnings(self) -> Any:
         if self.measurer is None:

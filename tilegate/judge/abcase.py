@@ -128,7 +128,7 @@ class ABCase:
         rows = [r for r in (self.head, self.base) if r is not None]
         if all(r.host_bound is None for r in rows):
             return None
-        return any(r.host_bound for r in rows)
+        return any(r.host_bound and not r.syncs_inside for r in rows)  # a sync: wall time
 
     @property
     def variant(self) -> str:

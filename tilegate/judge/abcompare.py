@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from tilegate.errors import InputError
+from tilegate.judge import hostprocs
 from tilegate.judge.abcase import ABCase, judge_case
 from tilegate.judge.abnoise import (
     HOST,
@@ -140,7 +141,8 @@ def judge_bound(
         if len(hosts) == len(pairs)
         else None
     )
-    if not _host_bound(pairs) or len(hosts) != len(pairs) or apart:
+    procs = hostprocs.judge(key, pairs, *tolerance(host_key(key)), HOST_POLICY) if apart else None
+    if procs is None and (not _host_bound(pairs) or len(hosts) != len(pairs) or apart):
         judged = judge_case(key, pairs, *tolerance(key), policy)
         judged = replace(judged, host_ratio=host_ratio)
         host_tol, _ = tolerance(host_key(key))
@@ -164,15 +166,19 @@ def judge_bound(
                 "host-bound, but not held (its first warm-up read it GPU-bound): its GPU time "
                 "is the rate of its launches more than its kernels' time"
             )
+        said = (hostprocs.waits_inside(pairs) if host_bound else None) or said
         return replace(judged, note="; ".join(filter(None, [judged.note, said])))
-    judged = judge_case(key, hosts, *tolerance(host_key(key)), HOST_POLICY)
+    judged = procs or judge_case(key, hosts, *tolerance(host_key(key)), HOST_POLICY)
     on_gpu = judge_case(key, pairs, *tolerance(key), policy)
+    if procs is not None and on_gpu.verdict not in _TIMED:  # the same code: the GPU's word
+        return replace(on_gpu, host_ratio=procs.ratio, note=f"{on_gpu.note}; {procs.note}")
     _, head, base = pairs[0]
     gpu_sides = [aligned_pair(run, h, b) for run, h, b in pairs]
     gpu_ratio = float(np.median(np.concatenate([h / b for h, b in gpu_sides])))
     bound = (
-        f"host-bound (host {head.host_s * 1e3 if head.host_s else 0:.4g} ms >= GPU "
-        f"{head.median_s * 1e3:.4g} ms per call)"
+        f"host-bound (host {head.host_s * 1e3:.4g} ms >= GPU {head.median_s * 1e3:.4g} ms per call)"
+        if head.host_s
+        else "host-bound (the interpreter's calls are all host time)"
     )
     if on_gpu.fails and not judged.fails:
         # its kernels slower beyond the GPU tolerance: they bound the call once slow enough
@@ -187,8 +193,8 @@ def judge_bound(
         return replace(
             on_gpu, host_ratio=judged.ratio, note="; ".join(filter(None, [said, on_gpu.note]))
         )
-    said = (
-        f"{bound}: judged on the host time; GPU {gpu_ratio - 1:+.1%}, judged too: not found slower"
+    said = f"{bound}: judged on the host time; GPU {gpu_ratio - 1:+.1%}, judged too: " + (
+        "slower too" if on_gpu.fails else "not found slower"
     )
     return replace(
         judged,

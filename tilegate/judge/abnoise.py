@@ -23,7 +23,7 @@ import numpy as np
 from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.fileio import is_finite_number
-from tilegate.judge import stats
+from tilegate.judge import hostprocs, stats
 from tilegate.judge.policy import TolerancePolicy
 from tilegate.judge.results import Row, Run, gpu_mismatch
 from tilegate.markdown import listing
@@ -212,9 +212,11 @@ def _aa_ratios(runs: Sequence[Run]) -> dict[str, list[float]]:
             pair = pair_of(run, key)
             if pair is not None:
                 per_key.setdefault(key, []).append(float(np.median(per_round(run, *pair))))
-                hosts = on_host(pair[0], pair[1])
-                if hosts is not None:
+                # two processes: the host verdict's unit is a pair of worker processes
+                hosts, ratio = on_host(pair[0], pair[1]), hostprocs.run_ratio(*pair)
+                if ratio is None and hosts is not None:
                     ratio = float(np.median(per_round(run, *hosts)))
+                if ratio is not None:
                     per_key.setdefault(host_key(key), []).append(ratio)
     return per_key
 

@@ -177,6 +177,12 @@ class Row:
     host_samples_s: tuple[float, ...] | None = None
     host_bound: bool | None = None
     held: bool = False
+    # a host-bound case of a two-process A/B (tilegate.harness.hostworkers): its host seconds
+    # per call in each fresh worker process (pair order), the first worker's profile (function,
+    # cumulative seconds per call), whether its call waits on the GPU inside
+    host_procs_s: tuple[float, ...] | None = None
+    host_profile: tuple[tuple[str, float], ...] = ()
+    syncs_inside: bool | None = None
     # a tuner flip re-timed with both sides on one config (extra_info.tilegate.pinned, written
     # by tilegate.harness.measure): this case on that config, as a row of its own (its
     # `autotune` the picks both sides ran); None: not re-timed

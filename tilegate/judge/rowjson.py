@@ -229,6 +229,7 @@ def _timing(where: str, tg: Mapping[str, Any], samples: list[float]) -> dict[str
         "host_samples_s": tuple(float(h) for h in host) if host else None,
         "host_bound": bool(tg["host_bound"]) if isinstance(tg.get("host_bound"), bool) else None,
         "held": tg.get("held") is True,
+        **_host_procs(where, tg),
         "timed_in": timed_in,
         "budget_stopped": stopped,
         "sweeps": sweeps,
@@ -277,6 +278,27 @@ def parse_row(path: Path, index: int, bench: Any) -> Row:
             ratio_to_twin=None,
         ),
     )
+
+
+def _host_procs(where: str, tg: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A row's host times over worker processes (tilegate.harness.hostworkers), checked."""
+    procs, prof = tg.get("host_procs_s"), tg.get("host_profile", [])
+    procs_ok = procs is None or (isinstance(procs, list) and all(map(is_finite_positive, procs)))
+    if not procs_ok or not isinstance(prof, list) or not all(_pair(p) for p in prof):
+        raise InputError(
+            f"{where}: extra_info.tilegate.host_procs_s / host_profile are {procs!r} / {prof!r}; "
+            "expected host seconds per worker process, [function, seconds] pairs; re-run the suite"
+        )
+    out: dict[str, Any] = {
+        "host_procs_s": tuple(map(float, procs)) if procs else None,
+        "host_profile": tuple((n, float(t)) for n, t in prof),
+        "syncs_inside": tg["syncs_inside"] if isinstance(tg.get("syncs_inside"), bool) else None,
+    }
+    return out
+
+
+def _pair(p: Any) -> bool:
+    return isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and _is_number(p[1])
 
 
 def _parse_pinned(

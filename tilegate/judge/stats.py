@@ -216,6 +216,19 @@ def paired_ratio(x: Sequence[float], ref: Sequence[float]) -> float:
     return float(statistics.median(a / b for a, b in zip(x, ref, strict=True)))
 
 
+def mean_t_test(values: Sequence[float], confidence: float) -> tuple[float, ...]:
+    """For a few values that are each an average of many (a process's median host time per
+    call): their mean, the two-sided Student t interval of it at `confidence` (lo, hi), and the
+    one-sided t-test p-values of "the mean is above 0" and "below 0"."""
+    x = np.asarray(values, dtype=float)
+    mean, sem = float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
+    if sem <= 1e-12 * abs(mean):  # all alike: no spread to weigh the mean against
+        return mean, mean, mean, float(mean <= 0), float(mean >= 0)
+    t, df = scipy_stats().t, x.size - 1
+    half, stat = float(t.ppf((1 + confidence) / 2, df)) * sem, mean / sem
+    return mean, mean - half, mean + half, float(t.sf(stat, df)), float(t.cdf(stat, df))
+
+
 def majority(flags: Sequence[bool]) -> bool:
     """More than half are true; ties go to innocence (1 of 2 is not a majority)."""
     return sum(flags) * 2 > len(flags)
