@@ -7,7 +7,7 @@ virtualenv per Triton version, of the `test` dependency group (torch's CPU build
 the one they are asked for; `_test_env`): torch and Triton install once, not once per session.
 Other CPU sessions get their own virtualenv (`upgrade`: the `kernels` group with the Triton it
 is asked for). Each session is a few lines: the orchestration is `python -m tilegate ...`
-(tilegate/run/perf.py, tilegate/fingerprint/). The test sessions run pytest on every CPU core
+(tilegate/run/loop.py, tilegate/fingerprint/). The test sessions run pytest on every CPU core
 (pytest-xdist, `-n auto`; `-- -n 0` runs one process).
 
 Exit codes of `perf` (and of `tilegate`): 0 all holds, 1 regression or broken expectation,
@@ -155,6 +155,7 @@ def ab_noise(session: nox.Session) -> None:
 
 
 @nox.session(venv_backend="none", default=False)
+@_gate
 def upgrade_ab(session: nox.Session) -> None:
     """A Triton upgrade on this GPU: `-- --new DIR` (the new triton/ there), 3 processes a side."""
     _end(session, "upgrade_ab", _tilegate(session, "upgrade-ab", *session.posargs))
@@ -195,8 +196,6 @@ def tests(session: nox.Session) -> None:
     _run_in(session, bindir, "-m", "pytest", *XDIST, *session.posargs)
 
 
-# The pytest-benchmark versions whose private API tilegate/harness/bench.py relies on: the GPU
-# image's (5.2.3, which needs a pytest before 9.2) and the CPU tests' pin.
 # the Liger release before the pinned one (pyproject's `liger` group): the upgrade test's old side
 LIGER_OLD = "liger-kernel==0.8.4"
 
@@ -240,15 +239,12 @@ def liger(session: nox.Session) -> None:
         )
 
 
+# 5.3.1 with pytest 9.0.3 is the `test` group's pin: `tests` runs tests/test_bench_adapter.py
+# under it already (a second virtualenv of the same pins was a second run of the same tests).
 @nox.session(allow_parallel=True)
-@nox.parametrize(
-    "pins",
-    [("pytest-benchmark==5.2.3", "pytest==8.4.2"), ("pytest-benchmark==5.3.1", "pytest==9.0.3")],
-    ids=["5.2.3", "5.3.1"],
-)
-def bench_adapter(session: nox.Session, pins: tuple[str, str]) -> None:
-    """Pin the pytest-benchmark adapter's behaviour on every supported pytest-benchmark version."""
-    session.install(*pins)
+def bench_adapter(session: nox.Session) -> None:
+    """Pin the pytest-benchmark adapter's behaviour on the GPU image's pytest-benchmark (5.2.3)."""
+    session.install("pytest-benchmark==5.2.3", "pytest==8.4.2")
     session.run(
         "python",
         "-m",
@@ -379,7 +375,6 @@ def _triton_args(
 _FINGERPRINT_VERDICT = {
     0: "every rule holds, fingerprints unchanged",
     1: "rule broken or fingerprint changed",
-    2: "cannot judge",
 }
 
 
@@ -389,13 +384,9 @@ def fingerprint(session: nox.Session) -> None:
     """Compile every Triton variant for sm_90, sm_100 and sm_120 (no GPU) and gate its facts."""
     args, rest = _triton_args(session)
     bindir, version = _test_env(session, args.triton or "pinned")
-    code = _python(session, "-m", "tilegate.run.fingerprint", *rest, venv=bindir)
-    verdict = _FINGERPRINT_VERDICT.get(code, "crashed")
-    _exit(
-        session,
-        code,
-        f"fingerprint (Triton {version}): {verdict} (exit {code}); report: {PERF / 'fingerprint.md'}",
-    )
+    code = _python(session, "-m", "tilegate", "fingerprint", *rest, venv=bindir)
+    what = f"fingerprint (Triton {version}; report: {PERF / 'fingerprint.md'})"
+    _end(session, what, code, _FINGERPRINT_VERDICT)
 
 
 @nox.session(default=False)
@@ -416,7 +407,7 @@ def fingerprint_rebaseline(session: nox.Session) -> None:
     codes = {}
     for triton in versions:  # oldest first: a first recording diffs against the version before
         version = _kernels_env(session, "kernels", triton)
-        codes[version] = _python(session, "-m", "tilegate.run.fingerprint", "--record", *rest)
+        codes[version] = _python(session, "-m", "tilegate", "fingerprint", "--record", *rest)
     code = max(codes.values())
     _exit(
         session,
@@ -464,16 +455,9 @@ def upgrade(session: nox.Session) -> None:
     args, rest = parser.parse_known_args(session.posargs)
     old = _triton_version(session, args.old)
     new = _kernels_env(session, "kernels", args.version)
-    cmd = ["-m", "tilegate.run.fingerprint", "--upgrade-from", old, *rest]
+    cmd = ["-m", "tilegate", "fingerprint", "--upgrade-from", old, *rest]
     code = _python(session, *cmd, *(["--record"] if args.record else []))
-    verdict = {
-        0: "no pipelining fact changed",
-        1: "a pipelining fact changed or a rule broke",
-        2: "cannot judge",
-    }.get(code, "crashed")
-    _exit(
-        session,
-        code,
-        f"upgrade Triton {old} -> {new}: {verdict} (exit {code}); report: {PERF / 'upgrade.md'}"
-        + ("" if args.record else "; nothing written under baselines/ (--record records)"),
-    )
+    written = "" if args.record else "; nothing written under baselines/ (--record records)"
+    what = f"upgrade Triton {old} -> {new} (report: {PERF / 'upgrade.md'}{written})"
+    meaning = {0: "no pipelining fact changed", 1: "a pipelining fact changed or a rule broke"}
+    _end(session, what, code, meaning)

@@ -390,7 +390,7 @@ def load_run(directory: Path, name: str, **kwargs: Any) -> Any:
 def build_baseline(directory: Path, seeds: tuple[int, ...] = (101, 102, 103), **kwargs: Any) -> Any:
     """A baseline built by `tilegate.judge.baseline.rebaseline` from len(seeds) synthetic runs (built-in policy)."""
     from tilegate.judge.policy import Tolerances
-    from tilegate.judge.rebaseline import rebaseline
+    from tilegate.judge.rebaselining import rebaseline
 
     runs = [load_run(directory, f"rebaseline-{s}.json", seed=s, **kwargs) for s in seeds]
     return rebaseline(

@@ -233,7 +233,10 @@ STEP_AT = 37
 def build_store(directory: Path, *, step: bool, seed: int, salt: str) -> tuple[Path, list[Path]]:
     """A 60-commit synthetic history in a store (verdicts from the real baseline): with a +3 %
     step of STEPPED at commit STEP_AT, where Triton also changes to 3.9.0, or an A/A history."""
-    from tilegate.history.cli import main
+    from tilegate.cli import main as tilegate_main
+
+    def main(argv: list[str]) -> int:
+        return tilegate_main(["history", *argv])
 
     paths = write_history(
         directory / "runs",

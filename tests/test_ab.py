@@ -423,6 +423,27 @@ def test_aa_passes_and_identical_code_is_never_blamed(tmp_path: Path) -> None:
     assert tiled.ratio == pytest.approx(1.10, abs=0.01) and "noise" in tiled.note
 
 
+def test_an_unreadable_identity_is_unknown_never_unchanged(tmp_path: Path) -> None:
+    """The profiler unreadable on both sides (another torch's API): the identity is unknown, not
+    one marker hashed alike on both sides, so the case is timed and judged, and the report's
+    code column says why (it read UNCHANGED CODE, never blamed)."""
+    from tilegate.harness.identity import UNREADABLE, Captured
+    from tilegate.judge.gate import judgement
+    from tilegate.report.render import render
+
+    ids = [identity(Captured(kernels=[f"{UNREADABLE}: TypeError"])) for _ in range(2)]
+    assert ids[0].hash == "" and ids[0].as_json()["code_hash"] is None
+    data = make_run(seed=5, rounds=300, ab={key("tiled", K=128): 1.10}, code={})
+    for b in data["benchmarks"]:  # type: ignore[union-attr]
+        b["extra_info"]["tilegate"].update(ids[0].as_json(), launches=1)
+    cmp = compare_ab(load_results(write(tmp_path / "unknown.json", data)), None)
+    tiled = next(c for c in cmp.cases if c.key == key("tiled", K=128))
+    assert tiled.code_changed is None and tiled.verdict is ABVerdict.SLOWER
+    assert not any(c.verdict is ABVerdict.UNCHANGED for c in cmp.cases)
+    text = render(judgement(cmp.run, None, cmp))
+    assert f"`{tiled.key}` |" in text and "unknown (profiler unreadable)" in text
+
+
 def test_changed_code_within_the_noise_is_the_same(tmp_path: Path) -> None:
     run = ab_run(tmp_path, "same.json", seed=5, rounds=300, ab={}, base_code=CHANGED)
     case = next(c for c in compare_ab(run, None).cases if c.variant == "tma_xtile_persistent")

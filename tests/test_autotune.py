@@ -348,7 +348,7 @@ def test_a_rebaseline_whose_runs_picked_apart_stores_the_picks_and_says_so(
     tmp_path: Path,
 ) -> None:
     from tilegate.judge.policy import Tolerances
-    from tilegate.judge.rebaseline import rebaseline
+    from tilegate.judge.rebaselining import rebaseline
 
     runs = []
     for seed, pick in ((101, PICK_A), (102, PICK_A), (103, PICK_B)):

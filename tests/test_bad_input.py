@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tilegate.cli import main
-from tilegate.run.perf import Perf
+from tilegate.run.loop import Perf
 
 ROOT = Path(__file__).resolve().parents[1]
 

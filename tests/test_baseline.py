@@ -11,7 +11,7 @@ from tests._factories import H200_NT_MS, key, load_run
 from tilegate.errors import InputError
 from tilegate.judge.baseline import SCHEMA_VERSION, Bound, Expectation
 from tilegate.judge.policy import Policy, Tolerances
-from tilegate.judge.rebaseline import rebaseline
+from tilegate.judge.rebaselining import rebaseline
 from tilegate.store.files import load_baseline, load_results, load_tolerances, save_baseline
 
 FIXTURES = Path(__file__).parent / "fixtures"

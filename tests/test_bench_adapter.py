@@ -3,8 +3,8 @@
 Runs a one-benchmark pytest session in a subprocess that hands the fixture known samples through
 the adapter, then checks what pytest-benchmark made of them: its JSON holds exactly those
 samples and their statistics, the fixture counts as used (no "not used" warning), and its own
-`pytest-benchmark compare` reads the file. `nox -s bench_adapter` runs this file on every
-pytest-benchmark version tilegate supports (the GPU image's 5.2.3 and the CPU pin 5.3.1).
+`pytest-benchmark compare` reads the file. It runs on every pytest-benchmark version tilegate
+supports: the CPU pin 5.3.1 in `nox -s tests`, the GPU image's 5.2.3 in `nox -s bench_adapter`.
 """
 
 from __future__ import annotations

@@ -312,7 +312,7 @@ def test_usage_errors_are_2(capsys: pytest.CaptureFixture[str]) -> None:
 def test_fingerprint_is_optional(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setitem(sys.modules, "tilegate.run.fingerprint", None)  # as if it did not exist
+    monkeypatch.setitem(sys.modules, "tilegate.fingerprint.gate", None)  # as if it did not exist
     assert main(["fingerprint"]) == 2
     assert "fingerprint is not available" in capsys.readouterr().err
     assert main(["compare", "--help"]) == 0
@@ -368,16 +368,16 @@ PROFILE_COMMANDS = {  # every command that takes --profile, with what it needs t
 def _no_gpu_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever would look for a GPU or run the suite fails the test."""
     import tilegate.harness.device
-    import tilegate.run.perf
+    import tilegate.run.loop
     import tilegate.run.upgrade
 
     def gpu_work(*_args: object, **_kwargs: object) -> None:
         pytest.fail("the profile is checked before any GPU work")
 
     monkeypatch.setattr(tilegate.harness.device, "gpu_info", gpu_work)
-    monkeypatch.setattr(tilegate.run.perf, "measure_runs", gpu_work)
-    monkeypatch.setattr(tilegate.run.perf, "run_suite", gpu_work)
-    monkeypatch.setattr(tilegate.run.perf.Perf, "run", gpu_work)
+    monkeypatch.setattr(tilegate.run.loop, "measure_runs", gpu_work)
+    monkeypatch.setattr(tilegate.run.loop, "run_suite", gpu_work)
+    monkeypatch.setattr(tilegate.run.loop.Perf, "run", gpu_work)
 
 
 @pytest.mark.parametrize("command", sorted(PROFILE_COMMANDS))
@@ -422,16 +422,12 @@ def test_help_and_parsing_work_outside_a_configured_repo(tmp_path: Path) -> None
     script = f"""
 import contextlib, io, sys
 from tilegate.cli import main
-from tilegate.run.fingerprint import main as fingerprint_main
 for command in {sorted(PROFILE_COMMANDS)!r} + ["compare", "report", "baseline-diff"]:
     with contextlib.redirect_stdout(io.StringIO()) as out:
         assert main([command, "--help"]) == 0, command
     assert command not in {sorted(PROFILE_COMMANDS)!r} or "--profile PROFILE" in out.getvalue()
 with contextlib.redirect_stdout(io.StringIO()) as out:
-    try:
-        fingerprint_main(["--help"])
-    except SystemExit as exc:
-        assert exc.code == 0, exc.code
+    assert main(["fingerprint", "--help"]) == 0
 assert "--profile PROFILE" in out.getvalue()
 with contextlib.redirect_stderr(io.StringIO()) as err:
     assert main(["rebaseline", "--measure", "1", "--profile", "nightly"]) == 2
@@ -474,7 +470,7 @@ def test_the_profiles_are_the_configured_benchmarks(
     assert "'default' is not a profile of benchmark 'scale'" in err
     assert "its profiles: quick, smoke" in err
     # no --profile: the benchmark's default profile (quick here), never a name it lacks
-    import tilegate.run.perf
+    import tilegate.run.loop
 
     measured: list[str] = []
 
@@ -482,8 +478,8 @@ def test_the_profiles_are_the_configured_benchmarks(
         measured.append(profile)
         return [], "stopped here by the test"
 
-    monkeypatch.setattr(tilegate.run.perf, "gpu_slug", lambda: "nvidia-h200")
-    monkeypatch.setattr(tilegate.run.perf, "measure_runs", measure_runs)
+    monkeypatch.setattr(tilegate.run.loop, "gpu_slug", lambda: "nvidia-h200")
+    monkeypatch.setattr(tilegate.run.loop, "measure_runs", measure_runs)
     assert main(["rebaseline", "--measure", "3"]) == 2
     assert measured == ["quick"], capsys.readouterr().err
 
@@ -502,7 +498,7 @@ def test_ab_noise_also_measures_another_profile_and_pools_its_cases(
 ) -> None:
     """`ab-noise --measure 2 --also default=1`: the quick runs, then one default run, one noise
     file from all of them; the default-only cases, seen once, get the pooled tolerance."""
-    import tilegate.run.perf
+    import tilegate.run.loop
 
     monkeypatch.chdir(REPO)
     calls: list[tuple[int, str, str]] = []
@@ -517,9 +513,9 @@ def test_ab_noise_also_measures_another_profile_and_pools_its_cases(
         ]
         return made, None
 
-    monkeypatch.setattr(tilegate.run.perf, "measure_runs", measure_runs)
-    monkeypatch.setattr(tilegate.run.perf, "gpu_slug", lambda: "nvidia-h200")
-    monkeypatch.setattr(tilegate.run.perf, "ab_args", lambda ref, out: [])
+    monkeypatch.setattr(tilegate.run.loop, "measure_runs", measure_runs)
+    monkeypatch.setattr(tilegate.run.loop, "gpu_slug", lambda: "nvidia-h200")
+    monkeypatch.setattr(tilegate.run.loop, "ab_args", lambda ref, out: [])
     out = tmp_path / "noise.json"
     argv = ["ab-noise", "--measure", "3", "--also", "default=1", "--out", str(out)]
     assert main(argv) == 0, capsys.readouterr().err
@@ -539,3 +535,21 @@ def test_ab_noise_also_measures_another_profile_and_pools_its_cases(
     assert "expected PROFILE=N" in capsys.readouterr().err
     assert main(["ab-noise", "--also", "default=1", str(out)]) == 2
     assert calls == []
+
+
+def test_gpu_prints_the_slug_or_says_there_is_none(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tilegate gpu --slug` (it was `python -m tilegate.harness.device`): the runner's label."""
+    import tilegate.harness.device
+
+    def none() -> None:
+        raise RuntimeError("no CUDA GPU visible")
+
+    monkeypatch.setattr(tilegate.harness.device, "gpu_info", none)
+    assert main(["gpu", "--slug"]) == 2
+    assert "cannot measure: no CUDA GPU visible" in capsys.readouterr().err
+    info = type("Info", (), {"slug": "nvidia-h200"})()
+    monkeypatch.setattr(tilegate.harness.device, "gpu_info", lambda: info)
+    assert main(["gpu", "--slug"]) == 0
+    assert capsys.readouterr().out == "nvidia-h200\n"

@@ -188,7 +188,7 @@ def test_an_ab_confirmation_times_the_pair_alone_and_the_gate_reads_it(tmp_path:
     import subprocess
     import sys
 
-    from tilegate.run.perf import ab_args
+    from tilegate.run.loop import ab_args
     from tilegate.store.files import load_results
 
     case = "xtile_persistent-fp16-nt-K24"

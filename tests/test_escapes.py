@@ -292,8 +292,9 @@ def test_tma_ws_persistent_hash_is_the_same_in_two_fresh_caches_and_processes(
             env=env,
             timeout=900,
         )
-        if done.returncode != 0:
-            pytest.skip(f"AOT compile unavailable here: {done.stderr[-300:]}")
+        # the AOT compile runs without a GPU wherever the suite runs (test_fingerprint_aot.py):
+        # a crash of it, or of compiled_code, is a failure of what this test checks
+        assert done.returncode == 0, done.stderr[-2000:]
         out.append(json.loads(done.stdout.strip().splitlines()[-1]))
     assert out[0] == out[1]
     assert out[0][1] == "ttir"

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from tilegate.cli import main as tilegate_main
 from tilegate.errors import InputError
 from tilegate.fingerprint.changes import Change, diff
 from tilegate.fingerprint.compile import FACT_KEYS, triton_version
 from tilegate.fingerprint.extract import parse_ttgir, ptxas_facts, ttgir_facts
-from tilegate.fingerprint.report import render
+from tilegate.fingerprint.reporting import render
 from tilegate.fingerprint.rules import DEFAULT_RULES, RuleReport, Subject, evaluate, load_rules
-from tilegate.run import fingerprint as cli
 from tilegate.store.fingerprints import Entry, fingerprint_path, load_fingerprints
 
 # --- TTGIR extraction --------------------------------------------------------------------------
@@ -58,6 +58,10 @@ module attributes {{"ttg.num-warps" = 4 : i32, ttg.target = "cuda:90"}} {{
   }} loc(#loc)
 }} loc(#loc)
 """
+
+
+def _fingerprint(argv: list[str]) -> int:
+    return tilegate_main(["fingerprint", *argv])
 
 
 def test_operands_are_told_apart_by_mma_position_not_shape() -> None:
@@ -532,7 +536,7 @@ def test_cli_without_a_fingerprint_for_this_triton_cannot_judge(
 ) -> None:
     (tmp_path / "fp" / "triton-3.5.0").mkdir(parents=True)
     (tmp_path / "fp" / "triton-3.5.0" / "sm_90.json").write_text("{}")
-    assert cli.main(_cli(tmp_path)) == 2
+    assert _fingerprint(_cli(tmp_path)) == 2
     err = capsys.readouterr().err
     assert f"no fingerprint for Triton {triton_version()}" in err
     assert "recorded: Triton 3.5.0" in err
@@ -551,7 +555,7 @@ def test_cannot_judge_replaces_the_previous_verdict_and_removes_its_outputs(
     _write_file(previous, json.dumps({"schema": "tilegate.fingerprint-run/1", "kernels": {}}))
     unrelated = tmp_path / "json" / "notes.json"
     _write_file(unrelated, "{}")
-    assert cli.main(_cli(tmp_path)) == 2
+    assert _fingerprint(_cli(tmp_path)) == 2
     text = report.read_text()
     assert text.startswith(f"# Compile fingerprint, Triton {triton_version()}: CANNOT JUDGE\n")
     assert f"no fingerprint for Triton {triton_version()}" in text
@@ -564,7 +568,7 @@ def test_cli_corrupt_fingerprint_file_exits_2_naming_it(
 ) -> None:
     for arch in ("sm_90", "sm_120"):
         _write_file(fingerprint_path(tmp_path / "fp", triton_version(), arch), "{ this is not json")
-    assert cli.main(_cli(tmp_path, "--arch", "sm_90")) == 2
+    assert _fingerprint(_cli(tmp_path, "--arch", "sm_90")) == 2
     err = capsys.readouterr().err
     assert str(fingerprint_path(tmp_path / "fp", triton_version(), "sm_90")) in err
     assert "not valid JSON" in err
@@ -573,7 +577,7 @@ def test_cli_corrupt_fingerprint_file_exits_2_naming_it(
 def test_cli_upgrade_report_without_the_from_recording_cannot_judge(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(_cli(tmp_path, "--upgrade-from", "0.1.0")) == 2
+    assert _fingerprint(_cli(tmp_path, "--upgrade-from", "0.1.0")) == 2
     err = capsys.readouterr().err
     assert "no recording of Triton 0.1.0 to compare with" in err
     assert "nox -s fingerprint_rebaseline -- --triton 0.1.0" in err
@@ -583,7 +587,7 @@ def test_cli_upgrade_report_without_the_from_recording_cannot_judge(
 def test_cli_unknown_architecture_and_profile(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(_cli(tmp_path, "--record", "--arch", "sm_75")) == 2
+    assert _fingerprint(_cli(tmp_path, "--record", "--arch", "sm_75")) == 2
     assert "unknown architecture" in capsys.readouterr().err
-    assert cli.main(_cli(tmp_path, "--profile", "nope")) == 2
+    assert _fingerprint(_cli(tmp_path, "--profile", "nope")) == 2
     assert "unknown profile" in capsys.readouterr().err

@@ -25,17 +25,21 @@ from typing import Any
 import pytest
 
 from tilegate import warnlog
+from tilegate.cli import main as tilegate_main
 from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
 from tilegate.fingerprint import gate
 from tilegate.fingerprint.compile import Target, compile_one, specialize
 from tilegate.fingerprint.extract import ttgir_facts
 from tilegate.fingerprint.suite import KernelCase
-from tilegate.run import fingerprint as cli
 from tilegate.store.fingerprints import fingerprint_path, load_fingerprints
 
 pytestmark = pytest.mark.aot
 
 VARIANTS = ("xtile_persistent", "swizzle_persistent")
+
+
+def _fingerprint(argv: list[str]) -> int:
+    return tilegate_main(["fingerprint", *argv])
 
 
 @pytest.fixture(scope="session")
@@ -408,10 +412,9 @@ def test_host_descriptors_do_not_compile_and_the_gate_cannot_judge(
     err = capfd.readouterr().err
     assert "NVGPUWarpSpecialization" in err and "descriptor" in err
     # the same through the command line: exit 2 and the reason on stderr
-    monkeypatch.setattr(
-        cli, "check", lambda opts: gate.check(dataclasses.replace(opts, mutate=mutate))
-    )
-    code = cli.main(
+    check = gate.check
+    monkeypatch.setattr(gate, "check", lambda opts: check(dataclasses.replace(opts, mutate=mutate)))
+    code = _fingerprint(
         [
             "--arch", "sm_90", "--variant", WS, "--profile", "quick", "--jobs", "1",
             "--baseline-dir", str(recorded_ws["baselines"]), "--cache-dir", str(recorded_ws["cache"]),

@@ -9,9 +9,14 @@ import numpy as np
 import pytest
 
 from tests._synthetic_history import STEP_AT, STEPPED, commit_id
+from tilegate.cli import main as tilegate_main
 from tilegate.history.changepoints import Method, change_points, detect, markdown, new_since
-from tilegate.history.cli import main
 from tilegate.store.historydb import open_store
+
+
+def main(argv: list[str]) -> int:
+    """`tilegate history ARGV`."""
+    return tilegate_main(["history", *argv])
 
 
 def test_a_3_percent_step_is_found_at_its_commit_and_nowhere_else(

@@ -17,12 +17,17 @@ import pytest
 
 from tests._browser import BROWSERS, CHROMIUM_FLAGS
 from tests._synthetic_history import REAL_BASELINES, ROOT, STEP_AT, STEPPED
-from tilegate.history.cli import main
+from tilegate.cli import main as tilegate_main
 from tilegate.history.dashboard import unpack, write_dashboard
 from tilegate.judge.crosstile import CrossTilePair
 from tilegate.store.historydb import open_store
 
 REPO = "https://github.com/example/tilegate"
+
+
+def main(argv: list[str]) -> int:
+    """`tilegate history ARGV`."""
+    return tilegate_main(["history", *argv])
 
 
 def _packed(page: str, name: str) -> str:
@@ -381,13 +386,11 @@ def test_chromium_screenshot_shows_the_charts(page: Path, tmp_path: Path) -> Non
     pixels = image.imread(shot)[..., :3]
     assert pixels.shape[:2] == (2300, 1400)
     red = (pixels[..., 0] > 0.65) & (pixels[..., 1] < 0.3) & (pixels[..., 2] < 0.3)
-    green = (pixels[..., 1] > 0.4) & (pixels[..., 0] < 0.3) & (pixels[..., 2] < 0.3)
     assert red.sum() > 500  # the slowed cases' heatmap rows
     assert np.unique(pixels.reshape(-1, 3).round(2), axis=0).shape[0] > 200
     artifacts = ROOT / ".perf"
     artifacts.mkdir(exist_ok=True)
     shutil.copy(shot, artifacts / "dashboard-screenshot.png")  # CI uploads .perf/
-    assert green.sum() >= 0
 
 
 # --- another benchmark: no dtype, layout or K ---------------------------------------------------

@@ -16,10 +16,15 @@ import numpy as np
 import pytest
 
 from tests._synthetic_history import REAL_BASELINE, REAL_BASELINES, ROOT, make_run
+from tilegate.cli import main as tilegate_main
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
-from tilegate.history.cli import main
 from tilegate.store.files import load_results
 from tilegate.store.historydb import open_store
+
+
+def main(argv: list[str]) -> int:
+    """`tilegate history ARGV`."""
+    return tilegate_main(["history", *argv])
 
 
 def _write(directory: Path, i: int, seed: int = 0, **kwargs: object) -> Path:

@@ -1,6 +1,6 @@
 """Issue 40: "The gate's walk from results to report enters each judge module at most twice."
 
-The gate (tilegate.run.gate.gate), and `tilegate perf`'s own path (tilegate.run.perf.Perf: its
+The gate (tilegate.run.gate.gate), and `tilegate perf`'s own path (tilegate.run.loop.Perf: its
 inputs checked, the suite, the gate with its suspects and plots, the confirmation's plan), run
 on recorded results under `sys.setprofile`, counting how often each judge module is *entered*
 by the walk (issue 51: once per judgement, so suspects are decided once):
@@ -38,7 +38,7 @@ from typing import Any
 import pytest
 
 from tilegate.run.gate import gate
-from tilegate.run.perf import Perf
+from tilegate.run.loop import Perf
 
 ROOT = Path(__file__).resolve().parents[1]
 JUDGE = str(ROOT / "tilegate" / "judge") + "/"
@@ -159,7 +159,7 @@ def test_the_tracer_counts_a_renderer_that_decides_again(tmp_path: Path) -> None
 def test_tilegate_perf_enters_each_judge_module_at_most_twice_per_judgement(
     tmp_path: Path, results: Path, baseline: Path | None, ab: str | None
 ) -> None:
-    """`tilegate perf`'s orchestration (tilegate.run.perf) on a recorded results file: the
+    """`tilegate perf`'s orchestration (tilegate.run.loop) on a recorded results file: the
     suite stands in by copying it (for a confirmation too), the suspects and plots written."""
 
     def suite(out: Path, profile: str, extra: object) -> int:

@@ -16,7 +16,7 @@ from tests._factories import key, make_run, write
 from tilegate.cli import main
 from tilegate.errors import InputError
 from tilegate.judge.policy import Tolerances
-from tilegate.judge.rebaseline import rebaseline
+from tilegate.judge.rebaselining import rebaseline
 from tilegate.peaks import lookup, percent
 from tilegate.report.comment import DECIDING
 from tilegate.run.gate import gate

@@ -19,7 +19,8 @@ BASELINE = ROOT / "baselines" / "nvidia-h200.json"
 
 RUN = """
 import sys
-sys.modules[sys.argv[1]] = None  # hidden: `import {name}` raises ImportError
+for name in sys.argv[1].split(","):
+    sys.modules[name] = None  # hidden: `import {name}` raises ImportError
 from tilegate.cli import main
 raise SystemExit(main(sys.argv[2:]))
 """
@@ -31,6 +32,15 @@ def _without(module: str, *argv: str, cwd: Path) -> subprocess.CompletedProcess[
         [sys.executable, "-c", RUN, module, *argv],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
+
+
+def test_fingerprint_needs_only_the_kernels_packages(tmp_path: Path) -> None:
+    """nox's fingerprint, upgrade and fingerprint_rebaseline sessions run `python -m tilegate
+    fingerprint` where only pyproject's `kernels` group is installed (torch, Triton, NumPy)."""
+    hidden = "scipy,pytest,_pytest,pytest_benchmark,duckdb,filelock,ruptures,plotly,matplotlib"
+    proc = _without(hidden, "fingerprint", "--help", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "--upgrade-from" in proc.stdout
 
 
 def test_history_without_duckdb_is_2_and_names_the_history_extra(tmp_path: Path) -> None:

@@ -168,35 +168,3 @@ def test_help_is_generic(command: str, capsys: pytest.CaptureFixture[str]) -> No
     assert [w for w in ("cuBLAS", "K=128", "M=8192", "nox -s") if w in text] == []
     if command == "upgrade-ab":
         assert "paired per round" in text and "head / base" in text
-
-
-def test_history_without_duckdb_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    import builtins
-    import sys
-
-    real = builtins.__import__
-
-    def no_history(name: str, *args: Any, **kwargs: Any) -> Any:
-        if name == "tilegate.history.cli":
-            raise ImportError("No module named 'duckdb'")
-        return real(name, *args, **kwargs)
-
-    monkeypatch.delitem(sys.modules, "tilegate.history.cli", raising=False)
-    monkeypatch.setattr(builtins, "__import__", no_history)
-    import argparse
-
-    from tilegate.commands import history
-    from tilegate.commands._shared import Shared
-
-    parser = argparse.ArgumentParser()
-    sub = parser.add_subparsers()
-    history.add(sub, Shared(["history"]))
-    args = parser.parse_args(["history"])
-    import contextlib
-    import io
-
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        assert args.func(args) == 2
-    assert "pip install 'tilegate[history]'" in err.getvalue()
-    assert "dependency group" not in err.getvalue()

@@ -1,4 +1,4 @@
-"""The perf loop (tilegate/run/perf.py) with a stand-in suite: what is measured again, and the exit code.
+"""The perf loop (tilegate/run/loop.py) with a stand-in suite: what is measured again, and the exit code.
 
 The stand-in writes recorded-style synthetic results (tests/_factories.py) instead of running
 pytest on a GPU, so the loop's decisions are tested here: suspects measured again before they
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests._factories import bench, build_baseline, key, make_run, set_samples, write
-from tilegate.run.perf import Perf, measure_runs
+from tilegate.run.loop import Perf, measure_runs
 from tilegate.store.files import save_baseline
 
 
@@ -182,14 +182,18 @@ def test_measure_runs_stops_at_the_first_failure(tmp_path: Path) -> None:
 
 
 def _ab_perf(
-    tmp_path: Path, baseline: Path, monkeypatch: pytest.MonkeyPatch, factor: float | None
+    tmp_path: Path,
+    baseline: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    factor: float | None,
+    confirmation: dict[str, object] | None = None,
 ) -> tuple[int, FakeSuite, str, list[str]]:
     """An A/B `perf` whose tma_xtile_persistent code changed, its K = 512 case `factor` x the
     base's (None: 1 + its tolerance in the H200 noise file): (exit, suite, case, fake args)."""
     from tilegate.store.files import load_noise
 
     fake = ["--perf-ab-base=/x", "--perf-ab-ref=HEAD^1", f"--perf-ab-sha={'b' * 40}"]
-    monkeypatch.setattr("tilegate.run.perf.ab_args", lambda ref, out: list(fake))
+    monkeypatch.setattr("tilegate.run.loop.ab_args", lambda ref, out: list(fake))
     case = key("tma_xtile_persistent", K=512)
     if factor is None:
         noise = load_noise(Path(__file__).resolve().parents[1] / "baselines/nvidia-h200.ab.json")
@@ -198,7 +202,7 @@ def _ab_perf(
     code = {"tma_xtile_persistent": "sha256:new"}
     old = {"tma_xtile_persistent": "sha256:old"}
     step = {"seed": 70, "rounds": 200, "code": code, "ab": slow, "base_code": old}
-    suite = FakeSuite(step, {**step, "seed": 71, "ks": (512,)})
+    suite = FakeSuite(step, confirmation or {**step, "seed": 71, "ks": (512,)})
     code_, _ = perf(tmp_path, baseline, suite, ab="HEAD^1")
     return code_, suite, case, fake
 
@@ -233,6 +237,20 @@ def test_an_ab_suspect_is_measured_again_alone_with_its_base_partner(
     cases = tmp_path / ".perf" / "confirm-cases.txt"
     assert suite.calls[1][2] == [*fake, tols, f"--perf-cases-of={cases}", "--perf-soak=0"]
     assert cases.read_text() == f"{case}\n{case}@base\n"
+
+
+def test_a_confirmation_that_dies_is_2_named(
+    tmp_path: Path, baseline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A confirmation that exits 3 with no results is no acquittal of the AMBIGUOUS case it was
+    to decide: exit 2, the report and the log naming the confirmation (it ended PASS, exit 0)."""
+    died = {"no_results": True, "exit": 3}
+    code, suite, _, _ = _ab_perf(tmp_path, baseline, monkeypatch, None, died)
+    assert len(suite.calls) == 2
+    assert code == 2
+    report = (tmp_path / ".perf" / "report.md").read_text()
+    assert report.startswith("# tilegate: CANNOT JUDGE")
+    assert "confirmation 1 (confirm-1.json): the suite wrote no results (pytest exit 3" in report
 
 
 def test_the_host_hold_covers_twice_the_longest_enqueue_and_names_the_timer() -> None:
@@ -298,7 +316,7 @@ def test_an_unstable_case_is_measured_again_and_stays_exit_2(
     """UNSTABLE with no slower mode is exit 2 that more rounds may change: unlike any other
     exit 2, the loop measures it again (with its base partner), then judges all its runs."""
     fake = ["--perf-ab-base=/x", "--perf-ab-ref=HEAD^1", f"--perf-ab-sha={'b' * 40}"]
-    monkeypatch.setattr("tilegate.run.perf.ab_args", lambda ref, out: list(fake))
+    monkeypatch.setattr("tilegate.run.loop.ab_args", lambda ref, out: list(fake))
     case = key("tma_xtile_persistent", K=512)
     changed = {"code": {"tma_xtile_persistent": "sha256:new"}, "ab": {}}
     old = {"base_code": {"tma_xtile_persistent": "sha256:old"}}

@@ -203,14 +203,14 @@ def test_nvml_slug_only_where_it_is_certain(monkeypatch, names, mig, visible, wa
 
 def test_gpu_slug_falls_back_to_torch_where_nvml_cannot_say(monkeypatch) -> None:
     from tilegate.harness import device
-    from tilegate.run import perf
+    from tilegate.run import loop
 
     monkeypatch.setattr(device, "nvml", lambda: None)
     monkeypatch.setattr(
         device, "gpu_info", lambda: (_ for _ in ()).throw(RuntimeError("no CUDA GPU visible"))
     )
     with pytest.raises(RuntimeError, match="no CUDA GPU"):
-        perf.gpu_slug()
+        loop.gpu_slug()
     monkeypatch.setattr(device, "nvml", lambda: _fake_nvml(["NVIDIA H200"]))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    assert perf.gpu_slug() == "nvidia-h200"
+    assert loop.gpu_slug() == "nvidia-h200"

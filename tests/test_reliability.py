@@ -140,13 +140,13 @@ CRASHES = {
     ),
     "report": ("tilegate.run.gate.render", [str(RECORDED), str(BASELINE)], "--out"),
     "rebaseline": (
-        "tilegate.judge.rebaseline.rebaseline",
+        "tilegate.judge.rebaselining.rebaseline",
         [str(RECORDED), "--out", "b.json"],
         "--diff-out",
     ),
     "ab-noise": ("tilegate.judge.abnoise.build_noise", [str(RECORDED), "--check"], None),
-    "fingerprint": ("tilegate.run.fingerprint.check", ["--json-dir", "facts"], "--report"),
-    "history": ("tilegate.history.cli._loaded", [], None),
+    "fingerprint": ("tilegate.fingerprint.gate.check", ["--json-dir", "facts"], "--report"),
+    "history": ("tilegate.commands.history._loaded", [], None),
 }
 
 
@@ -184,7 +184,7 @@ def test_a_crash_in_any_command_is_2_with_its_traceback_saved(
 def test_a_crash_in_the_perf_loop_is_2_with_a_cannot_judge_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tilegate.run.perf import Perf
+    from tilegate.run.loop import Perf
 
     out = tmp_path / "perf"
     out.mkdir()
@@ -202,7 +202,7 @@ def test_a_crash_in_the_perf_loop_is_2_with_a_cannot_judge_report(
 def test_perf_crash_through_the_command_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tilegate.run.perf import Perf
+    from tilegate.run.loop import Perf
 
     monkeypatch.setattr(Perf, "_slug", _boom)
     out = tmp_path / "perf"

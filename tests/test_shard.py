@@ -152,7 +152,7 @@ def test_the_rows_of_an_off_gpu_are_not_judged_and_the_run_cannot_judge(tmp_path
 def test_a_sharded_smoke_run_merges_two_processes_into_one_results_file(tmp_path: Path) -> None:
     """The real thing on the CPU: `tilegate perf --gpus 2` on the interpreter (no CUDA here, so
     CUDA_VISIBLE_DEVICES changes nothing), two pytest processes at once, one results file."""
-    from tilegate.run.perf import Perf
+    from tilegate.run.loop import Perf
 
     lines: list[str] = []
     perf = Perf(

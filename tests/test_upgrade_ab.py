@@ -1,5 +1,5 @@
 """The upgrade A/B (tilegate/run/upgrade.py): an A/B of this tree under two environments, on the
-engine of every A/B (tilegate.run.perf, each side a process: tilegate.harness.sides); the report
+engine of every A/B (tilegate.run.loop, each side a process: tilegate.harness.sides); the report
 says what differs between the sides (tilegate/report/upgrade.py). The whole run on the CPU is
 tests/test_installed.py's and examples/liger's."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from tilegate.explain.diff import explain_runs
 from tilegate.report.upgrade import changed, upgrade_section
-from tilegate.run import perf, upgrade
+from tilegate.run import loop, upgrade
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -33,7 +33,7 @@ def test_the_upgrade_section_names_what_changed_and_where_each_side_came_from(
 
 
 class _Perf:
-    """Stands in for tilegate.run.perf.Perf: records how it was made, writes what a run writes."""
+    """Stands in for tilegate.run.loop.Perf: records how it was made, writes what a run writes."""
 
     made: ClassVar[list[dict[str, Any]]] = []
 
@@ -58,7 +58,7 @@ class _Perf:
 def test_an_upgrade_is_an_ab_of_this_tree_with_the_new_release_first_on_the_heads_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(perf, "Perf", _Perf)
+    monkeypatch.setattr(loop, "Perf", _Perf)
     _Perf.made.clear()
     new, old = tmp_path / "triton-3.9.0", tmp_path / "triton-3.6.0"
     for d in (new, old):

@@ -18,6 +18,7 @@ from tilegate.commands import (
     compare,
     explain,
     fingerprint,
+    gpu,
     history,
     init,
     perf,
@@ -29,7 +30,7 @@ from tilegate.commands._shared import Shared, dispatch, top_parser
 
 # in the order `tilegate --help` lists them
 COMMANDS = [compare, perf, baseline_diff, report, rebaseline, ab_noise, upgrade_ab, fingerprint]
-COMMANDS += [history, init, explain, bisect]
+COMMANDS += [history, init, explain, bisect, gpu]
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:

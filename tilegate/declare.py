@@ -1,10 +1,12 @@
 """What a project declares to be gated: its benchmark (docs/plugin.md).
 
-A project writes one `Benchmark` in its own code and names it in its pyproject.toml::
+A project writes one `Benchmark`, a module-level BENCHMARK of its protocol
+(`perf_tests/test_<name>.py`), and names its code in its pyproject.toml::
 
     [tool.tilegate]
-    benchmark = "kernels.registry:BENCHMARK"   # module:attribute, the repo root on sys.path
     source = "kernels"                          # what an A/B run takes from the base commit
+    registry = "kernels.registry:DECLARED"      # optional: its variants, module:attribute
+    protocol = "perf_tests"
     baselines = "baselines"
 
 tilegate measures and judges; everything about the kernels (which variants, which shapes, the

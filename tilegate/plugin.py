@@ -26,6 +26,7 @@ terminal table and its own `pytest-benchmark compare` all show GPU time per call
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -56,6 +57,47 @@ SKIPPED = (
     "the tilegate perf suite runs with `pytest {protocol}` (the protocol directory named on the "
     "command line), `pytest --tilegate`, or `tilegate perf`"
 )
+
+
+def _add_ab_options(group: Any) -> None:
+    """The A/B run's options (`tilegate perf --ab`, `upgrade-ab`, `ab-noise` pass them)."""
+    group.addoption(
+        "--perf-ab-base",
+        default=None,
+        metavar="DIR",
+        help="A/B run: DIR holds the base commit's tree (tilegate perf --ab REF materialises "
+        "it), or `@head`: this tree again (an upgrade: the sides differ by --perf-side-path); "
+        "each side is measured in a process of its own, round by round beside the other",
+    )
+    group.addoption(
+        "--perf-side-path",
+        action="append",
+        default=[],
+        metavar="SIDE=DIR",
+        help="A/B run: DIR first on that side's sys.path (head or base; repeatable): a release "
+        "of Triton or of a library unpacked there (tilegate upgrade-ab)",
+    )
+    group.addoption(
+        "--perf-side-logs",
+        default=None,
+        metavar="DIR",
+        help="A/B run: where each side's process writes its log (default: .perf/sides)",
+    )
+    group.addoption("--perf-ab-ref", default=None, help="A/B run: the base ref as given")
+    group.addoption("--perf-ab-sha", default=None, help="A/B run: the base commit")
+    group.addoption(
+        "--perf-ab-full",
+        action="store_true",
+        help="A/B run without the budget: both sides of every case timed every round "
+        "(A/A calibration, tilegate ab-noise)",
+    )
+    group.addoption(
+        "--perf-ab-tolerances",
+        default=None,
+        metavar="FILE",
+        help="A/B run: per-case tolerances (tilegate.harness.budget; tilegate perf writes it "
+        "from the A/B noise file) for the stopping rule",
+    )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -118,43 +160,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="compile each group's Triton kernels in N threads before its checks (default: the "
         "cores, at most 16; 1: one at a time, in the checks; tilegate.harness.precompile)",
     )
-    group.addoption(
-        "--perf-ab-base",
-        default=None,
-        metavar="DIR",
-        help="A/B run: DIR holds the base commit's tree (tilegate perf --ab REF materialises "
-        "it), or `@head`: this tree again (an upgrade: the sides differ by --perf-side-path); "
-        "each side is measured in a process of its own, round by round beside the other",
-    )
-    group.addoption(
-        "--perf-side-path",
-        action="append",
-        default=[],
-        metavar="SIDE=DIR",
-        help="A/B run: DIR first on that side's sys.path (head or base; repeatable): a release "
-        "of Triton or of a library unpacked there (tilegate upgrade-ab)",
-    )
-    group.addoption(
-        "--perf-side-logs",
-        default=None,
-        metavar="DIR",
-        help="A/B run: where each side's process writes its log (default: .perf/sides)",
-    )
-    group.addoption("--perf-ab-ref", default=None, help="A/B run: the base ref as given")
-    group.addoption("--perf-ab-sha", default=None, help="A/B run: the base commit")
-    group.addoption(
-        "--perf-ab-full",
-        action="store_true",
-        help="A/B run without the budget: both sides of every case timed every round "
-        "(A/A calibration, tilegate ab-noise)",
-    )
-    group.addoption(
-        "--perf-ab-tolerances",
-        default=None,
-        metavar="FILE",
-        help="A/B run: per-case tolerances (tilegate.harness.budget; tilegate perf writes it "
-        "from the A/B noise file) for the stopping rule",
-    )
+    _add_ab_options(group)
     group.addoption(
         "--perf-shard",
         default=None,
@@ -305,12 +311,9 @@ def _side_specs(config: pytest.Config) -> list[Any]:
         path_first=tuple(paths["head"]),
     )
     if where == "@head":
-        base = SideSpec(
-            "base",
-            here.root,
-            here.source,
-            here.protocol_dir,
-            here.registry,
+        base = dataclasses.replace(
+            head,
+            name="base",
             label=f"the base ({', '.join(paths['base']) or 'this environment'})",
             path_first=tuple(paths["base"]),
         )
@@ -646,27 +649,7 @@ class PerfRun:
             bench.variant_map, dict(base_bench.variants) if base_bench is not None else None
         )
         self.sides: dict[str, Any] = config.stash.get(SIDES, {})
-        self.ab = (
-            {
-                "ref": config.getoption("--perf-ab-ref"),
-                "sha": config.getoption("--perf-ab-sha"),
-                "variants": sorted(config.stash[BASE].keys()),
-                # each side a checkout, measured in a process of its own or, where its package
-                # imports itself relatively only, both in one (tilegate.harness.sides)
-                "processes": len(self.sides),
-                "sides": {
-                    name: {
-                        "tree": str(spec.root),
-                        "path_first": list(spec.path_first),
-                        "software": config.stash[SIDE_FACTS][name].software,
-                        "process": name if name in self.sides else next(iter(self.sides)),
-                    }
-                    for name, spec in config.stash[SPECS].items()
-                },
-            }
-            if self.sides
-            else None
-        )
+        self.ab = self._ab_facts(config)
         fixed_rounds = config.getoption("--perf-rounds")
         timer_config = TimerConfig(
             rounds=fixed_rounds or profile.rounds,
@@ -737,6 +720,30 @@ class PerfRun:
             else HOST_PROCS * (not self.smoke),
         )
         self._done = 0
+
+    def _ab_facts(self, config: pytest.Config) -> dict[str, Any] | None:
+        """machine_info.tilegate.judge.ab's facts of an A/B run: the base, its sides."""
+        return (
+            {
+                "ref": config.getoption("--perf-ab-ref"),
+                "sha": config.getoption("--perf-ab-sha"),
+                "variants": sorted(config.stash[BASE].keys()),
+                # each side a checkout, measured in a process of its own or, where its package
+                # imports itself relatively only, both in one (tilegate.harness.sides)
+                "processes": len(self.sides),
+                "sides": {
+                    name: {
+                        "tree": str(spec.root),
+                        "path_first": list(spec.path_first),
+                        "software": config.stash[SIDE_FACTS][name].software,
+                        "process": name if name in self.sides else next(iter(self.sides)),
+                    }
+                    for name, spec in config.stash[SPECS].items()
+                },
+            }
+            if self.sides
+            else None
+        )
 
     def _setup_sides(
         self,

@@ -1,4 +1,4 @@
-# Shell helpers of the GPU experiment scripts (tools/gpu-ci-path.sh, tools/gpu-escapes.sh):
+# Shell helpers of the GPU experiment scripts (tools/gpu-ci-path.sh, tools/gpu-outside.sh):
 # source it, do not run it.
 edit() {  # edit FILE OLD NEW: replace one exact snippet, or stop the step
   python3 - "$@" <<'PY'

@@ -18,7 +18,7 @@
         and 1920 px (docs/img/dashboard-{overview,case}-{1280,1920}.png).
 
 Every run is SYNTHETIC, resampled from the real H200 baseline (tests/_synthetic_history.py).
-Times are wall-clock of the whole command (`python -m tilegate.history ...`: interpreter start,
+Times are wall-clock of the whole command (`python -m tilegate history ...`: interpreter start,
 imports, work), the median of --repeat runs. Results go to stdout as markdown.
 """
 
@@ -51,7 +51,7 @@ from tests._synthetic_history import (  # noqa: E402
 def _cmd(*args: str) -> float:
     t = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "tilegate.history", *args],
+        [sys.executable, "-m", "tilegate", "history", *args],
         cwd=ROOT,
         check=True,
         stdout=subprocess.DEVNULL,

@@ -141,7 +141,7 @@ def _run(args: argparse.Namespace) -> int:
     """The command, its --profile checked first (InputError: exit 2, before any GPU work).
 
     rebaseline and ab-noise use theirs only with --measure; fingerprint checks its own
-    (tilegate.run.fingerprint: its CANNOT JUDGE report says why).
+    (tilegate.commands.fingerprint: its CANNOT JUDGE report says why).
     """
     if getattr(args, "profile_checked_here", False) and (
         not hasattr(args, "measure") or args.measure is not None

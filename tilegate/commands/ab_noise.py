@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         if also and args.measure is None:
             raise InputError("--also PROFILE=N measures more A/A runs: give it with --measure N")
         if args.measure is not None:
-            from tilegate.run.perf import ab_args, gpu_slug, measure_runs
+            from tilegate.run.loop import ab_args, gpu_slug, measure_runs
             from tilegate.run.profiles import check_profile, interpreter
 
             if results:

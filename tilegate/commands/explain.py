@@ -1,17 +1,21 @@
 """`tilegate explain RESULTS [CASE...]`: why each decided case of an A/B results file changed,
-with the verdicts of the run that wrote it (tilegate.report.explain renders them)."""
+with the verdicts of the run that wrote it (tilegate.explain.diff finds the facts,
+tilegate.report.why words them)."""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tilegate.commands._shared import Shared
-from tilegate.errors import EXIT_OK
-from tilegate.explain.diff import MAX_LINES
-from tilegate.report.explain import explain_command
+from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
+from tilegate.explain.diff import MAX_LINES, decided, explain_cases, write
+from tilegate.fileio import read_json
+from tilegate.report.why import text
 
 NAME = "explain"
 
@@ -27,15 +31,10 @@ def add(sub: Any, shared: Shared) -> None:
             f"kernel its compile facts (at most {MAX_LINES} lines a case). Name cases to explain "
             "them whatever their verdict. Exit 0; 2 for a bad file or an unknown case."
         ),
+        parents=[shared.baselines],  # its <gpu-slug>.ab.json, for the verdicts
     )
     p.add_argument("results", metavar="RESULTS", help="a results JSON written by `tilegate perf`")
     p.add_argument("cases", nargs="*", metavar="CASE", help="case ids (default: the decided ones)")
-    p.add_argument(
-        "--baselines",
-        default="baselines",
-        metavar="DIR",
-        help="where the A/B noise file is, for the verdicts (default: baselines)",
-    )
     p.add_argument(
         "--out",
         metavar="DIR",
@@ -53,3 +52,108 @@ def run(args: argparse.Namespace) -> int:
     )
     (sys.stdout if code == EXIT_OK else sys.stderr).write(out if out.endswith("\n") else out + "\n")
     return code
+
+
+def _recorded(results: Path) -> dict[str, Any] | None:
+    """The Judgement's record the run wrote beside `results` (tilegate.judge.gate.VERDICTS,
+    tilegate.run.gate.record), if it is this file's: its headline, verdicts and the decided
+    cases, confirmations included. None when there is none, or it is of another file."""
+    from tilegate.judge.gate import VERDICTS, VERDICTS_SCHEMA
+
+    path = results.parent / VERDICTS
+    try:
+        data = read_json(path, "the run's verdicts record")
+        digest = hashlib.sha256(results.read_bytes()).hexdigest()
+    except (InputError, OSError):
+        return None
+    if not isinstance(data, dict) or data.get("schema") != VERDICTS_SCHEMA:
+        return None
+    if data.get("results") != results.name or data.get("results_sha256") != digest:
+        return None
+    return data
+
+
+def _judged_again(results: Path, baselines: Path) -> dict[str, Any] | None:
+    """No record beside the file: the run judged again as `tilegate compare` would (without the
+    confirmations it may have had). None when it cannot be judged here."""
+    from tilegate.store.files import judge_files
+
+    try:
+        judged = judge_files(results, baselines_dir=baselines)
+    except InputError:
+        return None
+    return {
+        "headline": judged.headline,
+        "verdicts": judged.verdicts(),
+        "explained": decided(judged.comparison, judged.ab),
+        "confirmations": [],
+    }
+
+
+def explain_command(
+    results: Path,
+    cases: Sequence[str] = (),
+    baselines: Path = Path("baselines"),
+    out: Path | None = None,
+) -> tuple[int, str]:
+    """(exit code, text) of `tilegate explain`: the run's headline and the explanation of each
+    decided case with changed code, with the verdicts of the run that wrote `results` (its
+    record beside it, confirmations included; judged again when there is none). 2 with the
+    reason for a file that is not tilegate results or a case it does not hold; 0 otherwise."""
+    from tilegate.store.files import load_results
+
+    try:
+        run = load_results(results)
+    except InputError as err:
+        return EXIT_CANNOT_JUDGE, f"tilegate explain: {err}"
+    known = set(run.rows) | set(run.base_rows)
+    unknown = [c for c in cases if c not in known]
+    if unknown:
+        sample = ", ".join(sorted(known)[:6])
+        return EXIT_CANNOT_JUDGE, (
+            f"tilegate explain: results {results} hold no case {', '.join(unknown)} "
+            f"(its cases: {sample}{', ...' if len(known) > 6 else ''})"
+        )
+    if run.env.ab is None or not run.base_rows:
+        return EXIT_OK, (
+            f"results {results} are not an A/B run (`tilegate perf --ab REF`): there is no base "
+            "side to explain a change against\n"
+        )
+    record = _recorded(results)
+    head: list[str] = []
+    if record is not None:
+        confirmed = record.get("confirmations") or []
+        head = [str(record.get("headline", ""))]
+        if confirmed:
+            head.append(f"(verdicts of the run, with its confirmations {', '.join(confirmed)})")
+    else:
+        record = _judged_again(results, baselines)
+        if record is not None:
+            head = [
+                str(record["headline"]),
+                f"(no record of the run beside {results}: judged again, without confirmations)",
+            ]
+    verdicts: dict[str, str] = dict(record.get("verdicts") or {}) if record else {}
+    if cases:
+        todo = [(c, verdicts.get(c, "")) for c in cases]
+    else:
+        changed = [
+            k
+            for k, h in run.rows.items()
+            if k in run.base_rows and h.code_hash != run.base_rows[k].code_hash
+        ]
+        todo = [(str(k), str(v)) for k, v in (record or {}).get("explained") or []]
+        if record is None:  # could not judge: every changed case, without its verdict
+            todo = [(k, "") for k in changed]
+        if not todo:
+            return EXIT_OK, "\n".join(
+                [
+                    *head,
+                    f"nothing to explain: no decided case of {results} has changed code "
+                    f"({len(changed)} case(s) with changed code; name one to explain it anyway)",
+                ]
+            ) + "\n"
+    explanations = explain_cases(results, todo)
+    if out is not None:
+        write(explanations, results, out)
+    return EXIT_OK, "".join(f"{line}\n" for line in head) + text(explanations)

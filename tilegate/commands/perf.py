@@ -1,4 +1,4 @@
-"""`tilegate perf`: measure on this GPU, judge, re-measure the suspects (tilegate.run.perf)."""
+"""`tilegate perf`: measure on this GPU, judge, re-measure the suspects (tilegate.run.loop)."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def add(sub: Any, shared: Shared) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tilegate.run.perf import Perf
+    from tilegate.run.loop import Perf
 
     return Perf(
         profile=args.profile,

@@ -64,7 +64,7 @@ def add(sub: Any, shared: Shared) -> None:
 def _measured(args: argparse.Namespace) -> tuple[list[str], Path | None, int | None]:
     """`--measure N`: run the suite N times first; (results files, default --out, exit code)."""
     from tilegate.judge.results import SMOKE_SLUG
-    from tilegate.run.perf import gpu_slug, measure_runs
+    from tilegate.run.loop import gpu_slug, measure_runs
     from tilegate.run.profiles import interpreter
 
     if args.results:
@@ -85,7 +85,7 @@ def _measured(args: argparse.Namespace) -> tuple[list[str], Path | None, int | N
 
 
 def run(args: argparse.Namespace) -> int:
-    from tilegate.judge.rebaseline import rebaseline
+    from tilegate.judge.rebaselining import rebaseline
     from tilegate.judge.rebasereview import finish
 
     try:

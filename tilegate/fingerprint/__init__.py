@@ -16,7 +16,7 @@ The compile facts of one kernel the measurement launched, for the explanation of
 (tilegate.explain): `facts` reads them out of TTGIR / PTX / metadata, `record` records them per
 launch inside tilegate.harness.identity's capture.
 
-Beside it: `tilegate.run.fingerprint` (the command line: `tilegate fingerprint`),
+Beside it: `tilegate.commands.fingerprint` (the command line: `tilegate fingerprint`),
 `tilegate.warnlog` (Triton's warnings while compiling, recorded, not raised) and
 `tilegate.run.tritonenv` (the packages of a venv with any Triton, for the nox sessions). This
 package imports neither tilegate.harness nor anything above it: the harness imports it.

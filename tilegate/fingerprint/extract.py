@@ -285,19 +285,7 @@ def parse_ttgir(text: str) -> Module:
             parent=parent,
         )
         if name == "scf.for":
-            # scf.for %iv = %lb to %ub step %s iter_args(%a = %x, ...) -> (...) : i32 {
-            head, _, iter_part = after.partition("iter_args(")
-            vals = _VALUE_RE.findall(head)
-            if vals:
-                defs[vals[0]] = op.index  # the induction variable
-                op.operands.extend(vals[1:])
-            if iter_part:
-                for i, pair in enumerate(iter_part[: _closing_paren(iter_part)].split(",")):
-                    arg, _, init = pair.partition("=")
-                    arg, init = arg.strip(), init.strip()
-                    op.block_args[arg] = (init, i)
-                    op.operands.append(init)
-                    defs[arg] = op.index
+            _for_operands(op, after, defs)
         else:
             # attribute dictionaries and types hold no SSA values, so every %token is an operand.
             op.operands = _VALUE_RE.findall(after)
@@ -314,6 +302,23 @@ def parse_ttgir(text: str) -> Module:
     if not ops or not module_attrs:
         raise TTGIRParseError("no module or no operations: this is not TTGIR")
     return Module(ops=ops, defs=defs, module_attrs=module_attrs)
+
+
+def _for_operands(op: Op, after: str, defs: dict[str, int]) -> None:
+    """scf.for %iv = %lb to %ub step %s iter_args(%a = %x, ...) -> (...) : i32 {: its bounds and
+    initial values are operands; the induction variable and the iter_args are defined by it."""
+    head, _, iter_part = after.partition("iter_args(")
+    vals = _VALUE_RE.findall(head)
+    if vals:
+        defs[vals[0]] = op.index  # the induction variable
+        op.operands.extend(vals[1:])
+    if iter_part:
+        for i, pair in enumerate(iter_part[: _closing_paren(iter_part)].split(",")):
+            arg, _, init = pair.partition("=")
+            arg, init = arg.strip(), init.strip()
+            op.block_args[arg] = (init, i)
+            op.operands.append(init)
+            defs[arg] = op.index
 
 
 def _innermost(stack: list[tuple[int | None, str]]) -> int | None:

@@ -33,7 +33,7 @@ from tilegate.store.fingerprints import (
 )
 from tilegate.warnlog import Warned
 
-from . import report as report_mod
+from . import reporting as report_mod
 from .compile import DEFAULT_CACHE_DIR, Target, compile_many, default_jobs, triton_version
 from .rules import DEFAULT_RULES, RuleReport, RuleSet, Subject, evaluate, load_rules
 from .suite import KernelCase, Mutator, Skipped, collect

@@ -8,6 +8,6 @@
 * `gpu_state`: what the GPU does (clocks, power, temperature, throttling) from NVML, read only.
 * `bench`: the adapter to pytest-benchmark's private API that lets it hold device times.
 
-The gate (`tilegate.compare` and friends) never imports this package: it judges JSON files on
+The gate (`tilegate compare` and friends) never imports this package: it judges JSON files on
 any machine. Modules here import torch lazily, inside the functions that need it.
 """

@@ -1,6 +1,6 @@
 """What the GPU is: name, slug, SMs, capability, memory, L2, driver, CUDA, and the software.
 
-`python -m tilegate.harness.device [--slug]` prints it, or says there is no GPU (exit 2).
+`tilegate gpu [--slug]` (tilegate.commands.gpu) prints it, or says there is no GPU (exit 2).
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import contextlib
 import os
 import platform
 import re
-import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -145,25 +144,3 @@ NO_GPU_HINT = (
     "  Without a GPU: `tilegate perf --profile smoke --report-only` (the CPU interpreter),\n"
     "  `tilegate compare RESULTS BASELINE` (judge results measured elsewhere)."
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m tilegate.harness.device`: print the GPU's slug, or say there is none (exit 2)."""
-    args = sys.argv[1:] if argv is None else argv
-    try:
-        info = gpu_info()
-    except (RuntimeError, ImportError) as err:
-        print(f"tilegate: cannot measure: {err}.\n{NO_GPU_HINT}", file=sys.stderr)
-        return 2
-    if "--slug" in args:
-        print(info.slug)
-    else:
-        print(
-            f"{info.name} ({info.slug}), {info.sm_count} SMs, sm_{info.capability[0]}{info.capability[1]}, "
-            f"driver {info.driver}, CUDA {info.cuda}"
-        )
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

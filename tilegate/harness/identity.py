@@ -72,6 +72,9 @@ PROFILE_ENV = "TILEGATE_IDENTITY_PROFILER"  # "0": no CUDA profiler in the ident
 
 KINDS = ("ttir", "sass", "ptx", "source", "reference")
 SCHEME = "case2"  # the prefix of a whole-case hash: hashes of other schemes are not compared
+# the profiler could not be read: the identity is unknown (no hash: never "unchanged", judged
+# on its time as a changed case is), its kind UNKNOWN so the report says why
+UNREADABLE, UNKNOWN = "gpu activity unreadable", "unknown"
 _PTX_DEBUG = re.compile(r"^\s*(\.loc|\.file|//).*$|^\s*\.section\s+\.debug.*$", re.M)
 # compile inputs and launch facts of a CompiledKernel's metadata (never paths or its own hash)
 _META = (
@@ -139,7 +142,7 @@ class Identity:
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "code_hash": self.hash,
+            "code_hash": self.hash or None,
             "code_hash_kind": self.kind,
             "launches": self.launches,
         }
@@ -409,8 +412,8 @@ def _gpu_activity(kernels: list[str], seen: Captured | None = None) -> Iterator[
                 # without the profiler's times where this torch's events lack them
                 with contextlib.suppress(Exception):
                     seen.activity, seen.activity_us = _record().gpu_activity(events)
-        except Exception as err:  # another torch's profiler API: the same marker on both sides
-            kernels.append(f"gpu activity unreadable: {type(err).__name__}")
+        except Exception as err:  # another torch's profiler API: the identity is unknown
+            kernels.append(f"{UNREADABLE}: {type(err).__name__}")
 
     try:
         yield read
@@ -757,6 +760,8 @@ def identity(captured: Captured) -> Identity:
     explained = _explained(captured)
     handles = tuple(captured.handles)
     picks = tuple(captured.autotune)
+    if any(k.startswith(UNREADABLE) for k in captured.kernels):
+        return Identity("", UNKNOWN, len(captured.launches), parts, explained, handles, picks)
     if not captured.launches:
         digest = _sha("reference", torch.__version__, whole)
         return Identity(

@@ -5,8 +5,9 @@
 * `verdicts`: the gate's verdict per case, when a baseline or a verdicts file is given.
 * `changepoints`: change points per case on the reference-normalised series, with significance.
 * `dashboard`: one self-contained static HTML page (inline data, JS and CSS; works offline).
-* `cli`: `tilegate history add | import | list | changepoints | dashboard | prune` (the
-  command, tilegate.commands.history, builds its parser with `cli.build`).
+
+The command, `tilegate history add | import | list | changepoints | dashboard | prune`, is
+tilegate.commands.history.
 
 docs/history.md describes the schema, the commands, the method and the limits. Nothing here
 needs a GPU, torch or Triton.

@@ -193,18 +193,7 @@ def _gpu_data(
             "verdict": "".join(verdict),
             "band": _rle(band),
             "bandMed": _rle(band_med),
-            "cps": [
-                {
-                    "i": cp.index,
-                    "size": _round(cp.size, 5),
-                    "p": float(f"{cp.p_value:.3g}"),
-                    "before": _sig(cp.before * (1e6 if metric == "median_s" else 1)),
-                    "after": _sig(cp.after * (1e6 if metric == "median_s" else 1)),
-                    "env": list(cp.env_change),
-                    "bisect": cp.bisect,
-                }
-                for cp in by_case.get(key, [])
-            ],
+            "cps": _cps(by_case.get(key, []), metric),
         }
         cases.append(entry)
     cases.sort(key=lambda c: (c["order"], c["id"]))
@@ -217,6 +206,23 @@ def _gpu_data(
         "pairs": _pairs(store.pairs(gpu), position, cases),
     }
     return data, len(cps)
+
+
+def _cps(points: Sequence[cpmod.ChangePoint], metric: str) -> list[dict[str, Any]]:
+    """A case's change points for the page (times in microseconds)."""
+    scale = 1e6 if metric == "median_s" else 1
+    return [
+        {
+            "i": cp.index,
+            "size": _round(cp.size, 5),
+            "p": float(f"{cp.p_value:.3g}"),
+            "before": _sig(cp.before * scale),
+            "after": _sig(cp.after * scale),
+            "env": list(cp.env_change),
+            "bisect": cp.bisect,
+        }
+        for cp in points
+    ]
 
 
 def _runs(runs: Sequence[StoredRun], repo_url: str | None) -> dict[str, list[Any]]:

@@ -49,7 +49,7 @@ rebaseline reads as a reviewable diff. Schema version 1::
       ]                                    # a check's one other key: the axis it runs along
     }
 
-This module is the model and its JSON; `tilegate.judge.rebaseline` builds one from runs,
+This module is the model and its JSON; `tilegate.judge.rebaselining` builds one from runs,
 `tilegate.judge.policy` holds the policy that derives each row's tolerance.
 """
 

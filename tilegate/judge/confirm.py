@@ -1,7 +1,7 @@
 """What the confirmation re-measures: only what a second run could still decide otherwise.
 
 `tilegate perf` measures, judges, and then measures the suspects again before accusing them
-(tilegate.run.perf). In A/B mode (a pull request against its base) the rule is here, as plain
+(tilegate.run.loop). In A/B mode (a pull request against its base) the rule is here, as plain
 functions of the verdicts, so that it is tested on recorded results (tests/test_confirm.py):
 
 * the suspects: A/B cases SLOWER, AMBIGUOUS or UNSTABLE, and the stored-baseline rows that could

@@ -1,6 +1,6 @@
 """What a rebaseline tells its reviewer: the diff against the old baseline (environment, rows,
 expectations), the warnings, the refusals, and the command's exit code (`finish`).
-tilegate.judge.rebaseline builds the baseline; the command writes it through the store."""
+tilegate.judge.rebaselining builds the baseline; the command writes it through the store."""
 
 from __future__ import annotations
 

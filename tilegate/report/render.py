@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.errors import EXIT_CANNOT_JUDGE
+from tilegate.harness.identity import UNKNOWN
 from tilegate.judge.abcase import UNSTABLE_TODO, ABCase
 from tilegate.judge.abcompare import ABComparison
 from tilegate.judge.abnoise import HOST_POLICY
@@ -36,7 +37,7 @@ from tilegate.judge.vocabulary import ABVerdict
 from tilegate.markdown import listing, ms, p_value, pct, short_sha, table
 from tilegate.report import memory
 from tilegate.report.comment import DECIDING
-from tilegate.report.explain import why_section
+from tilegate.report.why import why_section
 
 _VERDICT_TEXT = {
     Verdict.REGRESSED: "**REGRESSED**",
@@ -115,26 +116,51 @@ def _settled(ab: ABComparison | None) -> bool:
     )
 
 
-def _deciding(judged: Judgement) -> list[str]:
-    """One row per thing that decides the exit code; a sentence when nothing does."""
-    cmp, ab, coverage, report_only = (
-        judged.comparison,
-        judged.ab,
-        judged.coverage,
-        judged.report_only,
-    )
-    if cmp is None and ab is None and (coverage is None or not coverage.fails):
-        return []
-    result, integrity = judged.outcome, judged.failing_integrity
-    rows: list[tuple[str, str, str, str, str]] = []
+_Row = tuple[str, str, str, str, str]
 
-    def interval(c: Any) -> str:
-        return f"{pct(c.ci[0] - 1)} .. {pct(c.ci[1] - 1)}" if c.ci else ""
 
-    def tol(x: float | None) -> str:
-        return f"{x:.1%}" if x is not None else ""
+def _interval(c: Any) -> str:
+    return f"{pct(c.ci[0] - 1)} .. {pct(c.ci[1] - 1)}" if c.ci else ""
 
-    for line in integrity:
+
+def _tol(x: float | None) -> str:
+    return f"{x:.1%}" if x is not None else ""
+
+
+def _deciding_ab(result: Outcome, ab: ABComparison | None) -> list[_Row]:
+    """The A/B cases that decide: slower, unstable, same code whose time moved, removed."""
+    rows: list[_Row] = []
+    settled = _settled(ab)
+    for c in result.slower:
+        what = (
+            "SLOWER than the base"
+            + (", by its median at the round cap" if c.by_median else "")
+            + _confirmed(c, settled)
+        )
+        change, limit = pct((c.ratio or 1) - 1), _tol(c.tolerance)
+        if c.by_median:  # about its tolerance: 0.1 % would print both alike
+            change, limit = f"{(c.ratio or 1) - 1:+.2%}", f"{c.tolerance or 0:.2%}"
+        rows.append((f"`{c.key}`", what, change, _interval(c), limit))
+    for c in (*result.unstable_slower, *result.unstable):
+        modes = " / ".join(m.describe() for m in c.modes) or "medians and ratio disagree"
+        exit_ = "a mode slower: fails" if c.fails else "no mode slower: exit 2"
+        if result.smoke:
+            exit_ = "a mode slower" if c.fails else "no mode slower"
+        what = f"UNSTABLE ({exit_}): {UNSTABLE_TODO}"
+        rows.append((f"`{c.key}`", what, modes, _interval(c), _tol(c.tolerance)))
+    for c in result.inconsistent:
+        what, change = "SAME CODE, TIME MOVED (exit 2)", pct((c.ratio or 1) - 1)
+        rows.append((f"`{c.key}`", what, change, _interval(c), _tol(c.tolerance)))
+    for c in result.removed:
+        rows.append((f"`{c.key}`", "REMOVED from the head", "", f"variant `{c.variant}`", ""))
+    return rows
+
+
+def _deciding_rows(judged: Judgement) -> list[_Row]:
+    """One row per thing that decides the exit code, in the report's order."""
+    cmp, coverage, result = judged.comparison, judged.coverage, judged.outcome
+    rows: list[_Row] = []
+    for line in judged.failing_integrity:
         rows.append((line, "baseline loosened (not acknowledged)", "", "", ""))
     if coverage is not None:
         for missing in coverage.missing:
@@ -144,43 +170,7 @@ def _deciding(judged: Judgement) -> list[str]:
         for unchecked in coverage.expectations:
             what, _, why = unchecked.partition(": ")
             rows.append((what, "expectation NOT CHECKED", "", why, ""))
-    settled = _settled(ab)
-    for c in result.slower:
-        what = (
-            "SLOWER than the base"
-            + (", by its median at the round cap" if c.by_median else "")
-            + _confirmed(c, settled)
-        )
-        change, limit = pct((c.ratio or 1) - 1), tol(c.tolerance)
-        if c.by_median:  # about its tolerance: 0.1 % would print both alike
-            change, limit = f"{(c.ratio or 1) - 1:+.2%}", f"{c.tolerance or 0:.2%}"
-        rows.append((f"`{c.key}`", what, change, interval(c), limit))
-    for c in (*result.unstable_slower, *result.unstable):
-        modes = " / ".join(m.describe() for m in c.modes) or "medians and ratio disagree"
-        exit_ = "a mode slower: fails" if c.fails else "no mode slower: exit 2"
-        if result.smoke:
-            exit_ = "a mode slower" if c.fails else "no mode slower"
-        rows.append(
-            (
-                f"`{c.key}`",
-                f"UNSTABLE ({exit_}): {UNSTABLE_TODO}",
-                modes,
-                interval(c),
-                tol(c.tolerance),
-            )
-        )
-    for c in result.inconsistent:
-        rows.append(
-            (
-                f"`{c.key}`",
-                "SAME CODE, TIME MOVED (exit 2)",
-                pct((c.ratio or 1) - 1),
-                interval(c),
-                tol(c.tolerance),
-            )
-        )
-    for c in result.removed:
-        rows.append((f"`{c.key}`", "REMOVED from the head", "", f"variant `{c.variant}`", ""))
+    rows += _deciding_ab(result, judged.ab)
     for r in result.gone:
         rows.append(
             (f"`{r.key}`", "REMOVED: baseline row of a variant not in the registry", "", "", "")
@@ -189,15 +179,8 @@ def _deciding(judged: Judgement) -> list[str]:
         runs = (
             f"; per run {', '.join(pct(d) for d in r.run_deltas)}" if len(r.run_deltas) > 1 else ""
         )
-        rows.append(
-            (
-                f"`{r.key}`",
-                "REGRESSED against the baseline",
-                pct(r.delta),
-                f"p {p_value(r.p_slower)}{runs}",
-                tol(r.tolerance),
-            )
-        )
+        what, bound = "REGRESSED against the baseline", f"p {p_value(r.p_slower)}{runs}"
+        rows.append((f"`{r.key}`", what, pct(r.delta), bound, _tol(r.tolerance)))
     for e in result.broken:
         x = e.expectation
         rows.append(
@@ -214,6 +197,21 @@ def _deciding(judged: Judgement) -> list[str]:
         for g in cmp.off_gpus:
             gpu = f"GPU {g.index}" + (f" ({g.serial})" if g.serial else "")
             rows.append((gpu, "GPU OFF: its rows not judged (exit 2)", "", g.why, ""))
+    return rows
+
+
+def _deciding(judged: Judgement) -> list[str]:
+    """One row per thing that decides the exit code; a sentence when nothing does."""
+    cmp, ab, coverage, report_only = (
+        judged.comparison,
+        judged.ab,
+        judged.coverage,
+        judged.report_only,
+    )
+    if cmp is None and ab is None and (coverage is None or not coverage.fails):
+        return []
+    result = judged.outcome
+    rows = _deciding_rows(judged)
     out = [DECIDING, ""]
     if report_only:
         out += [
@@ -298,7 +296,8 @@ def _find_the_commit(cmp: Comparison, result: Outcome) -> list[str]:
     return [f"  Find the commit: `{command(str(goods.pop()), str(cmp.run.env.commit), keys)}`"]
 
 
-def _summary(cmp: Comparison, result: Outcome) -> list[str]:
+def _summary_failing(cmp: Comparison, result: Outcome) -> list[str]:
+    """The summary's bullets of what fails, or would but for the base or the machine."""
     out: list[str] = []
 
     def bullet(title: str, items: Sequence[str], hint: str = "") -> None:
@@ -341,6 +340,15 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         "Their rows are not judged against the other GPUs' (GPU OFF): re-run on a healthy GPU "
         "or look at this one (clocks, power, temperature in the environment section). Exit 2.",
     )
+    return out
+
+
+def _summary(cmp: Comparison, result: Outcome) -> list[str]:
+    out = _summary_failing(cmp, result)
+
+    def bullet(title: str, items: Sequence[str], hint: str = "") -> None:
+        _bullet(out, title, items, hint)
+
     bullet(
         "Shifted with the machine",
         [
@@ -549,6 +557,8 @@ def _ab_rows(cases: Sequence[Any]) -> list[Sequence[Any]]:
     rows: list[Sequence[Any]] = []
     for c in cases:
         code = {True: "changed", False: "same", None: "?"}[c.code_changed]
+        if UNKNOWN in (c.head.code_hash_kind, c.base.code_hash_kind):
+            code = "unknown (profiler unreadable)"  # never "same": judged on its time
         rows.append(
             (
                 f"`{c.key}`",

@@ -2,8 +2,7 @@
 
 Exit 1 means that a regression or a broken expectation was measured; a bug in the gate, a full
 disk or a path that is a directory must never read as one, nor as a pass. Every entry point
-(`tilegate` and each subcommand, `python -m tilegate.run.fingerprint` and `tilegate.history`,
-the perf loop, the nox sessions) ends an exception here: its cause on one line, the traceback in
+(`tilegate` and each subcommand, the perf loop, the nox sessions) ends an exception here: its cause on one line, the traceback in
 `<dir>/crash-<command>.txt` (default `.perf/`, which CI uploads), and the report the command
 writes replaced by a CANNOT JUDGE report, so that a stale report never stands for this run.
 """

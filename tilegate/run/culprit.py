@@ -266,7 +266,7 @@ class Bisect:
         from tilegate.explain.diff import explain_cases
         from tilegate.harness.sides import SIDE_FAILURE_FILE
         from tilegate.judge.abcompare import compare_ab
-        from tilegate.run.perf import run_suite, suite_failure
+        from tilegate.run.loop import run_suite, suite_failure
         from tilegate.store.files import Baselines, load_results
 
         n, cases = len(self.state["steps"]) + 1, self.state.get("moved") or self.state["cases"]

@@ -1,7 +1,7 @@
 """A Triton or library upgrade judged on the GPU: one tree, two environments, paired rounds.
 
 `tilegate upgrade-ab --new DIR [--old DIR]` (`nox -s upgrade_ab -- --new DIR` in this repository)
-is an A/B run of this tree against itself (tilegate.run.perf, the engine of every A/B): the head
+is an A/B run of this tree against itself (tilegate.run.loop, the engine of every A/B): the head
 side's process has DIR first on its sys.path (a newer Triton unpacked there, as a runner image
 upgrade would bring, or a library's release: `pip install --no-deps --target DIR
 liger-kernel==0.8.5`), the base side's has `--old DIR` (default: the runner's own environment).
@@ -54,7 +54,7 @@ def run_upgrade(
     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
 ) -> int:
     """Measure and judge the upgrade (module doc); its exit code (0, 1 or 2)."""
-    from tilegate.run.perf import Perf
+    from tilegate.run.loop import Perf
     from tilegate.run.profiles import check_profile
 
     report = out_dir / "report.md"
@@ -148,7 +148,7 @@ def fingerprint_diff(new_path: Path, old_triton: str, out: Path) -> str | None:
     """The fingerprint's upgrade report under the new Triton against `old_triton`'s recording;
     None when `new_path` holds no Triton (a library upgrade: the compiled-code fingerprint is
     this repository's matmul kernels')."""
-    from tilegate.run.perf import HOME, repo_root
+    from tilegate.run.loop import HOME, repo_root
 
     if not (new_path / "triton").is_dir():
         return None
@@ -159,7 +159,7 @@ def fingerprint_diff(new_path: Path, old_triton: str, out: Path) -> str | None:
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(new_path), str(HOME), env.get("PYTHONPATH")])
     )
-    cmd = [sys.executable, "-m", "tilegate.run.fingerprint", "--upgrade-from", old_triton]
+    cmd = [sys.executable, "-m", "tilegate", "fingerprint", "--upgrade-from", old_triton]
     proc = subprocess.run(
         [*cmd, "--quiet"], cwd=root, env=env, capture_output=True, text=True, check=False
     )

@@ -318,13 +318,9 @@ class Perf:
             suite = functools.partial(run_shards, gpus=self.gpus)
         suite_code = suite(results, self.profile, args)  # shards that cannot merge: InputError
         ended = self.clock()
-        if side_failure.exists():  # a side's process failed: the plugin left no results
-            results.unlink(missing_ok=True)
-            return self._fail(side_failure.read_text(errors="replace").strip())
-        if not results.exists() or results.stat().st_size == 0:
-            reason = suite_failure(suite_code, results)
-            results.unlink(missing_ok=True)  # pytest-benchmark 5.2.3 leaves 0 bytes behind
-            return self._fail(reason)
+        failed = self._suite_died(suite_code, results, side_failure)
+        if failed:
+            return self._fail(failed)
         suspects = self.out_dir / "suspects.txt"
         judged = self._judge(results, baseline, [], suspects)
         confirms: list[Path] = []
@@ -343,10 +339,14 @@ class Perf:
                     f"perf: the GPU is still warm (the last suite process ended {idle:.0f} s "
                     f"ago, < --warm-within {self.warm_within_s:g} s): no soak"
                 )
-            suite(confirm, self.profile, extra)
+            confirm_code = suite(confirm, self.profile, extra)
             ended = self.clock()
-            if confirm.exists():
-                confirms.append(confirm)
+            failed = self._suite_died(confirm_code, confirm, side_failure)
+            if failed:  # a confirmation that dies is no acquittal: cannot judge, named
+                return self._fail(f"confirmation {i} ({confirm.name}): {failed}")
+            if confirm_code not in _SUITE_OK:
+                suite_code = confirm_code
+            confirms.append(confirm)
             judged = self._judge(results, baseline, confirms, suspects)
         if judged.text:  # one run, one report: the last judgement's
             print(judged.text, end="")
@@ -360,6 +360,20 @@ class Perf:
         what = "report-only run" if self.report_only else VERDICT_TEXT.get(code, "cannot judge")
         self.log(f"perf: {what} (exit {code}); report: {self.report_path}")
         return code
+
+    @staticmethod
+    def _suite_died(code: int, results: Path, side_failure: Path) -> str | None:
+        """Why a suite process (the first run or a confirmation) left nothing to judge: a side's
+        process failed, or no results (pytest-benchmark 5.2.3 leaves 0 bytes behind); None when
+        its results are there. Whatever it left is removed."""
+        if side_failure.exists():  # a side's process failed: the plugin left no results
+            results.unlink(missing_ok=True)
+            return side_failure.read_text(errors="replace").strip()
+        if not results.exists() or results.stat().st_size == 0:
+            reason = suite_failure(code, results)
+            results.unlink(missing_ok=True)
+            return reason
+        return None
 
     def _no_baseline(self, baseline: Path, slug: str) -> str:
         """Why a run without --report-only cannot be judged here, and the commands that can."""
