@@ -18,7 +18,7 @@ from tilegate.errors import InputError
 from tilegate.judge.policy import Tolerances
 from tilegate.judge.rebaselining import rebaseline
 from tilegate.peaks import lookup, percent
-from tilegate.report.comment import DECIDING
+from tilegate.report.pr_comment import DECIDING
 from tilegate.run.gate import gate
 from tilegate.store.files import judge_files as judge
 from tilegate.store.files import load_results, save_baseline

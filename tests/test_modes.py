@@ -250,7 +250,7 @@ def test_every_number_of_a_row_agrees_in_direction(
 
 def test_the_report_and_the_pr_comment_list_an_unstable_case_with_its_modes(run: Any) -> None:
     from tilegate.judge.gate import judgement
-    from tilegate.report.comment import deciding_section
+    from tilegate.report.pr_comment import deciding_section
     from tilegate.report.render import render
 
     rng = np.random.default_rng(7)

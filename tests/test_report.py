@@ -233,7 +233,7 @@ def sections(text: str) -> list[str]:
 
 def deciding_table(text: str) -> list[str]:
     """The first cell of each row of the `## Deciding cases` table."""
-    from tilegate.report.comment import deciding_section
+    from tilegate.report.pr_comment import deciding_section
 
     rows = [line for line in deciding_section(text).splitlines() if line.startswith("| ")]
     return [r.strip("|").split(" | ")[0].strip() for r in rows[1:]]

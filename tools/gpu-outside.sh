@@ -4,7 +4,7 @@
 # whose host bounds it, and of 16384) launched through a module the package imports BY ITS OWN
 # NAME (`from selfbench._launch import softmax`, as Liger-Kernel, fla and FlagGems do);
 # then pull requests judged the way an adopter's perf.yml judges them (this checkout's
-# tools/ci/gate_from_base.py --via python, the installed tilegate in the repository):
+# `tilegate ci --base HEAD^1` of the installed wheel, as `tilegate init --ci github`'s workflow):
 #
 #   tools/gpu-outside.sh OUTDIR STEP...
 #
@@ -124,7 +124,7 @@ step() {  # step NAME: commit the work tree as the PR, judge it
   local name=$1 t0 rc
   g commit -q --allow-empty -am "pr: $name"
   t0=$(date +%s.%N)
-  python3 "$here/tools/ci/gate_from_base.py" --base HEAD^1 --via python --out-dir "$repo/.perf" \
+  python3 -m tilegate ci --base HEAD^1 --out-dir "$repo/.perf" \
     -- --no-plots --profile "${PROFILE:-quick}" 2>&1 | stamp > "$out/$name.log"
   rc=${PIPESTATUS[0]}
   printf '%-8s exit %s %6.1f s  %s\n' "$name" "$rc" "$(python3 -c "import time;print(time.time()-$t0)")" \

@@ -36,7 +36,7 @@ from tilegate.judge.verdict import Comparison, Verdict
 from tilegate.judge.vocabulary import ABVerdict
 from tilegate.markdown import listing, ms, p_value, pct, short_sha, table
 from tilegate.report import memory
-from tilegate.report.comment import DECIDING
+from tilegate.report.pr_comment import DECIDING
 from tilegate.report.why import why_section
 
 _VERDICT_TEXT = {
@@ -557,7 +557,7 @@ def _ab_rows(cases: Sequence[Any]) -> list[Sequence[Any]]:
     rows: list[Sequence[Any]] = []
     for c in cases:
         code = {True: "changed", False: "same", None: "?"}[c.code_changed]
-        if UNKNOWN in (c.head.code_hash_kind, c.base.code_hash_kind):
+        if UNKNOWN in (c.head and c.head.code_hash_kind, c.base and c.base.code_hash_kind):
             code = "unknown (profiler unreadable)"  # never "same": judged on its time
         rows.append(
             (
@@ -1175,6 +1175,8 @@ def render(
             ]
     elif ab is None:
         out += [f"Results `{run.path}`. {judged.no_baseline or ''}".rstrip(), ""]
+    elif judged.no_baseline:
+        out += [f"No stored baseline for `{run.env.gpu.slug}`: judged on the A/B alone.", ""]
     out += [*_environment(run, cmp.baseline if cmp else None), ""]
     out += _pairs(judged.pairs, cmp)
     if cmp is not None:

@@ -26,6 +26,7 @@ from tilegate.judge.gate import VERDICTS, Judgement
 from tilegate.judge.integrity import Integrity
 from tilegate.judge.verdict import Comparison
 from tilegate.report.cannot_judge import cannot_judge_report
+from tilegate.report.pr_comment import deciding_section
 from tilegate.report.render import render
 from tilegate.store.files import judge_files
 
@@ -49,14 +50,15 @@ class Gated:
         return self.judgement.headline if self.judgement is not None else ""
 
 
-def record(judged: Judgement, results: Path) -> dict[str, Any]:
-    """The Judgement's record (`Judgement.record`) with what `tilegate explain` needs beside it:
-    the results file's digest (a record of another file is not this run's) and the decided
-    cases it explains."""
+def record(judged: Judgement, results: Path, text: str) -> dict[str, Any]:
+    """The Judgement's record (`Judgement.record`) with what `tilegate explain` needs beside it
+    (the results file's digest: a record of another file is not this run's; the decided cases
+    it explains) and the report's deciding cases, which the PR comment shows."""
     return {
         **judged.record(),
         "results_sha256": hashlib.sha256(results.read_bytes()).hexdigest(),
         "explained": [list(p) for p in decided(judged.comparison, judged.ab)],
+        "deciding": deciding_section(text),
     }
 
 
@@ -138,7 +140,7 @@ def gate(
     if report_path is not None:
         try:
             atomic_write_text(report_path, text)
-            atomic_write_json(report_path.parent / VERDICTS, record(judged, results))
+            atomic_write_json(report_path.parent / VERDICTS, record(judged, results, text))
         except InputError as err:  # e.g. --report names a directory
             return Gated(EXIT_CANNOT_JUDGE, "", error=str(err))
     notes = judged.notes + ((plot_note,) if plot_note else ())

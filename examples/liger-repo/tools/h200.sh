@@ -9,11 +9,10 @@
 # 5.2.3); git. tilegate is this checkout's (PYTHONPATH), as an adopter's installed tilegate: the
 # Liger tree has no tilegate/ of its own. Nothing is downloaded.
 #
-# Each step is what perf.yml runs on a pull request, the base's gate script on the head's
-# checkout (`--via python`: Liger's tree has no tools/gpu-nox.sh):
+# Each step is what the workflow `tilegate init --ci github` writes runs on a pull request, in
+# the head's checkout (the tilegate on PYTHONPATH judges: Liger's tree has no tilegate/):
 #
-#   python tools/ci/gate_from_base.py --base BASE --repo CLONE --via python --out-dir DIR \
-#       -- --profile quick --no-plots
+#   (cd CLONE && python -m tilegate ci --base BASE --out-dir DIR -- --profile quick --no-plots)
 #
 #   945    head pr-945-head  (#945, LayerNorm backward: atomics -> persistent reduction)
 #          base pr-945-base  (its parent + the graft)
@@ -86,7 +85,7 @@ git -C "$CLONE" log --oneline --all | sed 's/^/bundle: /'
 
 SUMMARY=$WORK/summary.md
 {
-    echo "# Liger-Kernel's repository through tools/ci/gate_from_base.py (profile $PROFILE)"
+    echo "# Liger-Kernel's repository through tilegate ci (profile $PROFILE)"
     echo
     echo '```'
     cat "$WORK/env.txt"
@@ -146,9 +145,9 @@ step() { # step NAME HEAD_REF BASE_REF
     git -C "$CLONE" checkout -q --detach "$head" || die "cannot check out $2"
     rm -rf "$dir" && mkdir -p "$dir"
     t0=$(date +%s.%N)
-    timeout "$((left < STEP_TIMEOUT ? left : STEP_TIMEOUT))" "$PY" "$ROOT/tools/ci/gate_from_base.py" \
-        --base "$base" --repo "$CLONE" --via python --out-dir "$dir" \
-        -- --profile "$PROFILE" --no-plots "${EXTRA[@]}" 2>&1 | tee "$dir/gate-from-base.log"
+    (cd "$CLONE" && timeout "$((left < STEP_TIMEOUT ? left : STEP_TIMEOUT))" "$PY" -m tilegate ci \
+        --base "$base" --out-dir "$dir" \
+        -- --profile "$PROFILE" --no-plots "${EXTRA[@]}") 2>&1 | tee "$dir/tilegate-ci.log"
     rc=${PIPESTATUS[0]}
     t1=$(date +%s.%N)
     wall=$(awk "BEGIN{printf \"%.1f\", $t1 - $t0}")
@@ -161,7 +160,7 @@ step() { # step NAME HEAD_REF BASE_REF
         digest "$dir"
     } >>"$SUMMARY"
     mkdir -p "$WORK/steps/$name"
-    for f in report.md results.json gate.json gate-base.log gate-from-base.log; do
+    for f in report.md results.json gate.json gate-base.log tilegate-ci.log; do
         [ -f "$dir/$f" ] && cp "$dir/$f" "$WORK/steps/$name/"
     done
 }
