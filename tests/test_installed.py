@@ -523,9 +523,9 @@ def test_host_time_is_judged_over_worker_processes_when_the_sides_are_two(
     `time.sleep` in host_b's wrapper is SLOWER on its host time, its interval over the process
     pairs, the grown function named from the two sides' profiles; host_a, the same code on both
     sides (an A/A), is SAME on it. The per-process medians are in the results."""
-    from tilegate.judge.ab import compare_ab
-    from tilegate.judge.results import load_results
+    from tilegate.judge.abcompare import compare_ab
     from tilegate.judge.vocabulary import ABVerdict
+    from tilegate.store.files import load_results
 
     repo = _self_importing(site, tmp_path, "hostbench", src=False)
     protocol = next((repo / "perf_tests").glob("test_*.py"))

@@ -15,9 +15,10 @@ import pytest
 
 from tests._factories import key, results_file
 from tilegate.cli import main
-from tilegate.judge.gate import VERDICTS, judge
+from tilegate.judge.gate import VERDICTS
 from tilegate.report.pr_comment import read_summary, write_summary
 from tilegate.run.gate import gate
+from tilegate.store.files import judge_files as judge
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 CASE = key("tma_xtile_persistent", K=512)
@@ -108,8 +109,8 @@ def test_explain_of_a_file_whose_record_is_of_another_run_judges_it_again(
 def test_a_run_with_a_loosened_baseline_says_so_in_its_headline_once(tmp_path: Path) -> None:
     """The integrity's failing changes are in the Judgement's headline: no renderer patches it."""
     from tilegate.judge.gate import judgement
-    from tilegate.judge.results import load_results
     from tilegate.report.render import render
+    from tilegate.store.files import load_results
 
     class Loosened:  # tilegate.judge.integrity.Integrity's face
         failing = ("baselines/nvidia-h200.json: `tiled-fp16-nt-K512` tolerance 2% -> 9%",)

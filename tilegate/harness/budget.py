@@ -19,18 +19,18 @@ so the measurer can plan per group which slots each sweep times:
 * the base side of a case whose code is the base's (UNCHANGED CODE) is a SENTINEL: timed in the
   first sweep (at least SENTINEL_MIN rounds), then looked at: once the 99 % interval of its paired
   ratio, at the interim looks' stricter confidence, lies inside +-max(5 x tolerance, 3 %) (the
-  consistency rule of tilegate.judge.ab, SAME CODE TIME MOVED) it stops; otherwise it keeps
+  consistency rule of tilegate.judge.abcase, SAME CODE TIME MOVED) it stops; otherwise it keeps
   being timed, at most up to the profile's rounds (today's full pairing);
 * a changed pair is looked at after every sweep: when its interval clears the tolerance
   decisively (entirely above +tol, entirely below -tol, entirely inside +-tol) its base stops;
   an undecided pair gets extension sweeps beyond the profile's (head, base and the group's
   reference) up to CAP_FACTOR x the profile's rounds, where the verdict decides it by its median
-  if the change is significant (tilegate.judge.ab: the boundaries meet at the last look);
+  if the change is significant (tilegate.judge.abcase: the boundaries meet at the last look);
 * multiple looks: every look before the verdict uses confidence 1 - alpha / max_looks
-  (Bonferroni over the most looks a pair can get); the verdict itself (tilegate.judge.ab,
+  (Bonferroni over the most looks a pair can get); the verdict itself (tilegate.judge.abcase,
   after the run) uses the policy's alpha. A false SLOWER at the boundary is then at most
   alpha / 2 from all interim looks together plus alpha / 2 from the verdict: alpha, for a pair
-  decided before the cap (one that reaches it is decided by its median, tilegate.judge.ab).
+  decided before the cap (one that reaches it is decided by its median, tilegate.judge.abcase).
 
 Samples of a row are kept in round order; `timed_in` says which of the group's rounds (numbered
 in time order over all sweeps) they are, as half-open ranges; two rows are paired over the
@@ -47,7 +47,7 @@ from typing import Any
 
 from tilegate.errors import InputError
 from tilegate.judge import stats
-from tilegate.judge.ab import MOVED_MIN, MOVED_TOLERANCES
+from tilegate.judge.abcase import MOVED_MIN, MOVED_TOLERANCES
 from tilegate.judge.rounds import Ranges, add_range, aligned, covered
 from tilegate.judge.rounds import check_ranges as check_ranges  # re-exported (results, tests)
 
@@ -146,7 +146,7 @@ class Tolerances:
 
 
 def tolerances_from_noise(noise: Any, policy: Any = None) -> Tolerances:
-    """The suite's tolerances from a loaded A/B noise file (tilegate.judge.ab.Noise) or none."""
+    """The suite's tolerances from a loaded A/B noise file (tilegate.judge.abnoise.Noise) or none."""
     pol = policy or (noise.policy if noise is not None else None)
     kw: dict[str, Any] = {}
     if pol is not None:

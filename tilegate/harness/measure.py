@@ -13,7 +13,7 @@ commit imported by its own name (tilegate.harness.sides), and every round of a g
 sides back to back, one process after the other, in a balanced random order (`paired_rounds`).
 A pair whose identities are the same and whose autotuner picks are not (a tuner flip) is timed
 again after its group's last sweep with both sides on the base's pick (`_retime`): the judge
-decides on that time (tilegate.judge.ab).
+decides on that time (tilegate.judge.abcase).
 """
 
 from __future__ import annotations
@@ -539,7 +539,7 @@ class GroupMeasurer:
         pick: `prep.retime`), in paired rounds of its own after the group's last sweep: as many
         rounds as the profile gives the group, after a short warm-up that compiles the pinned
         config where a side had not. Its samples are recorded beside the as-picked ones
-        (`extra_info.tilegate.pinned`); the judge decides on them (tilegate.judge.ab)."""
+        (`extra_info.tilegate.pinned`); the judge decides on them (tilegate.judge.abcase)."""
         by_pick: dict[str, list[str]] = {}
         for head, picks in prep.retime.items():
             base = prep.pairs.get(head)

@@ -30,7 +30,7 @@ partners, are held: before each of their samples the GPU is waited for and a bus
 queued, so their GPU time is their kernels' time, exactly as `hold_host` does for every call,
 and their host time per round (`CudaTimer.host_samples`, the held calls' only) is their own. A
 call that is not host-bound is timed as before. The verdict of a host-bound case is on its host
-time (tilegate.judge.ab, `host_s`).
+time (tilegate.judge.abcase, `host_s`).
 """
 
 from __future__ import annotations

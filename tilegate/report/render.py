@@ -22,7 +22,9 @@ from typing import Any
 from tilegate.errors import EXIT_CANNOT_JUDGE
 from tilegate.explain.diff import what_changed
 from tilegate.harness.identity import UNKNOWN
-from tilegate.judge.ab import HOST_POLICY, UNSTABLE_TODO, ABCase, ABComparison, ABVerdict
+from tilegate.judge.abcase import UNSTABLE_TODO, ABCase
+from tilegate.judge.abcompare import ABComparison
+from tilegate.judge.abnoise import HOST_POLICY
 from tilegate.judge.autotune import TUNER_FLIP
 from tilegate.judge.baseline import DEFAULT_DIR, Baseline
 from tilegate.judge.bisection import command
@@ -32,6 +34,7 @@ from tilegate.judge.gate import Judgement
 from tilegate.judge.outcome import Outcome
 from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison, Verdict
+from tilegate.judge.vocabulary import ABVerdict
 from tilegate.markdown import listing, ms, p_value, pct, short_sha, table
 from tilegate.report import memory
 from tilegate.report.pr_comment import DECIDING
@@ -535,7 +538,7 @@ def _ab_summary(ab: ABComparison) -> list[str]:
 
 
 def _bounds(cases: Sequence[ABCase]) -> list[str]:
-    """What bounds each case's call, and which time it was judged on (tilegate.judge.ab's
+    """What bounds each case's call, and which time it was judged on (tilegate.judge.abcompare's
     judge_bound): the GPU, or the host (host time per call at or above the GPU time on either
     side); nothing where no host time was measured (the smoke profile)."""
     gpu, host, held = [], [], []
@@ -572,7 +575,7 @@ def _ab_rows(cases: Sequence[Any]) -> list[Sequence[Any]]:
     rows: list[Sequence[Any]] = []
     for c in cases:
         code = {True: "changed", False: "same", None: "?"}[c.code_changed]
-        if UNKNOWN in (c.head.code_hash_kind, c.base.code_hash_kind):
+        if UNKNOWN in (c.head and c.head.code_hash_kind, c.base and c.base.code_hash_kind):
             code = "unknown (profiler unreadable)"  # never "same": judged on its time
         rows.append(
             (
@@ -593,7 +596,7 @@ def _ab_rows(cases: Sequence[Any]) -> list[Sequence[Any]]:
 
 def _gpu(c: Any) -> tuple[float | None, float | None]:
     """The GPU time per call, base and head: the medians of the paired rounds the ratio pools
-    (judged on the host: those of the GPU time, tilegate.judge.ab's gpu_medians_s)."""
+    (judged on the host: those of the GPU time, tilegate.judge.abcompare's gpu_medians_s)."""
     if getattr(c, "gpu_medians_s", None) is not None:
         return c.gpu_medians_s[0], c.gpu_medians_s[1]
     return _median(c.base_median_s, c.base), _median(c.head_median_s, c.head)
@@ -601,7 +604,7 @@ def _gpu(c: Any) -> tuple[float | None, float | None]:
 
 def _host(c: Any) -> str:
     """The host time per call, base -> head, and which time the verdict is on (the one that
-    bounds the call: tilegate.judge.ab's judged_on), e.g. `0.021 -> 0.024 (judged)`: judged,
+    bounds the call: tilegate.judge.abcompare's judged_on), e.g. `0.021 -> 0.024 (judged)`: judged,
     the medians of the paired rounds its ratio pools; else each row's own."""
     if getattr(c, "judged_on", "gpu") == "host" and c.base_median_s is not None:
         b, h = c.base_median_s, c.head_median_s
@@ -1187,7 +1190,7 @@ def render(
         ]
         out += [*_summary(cmp, judged.outcome), ""]
         if suspects_path is not None:
-            n = len(judged.suspects())
+            n = len(judged.suspects)
             out += [
                 f"{n} case(s) to measure again written to `{suspects_path}`."
                 if n

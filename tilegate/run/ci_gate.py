@@ -28,8 +28,9 @@ from tilegate.config import Config, _toml, parse
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_json, atomic_write_text, read_json
 from tilegate.judge.gate import VERDICTS
-from tilegate.judge.integrity import FETCH_HINT, materialise_baselines
+from tilegate.judge.integrity import FETCH_HINT
 from tilegate.report.cannot_judge import cannot_judge_report
+from tilegate.store.files import materialise_baselines
 
 GATE_LABEL = "perf-gate-change"  # the maintainer's label the workflow reads into the flag
 # Paths outside the source that measure or judge (a prefix ending in "/" is a directory).

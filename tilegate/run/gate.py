@@ -21,14 +21,14 @@ from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
 from tilegate.explain.diff import decided, explain_cases, explain_judgement
 from tilegate.explain.diff import write as write_explanations
 from tilegate.fileio import atomic_write_json, atomic_write_text
-from tilegate.judge.ab import ABComparison
-from tilegate.judge.gate import VERDICTS, Judgement, judge
+from tilegate.judge.abcompare import ABComparison
+from tilegate.judge.gate import VERDICTS, Judgement
 from tilegate.judge.integrity import Integrity
-from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison
 from tilegate.report.cannot_judge import cannot_judge_report
 from tilegate.report.pr_comment import deciding_section
 from tilegate.report.render import render
+from tilegate.store.files import judge_files
 
 
 @dataclass(frozen=True)
@@ -74,14 +74,14 @@ def _cannot_judge(reason: str, report_path: Path | None) -> Gated:
     return Gated(EXIT_CANNOT_JUDGE, "", error=reason)
 
 
-def _plots(run: Run, cmp: Comparison | None, directory: Path | None) -> tuple[list[Path], str]:
+def _plots(judged: Judgement, directory: Path | None) -> tuple[list[Path], str]:
     if directory is None:
         return [], ""
     try:
         from tilegate.report import plots
     except ImportError as err:  # matplotlib is optional
         return [], f"no plots: {err} (install them with `pip install 'tilegate[plots]'`)"
-    return plots.make_plots(run, cmp, directory), ""
+    return plots.make_plots(judged, directory), ""
 
 
 def gate(
@@ -105,7 +105,7 @@ def gate(
     to measure again (`Judgement.suspects`) to `suspects_path`, one a line.
     """
     try:
-        judged = judge(
+        judged = judge_files(
             results,
             baseline,
             confirmations,
@@ -116,8 +116,8 @@ def gate(
             integrity=integrity,
         )
         if suspects_path is not None:
-            atomic_write_text(suspects_path, "".join(f"{k}\n" for k in judged.suspects()))
-        plot_files, plot_note = _plots(judged.run, judged.comparison, plots_dir)
+            atomic_write_text(suspects_path, "".join(f"{k}\n" for k in judged.suspects))
+        plot_files, plot_note = _plots(judged, plots_dir)
         # why each decided case with changed code changed (never raises: "unavailable: why")
         t_explain = time.perf_counter()
         explanations = explain_judgement(results, judged.comparison, judged.ab)
