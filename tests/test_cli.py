@@ -575,7 +575,7 @@ def test_help_and_pointers_name_what_exists(
 
     from tilegate.cli import COMMANDS
     from tilegate.errors import InputError
-    from tilegate.judge.ab import MIN_NOISE_RUNS
+    from tilegate.judge.abnoise import MIN_NOISE_RUNS
     from tilegate.run.upgrade import check_dir
 
     assert main(["ab-noise", "--help"]) == 0
