@@ -977,3 +977,25 @@ def test_a_call_is_held_in_every_round_or_in_none() -> None:
     assert timer.is_held(alone), "decided at its own first warm-up: host-bound"
     assert set(timer.host_samples) == {"other"}
     assert len(timer.host_samples["other"]) == len(samples["other"]) == 3
+
+
+def test_a_config_list_cut_with_the_same_pick_is_named_whatever_the_verdict(tmp_path: Path) -> None:
+    # issue 48: an autotune config list cut from 3 to 2 read "the launches and compile facts are
+    # the same"; the report's "Compiled code changed" line named the variant only
+    three, two = _pick(PICK_A), _pick(PICK_A)
+    three[0].update(configs=3, space="s3")
+    two[0].update(configs=2, space="s2")
+    assert autotune.line(three, two) == "autotuner: the same pick (its configs: 3 -> 2)"
+    assert autotune.line(three, three) is None
+    assert autotune.classify(False, three, two) is None  # not "another pick"
+    data = make_run(rounds=300, seed=3, code={}, ab={CASE: 1.0})
+    bench(data, CASE)["extra_info"]["tilegate"].update(autotune=two, code_hash="h2")
+    bench(data, f"{CASE}@base")["extra_info"]["tilegate"].update(autotune=three, code_hash="h3")
+    path = write(tmp_path / "cut.json", data)
+    cmp = compare_ab(load_results(path), None)
+    case = {c.key: c for c in cmp.cases}[CASE]
+    assert case.code_changed and case.picks == "autotuner: the same pick (its configs: 3 -> 2)"
+    from tilegate.report.render import _ab_summary
+
+    summary = "\n".join(_ab_summary(cmp))
+    assert "`tma_xtile_persistent` (autotuner: the same pick (its configs: 3 -> 2))" in summary

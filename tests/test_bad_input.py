@@ -107,3 +107,17 @@ def test_an_ab_base_whose_kernels_fail_to_import_is_named_with_its_error(
     assert "pytest exit 4" in report, report
     assert "HEAD~1" in report and "the base kernels are broken" in report, report
     assert "HEAD~1" in lines[-1] and "the base kernels are broken" in lines[-1], lines[-1]
+
+
+def test_a_suite_failure_quotes_its_error_not_the_smoke_banner(tmp_path: Path) -> None:
+    # issue 48: "the suite wrote no results" quoted "tilegate: SMOKE mode ..." as the cause
+    from tilegate.run.loop import suite_failure
+
+    log = tmp_path / "results.log"
+    log.write_text(
+        "FileNotFoundError: [Errno 2] No such file or directory: 'x.partial'\n"
+        "tilegate: SMOKE mode (CPU interpreter): timings are meaningless\n"
+    )
+    said = suite_failure(1, tmp_path / "results.json", log)
+    assert said.splitlines()[0].endswith("No such file or directory: 'x.partial'"), said
+    assert "SMOKE mode" not in said

@@ -537,6 +537,101 @@ def test_ab_noise_also_measures_another_profile_and_pools_its_cases(
     assert calls == []
 
 
+def test_compare_on_a_mistyped_path_leaves_the_last_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 48: `tilegate compare` given a bad path overwrote the last good report
+    assert compare(tmp_path, "synthetic-results-h200-quick.json") == 0
+    good = (tmp_path / "report.md").read_text()
+    capsys.readouterr()
+    for wrong in (["no-such.json"], ["synthetic-results-h200-quick.json", "--confirm", "x.json"]):
+        assert compare(tmp_path, *wrong) == 2
+        err = capsys.readouterr().err
+        assert "does not exist" in err and "untouched" in err, err
+        assert (tmp_path / "report.md").read_text() == good
+
+
+def test_rebaseline_counts_the_too_noisy_rows_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 48: the table marked 4 rows "too noisy", the warning named 2: the reference's rows
+    # are never called too noisy (tests/test_baseline.py), in the table neither
+    args = [str(FIXTURES / "synthetic-results-smoke.json"), "--out", str(tmp_path / "b.json")]
+    assert main(["rebaseline", *args, "--check"]) == 0
+    out = capsys.readouterr().out
+    marked = [ln for ln in out.splitlines() if ln.startswith("|") and "too noisy" in ln]
+    (warning,) = [ln for ln in out.splitlines() if "TOO NOISY:" in ln]
+    assert marked and f"TOO NOISY: {len(marked)} row(s)" in warning, out
+    assert all(ln.split("|")[1].strip() in warning for ln in marked), out
+    assert "torch-" not in warning and "torch-" not in "".join(marked)
+
+
+def test_help_and_pointers_name_what_exists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """issue 48: ab-noise --help named a constant (MIN_NOISE_RUNS), upgrade-ab a README section
+    that does not exist, docs/plugin.md a command `tilegate dashboard`, the README `sudo`."""
+    import re
+
+    from tilegate.cli import COMMANDS
+    from tilegate.errors import InputError
+    from tilegate.judge.abnoise import MIN_NOISE_RUNS
+    from tilegate.run.upgrade import check_dir
+
+    assert main(["ab-noise", "--help"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "MIN_NOISE_RUNS" not in said and f"at least {MIN_NOISE_RUNS} A/A runs" in said
+    with pytest.raises(InputError) as err:
+        check_dir("--new", tmp_path)
+    doc, section = re.search(r"\((docs/\S+\.md), '([^']+)'\)", str(err.value)).groups()  # type: ignore[union-attr]
+    root = Path(__file__).resolve().parents[1]
+    assert f"## {section}\n" in (root / doc).read_text()
+    names = {c.NAME for c in COMMANDS}
+    for page in (root / "docs" / "plugin.md", root / "README.md"):
+        named = set(re.findall(r"`tilegate ([a-z][a-z-]*)", page.read_text()))
+        assert named <= names, (page.name, named - names)
+    # a root container has no sudo: the README's commands work as root and as a user
+    assert not re.search(r"^sudo ", (root / "README.md").read_text(), re.M)
+
+
+def test_report_only_with_a_baseline_of_another_grid_reports_the_run_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 48: `--report-only` exited 2 ("no case in common") after the report's own advice
+    # to build a throwaway baseline (of another grid): --report-only needs no baseline
+    smoke = FIXTURES / "synthetic-results-smoke.json"
+    data = json.loads(smoke.read_text())
+    for b in data["benchmarks"]:
+        b["extra_info"]["tilegate"]["key"] = b["param"] = b["param"] + "-other"
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(data))
+    baseline = tmp_path / "smoke.json"
+    assert main(["rebaseline", str(other), "--out", str(baseline)]) == 0
+    capsys.readouterr()
+    report = tmp_path / "r.md"
+    args = ["compare", str(smoke), str(baseline), "--no-plots", "--report", str(report)]
+    assert main(args) == 2  # judged, it cannot be
+    assert main([*args, "--report-only"]) == 0
+    assert "holds no case of this run" in report.read_text()
+
+
+def test_a_command_from_a_subdirectory_runs_at_the_root_with_the_paths_typed_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 48: every command works from any directory of the repository; its outputs go to
+    # the root's .perf/, a relative path typed in the subdirectory is found from there
+    (tmp_path / "pyproject.toml").write_text('[tool.tilegate]\nsource = "pkg"\n')
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "baselines").mkdir()
+    sub = tmp_path / "perf_tests" / "deeper"
+    sub.mkdir(parents=True)
+    shutil.copy(FIXTURES / "synthetic-results-h200-quick.json", sub / "r.json")
+    monkeypatch.chdir(sub)
+    assert main(["compare", "r.json", "--report-only", "--no-plots", "--quiet"]) == 0
+    assert (tmp_path / ".perf" / "report.md").is_file() and not (sub / ".perf").exists()
+    assert Path.cwd() == sub  # and back where it was
+
+
 def test_gpu_prints_the_slug_or_says_there_is_none(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

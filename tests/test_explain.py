@@ -330,3 +330,34 @@ def test_a_profiler_name_is_shown_without_its_arguments_or_trailing_space() -> N
 
     assert _short_name("Memcpy DtoD (Device -> Device)") == "Memcpy DtoD"
     assert _short_name("void at::native::copy_kernel<float>(int) ") == "at::native::copy_kernel"
+
+
+def test_explain_says_one_verdict_a_case_named_or_not(tmp_path: Path) -> None:
+    """The run's record holds the A/B's verdict of a case (AMBIGUOUS) and the decided one its
+    stored row gave (REGRESSED): `explain RESULTS` and `explain RESULTS CASE` say the same."""
+    import hashlib
+
+    from tilegate.commands.explain import explain_command
+    from tilegate.judge.gate import VERDICTS, VERDICTS_SCHEMA
+
+    results = tmp_path / "results.json"
+    shutil.copy(AB_FIXTURE, results)
+    case = "grouped-fp16-nt-K128"
+    (tmp_path / VERDICTS).write_text(
+        json.dumps(
+            {
+                "schema": VERDICTS_SCHEMA,
+                "results": results.name,
+                "results_sha256": hashlib.sha256(results.read_bytes()).hexdigest(),
+                "headline": "tilegate: FAIL: 1 regression",
+                "verdicts": {case: "AMBIGUOUS"},
+                "explained": [[case, "REGRESSED"]],
+            }
+        )
+    )
+    said = {}
+    for named in ((), (case,)):
+        code, text = explain_command(results, named)
+        assert code == EXIT_OK, text
+        said[named] = next(ln for ln in text.splitlines() if ln.startswith(case))
+    assert said[()] == said[(case,)] == f"{case}  REGRESSED", said

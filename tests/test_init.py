@@ -154,3 +154,28 @@ def test_two_benchmarks_of_one_name_are_refused(
     finally:
         for name in [m for m in sys.modules if m.startswith(("twice", "test_twice", "test_again"))]:
             sys.modules.pop(name, None)
+
+
+@pytest.mark.parametrize("package", ["perf_tests", "baselines"])
+def test_init_refuses_a_package_that_clashes_with_the_protocol_or_baselines(
+    package: str, tmp_path: Path
+) -> None:
+    # issue 48: `init --package perf_tests` wrote a configuration that `perf` rejects
+    from tilegate.starter import init
+
+    lines: list[str] = []
+    assert init(tmp_path, package, say=lines.append) == 2
+    said = "\n".join(lines)
+    assert f"source = '{package}'" in said and "overlap" in said and "nothing written" in said
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_source_that_does_not_exist_is_named_with_its_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.tilegate]\nsource = "kernelz"\n')
+    with pytest.raises(InputError, match=r"source = 'kernelz': no directory .*kernelz"):
+        find(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["perf", "--profile", "smoke", "--report-only"]) == 2
+    assert "source = 'kernelz': no directory" in capsys.readouterr().err

@@ -7,6 +7,11 @@ lacks (a noxfile, a GPU, the gate's temporary directories) or this repository's 
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
+import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -108,6 +113,81 @@ def test_the_defaults_name_what_the_repository_has(site: Path, newbie: Path) -> 
         )
 
 
+# a command line a report or message prints, as printed (in backticks)
+HINT = re.compile(r"`(tilegate [^`]+)`")
+
+
+def _hints_run(script: Path, texts: list[str], cwd: Path, env: dict[str, str]) -> list[str]:
+    """Every `tilegate ...` command line in `texts`, run as printed from `cwd`: each exits 0."""
+    hints = list(dict.fromkeys(h for text in texts for h in HINT.findall(text)))
+    for hint in hints:
+        ran = _sh([str(script), *shlex.split(hint)[1:]], cwd, env, timeout=600)
+        assert ran.returncode == 0, (hint, _said(ran))
+    return hints
+
+
+@pytest.mark.interpreter
+def test_perf_from_a_subdirectory_and_every_hint_of_its_report_as_printed(
+    site: Path,  # noqa: F811
+    newbie: Path,
+) -> None:
+    """`tilegate perf` from perf_tests/ measures into the root's .perf/ and leaves no partial
+    file; every `tilegate ...` its report and messages print exits 0 as printed, from there."""
+    env, script, sub = _env(site), site / "bin" / "tilegate", newbie / "perf_tests"
+    shutil.rmtree(newbie / ".benchmarks", ignore_errors=True)  # `pytest perf_tests`'s, above
+    perf = _sh([str(script), "perf", "--profile", "smoke", "--report-only", "--no-plots"], sub, env)
+    assert perf.returncode == 0, _said(perf)
+    assert (newbie / ".perf" / "results.json").is_file() and not (sub / ".perf").exists()
+    assert not list(newbie.rglob("*.partial")) and not (newbie / ".benchmarks").exists()
+    report = (newbie / ".perf" / "report.md").read_text()
+    # the other commands from the subdirectory, their paths typed as the report prints them
+    for cmd in (
+        ["compare", ".perf/results.json", "--report-only", "--no-plots", "--quiet"],
+        ["report", ".perf/results.json", "--no-plots", "--quiet"],
+        ["explain", ".perf/results.json"],
+        ["rebaseline", "../.perf/results.json", "--out", "../.perf/b.json", "--check"],
+        ["ab-noise", "--help"],
+    ):
+        ran = _sh([str(script), *cmd], sub, env)
+        assert ran.returncode == 0, (cmd, _said(ran))
+    try:
+        hints = _hints_run(script, [report, perf.stdout, perf.stderr], sub, env)
+    finally:
+        (newbie / "baselines" / "smoke.json").unlink(missing_ok=True)  # a throwaway baseline
+    assert any(h.startswith("tilegate rebaseline") for h in hints), hints
+    assert any("--report-only" in h for h in hints), hints  # the advice and the command agree
+
+
+@pytest.mark.interpreter
+def test_sigint_during_perf_is_exit_2_in_one_line_and_leaves_perf_consistent(
+    site: Path,  # noqa: F811
+    newbie: Path,
+) -> None:
+    perf_dir = newbie / ".perf"
+    assert (perf_dir / "results.json").is_file()  # an earlier run's, with its report
+    proc = subprocess.Popen(
+        [str(site / "bin" / "tilegate"), "perf", "--profile", "smoke", "--report-only"],
+        cwd=newbie,
+        env=_env(site),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # Ctrl-C: the whole process group, the suite's pytest too
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:  # measuring has begun
+        if "[tilegate" in line:
+            break
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, err
+    assert "Traceback" not in err and "interrupted" in err.splitlines()[-1], err
+    assert not list(newbie.rglob("*.partial"))
+    report = perf_dir / "report.md"
+    if not (perf_dir / "results.json").exists():  # nothing, or a report that says so
+        assert not report.exists() or report.read_text().startswith("# tilegate: CANNOT JUDGE")
+
+
 @pytest.mark.interpreter
 def test_a_smoke_ab_of_a_num_warps_change_prints_one_report_and_is_not_failed_by_timings(
     site: Path,  # noqa: F811
@@ -133,4 +213,8 @@ def test_a_smoke_ab_of_a_num_warps_change_prints_one_report_and_is_not_failed_by
     assert explain.returncode == 0 and explain.stdout.splitlines()[0] == headline, _said(explain)
     for text in (ab.stdout, ab.stderr, report, explain.stdout):
         assert not _foreign(text), _foreign(text)
+    # what changed is named, whatever the verdict (the cases may be AMBIGUOUS, UNSTABLE, ...)
+    (changed,) = [ln for ln in report.splitlines() if "**Compiled code changed**" in ln]
+    assert "num_warps 4 -> 2" in changed, changed
+    _hints_run(script, [report, ab.stdout, ab.stderr], newbie, env)
     subprocess.run(["git", "-C", str(newbie), "reset", "-q", "--hard", "HEAD~1"], check=True)

@@ -137,7 +137,9 @@ def test_a_stored_baseline_report_of_liger_speaks_of_liger(tmp_path: Path, basel
     # what it does say, in the benchmark's own words
     assert "The reference (`torch`) is not the code under test" in text
     assert "reference (`torch`) are SHIFTED" in text  # torch moved: the environment banner
-    assert "`tilegate rebaseline --measure 3` on this GPU" in text  # the improved row's hint
+    assert (
+        "`tilegate rebaseline --measure 3 --profile quick` on this GPU" in text
+    )  # the improved row's hint
     _assert_generic(text)
     only = gate(results, baselines_dir=baselines, report_only=True)
     assert only.code == 0 and only.text.startswith("# tilegate: REPORT ONLY (would fail)")
@@ -153,7 +155,7 @@ def test_an_ab_report_of_liger_names_the_tilegate_command(tmp_path: Path, baseli
     results = write(tmp_path / "ab.json", liger_run({}, ab={changed: 1.12}))
     judged = gate(results, baselines_dir=baselines)
     assert judged.error is None and judged.ab is not None, judged.error
-    assert "Record one with `tilegate ab-noise --measure 4`" in judged.text
+    assert "Record one with `tilegate ab-noise --measure 4 --profile quick`" in judged.text
     _assert_generic(judged.text)
 
 

@@ -160,9 +160,10 @@ def test_a_crash_in_any_command_is_2_with_its_traceback_saved(
     target, args, report_flag = CRASHES[command]
     monkeypatch.chdir(tmp_path)
     # a repository that declares this checkout's benchmark (the commands that load it get that far)
+    checkout = Path(__file__).resolve().parents[1]
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.tilegate]\nsource = "kernels"\n'
-        f'protocol = "{(Path(__file__).resolve().parents[1] / "perf_tests").as_posix()}"\n'
+        f'[tool.tilegate]\nsource = "{(checkout / "kernels").as_posix()}"\n'
+        f'protocol = "{(checkout / "perf_tests").as_posix()}"\n'
     )
     monkeypatch.setattr(target, _boom)
     report = tmp_path / "report.md"
@@ -780,3 +781,32 @@ def test_a_selected_variant_that_stopped_running_is_still_missing(
     unsaid = _write(tmp_path / "unsaid.json", _only(SELECTED, record=False))
     assert compare(tmp_path, unsaid) == 2
     cannot_judge(capsys, str(unsaid), "lack 18 row(s)", "grouped-fp16-nt-K128")
+
+
+def test_ctrl_c_in_a_command_or_the_perf_loop_is_2_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tilegate.run.loop import Perf
+
+    def interrupt(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("tilegate.run.gate.render", interrupt)
+    report = tmp_path / "report.md"
+    report.write_text(STALE)
+    argv = ["compare", str(RECORDED), str(BASELINE), "--no-plots", "--report", str(report)]
+    assert main(argv) == 2
+    cannot_judge(capsys, "interrupted (SIGINT)")
+    assert report.read_text().startswith("# tilegate: CANNOT JUDGE")
+    # the perf loop: the old results go with their report, never one without the other
+    out = tmp_path / "perf"
+    out.mkdir()
+    for name in ("results.json", "report.md"):
+        (out / name).write_text(STALE)
+    lines: list[str] = []
+    perf = Perf(out_dir=out, plots=False, suite=interrupt, detect_gpu=lambda: "nvidia-h200")
+    perf.baseline, perf.log = BASELINE, lines.append  # type: ignore[assignment]
+    assert perf.run() == 2
+    assert len(lines) == 1 and "interrupted (SIGINT)" in lines[0], lines
+    assert not (out / "results.json").exists()
+    assert (out / "report.md").read_text().startswith("# tilegate: CANNOT JUDGE")

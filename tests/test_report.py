@@ -47,7 +47,7 @@ def test_summary_names_the_rows_and_the_fix() -> None:
     assert "`persistent-fp16-nt-K4096` +" in text
     assert (
         "**Improved** (1): `grouped-fp16-nt-K512`" in text
-        and "`tilegate rebaseline --measure 3` on this GPU" in text
+        and "`tilegate rebaseline --measure 3 --profile quick` on this GPU" in text
     )
     assert "xtile_persistent stopped winning" in text
 
@@ -358,3 +358,30 @@ def test_a_commit_is_shortened_only_when_it_is_a_hash(tmp_path: Path) -> None:
         run = load_results(path)
         text = render(judgement(run, None, report_only=True, no_baseline="No baseline."))
         assert shown in text, [ln for ln in text.splitlines() if "commit" in ln]
+
+
+def test_a_row_faster_than_its_tolerance_without_significance_is_not_within_it() -> None:
+    # issue 48: a -49.5 % row was folded among the rows "within tolerance" (OK: faster beyond
+    # the tolerance, but not significant)
+    from dataclasses import replace
+
+    run = load_results(FIXTURES / "synthetic-results-h200-quick.json")
+    cmp = compare(run, baseline())
+    fast = next(r for r in cmp.rows if r.verdict is Verdict.OK and not r.reference)
+    rows = [
+        replace(r, delta=-0.495, note="faster than the tolerance but not significant")
+        if r is fast
+        else r
+        for r in cmp.rows
+    ]
+    text = render(judgement(run, replace(cmp, rows=rows)))
+    assert f"**Faster than the tolerance, not significant** (1): `{fast.key}` -49.5" in text
+    n = sum(r.verdict is Verdict.OK for r in rows) - 1
+    assert f"<details><summary>{n} row(s) within tolerance (" in text
+    folded = text.split(f"{n} row(s) within tolerance", 1)[1]
+    assert f"`{fast.key}`" not in folded.split("</details>", 1)[0]
+    assert "All " not in text.split("## All rows")[0].split("## Against")[1]
+    from tilegate.judge.verdict import _row_note
+
+    note = _row_note(Verdict.OK, -0.495, 0.05, 0.2, 0.01, 1)
+    assert note == "faster than the tolerance but not significant (p=0.2 >= 0.01)"

@@ -159,12 +159,13 @@ def parse(table: dict[str, Any], pyproject: Path) -> Config:
             raise InputError(f"{pyproject}: [tool.tilegate] {key} must be a directory name")
         paths[key] = value.strip().rstrip("/")
     source = table["source"].strip().rstrip("/")
-    if _inside(paths["protocol"], source) or _inside(source, paths["protocol"]):
-        raise InputError(
-            f"{pyproject}: [tool.tilegate] protocol = {paths['protocol']!r} and source = "
-            f"{source!r} overlap: the protocol (how it is measured) must lie outside the code a "
-            'pull request changes, e.g. protocol = "perf_tests" beside source'
-        )
+    for key, path in paths.items():
+        if _inside(path, source) or _inside(source, path):
+            raise InputError(
+                f"{pyproject}: [tool.tilegate] {key} = {path!r} and source = {source!r} "
+                f"overlap: the {key} directory must lie outside the code a pull request "
+                f'changes, e.g. {key} = "{KEYS[key][0]}" beside source'
+            )
     registry = table.get("registry")
     if registry is not None and (not isinstance(registry, str) or ":" not in registry):
         raise InputError(
@@ -197,7 +198,14 @@ def find(start: Path | None = None) -> Config:
         if pyproject.is_file():
             table = read_table(pyproject)
             if table is not None:
-                return parse(table, pyproject)
+                config = parse(table, pyproject)
+                source = config.root / config.source
+                if not source.is_dir() and not source.with_suffix(".py").is_file():
+                    raise InputError(
+                        f"{pyproject}: [tool.tilegate] source = {config.source!r}: no directory "
+                        f"{source} (the package of the kernels, relative to {config.root})"
+                    )
+                return config
     raise InputError(f"no [tool.tilegate] configuration in {here} or above. {HOW_TO_ADD}")
 
 

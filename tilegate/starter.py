@@ -160,7 +160,7 @@ def _ignore_perf(gitignore: Path) -> bool:
 
 def init(root: Path, package: str, say: Any = None) -> int:
     """Write the starting configuration under `root`; 2 (nothing written) when one exists."""
-    from tilegate.config import read_table, table
+    from tilegate.config import _toml, parse, read_table, table
     from tilegate.errors import InputError
 
     say = say or (lambda line: print(line, file=sys.stderr))
@@ -173,6 +173,8 @@ def init(root: Path, package: str, say: Any = None) -> int:
         if pyproject.is_file() and read_table(pyproject) is not None:
             say(f"tilegate init: {pyproject} already has a [tool.tilegate] table; nothing written")
             return EXIT_REFUSED
+        # the table written must be one `tilegate perf` accepts (no --package perf_tests)
+        parse(_toml().loads(table(package))["tool"]["tilegate"], pyproject)
     except InputError as err:
         say(f"tilegate init: {err}; nothing written")
         return EXIT_REFUSED

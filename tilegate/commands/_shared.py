@@ -6,6 +6,7 @@ crash guard). tilegate.cli builds the parser from the command modules and calls 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,6 +19,12 @@ from tilegate.run.crash import guarded
 from tilegate.run.profiles import add_profile_argument, check_profile, profile_names, wants_help
 
 PERF_DIR = Path(".perf")
+# the arguments that name a file or directory: typed in a subdirectory of the repository, a
+# relative one is found from there (else from the root, where it or its directory is there
+# only); every command then runs at the root, where the defaults (.perf/, baselines/) are
+_PATHS = "results baseline baselines report plots out_dir out confirm suspects_out diff_out old"
+PATHS = frozenset((_PATHS + " new tolerances repo store directory verdicts baseline_dir").split())
+PATHS |= {"rules", "cache_dir", "json_dir"}
 
 
 def say(message: str) -> None:
@@ -170,9 +177,45 @@ def dispatch(
     except SystemExit as exc:  # argparse: --help is 0, a usage error is 2 ("cannot judge")
         return int(exc.code) if isinstance(exc.code, int) else EXIT_CANNOT_JUDGE
     command = commands[args.command]
+    here, root = Path.cwd(), _root(args, argv)
     reports = command.reports(args) if hasattr(command, "reports") else []
     directory = Path(args.out_dir) if args.command == "perf" else PERF_DIR
-    return guarded(args.command, lambda: _run(args), reports=reports, directory=directory, say=say)
+    try:
+        os.chdir(root)
+        return guarded(
+            args.command, lambda: _run(args), reports=reports, directory=directory, say=say
+        )
+    finally:
+        os.chdir(here)
+
+
+def _root(args: argparse.Namespace, argv: Sequence[str]) -> Path:
+    """Where the command runs: the repository's root (the nearest [tool.tilegate] upward), the
+    relative paths typed in one of its subdirectories made absolute first (PATHS); the working
+    directory for `init` and outside a repository (no or a broken configuration: the command
+    says so)."""
+    from tilegate.config import find
+    from tilegate.errors import InputError
+
+    here = Path.cwd().resolve()
+    try:
+        root = here if args.command == "init" else find(here).root
+    except InputError:
+        return here
+    typed = {*argv, *(a.partition("=")[2] for a in argv if a.startswith("--"))}
+
+    def found(value: object) -> object:  # where it is, else where its directory is
+        if not isinstance(value, str) or value not in typed or Path(value).is_absolute():
+            return value
+        mine, theirs = here / value, root / value
+        if mine.exists() or (mine.parent.is_dir() and not theirs.exists()):
+            return str(mine)
+        return str(theirs if theirs.exists() or theirs.parent.is_dir() else mine)
+
+    for dest in PATHS & set(vars(args)) if root != here else ():
+        value = getattr(args, dest)
+        setattr(args, dest, [found(v) for v in value] if isinstance(value, list) else found(value))
+    return root
 
 
 def judge_results(args: argparse.Namespace, *, report_only: bool) -> int:
@@ -180,6 +223,11 @@ def judge_results(args: argparse.Namespace, *, report_only: bool) -> int:
     from tilegate.run.gate import gate
 
     report_path: Path | None = Path(args.report) if args.report else None
+    named = [Path(p) for p in [args.results, args.baseline, *(args.confirm or [])] if p]
+    untouched = ""
+    if report_path and any(not p.exists() and not p.is_symlink() for p in named):
+        # a mistyped path judges nothing: the last report, of a run that was judged, stays
+        report_path, untouched = None, f" (report {args.report} untouched)"
     judged = gate(
         Path(args.results),
         Path(args.baseline) if args.baseline else None,
@@ -194,7 +242,7 @@ def judge_results(args: argparse.Namespace, *, report_only: bool) -> int:
     for note in judged.notes:
         say(note)
     if judged.error is not None:
-        say(f"cannot judge: {judged.error}")
+        say(f"cannot judge: {judged.error}{untouched}")
         return judged.code
     print(judged.headline if args.quiet else judged.text, end="\n" if args.quiet else "")
     if report_path is not None:

@@ -31,7 +31,8 @@ def add(sub: Any, shared: Shared) -> None:
         default=[],
         metavar="PROFILE=N",
         help="with --measure: N A/A runs of another profile too (repeatable), so that its cases "
-        "are calibrated (3 runs each at least, MIN_NOISE_RUNS): `--measure 4 --also default=3`",
+        "are calibrated: at least 3 A/A runs each, or a case gets the largest tolerance of the "
+        "cases seen that often (`--measure 4 --also default=3`)",
     )
     p.add_argument("--out", metavar="FILE", help="default: baselines/<gpu-slug>.ab.json")
     p.add_argument("--check", action="store_true", help="print the noise, write nothing")

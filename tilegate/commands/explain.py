@@ -38,7 +38,8 @@ def add(sub: Any, shared: Shared) -> None:
     p.add_argument(
         "--out",
         metavar="DIR",
-        help="also write explanations.json and each case's TTGIR diff into DIR",
+        help="also write explanations.json into DIR, and each case's TTGIR diff where both "
+        "sides' TTGIR is at hand (explain/ir/ beside RESULTS, as `tilegate perf` leaves it)",
     )
     p.set_defaults(func=run)
 
@@ -133,7 +134,10 @@ def explain_command(
                 str(record["headline"]),
                 f"(no record of the run beside {results}: judged again, without confirmations)",
             ]
+    # one verdict a case, named or not: the decided one's (what the report's why says), else the
+    # run's verdict of it
     verdicts: dict[str, str] = dict(record.get("verdicts") or {}) if record else {}
+    verdicts.update({str(k): str(v) for k, v in (record or {}).get("explained") or []})
     if cases:
         todo = [(c, verdicts.get(c, "")) for c in cases]
     else:

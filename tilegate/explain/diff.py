@@ -503,6 +503,24 @@ def explain_judgement(results: Path, cmp: Any = None, ab: Any = None) -> list[Ex
         return [Explanation("*", "", unavailable=f"{type(err).__name__}: {err}")]
 
 
+def what_changed(results: Path, ab: Any) -> dict[str, str]:
+    """Each variant whose compiled code changed: what changed, the first line of its first such
+    case's explanation, whatever that case's verdict (AMBIGUOUS too); never raises."""
+    try:
+        first: dict[str, Any] = {}
+        for c in getattr(ab, "cases", ()) or ():
+            if c.code_changed:
+                first.setdefault(c.variant, c)
+        cases = [(c.key, _word(c.verdict)) for c in first.values()]
+        got = _explained(cases, [results], "base", "head", {c.key: c for c in first.values()})
+        said = {
+            v: e.lines[0] if e.lines else first[v].picks for v, e in zip(first, got, strict=True)
+        }
+        return {v: line for v, line in said.items() if line}
+    except Exception:  # the line names the variants without it
+        return {}
+
+
 def _shown(path: Path) -> str:
     """A path as the report shows it: relative (to the working directory), never absolute."""
     if not path.is_absolute():

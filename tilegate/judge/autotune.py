@@ -121,8 +121,13 @@ def _space_change(base: Mapping[str, Any], head: Mapping[str, Any]) -> str:
 
 def line(base: Picks | None, head: Picks | None) -> str | None:
     """The why line of a case whose sides picked differently: `autotuner: BK=64, num_warps=4 ->
-    BK=32, num_warps=2` (the kernel named where the call tunes more than one); None: the same."""
-    got = changes(base, head)
+    BK=32, num_warps=2` (the kernel named where the call tunes more than one), or picked the same
+    from another config list: `autotuner: the same pick (its configs: 3 -> 2)`; None: the same."""
+    b, h = _table(base), _table(head)
+    same = [k for k in b if k in h and _flat(b[k]["config"]) == _flat(h[k]["config"])]
+    got = changes(base, head) + [
+        f"{k[0]}: the same pick{s}" for k in same if (s := _space_change(b[k], h[k]))
+    ]
     if not got:
         return None
     kernels = {k for k, _ in _table(base)} | {k for k, _ in _table(head)}

@@ -78,14 +78,20 @@ def baseline_path(slug: str, directory: str | Path = DEFAULT_DIR) -> Path:
     return Path(directory) / f"{slug}.json"
 
 
-def how_to_create(slug: str, path: Path) -> str:
+def how_to_create(
+    slug: str, path: Path, results: Path = Path(".perf/results.json"), profile: str | None = None
+) -> str:
+    """How to get a baseline at `path`: commands that work as printed where `results` (a run of
+    `profile`) was measured."""
+    given = f" --profile {profile}" if profile else ""
     if slug == SMOKE_SLUG:
         return (
             "A smoke run (CPU interpreter) proves the pipeline; its times mean nothing and no smoke baseline is "
-            f"committed. Use --report-only, or build a throwaway one from this run: `tilegate rebaseline .perf/results.json --out {path}`."
+            f"committed. Run `tilegate perf{given or ' --profile smoke'} --report-only` (no baseline needed), or "
+            f"build a throwaway one from this run: `tilegate rebaseline {results} --out {path}`."
         )
     return (
-        f"Create it on a {slug} machine with `tilegate rebaseline --measure 3 --out {path}` (measures "
+        f"Create it on a {slug} machine with `tilegate rebaseline --measure 3{given} --out {path}` (measures "
         "the suite 3 times, then builds it from the runs), review the printed diff and commit it."
     )
 

@@ -225,7 +225,13 @@ def judge(
         # skip, a dropped grid point) are its verdict, named there; the rest is judged
         before = of_run(run, stored)
         accounted = frozenset(m.key for m in before.missing) if before is not None else frozenset()
-        cmp = compare(run, stored, reruns, allow_missing=allow_missing, accounted=accounted)
+        if report_only and not set(run.rows) & set(stored.rows):  # it needs no baseline
+            no_baseline = (
+                f"Baseline `{stored.path}` holds no case of this run (another grid or profile), so "
+                "no stored-baseline verdict: the run alone."
+            )
+        else:
+            cmp = compare(run, stored, reruns, allow_missing=allow_missing, accounted=accounted)
     return judgement(
         run,
         cmp,

@@ -4,7 +4,7 @@ tilegate.judge.rebaselining builds the baseline; the command writes it through t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,7 +143,8 @@ def review(
             *(_env_lines(old, provenance) or ["- unchanged"]),
         ]
     axes = runs[0].env.axes if runs else ()
-    row_lines, loosened, slower = _row_diff(new.rows, old, per_key, kept, axes)
+    reference = set(policy.reference_variants)  # never "too noisy": as the warnings
+    row_lines, loosened, slower = _row_diff(new.rows, old, per_key, kept, axes, reference)
     lines += ["", "## Rows", *row_lines]
     lines += ["", "## Expectations (`faster` must beat `than`: same-run ratio <= max_ratio)"]
     lines += exp_lines or ["- unchanged"]
@@ -160,6 +161,7 @@ def _row_diff(
     per_key: Mapping[str, Any],
     kept: Sequence[str],
     axes: Sequence[str],
+    reference: Collection[str] = (),
 ) -> tuple[list[str], int, list[str]]:
     """The per-row table, how many tolerances loosened, and the rows slower than the old tolerance."""
     refusals: list[str] = []
@@ -179,7 +181,7 @@ def _row_diff(
             notes.append(f"**LOOSENED** ({row.tolerance_source})")
         elif before is not None and row.tolerance < before.tolerance - 5e-5:
             notes.append("tightened")
-        if row.too_noisy:
+        if row.too_noisy and row.variant not in reference:
             notes.append("too noisy")
         change = ""
         if before is not None and key in per_key:

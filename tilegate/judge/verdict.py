@@ -168,6 +168,8 @@ def _row_note(
         return "slower than the tolerance in some runs, not in most: measure more"
     if verdict is Verdict.IMPROVED:
         return "faster beyond the tolerance: rebaseline to lock it in"
+    if delta < -tol:  # OK, yet not within the tolerance: said, not folded with the rows that are
+        return f"faster than the tolerance but not significant (p={p:.2g} >= {alpha:g})"
     return ""
 
 
@@ -451,7 +453,9 @@ def _judge(
     is_ref: bool,
 ) -> RowVerdict:
     verdict, delta, run_deltas, ps, pf = judge_row(base, runs, policy)
-    note = _row_note(verdict, delta, base.tolerance, ps, policy.alpha, len(runs))
+    note = _row_note(
+        verdict, delta, base.tolerance, ps if pf is None else pf, policy.alpha, len(runs)
+    )
     if is_ref and verdict is Verdict.REGRESSED:
         note += "; reference row: never fails the gate, but says the machine or the reference's libraries changed"
     now = stats.median([stats.median(s) for s in runs])

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.errors import EXIT_CANNOT_JUDGE
+from tilegate.explain.diff import what_changed
 from tilegate.harness.identity import UNKNOWN
 from tilegate.judge.abcase import UNSTABLE_TODO, ABCase
 from tilegate.judge.abcompare import ABComparison
@@ -287,6 +288,11 @@ def _bullet(out: list[str], title: str, items: Sequence[str], hint: str = "") ->
         out.append(f"- **{title}** ({len(items)}): {shown}" + (f". {hint}" if hint else ""))
 
 
+def _hint(what: str, run: Run) -> str:
+    """`tilegate WHAT --profile P`: a hint that works as printed where `run` was measured."""
+    return f"`tilegate {what} --profile {run.env.profile}`"
+
+
 def _find_the_commit(cmp: Comparison, result: Outcome) -> list[str]:
     """The `tilegate bisect` of a failed run's range: the regressed rows' baseline commit .. this."""
     goods = {(r.base.measured if r.base else {}).get("commit") for r in result.regressions}
@@ -298,6 +304,7 @@ def _find_the_commit(cmp: Comparison, result: Outcome) -> list[str]:
 
 def _summary_failing(cmp: Comparison, result: Outcome) -> list[str]:
     """The summary's bullets of what fails, or would but for the base or the machine."""
+    rebaseline = _hint("rebaseline --measure 3", cmp.run)
     out: list[str] = []
 
     def bullet(title: str, items: Sequence[str], hint: str = "") -> None:
@@ -321,7 +328,7 @@ def _summary_failing(cmp: Comparison, result: Outcome) -> list[str]:
         "Slower than the baseline, code unchanged by this pull request",
         [f"`{r.key}` {pct(r.delta)}" for r in result.drift],
         "Their compiled code is the base's (A/B above): drift since the baseline, not this "
-        "change. Not a failure here; `tilegate rebaseline --measure 3` once understood.",
+        f"change. Not a failure here; {rebaseline} once understood.",
     )
     bullet(
         "Slower than the baseline, no slower than the base",
@@ -329,7 +336,7 @@ def _summary_failing(cmp: Comparison, result: Outcome) -> list[str]:
         "This pull request changed their code, and the A/B, timing them beside the base in the "
         "same rounds, found them no slower than the base (A/B above): the base is as far from "
         "the baseline, drift since the baseline, not this change. Not a failure here; "
-        "`tilegate rebaseline --measure 3` once understood.",
+        f"{rebaseline} once understood.",
     )
     bullet(
         "GPUs off",
@@ -370,7 +377,8 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
     bullet(
         "Unsure, measure again",
         [f"`{r.key}` {pct(r.delta)}" for r in _by(cmp.rows, Verdict.UNSURE)],
-        "Not counted as failures: re-measure them (`tilegate perf` does; by hand, `--suspects-out` then `--confirm`).",
+        f"Not counted as failures: re-measure them ({_hint('perf', cmp.run)} does; by hand, "
+        "`--suspects-out` then `--confirm`).",
     )
     bullet(
         "Reference rows slower",
@@ -387,8 +395,13 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         [f"`{r.key}` {pct(r.delta)}" for r in _by(cmp.rows, Verdict.IMPROVED)],
         # what rebaseline writes in the repository, not where this run read its baseline (a
         # pull request's gate reads the base's, extracted into its output directory)
-        "Not a failure. Lock it in: `tilegate rebaseline --measure 3` on this GPU (writes "
+        f"Not a failure. Lock it in: {_hint('rebaseline --measure 3', cmp.run)} on this GPU (writes "
         f"{DEFAULT_DIR / Path(cmp.baseline.path).name}).",
+    )
+    bullet(
+        "Faster than the tolerance, not significant",
+        [f"`{r.key}` {pct(r.delta)}" for r in _by(cmp.rows, Verdict.OK) if not _within(r)],
+        "Not a failure, not yet an improvement: measure more before a rebaseline locks it in.",
     )
     bullet(
         "New rows",
@@ -407,7 +420,7 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
             f"- {len(not_measured)} baseline row(s) are outside this run's profile and were not judged."
         )
     if not out:
-        n = sum(1 for r in cmp.rows if r.verdict is Verdict.OK)
+        n = sum(1 for r in cmp.rows if r.verdict is Verdict.OK and _within(r))
         out.append(
             f"- All {n} rows within tolerance; all {sum(c.status is Status.PASS for c in cmp.expectations)} expectation checks hold."
         )
@@ -473,9 +486,13 @@ def _ab_summary(ab: ABComparison) -> list[str]:
     changed = ab.changed_code
     variants = sorted({c.variant for c in ab.cases})
     same = [v for v in variants if v not in changed]
+    what = what_changed(ab.run.path, ab) if changed else {}
     out.append(
         "- **Compiled code changed** for "
-        + (", ".join(f"`{v}`" for v in changed) if changed else "no variant")
+        + (
+            ", ".join(f"`{v}`" + (f" ({what[v]})" if v in what else "") for v in changed)
+            or "no variant"
+        )
         + (f"; the same as the base for {listing([f'`{v}`' for v in same])}" if same else "")
         + ". A case whose code is the base's cannot be blamed."
     )
@@ -510,11 +527,12 @@ def _ab_summary(ab: ABComparison) -> list[str]:
     if ab.noise is not None:
         runs = len(ab.noise.provenance.get("runs") or [])
         out.append(f"- Tolerances from the A/A noise in `{ab.noise.path}` ({runs} runs).")
-    else:
+    else:  # a smoke run's noise means nothing: no hint to record it
+        record = f" Record one with {_hint('ab-noise --measure 4', ab.run)}."
         out.append(
             f"- No A/A noise file for this GPU: every case uses the {ab.policy.ceiling:.1%} "
-            f"ceiling ({HOST_POLICY.ceiling:.0%} where judged on its host time). Record one with "
-            "`tilegate ab-noise --measure 4`."
+            f"ceiling ({HOST_POLICY.ceiling:.0%} where judged on its host time)."
+            + ("" if ab.run.env.smoke else record)
         )
     return out
 
@@ -946,6 +964,11 @@ def _expectations(cmp: Comparison) -> list[str]:
     return out
 
 
+def _within(r: Any) -> bool:
+    """An OK row within its tolerance: not one faster beyond it without significance."""
+    return r.delta is None or r.tolerance is None or r.delta >= -r.tolerance
+
+
 def _rows(cmp: Comparison, result: Outcome) -> list[str]:
     """Every row: the ones with something to say in full; OK and not measured folded. A
     REGRESSED row the outcome does not fail (drift: its code is the base's, or the A/B found it
@@ -969,6 +992,7 @@ def _rows(cmp: Comparison, result: Outcome) -> list[str]:
             " (reference)" if r.reference and r.verdict is not Verdict.OK else ""
         )
         where = {Verdict.OK: "ok", Verdict.NOT_MEASURED: "nm"}.get(r.verdict, "open")
+        where = "open" if where == "ok" and not _within(r) else where
         rows[where].append(
             (
                 f"`{r.key}`",
@@ -990,13 +1014,13 @@ def _rows(cmp: Comparison, result: Outcome) -> list[str]:
         "",
     ]
     out = ["## All rows", ""]
-    shown = [r for r in cmp.rows if r.verdict not in (Verdict.OK, Verdict.NOT_MEASURED)]
+    ok = [r for r in cmp.rows if r.verdict is Verdict.OK and _within(r)]
+    shown = [r for r in cmp.rows if r.verdict is not Verdict.NOT_MEASURED and r not in ok]
     if any(r.delta is not None for r in shown):  # the legend goes where a delta is first shown
         out += legend
         legend = []
     if rows["open"]:
         out += [*table(header, align, rows["open"]), ""]
-    ok = [r for r in cmp.rows if r.verdict is Verdict.OK]
     if ok:
         worst = max(ok, key=lambda r: abs(r.delta or 0.0))
         out += _fold(

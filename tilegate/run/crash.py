@@ -22,6 +22,7 @@ from tilegate.fileio import atomic_write_text
 from tilegate.report.cannot_judge import cannot_judge_report
 
 CRASH_DIR = Path(".perf")
+INTERRUPTED = "interrupted (SIGINT): nothing was judged"
 
 
 def crash_path(command: str, directory: Path = CRASH_DIR) -> Path:
@@ -85,6 +86,8 @@ def guarded(
         return body()
     except InputError as err:  # bad input that the command did not catch itself: no traceback
         reason = str(err)
+    except KeyboardInterrupt:  # Ctrl-C: not a verdict either, and no traceback
+        reason = INTERRUPTED
     except Exception as err:
         reason = crash_reason(command, err, save_traceback(command, err, directory))
     failed = replace_reports(reports, reason)

@@ -24,8 +24,9 @@ from typing import Any
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_text
 from tilegate.judge.baseline import baseline_path
+from tilegate.judge.gate import VERDICTS
 from tilegate.report.cannot_judge import cannot_judge_report
-from tilegate.run.crash import crash_reason, save_traceback
+from tilegate.run.crash import INTERRUPTED, crash_reason, save_traceback
 from tilegate.run.gate import Gated, gate
 from tilegate.run.profiles import check_profile, interpreter
 
@@ -63,7 +64,8 @@ def _suite(
     out: Path, profile: str, extra: Sequence[str], pythonpath: Path | None, gpu: int | None
 ) -> tuple[list[str], dict[str, str], Path]:
     """The pytest command line, environment and partial-results path of one suite process."""
-    partial = out.with_name(out.name + ".partial")
+    # absolute: the suite runs at the repository's root, wherever `out` was named from
+    partial = out.resolve().with_name(out.name + ".partial")
     partial.unlink(missing_ok=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
@@ -91,6 +93,7 @@ def _suite(
         "ignore::pytest_benchmark.logger.PytestBenchmarkWarning",
         f"--perf-profile={profile}",
         f"--benchmark-json={partial}",
+        f"--benchmark-storage={partial.parent / 'benchmarks'}",  # not ./.benchmarks at the root
         "--benchmark-columns=min,median,iqr,max,rounds",
         "--benchmark-sort=name",
         "--benchmark-group-by=group",
@@ -123,9 +126,15 @@ def run_suite(
         ) as proc,
     ):
         assert proc.stdout is not None
-        for line in proc.stdout:
-            sys.stdout.write(line)
-            log.write(line)
+        try:
+            for line in proc.stdout:
+                sys.stdout.write(line)
+                log.write(line)
+        except BaseException:  # interrupted (SIGINT): the suite goes too, and its partial file
+            proc.kill()
+            proc.wait()
+            partial.unlink(missing_ok=True)
+            raise
         sys.stdout.flush()
         code = proc.wait()
     if partial.exists():
@@ -140,7 +149,7 @@ PYTEST_EXIT = {
     4: "usage error: the suite refused its options or its benchmark",
     5: "no case collected",
 }
-_ERROR_START = ("ERROR", "E ", "FAILED", "Traceback", "INTERNALERROR", "tilegate:")
+_ERROR_START = ("ERROR", "E ", "FAILED", "Traceback", "INTERNALERROR", "tilegate: cannot")
 
 
 def suite_failure(code: int, results: Path, log: Path | None = None) -> str:
@@ -268,6 +277,9 @@ class Perf:
             return self._run()
         except InputError as err:
             return self._fail(str(err))
+        except KeyboardInterrupt:  # no results stand for this run, and no report of them
+            (self.out_dir / "results.json").unlink(missing_ok=True)
+            return self._fail(INTERRUPTED)
         except Exception as err:
             return self._fail(crash_reason("perf", err, save_traceback("perf", err, self.out_dir)))
 
@@ -307,7 +319,9 @@ class Perf:
             return self._fail(self._no_baseline(baseline, slug))
         self._check_inputs(baseline)
         results = self.out_dir / "results.json"
-        results.unlink(missing_ok=True)
+        # a report never outlives its results: an interrupted run leaves both or neither
+        for stale in (results, self.report_path, self.out_dir / VERDICTS):
+            stale.unlink(missing_ok=True)
         from tilegate.harness.sides import SIDE_FAILURE_FILE
 
         side_failure = self.out_dir / "sides" / SIDE_FAILURE_FILE

@@ -38,7 +38,7 @@ def check_dir(what: str, path: Path | None) -> None:
     if path is not None and not (path / "triton").is_dir() and not _packages(path):
         raise InputError(
             f"{what} {path} holds no triton/ package and no other Python package: unpack "
-            "the Triton to try there (README, 'Trying a new Triton on a runner'), or "
+            "the Triton to try there (docs/measuring.md, 'Trying a new Triton'), or "
             "install the library's release there (pip install --no-deps --target DIR ...)"
         )
 

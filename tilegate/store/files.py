@@ -193,14 +193,14 @@ def judge_files(
     if not path.exists() and (report_only or ab):
         no_baseline = (
             f"No baseline for {slug} at `{shown}`, so no stored-baseline verdict. "
-            f"{how_to_create(slug, shown)}"
+            f"{how_to_create(slug, shown, run.path, run.env.profile)}"
         )
         if ab:
             notes.append(f"no stored baseline {shown}: judged on the A/B verdict alone")
     elif not path.exists():
         raise InputError(
             f"no baseline for {slug}: {shown} does not exist. "
-            f"{how_to_create(slug, shown)} "
+            f"{how_to_create(slug, shown, run.path, run.env.profile)} "
             "To see the report without a verdict, pass --report-only."
         )
     else:
