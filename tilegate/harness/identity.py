@@ -129,13 +129,6 @@ class Identity:
         )
 
 
-def differing_parts(a: Any, b: Any) -> list[str]:
-    """The parts of two identities' `code_parts` (as stored in results) that differ."""
-    if not isinstance(a, dict) or not isinstance(b, dict):
-        return []
-    return [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-
-
 def _sha(*parts: Any) -> str:
     h = hashlib.sha256()
     for p in parts:

@@ -28,6 +28,7 @@ from tilegate.fingerprint.record import compile_launches
 from tilegate.harness import memory
 from tilegate.harness.correctness import check_call
 from tilegate.harness.identity import Identity, capture, identity
+from tilegate.harness.timing import round_order
 from tilegate.warnlog import Warned
 
 
@@ -300,7 +301,7 @@ class SideMeasurer:
         with warnlog.recording() as warned, _pinned(pinned):
             first = None
             if handover and fns:
-                order = self.timer.order(list(fns), first_round)
+                order = round_order(list(fns), first_round)
                 first = (order[0], float(self.timer.once(fns[order[0]])))
             samples = self.timer.time(fns, rounds, pairs or None, first_round=first_round)
         self.timing_warnings += warned

@@ -287,10 +287,6 @@ class CudaTimer:
         self.host_samples = {n: xs for n, xs in host.items() if holds[n]}
         return {n: [b.elapsed_time(e) / 1e3 for b, e in pairs] for n, pairs in events.items()}
 
-    @staticmethod
-    def order(names: list[str], r: int) -> list[str]:
-        return round_order(names, r)
-
     def once(self, fn: Callable[[], Any]) -> float:
         """One call, flushed and timed with an event pair, waited for: the first call after
         another process had the GPU (tilegate.harness.sides), which is not counted."""
@@ -370,10 +366,6 @@ class HostTimer:
                 fns[name]()
                 out[name].append(time.perf_counter() - t0)
         return out
-
-    @staticmethod
-    def order(names: list[str], r: int) -> list[str]:
-        return round_order(names, r)
 
     def host_times(
         self, fns: Mapping[str, Callable[[], Any]], rounds: int
