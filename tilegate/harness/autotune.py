@@ -117,19 +117,20 @@ def key_of(tuner: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[s
     return out
 
 
-def _strip(tree: ast.AST) -> ast.AST:
+def strip_docstrings(tree: ast.AST, *, decorators: bool = False) -> ast.AST:
+    """`tree` without its docstrings (and, with `decorators`, its functions' decorators)."""
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if (
-            isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef))
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
             and body
             and isinstance(body[0], ast.Expr)
             and isinstance(body[0].value, ast.Constant)
             and isinstance(body[0].value.value, str)
         ):
             node.body = body[1:] or [ast.Pass()]
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            node.decorator_list = []  # the tuner's configs enter as the space, not as text
+        if decorators and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.decorator_list = []
     return tree
 
 
@@ -149,7 +150,8 @@ def source_digest(fn: Any, _seen: set[int] | None = None) -> str:
         return ""
     seen.add(id(py))
     try:
-        tree = _strip(ast.parse(textwrap.dedent(inspect.getsource(py))))
+        # the tuner's configs enter as the space, not as the decorator's text
+        tree = strip_docstrings(ast.parse(textwrap.dedent(inspect.getsource(py))), decorators=True)
     except (OSError, TypeError, SyntaxError):
         return _sha(getattr(py, "__code__", None) and py.__code__.co_code)
     glb = getattr(py, "__globals__", {})

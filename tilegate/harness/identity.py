@@ -9,7 +9,7 @@ def's AST keyed by its path in its package; an autotuned launch by source and co
 pick recorded apart): docs/gate.md, "The identity is the whole case".
 
 Relies on Triton's JIT internals (`JITFunction.run` returning the `CompiledKernel`); tested on
-the CPU under the interpreter (tests/test_identity.py) and on the GPU by every A/B run.
+the CPU under the interpreter (tests/test_escapes.py) and on the GPU by every A/B run.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.fingerprint.extract import strip_locations
+from tilegate.harness.autotune import strip_docstrings
 
 PROFILE_ENV = "TILEGATE_IDENTITY_PROFILER"  # "0": no CUDA profiler in the identity (GPU only)
 
@@ -549,20 +550,6 @@ def _device_code() -> Iterator[None]:
         sys.setprofile(_COLLECTOR[-1])
 
 
-def _strip_docstrings(tree: ast.AST) -> ast.AST:
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if (
-            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-            and body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)
-        ):
-            node.body = body[1:] or [ast.Pass()]
-    return tree
-
-
 _DEFS_CACHE: dict[tuple[str, int, int], dict[tuple[int, str], str]] = {}
 
 
@@ -574,7 +561,7 @@ def _defs(filename: str) -> dict[tuple[int, str], str]:
     if key not in _DEFS_CACHE:
         out: dict[tuple[int, str], str] = {}
         try:
-            tree = _strip_docstrings(ast.parse(Path(filename).read_text(encoding="utf-8")))
+            tree = strip_docstrings(ast.parse(Path(filename).read_text(encoding="utf-8")))
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError) as err:
             tree, out[(0, "")] = ast.Module(body=[], type_ignores=[]), f"unreadable: {err}"
         for node in ast.walk(tree):
