@@ -443,19 +443,6 @@ def _case_facts(cases: list[Case]) -> dict[str, Any]:
     return {c.id: {"variant": c.variant, "params": dict(c.params)} for c in cases if not c.base}
 
 
-def _expectation_facts(expectations: Any, names: Mapping[str, str] | None = None) -> list[Any]:
-    names = names or {}
-    return [
-        {
-            "faster": names.get(e.faster, e.faster),
-            "than": names.get(e.than, e.than),
-            "per": e.per,
-            "where": {k: list(v) for k, v in e.where.items()},
-        }
-        for e in expectations
-    ]
-
-
 def _coverage_facts(
     config: pytest.Config,
     profile: Any,
@@ -483,7 +470,7 @@ def _coverage_facts(
         "protocol": "this run's",
         "profile": profile.name,
         "cases": full,
-        "expectations": _expectation_facts(bench.expectations),
+        "expectations": [e.as_json() for e in bench.expectations],
     }
     expected = own
     if base_bench is not None:
@@ -846,7 +833,7 @@ class PerfRun:
             "profile": self.profile.name,
             "axes": [a.name for a in self.profile.axes],
             "reference": self.benchmark.reference.name,
-            "expectations": _expectation_facts(self.benchmark.expectations),
+            "expectations": [e.as_json() for e in self.benchmark.expectations],
             "fixed": fixed,  # the profile's fixed parameters (M, N for matmul), as measured
             **fixed,  # flat too, for readers that predate "fixed"
             "l2_flush": self.timer.config.l2_flush and not self.smoke,
