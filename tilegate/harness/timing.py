@@ -383,7 +383,7 @@ class HostTimer:
 def event_time(fn: Callable[[], Any], reps: int = 5) -> float:
     """Median device seconds of `fn` over `reps` calls, each bracketed by a CUDA event pair.
 
-    For calibrating a test-only slowdown (perf_tests/inject.py), not for measuring: it has no
+    For calibrating a test-only slowdown (tilegate.harness.inject), not for measuring: it has no
     L2 flush and no interleaving.
     """
     import torch
