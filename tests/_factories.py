@@ -382,7 +382,7 @@ def results_file(directory: Path, name: str, **kwargs: Any) -> Path:
 
 
 def load_run(directory: Path, name: str, **kwargs: Any) -> Any:
-    from tilegate.judge.results import load_results
+    from tilegate.store.files import load_results
 
     return load_results(results_file(directory, name, **kwargs))
 

@@ -33,7 +33,7 @@ SHARED_FIXTURES = (
 # worker, not on one long test while the other workers idle.
 HEAVY_FIRST = (
     "test_pipeline_smoke.py",
-    "test_gate_from_base.py",
+    "test_ci.py",
     "test_installed.py",
     "test_shard.py",
     "test_explain.py",

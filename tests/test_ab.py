@@ -22,20 +22,13 @@ from tilegate.harness.identity import capture, identity
 from tilegate.harness.sides import SideFailure, SideSpec, start
 from tilegate.harness.timing import round_order
 from tilegate.judge import stats
-from tilegate.judge.ab import (
-    MIN_NOISE_RUNS,
-    POOLED,
-    ABPolicy,
-    ABVerdict,
-    build_noise,
-    compare_ab,
-    judge_case,
-    load_noise,
-    save_noise,
-)
+from tilegate.judge.abcase import judge_case
+from tilegate.judge.abcompare import compare_ab
+from tilegate.judge.abnoise import MIN_NOISE_RUNS, POOLED, ABPolicy, build_noise
 from tilegate.judge.outcome import outcome
-from tilegate.judge.results import load_results
 from tilegate.judge.verdict import Verdict, compare
+from tilegate.judge.vocabulary import ABVerdict
+from tilegate.store.files import load_noise, load_results, save_noise
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -368,7 +361,7 @@ def test_a_change_the_size_of_its_tolerance_is_decided_by_its_median_at_the_cap(
     assert beyond.verdict is ABVerdict.SLOWER and beyond.by_median, beyond
     assert "reached the cap" in beyond.note and "beyond the tolerance" in beyond.note
     # the report's deciding cases (and so the PR comment) say how it was decided
-    from tilegate.judge.ab import ABComparison
+    from tilegate.judge.abcompare import ABComparison
     from tilegate.judge.gate import judgement
     from tilegate.report.render import _deciding
 
@@ -540,15 +533,12 @@ def test_noise_from_aa_runs_sets_tolerances_and_round_trips(tmp_path: Path) -> N
     again = load_noise(tmp_path / "nvidia-h200.ab.json")
     assert again.rows[row.key].tolerance == pytest.approx(row.tolerance, abs=1e-4)
     assert again.rows[row.key].noise == pytest.approx(row.noise, abs=1e-5)
-    # a file written before rows kept their noise (round 7's) still loads: the same bound, from
-    # its ratios, beside the tolerance it was written with
+    # a row without its noise (round 7's format; no file of the repository holds one) is refused
     old = json.loads((tmp_path / "nvidia-h200.ab.json").read_text())
-    for r in old["rows"].values():
-        del r["noise"]
+    del old["rows"][row.key]["noise"]
     (tmp_path / "old.ab.json").write_text(json.dumps(old))
-    before = load_noise(tmp_path / "old.ab.json").rows[row.key]
-    assert before.noise == pytest.approx(row.noise, rel=0.02)  # from ratios kept to 5 places
-    assert before.tolerance == pytest.approx(row.tolerance, abs=1e-4)
+    with pytest.raises(InputError, match=f"row {row.key}: .*finite noise"):
+        load_noise(tmp_path / "old.ab.json")
     assert noise.tolerance("nope-fp16-nt-K1")[1].startswith("uncalibrated")
 
 
@@ -748,8 +738,8 @@ def test_a_confirmation_measures_again_only_what_can_fail(tmp_path: Path) -> Non
     suspects file (what the confirmation run measures, whole groups) leaves it out, and keeps
     the changed case slower than the stored baseline (round 7's default A/B: two unchanged
     K = 4096 rows, power-capped, cost a confirmation of their group)."""
-    from tilegate.judge.baseline import save_baseline
     from tilegate.run.gate import gate
+    from tilegate.store.files import save_baseline
 
     save_baseline(tmp_path / "nvidia-h200.json", build_baseline(tmp_path, code={}))
     drift, changed = key("tiled", K=4096), key("grouped", K=128)

@@ -32,9 +32,11 @@ from tilegate.explain.diff import decided, explain_cases
 from tilegate.harness.autotune import INTERPRET_ENV, pinned, side_cache_env
 from tilegate.harness.identity import capture, identity
 from tilegate.judge import autotune
-from tilegate.judge.ab import ABVerdict, build_noise, compare_ab, host_key
+from tilegate.judge.abcompare import compare_ab
+from tilegate.judge.abnoise import build_noise, host_key
 from tilegate.judge.outcome import outcome
-from tilegate.judge.results import load_results
+from tilegate.judge.vocabulary import ABVerdict
+from tilegate.store.files import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 

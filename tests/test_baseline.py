@@ -9,10 +9,10 @@ import pytest
 
 from tests._factories import H200_NT_MS, key, load_run
 from tilegate.errors import InputError
-from tilegate.judge.baseline import SCHEMA_VERSION, Bound, Expectation, load_baseline, save_baseline
-from tilegate.judge.policy import Policy, Tolerances, load_tolerances
+from tilegate.judge.baseline import SCHEMA_VERSION, Bound, Expectation
+from tilegate.judge.policy import Policy, Tolerances
 from tilegate.judge.rebaselining import rebaseline
-from tilegate.judge.results import load_results
+from tilegate.store.files import load_baseline, load_results, load_tolerances, save_baseline
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO_TOLERANCES = Path(__file__).parents[1] / "baselines" / "tolerances.toml"
@@ -25,7 +25,7 @@ def runs_of(
 
 
 def bound_at(e: Expectation, K: int) -> Bound | None:
-    return next((c for c in e.bounds if c.K == K), None)
+    return next((c for c in e.bounds if c.value == K), None)
 
 
 def build(tmp_path: Path, runs: list, old=None, tolerances: Tolerances | None = None):  # type: ignore[no-untyped-def]
@@ -66,8 +66,8 @@ def test_expectations_derived_from_clear_wins_in_every_run(tmp_path: Path) -> No
     ptr = exps["xtile_persistent-beats-swizzle_persistent-fp16-nt"]
     tma = exps["tma_xtile_persistent-beats-tma_swizzle_persistent-fp16-nt"]
     # calibration: pointer nt 0.73 at K=128, ~0.95 at 512, ~0.98 at 4096 (inside the noise: no expectation)
-    assert [c.K for c in ptr.bounds] == [128, 512]
-    assert [c.K for c in tma.bounds] == [128, 512]
+    assert [c.value for c in ptr.bounds] == [128, 512]
+    assert [c.value for c in tma.bounds] == [128, 512]
     k128 = bound_at(ptr, 128)
     assert k128 is not None and len(k128.measured) == 3
     assert max(k128.measured) < k128.max_ratio <= max(k128.measured) * 1.05 + 0.001
@@ -198,8 +198,8 @@ def test_rows_not_measured_are_kept_and_said_so(tmp_path: Path) -> None:
     old_ptr = next(e for e in old.expectations if e.faster == "xtile_persistent")
     # checks at K values not measured this time survive as reviewed
     for c in old_ptr.bounds:
-        if c.K not in (128, 512, 4096):
-            assert bound_at(ptr, c.K) == c
+        if c.value not in (128, 512, 4096):
+            assert bound_at(ptr, c.value) == c
 
 
 def test_a_loosened_tolerance_is_loud(tmp_path: Path) -> None:

@@ -175,9 +175,9 @@ def test_a_good_that_is_not_an_ancestor_of_bad_is_exit_2_naming_both(
 def test_a_failed_run_report_prints_the_bisect_command_of_its_range(tmp_path: Path) -> None:
     from tests.test_report import FIXTURES, baseline
     from tilegate.judge.gate import judgement
-    from tilegate.judge.results import load_results
     from tilegate.judge.verdict import compare
     from tilegate.report.render import render
+    from tilegate.store.files import load_results
 
     data = json.loads((FIXTURES / "synthetic-results-regressed.json").read_text())
     data["commit_info"]["id"] = "b" * 40  # the failed run's commit; the baseline's 73fe4455c0

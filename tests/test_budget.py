@@ -355,8 +355,9 @@ def _write_and_judge(tmp_path, cases, res) -> None:
     """The rows as the suite writes them load (pytest-benchmark JSON) and the A/B judge pairs them."""
     import json
 
-    from tilegate.judge.ab import ABVerdict, compare_ab
-    from tilegate.judge.results import load_results
+    from tilegate.judge.abcompare import compare_ab
+    from tilegate.judge.vocabulary import ABVerdict
+    from tilegate.store.files import load_results
 
     bench = []
     for c in cases:
@@ -404,7 +405,7 @@ def _write_and_judge(tmp_path, cases, res) -> None:
     assert verdicts["a-K1"] is ABVerdict.SLOWER
     assert verdicts["b-K1"] is verdicts["c-K1"] is ABVerdict.UNCHANGED
     from tilegate.errors import InputError
-    from tilegate.judge.ab import build_noise
+    from tilegate.judge.abnoise import build_noise
 
     with pytest.raises(InputError, match="--perf-ab-full"):  # A/A calibration needs full runs
         build_noise([run], tmp_path / "noise.json")

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from tilegate.report.comment import MARKER, Response, main
+from tilegate.cli import main
+from tilegate.report import pr_comment as comment
+from tilegate.report.pr_comment import MARKER, Response
 
 FIXTURE = json.loads(
     (Path(__file__).parent / "fixtures" / "github" / "sticky-comment.json").read_text()
@@ -57,7 +59,8 @@ def _summary(tmp: Path, gpu: str = "nvidia-h200", **kw: Any) -> Path:
 
 def _run(monkeypatch: pytest.MonkeyPatch, replay: Replay, *args: str) -> int:
     monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
-    return main(["post", *args, "--repo", "example/tilegate", "--run-url", RUN], transport=replay)
+    monkeypatch.setattr(comment, "TRANSPORT", replay)
+    return main(["comment", "post", *args, "--repo", "example/tilegate", "--run-url", RUN])
 
 
 def test_the_first_run_creates_the_comment_past_a_humans_quote_of_the_marker(
@@ -117,44 +120,55 @@ def test_a_summary_cannot_post_elsewhere_or_hijack_the_marker(
     assert str(bad) in capsys.readouterr().err and replay.sent == []
 
 
-def test_the_perf_jobs_comment_json_round_trips_into_the_comment(
+def _judged(tmp_path: Path) -> Path:
+    """A regressed run judged as `tilegate perf` / `tilegate ci` judge it: its verdicts.json."""
+    from tilegate.run.gate import gate
+
+    fixtures = Path(__file__).parent / "fixtures"
+    report = tmp_path / "perf" / "report.md"
+    report.parent.mkdir()
+    results = fixtures / "synthetic-results-regressed.json"
+    baselines = fixtures / "synthetic-baselines"
+    assert gate(results, baselines_dir=baselines, report_path=report).code == 1
+    return report.with_name("verdicts.json")
+
+
+def test_comment_and_summary_render_verdicts_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """What perf.yml's summary step writes (`comment write`) is what the comment job reads."""
-    from tests.test_report import regressed_report
-    from tilegate.report.comment import body, deciding_section, read_summary, verdict
+    """`tilegate comment` (comment.md, and with --pr the comment.json `post` reads) and
+    `tilegate summary` render verdicts.json; `tilegate ci`'s decision there wins."""
+    from tilegate.report.pr_comment import read_summary, verdict
 
-    report = tmp_path / "report.md"
-    report.write_text(regressed_report(), encoding="utf-8")
-    out = tmp_path / "perf" / "comment.json"
-    args = ["write", "--out", str(out), "--report", str(report), "--pr", "7", "--head-sha", SHA]
-    args += ["--gpu", "nvidia-h200", "--exit-code", "1", "--headline", "❌ perf: REGRESSION"]
-    assert main(args) == 0 and f"wrote {out}" in capsys.readouterr().out
-    assert json.loads(out.read_text())["schema"] == "tilegate-comment/1"
-    s = read_summary(out)
-    assert (s.pr, s.head_sha, s.gpu, s.exit_code, s.judged) == (7, SHA, "nvidia-h200", 1, True)
-    assert s.headline == "tilegate: FAIL: 2 regressions, 1 broken expectation"  # the report's
-    table = deciding_section(report.read_text())
-    assert table.startswith("| case | decided by |") and s.deciding == table
-    rows = [line for line in table.splitlines() if line.startswith("| `")]
-    assert len(rows) == 3 and "## " not in table and "Regressed**" not in table
-    text = body([s], RUN, None)
+    verdicts = _judged(tmp_path)
+    (verdicts.parent / "report.md").write_text("# something else entirely\n")  # not read
+    args = ["comment", "--verdicts", str(verdicts), "--pr", "7", "--head-sha", SHA]
+    assert main([*args, "--gpu", "nvidia-h200"]) == 0
+    s = read_summary(verdicts.with_name("comment.json"))
+    assert (s.pr, s.head_sha, s.gpu, s.exit_code) == (7, SHA, "nvidia-h200", 1)
+    assert s.headline == "tilegate: FAIL: 2 regressions, 1 broken expectation"
+    assert s.deciding.startswith("| case | decided by |") and verdict(s) == "❌ REGRESSION"
+    text = verdicts.with_name("comment.md").read_text()
     assert "| `nvidia-h200` | ❌ REGRESSION | tilegate: FAIL: 2 regressions" in text
     assert "| `persistent-fp16-nt-K4096` | REGRESSED against the baseline | +10.0% |" in text
-    assert verdict(s) == "❌ REGRESSION"
-
-
-def test_comment_json_of_a_job_without_a_report_or_a_verdict(tmp_path: Path) -> None:
-    from tilegate.report.comment import read_summary
-
-    out = tmp_path / "comment.json"
-    args = ["write", "--out", str(out), "--report", str(tmp_path / "none.md"), "--pr", "7"]
-    args += ["--head-sha", SHA, "--gpu", "nvidia-h200", "--exit-code", "", "--not-judged"]
-    assert main([*args, "--headline", "⚠️ perf: COULD NOT JUDGE: the job stopped"]) == 0
-    s = read_summary(out)
-    assert (s.exit_code, s.judged, s.deciding) == (None, False, "")
-    assert s.headline == "⚠️ perf: COULD NOT JUDGE: the job stopped"  # no report: the job's
-    # a head commit the comment job would refuse is refused here, naming the file
-    bad = ["write", "--out", str(out), "--pr", "7", "--head-sha", "HEAD", "--gpu", "nvidia-h200"]
-    assert main(bad) == 2
-    assert read_summary(out).head_sha == SHA and not out.with_name("comment.json.tmp").exists()
+    job = tmp_path / "step-summary.md"
+    job.write_text("earlier step\n")
+    assert main(["summary", "--verdicts", str(verdicts), "--out", str(job)]) == 0
+    lines = job.read_text().splitlines()
+    assert lines[:2] == [
+        "earlier step",
+        "## ❌ tilegate: FAIL: 2 regressions, 1 broken expectation",
+    ]
+    assert "# something else entirely" in lines  # the report beside it, below the title
+    # `tilegate ci`'s decision (a gate change not acknowledged) is what both say
+    record = json.loads(verdicts.read_text())
+    record["ci"] = {"exit": 1, "headline": "tilegate: this pull request changes the gate (NOT"}
+    verdicts.write_text(json.dumps(record))
+    capsys.readouterr()
+    assert main(["summary", "--verdicts", str(verdicts)]) == 0
+    assert capsys.readouterr().out.startswith("## ❌ tilegate: this pull request changes the gate")
+    # a head commit the comment job would refuse is refused here, nothing written
+    verdicts.with_name("comment.json").unlink()
+    assert main([*args[:5], "--head-sha", "HEAD", "--gpu", "nvidia-h200"]) == 2
+    assert not verdicts.with_name("comment.json").exists()
+    assert main(["comment", "--verdicts", str(tmp_path / "none.json")]) == 2

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from tests._factories import build_baseline, key, load_run
-from tilegate.judge.ab import ABVerdict, compare_ab, load_noise
-from tilegate.judge.baseline import load_baseline, save_baseline
+from tilegate.judge.abcompare import compare_ab
 from tilegate.judge.confirm import (
     BEYOND_DOUBT_P,
     BEYOND_DOUBT_TOLERANCES,
@@ -22,6 +21,8 @@ from tilegate.judge.confirm import (
     confirmation_cases,
 )
 from tilegate.judge.verdict import Verdict, compare
+from tilegate.judge.vocabulary import ABVerdict
+from tilegate.store.files import load_baseline, load_noise, save_baseline
 
 ROOT = Path(__file__).resolve().parents[1]
 NOISE = ROOT / "baselines" / "nvidia-h200.ab.json"
@@ -187,8 +188,8 @@ def test_an_ab_confirmation_times_the_pair_alone_and_the_gate_reads_it(tmp_path:
     import subprocess
     import sys
 
-    from tilegate.judge.results import load_results
     from tilegate.run.loop import ab_args
+    from tilegate.store.files import load_results
 
     case = "xtile_persistent-fp16-nt-K24"
     ids = tmp_path / "confirm-cases.txt"

@@ -134,8 +134,8 @@ def test_a_stored_row_the_pull_request_stops_measuring_fails_by_coverage_not_exi
     coverage fails the run (exit 1) naming each case; measured on the H200 this was exit 2
     ("results lack 3 rows ... although their groups were measured") before."""
     from tests._factories import VARIANTS, build_baseline, key, make_run, write
-    from tilegate.judge.baseline import save_baseline
     from tilegate.run.gate import gate
+    from tilegate.store.files import save_baseline
 
     baselines = tmp_path / "baselines"
     baselines.mkdir()

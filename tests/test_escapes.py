@@ -20,16 +20,12 @@ from _factories import build_baseline, key, make_run, write
 
 from tilegate.errors import InputError
 from tilegate.harness.base import paired_base, registry_facts, renames
-from tilegate.judge.ab import ABVerdict, compare_ab
-from tilegate.judge.integrity import (
-    check_consistent,
-    check_pull_request,
-    diff_dirs,
-)
+from tilegate.judge.abcompare import compare_ab
 from tilegate.judge.outcome import outcome
-from tilegate.judge.results import load_results
 from tilegate.judge.verdict import Verdict, compare
+from tilegate.judge.vocabulary import ABVerdict
 from tilegate.run.gate import gate
+from tilegate.store.files import check_consistent, check_pull_request, diff_dirs, load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -430,7 +426,7 @@ def test_a_file_contradicting_its_own_policy_cannot_be_judged(
 def test_the_gate_refuses_a_contradicting_baseline_and_a_missing_baselines_dir(
     tmp_path: Path,
 ) -> None:
-    from tilegate.judge.baseline import save_baseline
+    from tilegate.store.files import save_baseline
 
     save_baseline(tmp_path / "nvidia-h200.json", build_baseline(tmp_path))
     results = write(tmp_path / "r.json", make_run(seed=12))

@@ -22,7 +22,7 @@ from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK
 from tilegate.explain.diff import MAX_LINES, Side, decided, explain_cases, explain_pair
 from tilegate.fingerprint import record
 from tilegate.harness.identity import capture, identity
-from tilegate.report.comment import deciding_section
+from tilegate.report.pr_comment import deciding_section
 from tilegate.run.gate import gate
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -11,11 +11,12 @@ import pytest
 
 from tilegate.cli import main as tilegate_main
 from tilegate.errors import InputError
+from tilegate.fingerprint.changes import Change, diff
 from tilegate.fingerprint.compile import FACT_KEYS, triton_version
 from tilegate.fingerprint.extract import parse_ttgir, ptxas_facts, ttgir_facts
 from tilegate.fingerprint.reporting import render
 from tilegate.fingerprint.rules import DEFAULT_RULES, RuleReport, Subject, evaluate, load_rules
-from tilegate.fingerprint.store import Change, Entry, diff, fingerprint_path, load_fingerprints
+from tilegate.store.fingerprints import Entry, fingerprint_path, load_fingerprints
 
 # --- TTGIR extraction --------------------------------------------------------------------------
 

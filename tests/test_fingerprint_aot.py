@@ -30,8 +30,8 @@ from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
 from tilegate.fingerprint import gate
 from tilegate.fingerprint.compile import Target, compile_one, specialize
 from tilegate.fingerprint.extract import ttgir_facts
-from tilegate.fingerprint.store import fingerprint_path, load_fingerprints
 from tilegate.fingerprint.suite import KernelCase
+from tilegate.store.fingerprints import fingerprint_path, load_fingerprints
 
 pytestmark = pytest.mark.aot
 

@@ -11,7 +11,7 @@ import pytest
 from tests._synthetic_history import STEP_AT, STEPPED, commit_id
 from tilegate.cli import main as tilegate_main
 from tilegate.history.changepoints import Method, change_points, detect, markdown, new_since
-from tilegate.history.store import open_store
+from tilegate.store.historydb import open_store
 
 
 def main(argv: list[str]) -> int:

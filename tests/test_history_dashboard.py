@@ -19,8 +19,8 @@ from tests._browser import BROWSERS, CHROMIUM_FLAGS
 from tests._synthetic_history import REAL_BASELINES, ROOT, STEP_AT, STEPPED
 from tilegate.cli import main as tilegate_main
 from tilegate.history.dashboard import unpack, write_dashboard
-from tilegate.history.store import open_store
 from tilegate.judge.crosstile import CrossTilePair
+from tilegate.store.historydb import open_store
 
 REPO = "https://github.com/example/tilegate"
 

@@ -18,8 +18,8 @@ import pytest
 from tests._synthetic_history import REAL_BASELINE, REAL_BASELINES, ROOT, make_run
 from tilegate.cli import main as tilegate_main
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
-from tilegate.history.store import open_store
-from tilegate.judge.results import load_results
+from tilegate.store.files import load_results
+from tilegate.store.historydb import open_store
 
 
 def main(argv: list[str]) -> int:
@@ -129,7 +129,7 @@ def test_the_same_run_twice_in_one_add_is_refused(tmp_path: Path, runs: list[Pat
 def test_a_failure_inside_the_transaction_leaves_the_store_as_it_was(
     tmp_path: Path, runs: list[Path]
 ) -> None:
-    from tilegate.history.store import Judged
+    from tilegate.store.historydb import Judged
 
     store = tmp_path / "h.duckdb"
     good, bad = load_results(runs[0]), load_results(runs[1])
@@ -197,8 +197,8 @@ def test_a_second_writer_waits_for_the_first_and_nothing_is_lost(
             sys.executable,
             "-c",
             "import sys, time\n"
-            "from tilegate.history.store import open_store\n"
-            "from tilegate.judge.results import load_results\n"
+            "from tilegate.store.historydb import open_store\n"
+            "from tilegate.store.files import load_results\n"
             "with open_store(sys.argv[1], write=True) as s:\n"
             "    s.add([(load_results(sys.argv[2]), {})])\n"
             "    print('holding', flush=True)\n"

@@ -12,9 +12,10 @@ from tests._factories import bench, key, make_run, write
 from tilegate.errors import InputError
 from tilegate.harness.hostworkers import orders
 from tilegate.judge import hostprocs
-from tilegate.judge.ab import HOST_POLICY, build_noise, compare_ab, host_key
-from tilegate.judge.results import load_results
+from tilegate.judge.abcompare import compare_ab
+from tilegate.judge.abnoise import HOST_POLICY, build_noise, host_key
 from tilegate.judge.vocabulary import ABVerdict
+from tilegate.store.files import load_results
 
 CASE = key("tiled", K=128)
 BASE_MS = [0.212, 0.251, 0.198, 0.240, 0.231, 0.205]  # Liger's rms_norm host time: +-25 %

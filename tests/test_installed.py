@@ -4,8 +4,8 @@ wheel, installed into a directory of its own, and run from a repository outside 
 
 The repository is what `tilegate init` (the installed script) writes: [tool.tilegate], the code
 (toykern/kernels.py: a Triton scale kernel and torch) and its protocol (perf_tests/test_toykern.py,
-a "smoke" profile), baselines/README.md; `git init` and one commit, the base of the A/B runs and
-of the pull requests judged through tools/ci/gate_from_base.py.
+a "smoke" profile), baselines/README.md, with `--ci github` its workflows; `git init` and one
+commit, the base of the A/B runs and of the pull requests judged through `tilegate ci`.
 """
 
 from __future__ import annotations
@@ -75,7 +75,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def toy(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
     site = request.getfixturevalue("site")
     repo = tmp_path_factory.mktemp("toy-repo")
-    made = _sh([str(site / "bin" / "tilegate"), "init", "--package", "toykern"], repo, _env(site))
+    init = [str(site / "bin" / "tilegate"), "init", "--package", "toykern", "--ci", "github"]
+    made = _sh(init, repo, _env(site))
     assert made.returncode == 0, _said(made)
     (repo / ".gitignore").write_text(".perf/\n__pycache__/\n")
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "tilegate init"]):
@@ -167,13 +168,12 @@ def test_the_installed_tool_gates_a_toy_repository(site: Path, toy: Path) -> Non
     assert (toy / ".perf" / "ab").is_dir() and not (ROOT / ".perf" / "ab" / "toy").exists()
 
 
-GATE = ROOT / "tools" / "ci" / "gate_from_base.py"
-SMOKE = ["--profile", "smoke", "--report-only", "--no-plots"]
+SMOKE = ["--profile", "smoke", "--no-plots"]
 
 
 def _gate(site: Path, repo: Path, base: str, *extra: str) -> tuple[int, str, str]:
     done = _sh(
-        [sys.executable, str(GATE), "--base", base, "--via", "python", *extra, "--", *SMOKE],
+        [str(site / "bin" / "tilegate"), "ci", "--base", base, *extra, "--", *SMOKE],
         repo,
         _env(site),
     )
@@ -181,13 +181,42 @@ def _gate(site: Path, repo: Path, base: str, *extra: str) -> tuple[int, str, str
     return done.returncode, report.read_text() if report.is_file() else "", _said(done)
 
 
+def test_init_ci_writes_the_workflows_and_never_overwrites_them(site: Path, toy: Path) -> None:
+    """What `tilegate init --ci github` wrote (tools/lint-workflows.sh runs actionlint and
+    zizmor on it): pull_request, never pull_request_target; fetch-depth 2 without credentials;
+    actions pinned by commit; `tilegate ci`, the labels, the comment and the summary."""
+    import re
+
+    flows = toy / ".github" / "workflows"
+    text = (flows / "tilegate.yml").read_text()
+    assert "pull_request:" in text and "pull_request_target" not in text
+    assert text.count("fetch-depth: 2") == 1 and "persist-credentials: true" not in text
+    uses = re.findall(r"uses: (\S+)", text + (flows / "tilegate-comment.yml").read_text())
+    assert uses and all(re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", u) for u in uses), uses
+    assert "runs-on: [self-hosted, linux, gpu]" in text and "tilegate ci " in text
+    for label, flag in (
+        ("perf-gate-change", "--accept-gate-change"),
+        ("perf-baseline-change", "--accept-baseline-change"),
+    ):
+        assert f"'{label}'" in text and flag in text
+    assert (
+        'tilegate summary --out "$GITHUB_STEP_SUMMARY"' in text and "tilegate comment --pr" in text
+    )
+    assert "tilegate rebaseline --measure" in text and "gh pr create" in text
+    before = {p: p.read_bytes() for p in flows.iterdir()}
+    again = _sh([str(site / "bin" / "tilegate"), "init", "--ci", "github"], toy, _env(site))
+    assert again.returncode == 2 and "exists; nothing written" in again.stderr, _said(again)
+    assert {p: p.read_bytes() for p in flows.iterdir()} == before
+
+
 @pytest.mark.interpreter
-def test_pull_requests_of_an_init_repository_through_the_base_gate(
+def test_pull_requests_of_an_init_repository_through_tilegate_ci(
     site: Path, toy: Path, tmp_path: Path
 ) -> None:
-    """A clone of the `tilegate init` repository, judged by the installed tilegate through
-    gate_from_base.py: an A/A passes; a pull request that deletes a variant or drops a grid point
-    of the protocol fails naming the cases; an edit of perf_tests/ is a gate change."""
+    """A clone of the `tilegate init` repository, judged by the installed `tilegate ci`: an A/A
+    passes on the A/B alone (no stored baseline); a pull request changing the protocol's grid is
+    a gate change, measured by the base's protocol, failing until acknowledged; one deleting a
+    variant fails naming its cases."""
     repo = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(toy), str(repo)], check=True, capture_output=True)
     base = _git(repo, "rev-parse", "HEAD").strip()
@@ -196,29 +225,40 @@ def test_pull_requests_of_an_init_repository_through_the_base_gate(
     code, report, said = _gate(site, repo, base)
     assert code == 0, said
     assert "all measured, every declared expectation checked" in report
-    # the footer names only what this repository has: no tilegate/, no noxfile.py of its own
+    assert "No stored baseline for `smoke`: judged on the A/B alone." in report
+    # the footer names only what this repository has: no tilegate/ of its own
+    assert f"gate (`{base[:12]}`: the installed tilegate (" in report, report[-600:]
     assert (
-        f"gate (`{base[:12]}`: the installed tilegate, its protocol perf_tests/ and "
-        "[tool.tilegate]), with this pull request's toykern/" in report
-    ), report[-600:]
+        "its protocol perf_tests/ and [tool.tilegate]), with this pull request's toykern/" in report
+    )
 
-    # the protocol drops n = 256: run directly against the base, the base's protocol is what
-    # must be covered
+    # the protocol's grid changes n = (100, 256) -> (100, 512): a change of the gate; the base's
+    # protocol still measures the pull request (n = 256), and the change lands when acknowledged
     protocol = repo / "perf_tests" / "test_toykern.py"
     text = protocol.read_text()
-    protocol.write_text(
-        text.replace('Axis("n", (100, 256), label="n{}")', 'Axis("n", (100,), label="n{}")', 1)
-    )
-    direct = _sh([sys.executable, "-m", "tilegate", "perf", "--ab", base, *SMOKE], repo, _env(site))
-    report = (repo / ".perf" / "report.md").read_text()
-    assert direct.returncode == 1, _said(direct)
-    assert "`triton_scale-fp32-n256` | axis value gone: n=256 is not in the run's profile" in report
-    # ... and as a pull request: a change of the gate, which fails until acknowledged
-    _git(repo, "commit", "-qam", "drop n=256")
-    code, report, said = _gate(site, repo, base)
+    assert 'Axis("n", (100, 256), label="n{}")' in text
+    protocol.write_text(text.replace("(100, 256)", "(100, 512)", 1))
+    _git(repo, "commit", "-qam", "the smoke grid: n = 512")
+    code, report, said = _gate(site, repo, "HEAD^1")
     assert code == 1, said
+    assert report.startswith("# tilegate: this pull request changes the gate (NOT ACKNOWLEDGED")
     assert "`perf_tests/test_toykern.py (the protocol" in report
+    assert f"The base's protocol measured both sides (`{base[:12]}`)" in report
     assert "`triton_scale-fp32-n256`: axis value gone: n=256" in report
+    results = json.loads((repo / ".perf" / "results.json").read_text())
+    assert {b["extra_info"]["tilegate"]["params"]["n"] for b in results["benchmarks"]} == {100, 256}
+    out = repo / ".perf"
+    assert (out / "summary.md").read_text().startswith("## ❌ tilegate: this pull request changes")
+    assert (
+        "| ❌ REGRESSION | tilegate: this pull request changes the gate"
+        in (out / "comment.md").read_text()
+    )
+    assert json.loads((out / "verdicts.json").read_text())["ci"]["exit"] == 1
+    code, report, said = _gate(site, repo, "HEAD^1", "--accept-gate-change")
+    assert code == 0, said
+    assert report.startswith(
+        "# tilegate: this pull request changes the gate (acknowledged; exit 0)"
+    )
     _git(repo, "reset", "-q", "--hard", base)
 
     # a pull request deleting the Triton variant from the code: its cases are not measured
@@ -229,6 +269,14 @@ def test_pull_requests_of_an_init_repository_through_the_base_gate(
     assert code == 1, said
     for case in ("triton_scale-fp32-n100", "triton_scale-fp32-n256"):
         assert f"`{case}` | variant gone: triton_scale is not in the registry" in report
+
+    # a push to main: `tilegate ci` without --base, its results added to the history store
+    _git(repo, "reset", "-q", "--hard", base)
+    store = tmp_path / "history.duckdb"
+    push = [str(site / "bin" / "tilegate"), "ci", "--history", str(store), "--", "--report-only"]
+    done = _sh([*push, *SMOKE], repo, _env(site))
+    assert done.returncode == 0 and store.is_file(), _said(done)
+    assert json.loads((repo / ".perf" / "gate.json").read_text()) == {"event": "push", "exit": 0}
 
 
 # --- a package that imports itself by name (issue 38): each side a checkout and a process ------
@@ -475,9 +523,9 @@ def test_host_time_is_judged_over_worker_processes_when_the_sides_are_two(
     `time.sleep` in host_b's wrapper is SLOWER on its host time, its interval over the process
     pairs, the grown function named from the two sides' profiles; host_a, the same code on both
     sides (an A/A), is SAME on it. The per-process medians are in the results."""
-    from tilegate.judge.ab import compare_ab
-    from tilegate.judge.results import load_results
+    from tilegate.judge.abcompare import compare_ab
     from tilegate.judge.vocabulary import ABVerdict
+    from tilegate.store.files import load_results
 
     repo = _self_importing(site, tmp_path, "hostbench", src=False)
     protocol = next((repo / "perf_tests").glob("test_*.py"))

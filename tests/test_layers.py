@@ -48,7 +48,7 @@ GRAPH = {name: _imports(name) for name in MODULES}
 
 
 def _layer(name: str) -> str:
-    """tilegate.judge.ab -> judge; tilegate.cli -> cli; tilegate -> tilegate."""
+    """tilegate.judge.abcase -> judge; tilegate.cli -> cli; tilegate -> tilegate."""
     return name.split(".")[1] if "." in name else name
 
 
@@ -112,7 +112,7 @@ def test_no_two_layers_import_each_other() -> None:
                 layers.setdefault(_layer(name), set()).add(_layer(target))
     assert _cycles(layers) == []
     # the floors docs/architecture.md names, bottom up: none imports one above it
-    floors = ["judge", "fingerprint", "harness", "explain", "report", "run"]
+    floors = ["judge", "store", "fingerprint", "harness", "explain", "report", "run"]
     for i, low in enumerate(floors):
         assert not layers.get(low, set()) & set(floors[i + 1 :]), f"{low} reaches up"
 
@@ -253,7 +253,7 @@ def test_the_history_knows_no_parameter_of_this_repositorys_benchmark(tmp_path: 
     matmul, cuBLAS or GEMM (`_matmul_names`), and a new store has no column named after one."""
     import duckdb
 
-    from tilegate.history.store import open_store
+    from tilegate.store.historydb import open_store
 
     params = _declared_parameters()
     assert {"dtype", "layout", "K", "M", "N"} <= params, params  # the test reads the declaration

@@ -53,7 +53,13 @@ def _unresolved(text: str) -> list[str]:
     missing = [p for p in sorted(set(re.findall(r"(?<![\w.])tilegate/[\w/]+(?:\.py)?", text)))]
     missing = [p for p in missing if not (ROOT / p).exists()]
     # not a schema name ("tilegate.ab-noise/1", "tilegate.bisect/1") nor a dunder (`tilegate.__file__`)
-    for name in sorted(set(re.findall(r"(?<![\w.])tilegate(?:\.[a-z]\w*)+(?![\w/-])", text))):
+    for name in sorted(
+        set(
+            re.findall(
+                r"(?<![\w.])tilegate(?:\.(?!ya?ml\b|json\b|toml\b)[a-z]\w*)+(?![\w/-])", text
+            )
+        )
+    ):
         parts = name.split(".")
         for i in range(len(parts), 0, -1):
             base = ROOT.joinpath(*parts[:i])

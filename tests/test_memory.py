@@ -15,14 +15,13 @@ import pytest
 from tests._factories import key, make_run, write
 from tilegate.cli import main
 from tilegate.errors import InputError
-from tilegate.judge.baseline import save_baseline
-from tilegate.judge.gate import judge
 from tilegate.judge.policy import Tolerances
 from tilegate.judge.rebaselining import rebaseline
-from tilegate.judge.results import load_results
 from tilegate.peaks import lookup, percent
-from tilegate.report.comment import DECIDING
+from tilegate.report.pr_comment import DECIDING
 from tilegate.run.gate import gate
+from tilegate.store.files import judge_files as judge
+from tilegate.store.files import load_results, save_baseline
 
 MiB = 2**20
 CASE = key("tma_xtile_persistent", K=512)
@@ -192,7 +191,7 @@ def test_a_peaks_table_is_validated_strictly(tmp_path: Path, peaks: Any) -> None
 
 def test_the_history_and_its_page_keep_memory_and_percent_of_peak(tmp_path: Path) -> None:
     from tilegate.history.dashboard import build_data
-    from tilegate.history.store import open_store
+    from tilegate.store.historydb import open_store
 
     data = make_run(ks=(512,), rounds=20)
     for b in data["benchmarks"]:
@@ -237,8 +236,7 @@ def test_a_gpu_missing_from_the_table_shows_no_percentage_and_how_to_add_it(
 
 
 def test_a_pull_request_loosening_a_baselines_memory_is_named(tmp_path: Path) -> None:
-    from tilegate.judge.baseline import load_baseline
-    from tilegate.judge.integrity import diff_dirs
+    from tilegate.store.files import diff_dirs, load_baseline
 
     runs = [load_results(_results(tmp_path, f"r{s}.json", seed=s)) for s in (1, 2)]
     built = rebaseline(runs, out=tmp_path / "x.json", old=None, tolerances=Tolerances()).baseline

@@ -1,4 +1,4 @@
-"""UNSTABLE (tilegate/judge/modes.py, tilegate/judge/ab.py): a case whose runs or blocks of rounds
+"""UNSTABLE (tilegate/judge/modes.py, tilegate/judge/abcase.py): a case whose runs or blocks of rounds
 fall into two modes is never decided FASTER or SLOWER on the mixture, names its modes and where
 they came from, and does not pass unnoticed; every number of an A/B row comes from the same
 samples. Synthetic bimodal samples, one real H200 run (tests/fixtures/recorded-h200-quick.json)
@@ -17,10 +17,13 @@ from hypothesis import strategies as st
 
 from tests._factories import key, load_run
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL
-from tilegate.judge.ab import ABComparison, ABPolicy, ABVerdict, judge_case
+from tilegate.judge.abcase import judge_case
+from tilegate.judge.abcompare import ABComparison
+from tilegate.judge.abnoise import ABPolicy
 from tilegate.judge.modes import SPLIT_MIN, find_modes, units
 from tilegate.judge.outcome import outcome
-from tilegate.judge.results import load_results
+from tilegate.judge.vocabulary import ABVerdict
+from tilegate.store.files import load_results
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASE = key("tma_xtile_persistent", K=512)
@@ -247,7 +250,7 @@ def test_every_number_of_a_row_agrees_in_direction(
 
 def test_the_report_and_the_pr_comment_list_an_unstable_case_with_its_modes(run: Any) -> None:
     from tilegate.judge.gate import judgement
-    from tilegate.report.comment import deciding_section
+    from tilegate.report.pr_comment import deciding_section
     from tilegate.report.render import render
 
     rng = np.random.default_rng(7)

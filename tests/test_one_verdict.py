@@ -15,10 +15,10 @@ import pytest
 
 from tests._factories import key, results_file
 from tilegate.cli import main
-from tilegate.judge.gate import VERDICTS, judge
-from tilegate.report import summary
-from tilegate.report.comment import read_summary, write_summary
+from tilegate.judge.gate import VERDICTS
+from tilegate.report.pr_comment import read_summary, write_summary
 from tilegate.run.gate import gate
+from tilegate.store.files import judge_files as judge
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 CASE = key("tma_xtile_persistent", K=512)
@@ -59,28 +59,19 @@ def test_the_headline_is_the_same_words_in_every_rendering(
     text = report.read_text()
     assert text.splitlines()[0] == f"# {headline}"
     # the PR comment
+    # the PR comment, from the Judgement's record (verdicts.json)
+    record = json.loads((tmp_path / VERDICTS).read_text())
     comment = tmp_path / "comment.json"
-    write_summary(
-        comment,
-        pr=7,
-        head_sha=SHA,
-        gpu="nvidia-h200",
-        exit_code=gated.code,
-        judged=True,
-        headline="(the job's)",
-        report=report,
-    )
+    write_summary(comment, record, pr=7, head_sha=SHA, gpu="nvidia-h200")
     assert read_summary(comment).headline == headline
     # the job summary
     job = tmp_path / "summary.md"
-    argv = ["--report", str(report), "--rc", str(gated.code), "--gpu", "nvidia-h200"]
-    assert summary.main([*argv, "--head-sha", SHA, "--out", str(job)]) == 0
+    assert main(["summary", "--verdicts", str(tmp_path / VERDICTS), "--out", str(job)]) == 0
     title = job.read_text().splitlines()[0]
     assert title.removeprefix("## ").split(" ", 1)[1] == headline, title
-    assert capsys.readouterr().out.strip().split(" ", 1)[1] == headline  # the comment's fallback
+    assert capsys.readouterr().out.strip().split(" ", 1)[1] == headline
     # tilegate explain: the run's headline, and the verdicts of the run that wrote the file
     # (its confirmation included), not of the file judged again alone
-    record = json.loads((tmp_path / VERDICTS).read_text())
     assert record["verdicts"][CASE] == verdict and record["confirmations"] == ["confirm-1.json"]
     assert main(["explain", str(results), "--baselines", str(baselines)]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -118,8 +109,8 @@ def test_explain_of_a_file_whose_record_is_of_another_run_judges_it_again(
 def test_a_run_with_a_loosened_baseline_says_so_in_its_headline_once(tmp_path: Path) -> None:
     """The integrity's failing changes are in the Judgement's headline: no renderer patches it."""
     from tilegate.judge.gate import judgement
-    from tilegate.judge.results import load_results
     from tilegate.report.render import render
+    from tilegate.store.files import load_results
 
     class Loosened:  # tilegate.judge.integrity.Integrity's face
         failing = ("baselines/nvidia-h200.json: `tiled-fp16-nt-K512` tolerance 2% -> 9%",)

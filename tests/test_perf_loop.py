@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests._factories import bench, build_baseline, key, make_run, set_samples, write
-from tilegate.judge.baseline import save_baseline
 from tilegate.run.loop import Perf, measure_runs
+from tilegate.store.files import save_baseline
 
 
 class FakeSuite:
@@ -190,7 +190,7 @@ def _ab_perf(
 ) -> tuple[int, FakeSuite, str, list[str]]:
     """An A/B `perf` whose tma_xtile_persistent code changed, its K = 512 case `factor` x the
     base's (None: 1 + its tolerance in the H200 noise file): (exit, suite, case, fake args)."""
-    from tilegate.judge.ab import load_noise
+    from tilegate.store.files import load_noise
 
     fake = ["--perf-ab-base=/x", "--perf-ab-ref=HEAD^1", f"--perf-ab-sha={'b' * 40}"]
     monkeypatch.setattr("tilegate.run.loop.ab_args", lambda ref, out: list(fake))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tilegate.cli import main
-from tilegate.judge.results import load_results
+from tilegate.store.files import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = ROOT / "tests" / "fixtures" / "recorded-h200-quick.json"

@@ -107,7 +107,7 @@ def test_fingerprint_files_not_utf8_cannot_judge(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from tilegate.errors import InputError
-    from tilegate.fingerprint.store import load_fingerprints
+    from tilegate.store.fingerprints import load_fingerprints
 
     stored = next((ROOT / "baselines" / "fingerprints").glob("triton-*/sm_90.json"))
     bad = _reencoded(stored, tmp_path / "sm_90.json")
@@ -144,7 +144,7 @@ CRASHES = {
         [str(RECORDED), "--out", "b.json"],
         "--diff-out",
     ),
-    "ab-noise": ("tilegate.judge.ab.build_noise", [str(RECORDED), "--check"], None),
+    "ab-noise": ("tilegate.judge.abnoise.build_noise", [str(RECORDED), "--check"], None),
     "fingerprint": ("tilegate.fingerprint.gate.check", ["--json-dir", "facts"], "--report"),
     "history": ("tilegate.commands.history._loaded", [], None),
 }
@@ -698,7 +698,7 @@ def test_rebaseline_counts_loosened_expectations_among_its_warnings(
 ) -> None:
     """swizzle_persistent 4.3 % faster at K = 128: xtile / swizzle goes from 0.739 to 0.772,
     still within the old max_ratio 0.793 (no refusal), and the new one, 0.772 x 1.05, is wider."""
-    from tilegate.judge.baseline import load_baseline
+    from tilegate.store.files import load_baseline
 
     bound = next(
         b.max_ratio

@@ -7,12 +7,11 @@ from pathlib import Path
 import pytest
 
 from tests._factories import load_run
-from tilegate.judge.baseline import load_baseline
 from tilegate.judge.crosstile import Status
 from tilegate.judge.gate import judgement
-from tilegate.judge.results import load_results
 from tilegate.judge.verdict import Verdict, compare
 from tilegate.report.render import render
+from tilegate.store.files import load_baseline, load_results
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -156,7 +155,7 @@ def test_plots(tmp_path: Path) -> None:
     from tilegate.report.plots import make_plots
 
     run = load_results(FIXTURES / "synthetic-results-regressed.json")
-    files = make_plots(run, compare(run, baseline()), tmp_path)
+    files = make_plots(judgement(run, compare(run, baseline())), tmp_path)
     assert [f.name for f in files] == ["times-fp16-nt.png", "crosstile-fp16-nt.png"]
     for f in files:
         assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f.stat().st_size > 20_000
@@ -168,7 +167,7 @@ def test_plots_without_baseline(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from tilegate.report.plots import make_plots
 
-    files = make_plots(load_results(FIXTURES / "synthetic-results-smoke.json"), None, tmp_path)
+    files = make_plots(judgement(load_results(FIXTURES / "synthetic-results-smoke.json")), tmp_path)
     assert len(files) == 2
 
 
@@ -234,7 +233,7 @@ def sections(text: str) -> list[str]:
 
 def deciding_table(text: str) -> list[str]:
     """The first cell of each row of the `## Deciding cases` table."""
-    from tilegate.report.comment import deciding_section
+    from tilegate.report.pr_comment import deciding_section
 
     rows = [line for line in deciding_section(text).splitlines() if line.startswith("| ")]
     return [r.strip("|").split(" | ")[0].strip() for r in rows[1:]]
@@ -242,7 +241,7 @@ def deciding_table(text: str) -> list[str]:
 
 def aa_report(tmp_path: Path) -> tuple[str, object]:
     from tests._factories import make_run, write
-    from tilegate.judge.ab import compare_ab
+    from tilegate.judge.abcompare import compare_ab
 
     # A/A: the head is the base (the same code hashes on both sides, every ratio 1 + noise)
     run = load_results(write(tmp_path / "aa.json", make_run(seed=41, rounds=60, ab={}, code={})))
@@ -292,7 +291,7 @@ def test_a_stored_run_that_holds_reads_in_one_screen_with_the_not_measured_folde
 
 def test_a_failing_run_leads_with_exactly_its_deciding_cases(tmp_path: Path) -> None:
     from tests._factories import key, make_run, write
-    from tilegate.judge.ab import compare_ab
+    from tilegate.judge.abcompare import compare_ab
     from tilegate.judge.outcome import outcome
 
     slow = key("tma_xtile_persistent", K=512)

@@ -11,7 +11,8 @@ import pytest
 
 from tests._factories import bench, key, make_run, set_samples, write
 from tilegate.errors import InputError
-from tilegate.judge.results import SMOKE_SLUG, load_results, row_order
+from tilegate.judge.results import SMOKE_SLUG, row_order
+from tilegate.store.files import load_results
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -19,9 +19,9 @@ from tilegate.cases import build_cases
 from tilegate.errors import InputError
 from tilegate.judge.offgpu import off_gpus
 from tilegate.judge.outcome import outcome
-from tilegate.judge.results import load_results
 from tilegate.judge.verdict import Verdict, compare
 from tilegate.run.shard import group_cost, merge, parse_shard, plan
+from tilegate.store.files import load_results
 
 
 def test_the_plan_never_splits_a_group_and_balances_the_long_ones() -> None:

@@ -14,8 +14,8 @@ from tilegate.judge.baseline import Baseline, BaselineRow
 from tilegate.judge.crosstile import CrossTilePair, Status, crosstile_pairs
 from tilegate.judge.outcome import outcome
 from tilegate.judge.policy import Policy
-from tilegate.judge.results import load_results
 from tilegate.judge.verdict import Verdict, compare, judge_row
+from tilegate.store.files import load_results
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEEDS = range(10)
@@ -68,7 +68,7 @@ def test_a_faster_runner_cannot_fake_an_expectation(baseline: Baseline, workdir:
     )
     cmp = compare(run, baseline)
     assert verdict_of(cmp, key("xtile_persistent", K=128)).verdict is not Verdict.REGRESSED
-    broken = [(c.expectation.faster, c.K) for c in cmp.broken]
+    broken = [(c.expectation.faster, c.value) for c in cmp.broken]
     assert broken == [("xtile_persistent", 128)]
     assert outcome(cmp, None).code == 1
 
@@ -200,7 +200,7 @@ def test_expectations_checked_on_same_run_ratios(baseline: Baseline) -> None:
     cmp = compare(
         load_results(FIXTURES / "synthetic-results-regressed.json"), load_baseline_fixture()
     )
-    by = {(c.expectation.faster, c.K): c for c in cmp.expectations}
+    by = {(c.expectation.faster, c.value): c for c in cmp.expectations}
     bad = by[("xtile_persistent", 128)]
     assert bad.status is Status.FAIL and bad.ratio is not None and bad.ratio > 1.0
     assert "stopped winning" in bad.note
@@ -214,13 +214,15 @@ def test_confirmation_decides_a_broken_expectation() -> None:
     conf = load_results(FIXTURES / "synthetic-results-regressed-confirm.json")
     cmp = compare(run, b, [conf])
     check = next(
-        c for c in cmp.expectations if (c.expectation.faster, c.K) == ("xtile_persistent", 128)
+        c for c in cmp.expectations if (c.expectation.faster, c.value) == ("xtile_persistent", 128)
     )
     assert check.status is Status.FAIL and len(check.run_ratios) == 2
     healthy = load_results(FIXTURES / "synthetic-results-h200-quick.json")
     cleared = compare(run, b, [healthy])
     check = next(
-        c for c in cleared.expectations if (c.expectation.faster, c.K) == ("xtile_persistent", 128)
+        c
+        for c in cleared.expectations
+        if (c.expectation.faster, c.value) == ("xtile_persistent", 128)
     )
     assert check.status is Status.PASS and "1 of 2" in check.note
 
@@ -229,7 +231,7 @@ def test_families_and_crossover() -> None:
     run = load_results(FIXTURES / "synthetic-results-regressed.json")
     fams = {f.faster: f for f in crosstile_pairs(run, load_baseline_fixture())}
     ptr = fams["xtile_persistent"]
-    assert ptr.than == "swizzle_persistent" and ptr.Ks == (128, 512, 4096)
+    assert ptr.than == "swizzle_persistent" and ptr.values == (128, 512, 4096)
     assert CrossTilePair.crossover(ptr.now) == 128  # lost its win at K=128
     assert CrossTilePair.crossover(ptr.base) is None  # won everywhere at rebaseline
     assert CrossTilePair.crossover({128: 0.7, 512: 0.95, 1024: 1.01, 4096: 0.99}) == 1024
@@ -239,7 +241,7 @@ def test_families_and_crossover() -> None:
 
 
 def load_baseline_fixture() -> Baseline:
-    from tilegate.judge.baseline import load_baseline
+    from tilegate.store.files import load_baseline
 
     return load_baseline(FIXTURES / "synthetic-baselines" / "nvidia-h200.json")
 
@@ -278,7 +280,9 @@ def test_missing_row_of_a_measured_group() -> None:
     assert cmp.missing_allowed == ("tma_xtile_persistent-fp16-nt-K512",)
     # its expectation cannot be checked without the row
     check = next(
-        c for c in cmp.expectations if (c.expectation.faster, c.K) == ("tma_xtile_persistent", 512)
+        c
+        for c in cmp.expectations
+        if (c.expectation.faster, c.value) == ("tma_xtile_persistent", 512)
     )
     assert check.status is Status.NOT_MEASURED
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tilegate.judge import ab, crosstile, outcome, verdict, vocabulary
+from tilegate.judge import abcase, abcompare, crosstile, outcome, verdict, vocabulary
 from tilegate.judge.vocabulary import JUDGEMENTS, Word, used_by
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +53,8 @@ SPELLED = {
 def test_each_judging_module_uses_the_vocabularys_enum() -> None:
     assert verdict.Verdict is vocabulary.Verdict
     assert outcome.Verdict is vocabulary.Verdict
-    assert ab.ABVerdict is vocabulary.ABVerdict
+    assert abcase.ABVerdict is vocabulary.ABVerdict
+    assert abcompare.ABVerdict is vocabulary.ABVerdict
     assert outcome.ABVerdict is vocabulary.ABVerdict
     assert crosstile.Status is vocabulary.Status
     assert verdict.Status is vocabulary.Status
@@ -70,7 +71,11 @@ def test_each_judging_module_uses_the_vocabularys_enum() -> None:
     "path",
     [
         "tilegate/judge/verdict.py",
-        "tilegate/judge/ab.py",
+        "tilegate/judge/shift.py",
+        "tilegate/judge/renames.py",
+        "tilegate/judge/abnoise.py",
+        "tilegate/judge/abcase.py",
+        "tilegate/judge/abcompare.py",
         "tilegate/judge/crosstile.py",
         "tilegate/judge/outcome.py",
         "tilegate/judge/memory.py",

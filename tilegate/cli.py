@@ -15,6 +15,8 @@ from tilegate.commands import (
     ab_noise,
     baseline_diff,
     bisect,
+    ci,
+    comment,
     compare,
     explain,
     fingerprint,
@@ -24,13 +26,14 @@ from tilegate.commands import (
     perf,
     rebaseline,
     report,
+    summary,
     upgrade_ab,
 )
 from tilegate.commands._shared import Shared, dispatch, top_parser
 
 # in the order `tilegate --help` lists them
 COMMANDS = [compare, perf, baseline_diff, report, rebaseline, ab_noise, upgrade_ab, fingerprint]
-COMMANDS += [history, init, explain, bisect, gpu]
+COMMANDS += [history, init, explain, bisect, ci, comment, summary, gpu]
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:

@@ -708,7 +708,7 @@ class PerfRun:
         self._done = 0
 
     def _ab_facts(self, config: pytest.Config) -> dict[str, Any] | None:
-        """machine_info.tilegate.judge.ab's facts of an A/B run: the base, its sides."""
+        """machine_info.tilegate.ab: an A/B run's facts (the base, its sides)."""
         return (
             {
                 "ref": config.getoption("--perf-ab-ref"),

@@ -202,3 +202,55 @@ def init(root: Path, package: str, say: Any = None) -> int:
         "`tilegate perf --profile smoke --report-only` (a report in .perf/report.md)"
     )
     return EXIT_OK
+
+
+STANDARD_LABELS = {"self-hosted", "linux", "macos", "windows", "x64", "arm", "arm64"}
+
+
+def init_ci(root: Path, package: str, labels: str, say: Any = None) -> int:
+    """`init --ci github`: the gate's workflow and its comment workflow (tilegate/templates/),
+    the runner labels declared for actionlint; the starting configuration first where the
+    repository has none. 2 (nothing written) when a file it would write exists."""
+    from importlib.resources import files
+
+    from tilegate import __version__
+    from tilegate.config import read_table
+    from tilegate.errors import InputError
+
+    say = say or (lambda line: print(line, file=sys.stderr))
+    names = [x.strip() for x in labels.split(",") if x.strip()]
+    if not names or not all(re.fullmatch(r"[A-Za-z0-9_.-]+", x) for x in names):
+        say(
+            f"tilegate init: --runner-labels {labels!r}: comma-separated runner labels; nothing written"
+        )
+        return EXIT_REFUSED
+    flows = root / ".github" / "workflows"
+    texts = {
+        flows / name: (files("tilegate") / "templates" / name).read_text(encoding="utf-8")
+        .replace("@VERSION@", __version__).replace("@LABELS@", ", ".join(names))
+        for name in ("tilegate.yml", "tilegate-comment.yml")
+    }  # fmt: skip
+    for path in texts:
+        if path.exists():
+            say(f"tilegate init: {path} exists; nothing written (move it away to write a new one)")
+            return EXIT_REFUSED
+    try:
+        configured = (root / "pyproject.toml").is_file() and read_table(root / "pyproject.toml")
+    except InputError as err:
+        say(f"tilegate init: {err}; nothing written")
+        return EXIT_REFUSED
+    if not configured and init(root, package, say) != EXIT_OK:
+        return EXIT_REFUSED
+    custom = [x for x in names if x not in STANDARD_LABELS]
+    lint = root / ".github" / "actionlint.yaml"
+    if custom and not lint.exists():
+        texts[lint] = "self-hosted-runner:\n  labels:\n" + "".join(f"    - {x}\n" for x in custom)
+    flows.mkdir(parents=True, exist_ok=True)
+    for path, text in texts.items():
+        path.write_text(text, encoding="utf-8")
+    say(
+        f"tilegate init: the gate's workflow in {flows}/tilegate.yml (runner labels {names}) and "
+        "its pull-request comment in tilegate-comment.yml. Commit them; a pull request is judged "
+        "on the GPU runner (labels perf-approved, perf-gate-change, perf-baseline-change)"
+    )
+    return EXIT_OK

@@ -8,10 +8,10 @@ and how often would they catch a slowdown of a given size?
 
 An A/A run (`nox -s perf -- --ab HEAD` with nothing changed) has the same compiled code on both
 sides, so the gate calls every case UNCHANGED CODE without looking at the ratio. This tool drops
-the code hashes of the head side and judges every case on its ratio (tilegate.judge.ab.compare_ab,
+the code hashes of the head side and judges every case on its ratio (tilegate.judge.abcompare.compare_ab,
 the gate's own rule), against the tolerances of the noise file, or the uncalibrated ceiling
 without one. With `--leave-one-out` each run is judged against a noise file built from the other
-runs (tilegate.judge.ab.build_noise), never from itself: an out-of-sample false-alarm count.
+runs (tilegate.judge.abnoise.build_noise), never from itself: an out-of-sample false-alarm count.
 Runs with both sides timed every round (`--perf-ab-full`, `tilegate ab-noise --measure`) are
 what it needs; a budgeted A/A run has almost no base rounds.
 
@@ -45,9 +45,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tilegate.judge.ab import Noise, build_noise, compare_ab, load_noise
+from tilegate.judge.abcompare import compare_ab
+from tilegate.judge.abnoise import Noise, build_noise
 from tilegate.judge.confirm import beyond_doubt
-from tilegate.judge.results import Run, load_results
+from tilegate.judge.results import Run
+from tilegate.store.files import load_noise, load_results
 
 
 def blind(run: Run, slowdown: float = 0.0) -> Run:

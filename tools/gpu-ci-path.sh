@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Pull requests judged on a GPU machine exactly the way perf.yml judges them: the work tree is
 # committed as the base, each step commits one change on top of it (the pull request), and the
-# BASE's copy of tools/ci/gate_from_base.py runs with `--base HEAD^1 --via nox` (nox from the
+# BASE's `tilegate ci` (its tilegate/) runs with `--base HEAD^1 --via nox` (nox from the
 # runner's own python3 through tools/gpu-nox.sh; TILEGATE_WHEELHOUSE for a runner without PyPI),
 # confirmation as shipped. Each step's exit code, wall time, headline and deciding lines go to
 # OUTDIR/summary.txt, its report / results / gate.json to OUTDIR/<step>.*.
@@ -21,6 +21,9 @@
 #   dropk       the PR drops K = 128 from perf_tests/ and makes tma_xtile_persistent ~1 % slower
 #               at K = 128 only (its protocol edit is a change of the gate; the base's measures)
 #   unsupported the PR's registry declares tma_xtile_persistent unsupported on sm_90 (a skip)
+#   noise       this GPU's A/A noise (`tilegate ab-noise --measure 3`, quick) committed into the base,
+#               as a maintainer calibrates a new GPU model (docs/ci.md); steps after it use it
+#   temp64      the host wrapper allocates a 64 MiB temporary per call: MORE MEMORY
 # Environment: EXTRA="..." more options for tilegate perf in every step.
 set -uo pipefail
 out=${1:?usage: tools/gpu-ci-path.sh OUTDIR STEP...}; shift
@@ -37,18 +40,18 @@ step() {  # step NAME [tilegate perf options...]: commit the work tree as the PR
   local name=$1; shift; local t0 rc dir gate cache
   while [ -e "$out/$name.log" ]; do name="$name+"; done
   git -c user.name=gpu -c user.email=gpu@localhost commit -q --allow-empty -am "pr: $name"
-  dir=$(mktemp -d); gate=$(mktemp)
-  git show HEAD^1:tools/ci/gate_from_base.py > "$gate"  # the base's copy, as perf.yml runs it
+  dir=$(mktemp -d); gate=$(mktemp -d)
+  git archive HEAD^1 tilegate | tar -x -C "$gate"  # the base's tilegate/, as perf.yml runs it
   cache=${TRITON_CACHE_DIR:-}
   if [ -n "${COLD:-}" ]; then cache=$(mktemp -d); fi
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086
-  env ${cache:+TRITON_CACHE_DIR=$cache} python3 "$gate" --base HEAD^1 --via nox --out-dir "$dir" \
+  env ${cache:+TRITON_CACHE_DIR=$cache} PYTHONPATH="$gate" python3 -m tilegate ci --base HEAD^1 --via nox --out-dir "$dir" \
     -- --no-plots "$@" ${EXTRA:-} 2>&1 | stamp > "$out/$name.log"
   rc=${PIPESTATUS[0]}
   printf '%-12s exit %s %6.1f s  %s\n' "$name" "$rc" "$(python3 -c "import time;print(time.time()-$t0)")" \
     "$(head -n 1 "$dir/report.md" 2>/dev/null)" | tee -a "$summary"
-  grep -m 8 -E "^\- \*\*|SLOWER|UNSTABLE|REMOVED|NOT MEASURED|not measured|TIME MOVED|rounds:|confirm" "$dir/report.md" 2>/dev/null \
+  grep -m 8 -E "^\- \*\*|MEMORY|SLOWER|UNSTABLE|REMOVED|NOT MEASURED|not measured|TIME MOVED|rounds:|confirm" "$dir/report.md" 2>/dev/null \
     | cut -c1-300 | sed 's/^/    /' >> "$summary"
   for f in report.md results.json gate.json; do cp "$dir/$f" "$out/$name.$f" 2>/dev/null; done
   git reset -q --hard "$base"
@@ -106,6 +109,14 @@ for spec in "$@"; do
           'xtile_twin_of="tma_swizzle_persistent",
         capabilities=((10, 0),),'
         step unsupported ;;
+      noise)
+        python3 -m tilegate ab-noise --measure 3 --profile quick -- --no-plots > "$out/noise.log" 2>&1
+        printf '%-12s exit %s  %s\n' noise "$?" "$(ls baselines/*.ab.json | tr '\n' ' ')" | tee -a "$summary"
+        git add baselines && git -c user.name=gpu -c user.email=gpu@localhost commit -qm "A/A noise" && base=$(git rev-parse HEAD) ;;
+      temp64)
+        edit kernels/_host.py '    values = bind(variant, launch, a, b, c)' '    values = bind(variant, launch, a, b, c)
+    _tmp = torch.empty(64 << 20, dtype=torch.int8, device=c.device)'
+        step temp64 ;;
       *) echo "unknown step $spec" | tee -a "$summary" ;;
     esac
   done

@@ -4,7 +4,7 @@
 # whose host bounds it, and of 16384) launched through a module the package imports BY ITS OWN
 # NAME (`from selfbench._launch import softmax`, as Liger-Kernel, fla and FlagGems do);
 # then pull requests judged the way an adopter's perf.yml judges them (this checkout's
-# tools/ci/gate_from_base.py --via python, the installed tilegate in the repository):
+# `tilegate ci --base HEAD^1` of the installed wheel, as `tilegate init --ci github`'s workflow):
 #
 #   tools/gpu-outside.sh OUTDIR STEP...
 #
@@ -14,6 +14,8 @@
 #   aa      nothing changed (an empty commit): A/A
 #   warps   the softmax's num_warps 8 -> 4 (a change only the base's own code can show; round 4
 #           measured +8.1 % at 16384 columns)
+#   temp64  the wrapper allocates a 64 MiB temporary per call (a memory change no time gate sees):
+#           MORE MEMORY expected, with the bytes
 #   tuned   the base becomes an autotuned softmax (@triton.autotune over num_warps 4/8/16 x
 #           num_stages 1/2, keyed on the row length: issue 39's case, whose two processes can
 #           pick differently); steps after it (rebaseline, aa) run on that code
@@ -31,7 +33,18 @@ python3 -m pip wheel -q --no-deps --no-build-isolation -w "$work/whl" "$here" >/
 export PYTHONPATH=$site PYTHONUNBUFFERED=1
 repo=$work/selfbench
 mkdir -p "$repo" && cd "$repo" || exit 2
-"$site/bin/tilegate" init --package selfbench >/dev/null || exit 2
+"$site/bin/tilegate" init --package selfbench --ci github >/dev/null || exit 2
+export PATH=$site/bin:$PATH
+# the gate step of the workflow `init --ci github` wrote, as a pull request's job runs it
+python3 - .github/workflows/tilegate.yml > "$work/gate-step.sh" <<'PY' || exit 2
+import re
+import sys
+
+text = open(sys.argv[1]).read()
+step = text.split("- name: Measure and judge (tilegate ci)", 1)[1].split("\n      - name:", 1)[0]
+block = step.split("run: |\n", 1)[1]
+print("\n".join(line[10:] for line in block.splitlines()))
+PY
 # the code: a Triton row softmax, launched through a module the package imports BY ITS OWN NAME
 cat > selfbench/_launch.py <<'PY'
 import torch
@@ -124,12 +137,19 @@ step() {  # step NAME: commit the work tree as the PR, judge it
   local name=$1 t0 rc
   g commit -q --allow-empty -am "pr: $name"
   t0=$(date +%s.%N)
-  python3 "$here/tools/ci/gate_from_base.py" --base HEAD^1 --via python --out-dir "$repo/.perf" \
-    -- --no-plots --profile "${PROFILE:-quick}" 2>&1 | stamp > "$out/$name.log"
-  rc=${PIPESTATUS[0]}
+  if [ -z "${PROFILE:-}" ]; then  # on the GPU: the workflow's own gate step, run by hand
+    : > "$work/gh-output"
+    EVENT=pull_request GATE_ACK=false BASELINE_ACK=false GITHUB_OUTPUT=$work/gh-output RUNNER_TEMP=$work \
+      bash -eo pipefail "$work/gate-step.sh" 2>&1 | stamp > "$out/$name.log"
+    rc=$(sed -n 's/^rc=//p' "$work/gh-output" | tail -n 1)
+  else  # a dry run on a CPU: its profile
+    python3 -m tilegate ci --base HEAD^1 --out-dir "$repo/.perf" \
+      -- --no-plots --profile "$PROFILE" 2>&1 | stamp > "$out/$name.log"
+    rc=${PIPESTATUS[0]}
+  fi
   printf '%-8s exit %s %6.1f s  %s\n' "$name" "$rc" "$(python3 -c "import time;print(time.time()-$t0)")" \
     "$(head -n 1 "$repo/.perf/report.md" 2>/dev/null)" | tee -a "$summary"
-  grep -m 12 -E "num_warps|SLOWER|UNSTABLE|Compiled code|each side|one process|tuner flip|autotuner" "$repo/.perf/report.md" \
+  grep -m 12 -E "num_warps|MEMORY|SLOWER|UNSTABLE|Compiled code|each side|one process|tuner flip|autotuner" "$repo/.perf/report.md" \
     | cut -c1-300 | sed 's/^/    /' >> "$summary"
   cp "$repo/.perf/report.md" "$out/$name.report.md" 2>/dev/null
   g reset -q --hard "$base"
@@ -151,6 +171,10 @@ PY
       g commit -qam "the softmax autotuned" && base=$(git rev-parse HEAD)
       echo "tuned    base $base: an autotuned softmax" | tee -a "$summary" ;;
     warps) edit selfbench/_launch.py 'num_warps=8' 'num_warps=4'; step warps ;;
+    temp64)
+      edit selfbench/_launch.py '    rows, cols = x.shape' '    rows, cols = x.shape
+    _tmp = torch.empty(64 << 20, dtype=torch.int8, device=x.device)'
+      step temp64 ;;
     rebaseline)
       "$site/bin/tilegate" rebaseline --measure 3 --profile "${PROFILE:-quick}" 2>&1 \
         | stamp > "$out/rebaseline.log"

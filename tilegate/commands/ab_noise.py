@@ -8,7 +8,7 @@ from typing import Any
 
 from tilegate.commands._shared import PERF_DIR, Shared, say
 from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
-from tilegate.judge.results import load_results
+from tilegate.store.files import load_results
 
 NAME = "ab-noise"
 
@@ -47,8 +47,9 @@ def _profile_count(spec: str) -> tuple[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tilegate.judge.ab import build_noise, noise_path, save_noise
+    from tilegate.judge.abnoise import build_noise
     from tilegate.report.noise import render
+    from tilegate.store.files import noise_path, save_noise
 
     try:
         results = list(args.results)

@@ -30,7 +30,7 @@ def add(sub: Any, shared: Shared) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tilegate.judge.integrity import check_pull_request
+    from tilegate.store.files import check_pull_request
 
     found = check_pull_request(
         args.base_ref,

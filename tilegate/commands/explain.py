@@ -76,10 +76,10 @@ def _recorded(results: Path) -> dict[str, Any] | None:
 def _judged_again(results: Path, baselines: Path) -> dict[str, Any] | None:
     """No record beside the file: the run judged again as `tilegate compare` would (without the
     confirmations it may have had). None when it cannot be judged here."""
-    from tilegate.judge.gate import judge
+    from tilegate.store.files import judge_files
 
     try:
-        judged = judge(results, baselines_dir=baselines)
+        judged = judge_files(results, baselines_dir=baselines)
     except InputError:
         return None
     return {
@@ -100,7 +100,7 @@ def explain_command(
     decided case with changed code, with the verdicts of the run that wrote `results` (its
     record beside it, confirmations included; judged again when there is none). 2 with the
     reason for a file that is not tilegate results or a case it does not hold; 0 otherwise."""
-    from tilegate.judge.results import load_results
+    from tilegate.store.files import load_results
 
     try:
         run = load_results(results)

@@ -61,7 +61,7 @@ def _arguments(parser: argparse.ArgumentParser, profiles: Sequence[str] | None) 
         UPGRADE_REPORT,
     )
     from tilegate.fingerprint.rules import DEFAULT_RULES
-    from tilegate.fingerprint.store import DEFAULT_DIR
+    from tilegate.store.fingerprints import DEFAULT_DIR
 
     parser.add_argument(
         "--record",

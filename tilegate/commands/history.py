@@ -20,19 +20,20 @@ from typing import Any
 from tilegate.commands._shared import Shared, say
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.fileio import read_json
-from tilegate.judge.results import Run, load_results
+from tilegate.judge.results import Run
 from tilegate.markdown import short_sha
+from tilegate.store.files import load_results
 
 try:
     from tilegate.history import changepoints as cpmod
-    from tilegate.history.store import (
+    from tilegate.history.verdicts import baseline_for, judge, read_verdicts
+    from tilegate.store.historydb import (
         DEFAULT_LOCK_TIMEOUT_S,
         DEFAULT_STORE,
         Judged,
         Links,
         open_store,
     )
-    from tilegate.history.verdicts import baseline_for, judge, read_verdicts
 except ImportError as err:  # without the `history` extra
     MISSING: str | None = (
         f"history is not available here: {err} (install it with `pip install 'tilegate[history]'`)"

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.commands._shared import Shared
-from tilegate.starter import init, package_name
+from tilegate.starter import init, init_ci, package_name
 
 NAME = "init"
 
@@ -29,8 +29,21 @@ def add(sub: Any, shared: Shared) -> None:
         default="perfbench",
         help="the package that holds the kernels (default: perfbench)",
     )
+    p.add_argument(
+        "--ci",
+        choices=("github",),
+        help="also write the CI workflow (.github/workflows/tilegate.yml; exit 2 if it exists)",
+    )
+    p.add_argument(
+        "--runner-labels",
+        default="self-hosted,linux,gpu",
+        metavar="L1,L2",
+        help="--ci: the self-hosted GPU runner's labels (default: %(default)s)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.ci:
+        return init_ci(Path.cwd(), args.package, args.runner_labels)
     return init(Path.cwd(), args.package)

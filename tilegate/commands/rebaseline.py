@@ -9,10 +9,9 @@ from typing import Any
 from tilegate.commands._shared import PERF_DIR, Shared, say
 from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
 from tilegate.fileio import atomic_write_text
-from tilegate.judge.baseline import DEFAULT_DIR, Baseline, baseline_path, load_baseline
-from tilegate.judge.policy import load_tolerances
-from tilegate.judge.results import load_results
+from tilegate.judge.baseline import DEFAULT_DIR, Baseline, baseline_path
 from tilegate.run.crash import replace_reports
+from tilegate.store.files import load_baseline, load_results, load_tolerances, save_baseline
 
 NAME = "rebaseline"
 
@@ -86,7 +85,8 @@ def _measured(args: argparse.Namespace) -> tuple[list[str], Path | None, int | N
 
 
 def run(args: argparse.Namespace) -> int:
-    from tilegate.judge.rebaselining import finish, rebaseline
+    from tilegate.judge.rebaselining import rebaseline
+    from tilegate.judge.rebasereview import finish
 
     try:
         results, out = list(args.results), Path(args.out) if args.out else None
@@ -128,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
         accept_slower=args.accept_slower,
         tolerances_missing=None if tol_path.is_file() else tol_path,
     )
+    if code == 0 and not args.check:
+        save_baseline(out, plan.baseline)
     print("\n".join(text))
     if args.diff_out:
         atomic_write_text(args.diff_out, "\n".join(text) + "\n")

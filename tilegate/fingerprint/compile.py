@@ -32,6 +32,7 @@ from typing import Any
 from tilegate import warnlog
 from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_json, atomic_write_text
+from tilegate.store.fingerprints import FACT_KEYS
 from tilegate.warnlog import Warned
 
 from . import extract
@@ -257,32 +258,6 @@ def _compile(
         ttgir = kernel.asm["ttgir"]
         shared = int(kernel.metadata.shared)
     return ttgir, log.getvalue(), {"shared_bytes": shared}, warned
-
-
-FACT_KEYS = (
-    "fused",
-    "loops",
-    "mma_loop_depth",
-    "mma",
-    "acc_select",
-    "a_buffers",
-    "a_load",
-    "a_multi_buffered",
-    "b_buffers",
-    "b_load",
-    "b_multi_buffered",
-    "wgmma_wait",
-    "ws_requested",
-    "warp_specialized",
-    "ws_partitions",
-    "ws_warps",
-    "ws_registers",
-    "shared_bytes",
-    "registers",
-    "spill_stores",
-    "spill_loads",
-    "stack_bytes",
-)
 
 
 def facts_for(ttgir: str, ptxas_log: str, meta: dict[str, Any]) -> dict[str, Any]:

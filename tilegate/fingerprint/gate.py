@@ -19,26 +19,23 @@ from typing import Any
 
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK, InputError
 from tilegate.fileio import atomic_write_json, atomic_write_text
-from tilegate.warnlog import Warned
-
-from . import reporting as report_mod
-from .compile import DEFAULT_CACHE_DIR, Target, compile_many, default_jobs, triton_version
-from .rules import DEFAULT_RULES, RuleReport, RuleSet, Subject, evaluate, load_rules
-from .store import (
+from tilegate.fingerprint.changes import Change, diff, diff_ptxas, is_pipelining
+from tilegate.store.fingerprints import (
     DEFAULT_DIR,
-    Change,
     Entry,
     FingerprintFile,
-    diff,
-    diff_ptxas,
     fingerprint_path,
-    is_pipelining,
     load_fingerprints,
     other_versions,
     record_hint,
     reference_for,
     write_fingerprints,
 )
+from tilegate.warnlog import Warned
+
+from . import reporting as report_mod
+from .compile import DEFAULT_CACHE_DIR, Target, compile_many, default_jobs, triton_version
+from .rules import DEFAULT_RULES, RuleReport, RuleSet, Subject, evaluate, load_rules
 from .suite import KernelCase, Mutator, Skipped, collect
 
 DEFAULT_REPORT = Path(".perf") / "fingerprint.md"
@@ -377,7 +374,7 @@ def upgrade(opts: Options, from_version: str, *, record_too: bool = False) -> Ga
     Compiles the kernels now and diffs them against `from_version`'s recorded fingerprints;
     writes nothing under the baseline directory unless `record_too` (then this Triton's files
     are recorded as `record` would). Exit 1 when a pipelining fact changed (anything but the
-    registers, see store.ALLOCATION_FIELDS) or a rule is broken under this Triton; 0 otherwise:
+    registers, see changes.ALLOCATION_FIELDS) or a rule is broken under this Triton; 0 otherwise:
     register moves are reported, never failed (docs/fingerprint.md says why).
     """
     version = triton_version()

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tilegate import warnlog
+from tilegate.fingerprint.changes import ALLOCATION_FIELDS, Change, is_pipelining
 from tilegate.markdown import table
-
-from .store import ALLOCATION_FIELDS, Change, is_pipelining, record_hint, version_key
+from tilegate.store.fingerprints import record_hint, version_key
 
 if TYPE_CHECKING:
     from .gate import Compiled

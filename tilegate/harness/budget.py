@@ -23,7 +23,7 @@ from typing import Any
 
 from tilegate.errors import InputError
 from tilegate.judge import stats
-from tilegate.judge.ab import MOVED_MIN, MOVED_TOLERANCES
+from tilegate.judge.abcase import MOVED_MIN, MOVED_TOLERANCES
 from tilegate.judge.rounds import Ranges, add_range, aligned, covered
 from tilegate.judge.rounds import check_ranges as check_ranges  # re-exported (results, tests)
 
@@ -122,7 +122,7 @@ class Tolerances:
 
 
 def tolerances_from_noise(noise: Any, policy: Any = None) -> Tolerances:
-    """The suite's tolerances from a loaded A/B noise file (tilegate.judge.ab.Noise) or none."""
+    """The suite's tolerances from a loaded A/B noise file (tilegate.judge.abnoise.Noise) or none."""
     pol = policy or (noise.policy if noise is not None else None)
     kw: dict[str, Any] = {}
     if pol is not None:

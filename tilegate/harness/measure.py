@@ -531,7 +531,7 @@ class GroupMeasurer:
         pick: `prep.retime`), in paired rounds of its own after the group's last sweep: as many
         rounds as the profile gives the group, after a short warm-up that compiles the pinned
         config where a side had not. Its samples are recorded beside the as-picked ones
-        (`extra_info.tilegate.pinned`); the judge decides on them (tilegate.judge.ab)."""
+        (`extra_info.tilegate.pinned`); the judge decides on them (tilegate.judge.abcase)."""
         by_pick: dict[str, list[str]] = {}
         for head, picks in prep.retime.items():
             base = prep.pairs.get(head)

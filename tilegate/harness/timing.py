@@ -10,7 +10,8 @@ stalls the GPU between calls.
 Host-bound calls (`hold_host`, `hold_host_bound`: a busy-wait kernel queued before each sample
 so the whole call is queued before the GPU reaches its start event; the host time taken in the
 warm-up with nothing queued ahead, `_probe_host`; HOST_BOUND_RATIO): docs/measuring.md,
-"Host-bound calls" and "Host time per call, every case". The verdict of a host-bound case is on its host time (tilegate.judge.ab).
+"Host-bound calls" and "Host time per call, every case". The verdict of a host-bound case
+is on its host time (tilegate.judge.abcase).
 """
 
 from __future__ import annotations

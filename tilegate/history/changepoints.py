@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilegate.errors import InputError
-from tilegate.history.store import Store, StoredRun
 from tilegate.markdown import short_sha
+from tilegate.store.historydb import Store, StoredRun
 
 ENV_FIELDS = ("triton", "torch", "driver", "cuda")
 

@@ -29,8 +29,8 @@ import numpy as np
 from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_text
 from tilegate.history import changepoints as cpmod
-from tilegate.history.store import Judged, Store, StoredPair, StoredRun
 from tilegate.history.verdicts import baseline_levels, crossover
+from tilegate.store.historydb import Judged, Store, StoredPair, StoredRun
 
 VERDICT_CODES = {
     "REGRESSED": "R",

@@ -1,7 +1,7 @@
 """The gate's verdict per case, for the history: from a baseline, or from a verdicts file.
 
 This module is the only place the history calls the gate (`tilegate.judge.verdict.compare`,
-`tilegate.judge.baseline.load_baseline`, the crossover rule): when the gate's API moves, only these
+`tilegate.store.files.load_baseline`, the crossover rule): when the gate's API moves, only these
 functions follow it.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 
 from tilegate.errors import InputError
 from tilegate.fileio import read_json
-from tilegate.history.store import Judged
 from tilegate.judge.results import Run
+from tilegate.store.historydb import Judged
 
 
 def judge(run: Run, baseline_path: Path | None) -> dict[str, Judged]:
@@ -25,8 +25,8 @@ def judge(run: Run, baseline_path: Path | None) -> dict[str, Judged]:
     """
     if baseline_path is None:
         return {}
-    from tilegate.judge.baseline import load_baseline
     from tilegate.judge.verdict import compare
+    from tilegate.store.files import load_baseline
 
     baseline = load_baseline(baseline_path)
     cmp = compare(run, baseline, allow_missing=True)
@@ -40,7 +40,7 @@ def judge(run: Run, baseline_path: Path | None) -> dict[str, Judged]:
 
 def _levels(baseline: Any) -> dict[str, Judged]:
     """Per baseline row: its tolerance, median, and ratio to its reference (no verdict)."""
-    from tilegate.judge.verdict import base_ratio_to_reference
+    from tilegate.judge.shift import base_ratio_to_reference
 
     references = tuple(baseline.policy.reference_variants)
     out: dict[str, Judged] = {}
@@ -86,7 +86,7 @@ def baseline_for(run: Run, baseline: Path | None, baselines_dir: Path | None) ->
 def baseline_levels(path: Path) -> dict[str, Judged]:
     """Tolerance and levels of every row of a baseline (no verdicts): the page's band where a
     run was stored without one."""
-    from tilegate.judge.baseline import load_baseline
+    from tilegate.store.files import load_baseline
 
     return _levels(load_baseline(path))
 

@@ -64,7 +64,7 @@ from typing import Any
 
 from tilegate import __version__
 from tilegate.errors import InputError
-from tilegate.fileio import atomic_write_json, is_finite_number, is_finite_positive, read_json
+from tilegate.fileio import is_finite_number, is_finite_positive
 from tilegate.judge.memory import Memory
 from tilegate.judge.memory import parse as parse_memory
 from tilegate.judge.policy import Policy
@@ -130,10 +130,6 @@ class Bound:
     max_ratio: float
     measured: tuple[float, ...]  # the ratio in each rebaseline run
 
-    @property
-    def K(self) -> Any:  # legacy name (the matmul benchmark's expectations run along K)
-        return self.value
-
 
 @dataclass(frozen=True)
 class Expectation:
@@ -150,15 +146,6 @@ class Expectation:
     def at(self, value: Any) -> dict[str, Any]:
         """The parameters of its check at `value`."""
         return {**self.where, self.per: value}
-
-    # legacy accessors (reports): the where-parameters of the matmul benchmark
-    @property
-    def dtype(self) -> Any:
-        return self.where.get("dtype")
-
-    @property
-    def layout(self) -> Any:
-        return self.where.get("layout")
 
 
 @dataclass(frozen=True)
@@ -253,11 +240,6 @@ def to_json(b: Baseline) -> dict[str, Any]:
             for e in sorted(b.expectations, key=lambda e: e.id)
         ],
     }
-
-
-def save_baseline(path: str | Path, b: Baseline) -> None:
-    """Write atomically: readers see the old baseline or the new one, never half of one."""
-    atomic_write_json(path, to_json(b), inline_scalar_lists=True)
 
 
 def _need(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -453,11 +435,10 @@ def _check_provenance(prov: Mapping[str, Any], where: str) -> None:
         raise InputError(f"{where}: provenance.software must map a package to its version")
 
 
-def load_baseline(path: str | Path) -> Baseline:
-    """Read and validate a baseline; every problem is an InputError naming the file (and row)."""
-    p = Path(path)
+def parse_baseline(data: Any, p: Path) -> Baseline:
+    """Validate a baseline's JSON (read by tilegate.store.files); every problem is an
+    InputError naming the file (and row)."""
     where = f"baseline {p}"
-    data = read_json(p, "baseline")
     remedy = (
         f"restore it from git (`git checkout -- {p}`) or record a new one with `tilegate rebaseline --measure 3` "
         "on that GPU"

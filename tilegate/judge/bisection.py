@@ -2,7 +2,7 @@
 
 `tilegate bisect` (tilegate.run.culprit) times the first commit of each identity group (a run of
 commits whose cases compile to the same code: they cannot differ in speed) against GOOD in paired
-rounds. Per case, from the interval of the median per-round ratio (judge.ab), never a median:
+rounds. Per case, from the interval of the median per-round ratio (judge.abcase), never a median:
 DIFFERENT when it lies beyond the tolerance on the side the range moved (GOOD vs BAD), SAME within
 +-tolerance, UNKNOWN otherwise: measured again with twice the rounds up to a cap (`attempts`), then
 its median decides the side (`settle`) and the bisect is ambiguous. A group's state is which cases
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from tilegate.judge import stats
-from tilegate.judge.ab import ABPolicy
+from tilegate.judge.abnoise import ABPolicy
 from tilegate.markdown import short_sha
 
 

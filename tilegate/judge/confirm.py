@@ -30,7 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilegate.cases import BASE_SUFFIX
-from tilegate.judge.ab import ABCase, ABComparison
+from tilegate.judge.abcase import ABCase
+from tilegate.judge.abcompare import ABComparison
 from tilegate.judge.verdict import Comparison
 from tilegate.judge.vocabulary import ABVerdict, Verdict
 

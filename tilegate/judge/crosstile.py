@@ -37,10 +37,6 @@ class ExpectationResult:
     group: str | None = None  # the group it was measured in (None: not measured)
 
     @property
-    def K(self) -> Any:  # legacy name: the matmul benchmark's expectations run along K
-        return self.value
-
-    @property
     def at(self) -> str:
         """'K=128': where along its axis."""
         return f"{self.expectation.per}={self.value}"
@@ -119,19 +115,6 @@ class Pair:
     @property
     def label(self) -> str:
         return ", ".join(str(v) for v in self.where.values())
-
-    # legacy accessors (reports): the matmul benchmark's
-    @property
-    def dtype(self) -> Any:
-        return self.where.get("dtype")
-
-    @property
-    def layout(self) -> Any:
-        return self.where.get("layout")
-
-    @property
-    def Ks(self) -> tuple[Any, ...]:
-        return self.values
 
     @staticmethod
     def crossover(ratios: dict[Any, float]) -> Any:

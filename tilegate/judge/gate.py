@@ -1,13 +1,14 @@
 """Judge one results file (and its re-measurements) against its GPU's baseline: the facts.
 
-`judge` reads the inputs, compares (stored baseline, A/B) and applies the one exit rule
-(tilegate.judge.outcome); it returns a `Judgement`, plain data, and writes nothing. The
-Judgement holds everything a reader is told: the outcome and its exit code, the headline (the
-report's first line, the PR comment's, the job summary's and `tilegate explain`'s: the same
-words everywhere), the integrity, the coverage and the confirmations. Every renderer renders it
-and decides nothing (tilegate.report). A problem it
-cannot judge is an InputError naming the file and what to do. tilegate.run.gate writes the report
-(tilegate.report.render renders it), the plots and the suspects, and turns an InputError into exit 2.
+`judge` takes the loaded inputs (tilegate.store.files reads them), compares (stored baseline,
+A/B) and applies the one exit rule (tilegate.judge.outcome); it returns a `Judgement`, plain
+data, and writes nothing. The Judgement holds everything a reader is told: the outcome and its
+exit code, the headline (the report's first line, the PR comment's, the job summary's and
+`tilegate explain`'s: the same words everywhere), the integrity, the coverage, the
+confirmations, the declared pairs and the cases to measure again. Every renderer renders it and
+decides nothing (tilegate.report). A problem it cannot judge is an InputError naming the file
+and what to do. tilegate.run.gate writes the report (tilegate.report.render renders it), the
+plots and the suspects, and turns an InputError into exit 2.
 """
 
 from __future__ import annotations
@@ -17,17 +18,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
-from tilegate.judge.ab import ABComparison, compare_ab, load_noise, noise_path
-from tilegate.judge.baseline import baseline_path, how_to_create, load_baseline
+from tilegate.errors import EXIT_FAIL, EXIT_OK
+from tilegate.judge.abcompare import ABComparison, compare_ab
+from tilegate.judge.abnoise import Noise
+from tilegate.judge.baseline import Baseline
 from tilegate.judge.confirm import beyond_doubt
 from tilegate.judge.coverage import Coverage, of_run
 from tilegate.judge.crosstile import Pair, crosstile_pairs
 from tilegate.judge.integrity import Integrity, check_baseline, check_noise
 from tilegate.judge.memory import MemoryCase, judge_memory
 from tilegate.judge.outcome import Outcome, headline, outcome
-from tilegate.judge.policy import load_tolerances
-from tilegate.judge.results import Run, load_results, row_order
+from tilegate.judge.policy import Tolerances
+from tilegate.judge.results import Run, row_order
 from tilegate.judge.verdict import Comparison, compare
 from tilegate.peaks import percent, row_of
 
@@ -56,6 +58,8 @@ class Judgement:
     # each row's (fraction, bound) of the bound its declared work gives (tilegate.peaks)
     percent: Mapping[str, tuple[float, str]] = field(default_factory=dict)
     peaks: Mapping[str, float] | None = None  # the GPU's row of tilegate.peaks (None: unknown)
+    # the case ids to measure again, decided once (`_suspects`): suspects.txt, the report
+    suspects: tuple[str, ...] = ()
 
     @property
     def code(self) -> int:
@@ -71,20 +75,6 @@ class Judgement:
         if self.integrity is None or self.report_only:
             return ()
         return self.integrity.failing
-
-    def suspects(self) -> list[str]:
-        """The case ids to measure again: the A/B's, then the stored baseline's; none in a smoke
-        run (its timings set no verdict: there is nothing to confirm)."""
-        if self.outcome.smoke:
-            return []
-        # in A/B mode a stored-baseline slowdown of a case whose code is the base's, or that
-        # the A/B found no slower than the base, is drift (tilegate.judge.outcome): a
-        # confirmation run would spend its rounds for nothing
-        ab, cmp = self.ab, self.comparison
-        cleared = ab.not_blamed if ab else frozenset()
-        return list(
-            dict.fromkeys([*(ab.suspects() if ab else []), *(cmp.suspects(cleared) if cmp else [])])
-        )
 
     def verdicts(self) -> dict[str, str]:
         """Each judged case's verdict word (A/B cases first, then the stored-baseline rows the
@@ -146,6 +136,19 @@ def _headline(
     return f"tilegate: {word}" + (f": {', '.join(parts)}" if parts else "") + narrowed
 
 
+def _suspects(result: Outcome, cmp: Comparison | None, ab: ABComparison | None) -> list[str]:
+    """The case ids to measure again: the A/B's, then the stored baseline's; none in a smoke
+    run (its timings set no verdict: there is nothing to confirm). In A/B mode a stored-baseline
+    slowdown of a case whose code is the base's, or that the A/B found no slower than the base,
+    is drift (tilegate.judge.outcome): a confirmation run would spend its rounds for nothing."""
+    if result.smoke:
+        return []
+    cleared = ab.not_blamed if ab else frozenset()
+    return list(
+        dict.fromkeys([*(ab.suspects() if ab else []), *(cmp.suspects(cleared) if cmp else [])])
+    )
+
+
 def judgement(
     run: Run,
     cmp: Comparison | None = None,
@@ -188,74 +191,36 @@ def judgement(
         memory=memory,
         percent={k: p for k, r in run.rows.items() if (p := percent(r, peaks))},
         peaks=peaks,
+        suspects=tuple(_suspects(result, cmp, ab)),
     )
 
 
 def judge(
-    results: Path,
-    baseline: Path | None = None,
-    confirmations: Sequence[Path] = (),
+    run: Run,
+    reruns: Sequence[Run] = (),
     *,
-    baselines_dir: Path = Path("baselines"),
+    stored: Baseline | None = None,
+    tolerances: Tolerances | None = None,
+    noise: Noise | None = None,
+    confirmations: Sequence[Path] = (),
     report_only: bool = False,
     allow_missing: bool = False,
     accept_baseline_change: bool = False,
     integrity: Integrity | None = None,
+    no_baseline: str | None = None,
+    notes: Sequence[str] = (),
 ) -> Judgement:
-    """Judge `results` against `baseline` (default: the results' GPU's file in `baselines_dir`).
-
-    `report_only` never fails (exit 0), and without a baseline judges the run alone. Raises
-    InputError for what cannot be judged.
-    """
-    if baseline is not None and not baseline.is_file():
-        raise InputError(
-            (
-                f"baseline {baseline} is a directory, not a file: pass it as --baselines"
-                if baseline.is_dir()
-                else f"baseline {baseline} does not exist"
-            )
-            + ". Give an existing baseline file, or none for the GPU's own in --baselines."
-        )
-    if baseline is None and not baselines_dir.is_dir():
-        raise InputError(
-            f"--baselines {baselines_dir} does not exist (or is not a directory): no stored "
-            "baseline, A/B noise file or tolerances could be read from it. Point it at the "
-            "repository's baselines/ (the default)."
-        )
-    run = load_results(results)
-    slug = run.env.gpu.slug
-    path = baseline or baseline_path(slug, baselines_dir)
-    tols = path.parent / "tolerances.toml"
-    reruns = [load_results(c) for c in confirmations]
-    cmp: Comparison | None = None
+    """Judge `run` (and its re-measurements) against its stored baseline and, in an A/B run,
+    its base with the A/A `noise` (tilegate.store.files.judge_files reads them). Raises
+    InputError for what cannot be judged."""
     ab: ABComparison | None = None
-    notes: list[str] = []
     if run.env.ab is not None:
-        noise_file = noise_path(slug, baselines_dir)
-        noise = load_noise(noise_file) if noise_file.exists() else None
         if noise is not None:
             check_noise(noise)
         ab = compare_ab(run, noise, reruns, accept_removed=accept_baseline_change)
-    no_baseline = None
-    # a hint names the repository's baselines/, never where a pull request's gate put the
-    # base's copy (tilegate.judge.integrity: a directory under .perf/ or a temporary one)
-    shown = baseline_path(slug) if integrity is not None else path
-    if not path.exists() and (report_only or ab is not None):
-        no_baseline = (
-            f"No baseline for {slug} at `{shown}`, so no stored-baseline verdict. "
-            f"{how_to_create(slug, shown)}"
-        )
-        if ab is not None:
-            notes.append(f"no stored baseline {shown}: judged on the A/B verdict alone")
-    else:
-        if not path.exists():
-            raise InputError(
-                f"no baseline for {slug}: {shown} does not exist. "
-                f"{how_to_create(slug, shown)} "
-                "To see the report without a verdict, pass --report-only."
-            )
-        stored = load_baseline(path)
-        check_baseline(stored, load_tolerances(tols) if tols.exists() else None)
+    cmp: Comparison | None = None
+    if stored is not None:
+        check_baseline(stored, tolerances)
         # rows the coverage fails the run for (a case the pull request stopped measuring: a
         # skip, a dropped grid point) are its verdict, named there; the rest is judged
         before = of_run(run, stored)

@@ -3,7 +3,7 @@
 Worker i of the head and of the base are a pair: one log-ratio log(head_i / base_i) each, the
 pairs of every run (the first, then its confirmations) pooled. Their mean, its Student t
 interval and a one-sided t-test (each number a median of many calls; a Wilcoxon test needs 7
-pairs to reach p < 0.01 at all) are decided as the GPU time is (tilegate.judge.ab.judge_case)
+pairs to reach p < 0.01 at all) are decided as the GPU time is (tilegate.judge.abcase.judge_case)
 against the case's host tolerance; the note names the functions that grew per call, base to
 head (their profiles). A call that waits on the GPU inside (`syncs_inside`) is not judged here:
 its "host" time is its wall time (`waits_inside`).
@@ -23,7 +23,8 @@ from tilegate.judge.results import Row, Run
 from tilegate.judge.vocabulary import ABVerdict
 
 if TYPE_CHECKING:
-    from tilegate.judge.ab import ABCase, ABPolicy
+    from tilegate.judge.abcase import ABCase
+    from tilegate.judge.abnoise import ABPolicy
 
 MIN_PAIRS = 3  # fewer process pairs give no interval worth the name (t with 1 degree: +-64 x)
 GREW_SHOWN = 3  # host functions named in the explanation
@@ -38,7 +39,7 @@ def judge(
 ) -> ABCase | None:
     """The host verdict over process pairs (module doc); None where no run has them, or a side
     waits on the GPU inside its call."""
-    from tilegate.judge.ab import ABCase
+    from tilegate.judge.abcase import ABCase
 
     got = [
         (h.host_procs_s, b.host_procs_s)
@@ -91,7 +92,7 @@ def judge(
 
 def run_ratio(head: Row, base: Row) -> float | None:
     """One run's host ratio over its process pairs (the geometric mean): an A/A run's `#host`
-    noise where the sides were two processes (tilegate.judge.ab.build_noise); None without."""
+    noise where the sides were two processes (tilegate.judge.abnoise.build_noise); None without."""
     h, b = head.host_procs_s, base.host_procs_s
     if not h or not b or len(h) != len(b) or len(h) < MIN_PAIRS:
         return None

@@ -2,7 +2,7 @@
 
 In a pull request the gate reads baselines/ (stored baselines, tolerances.toml, the A/B noise
 files, the compile fingerprints) from the base commit, and this module diffs the pull request's
-own baselines/ against it (`diff_dirs`). Every change that lets slower code pass is a
+own baselines/ against it (`diff_file`; tilegate.store.files reads them). Every change that lets slower code pass is a
 *loosening*: a tolerance raised, a policy bound widened, a stored median made slower, a row,
 an expectation or one of its checks removed, a max_ratio raised, a noise row widened or
 dropped, a fingerprint file re-recorded, added or removed, any other file changed or removed.
@@ -21,19 +21,15 @@ be judged with: InputError (exit 2) naming the file and the row.
 
 from __future__ import annotations
 
-import io
-import shutil
-import subprocess
-import tarfile
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
 from tilegate.judge import memory
-from tilegate.judge.ab import ABPolicy, Noise, load_noise
-from tilegate.judge.baseline import Baseline, BaselineRow, load_baseline
-from tilegate.judge.policy import Policy, Tolerances, load_tolerances
+from tilegate.judge.abnoise import ABPolicy, Noise
+from tilegate.judge.baseline import Baseline, BaselineRow
+from tilegate.judge.policy import Policy, Tolerances
 
 DIR = "baselines"
 ACK_FLAG = "--accept-baseline-change"
@@ -123,17 +119,6 @@ def check_noise(noise: Noise) -> None:
                 f"its policy's [floor {p.floor:g}, ceiling {p.ceiling:g}]: the file contradicts "
                 "itself (hand-edited?). Restore it from git or re-record it with `tilegate ab-noise --measure 4`."
             )
-
-
-def check_consistent(directory: Path) -> None:
-    """Every baseline and noise file of a baselines directory against its own policy."""
-    tols_path = directory / "tolerances.toml"
-    tols = load_tolerances(tols_path) if tols_path.exists() else None
-    for path in sorted(directory.glob("*.json")):
-        if path.name.endswith(".ab.json"):
-            check_noise(load_noise(path))
-        else:
-            check_baseline(load_baseline(path), tols)
 
 
 # --- the diff ----------------------------------------------------------------------------------
@@ -231,74 +216,29 @@ def _diff_tolerances(file: str, old: Tolerances, new: Tolerances) -> list[Change
     return out
 
 
-def _files(directory: Path) -> dict[str, Path]:
-    if not directory.is_dir():
-        return {}
-    return {
-        str(p.relative_to(directory)): p
-        for p in sorted(directory.rglob("*"))
-        if p.is_file() and "__pycache__" not in p.parts
-    }
-
-
-def diff_dirs(base_dir: Path, head_dir: Path) -> list[Change]:
-    """The pull request's baselines/ (head_dir) against the base's (base_dir)."""
-    old, new = _files(base_dir), _files(head_dir)
-    out: list[Change] = []
-    for rel in sorted(set(old) | set(new)):
-        a, b = old.get(rel), new.get(rel)
-        if a is not None and b is not None and a.read_bytes() == b.read_bytes():
-            continue
-        finger = rel.startswith("fingerprints/")
-        if b is None:
-            out.append(Change(rel, "removed", True))
-        elif a is None:
-            out.append(
-                Change(
-                    rel, "added" + (" (fingerprint facts re-recorded)" if finger else ""), finger
-                )
-            )
-        elif finger:
-            out.append(Change(rel, "fingerprint facts re-recorded", True))
-        elif rel.endswith(".ab.json") and "/" not in rel:
-            out += _diff_noise(rel, load_noise(a), load_noise(b))
-        elif rel.endswith(".json") and "/" not in rel:
-            out += _diff_baseline(rel, load_baseline(a), load_baseline(b))
-        elif rel == "tolerances.toml":
-            out += _diff_tolerances(rel, load_tolerances(a), load_tolerances(b))
-        else:
-            out.append(Change(rel, "changed", True))
-    return out
+def diff_file(rel: str, old: object, new: object) -> list[Change]:
+    """One file of the pull request's baselines/ that differs from the base's: `old` and `new`
+    its parsed contents (a Baseline, a Noise, Tolerances; any other file: its path), None where
+    the side has no such file (tilegate.store.files.diff_dirs reads them)."""
+    finger = rel.startswith("fingerprints/")
+    if new is None:
+        return [Change(rel, "removed", True)]
+    if old is None:
+        return [
+            Change(rel, "added" + (" (fingerprint facts re-recorded)" if finger else ""), finger)
+        ]
+    if finger:
+        return [Change(rel, "fingerprint facts re-recorded", True)]
+    if isinstance(old, Noise) and isinstance(new, Noise):
+        return _diff_noise(rel, old, new)
+    if isinstance(old, Baseline) and isinstance(new, Baseline):
+        return _diff_baseline(rel, old, new)
+    if isinstance(old, Tolerances) and isinstance(new, Tolerances):
+        return _diff_tolerances(rel, old, new)
+    return [Change(rel, "changed", True)]
 
 
 # --- the base's baselines/ -------------------------------------------------------------------
-
-
-def materialise_baselines(ref: str, repo: Path, dest_root: Path) -> Path:
-    """REF's baselines/ extracted under dest_root/<sha>/ (empty when REF has none)."""
-    found = subprocess.run(
-        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
-        capture_output=True,
-        check=False,
-    )
-    if found.returncode != 0:
-        raise InputError(
-            f"base {ref!r} is not a commit of {repo} (missing, or not fetched). {FETCH_HINT}"
-        )
-    sha = found.stdout.decode().strip()
-    dest = dest_root / sha
-    shutil.rmtree(dest, ignore_errors=True)
-    dest.mkdir(parents=True)
-    archive = subprocess.run(
-        ["git", "-C", str(repo), "archive", "--format=tar", sha, f"{DIR}/"],
-        capture_output=True,
-        check=False,
-    )
-    if archive.returncode == 0:
-        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-            tar.extractall(dest, filter="data")
-    (dest / DIR).mkdir(exist_ok=True)
-    return dest / DIR
 
 
 @dataclass(frozen=True)
@@ -340,16 +280,3 @@ class Integrity:
     @property
     def code(self) -> int:
         return EXIT_FAIL if self.failing else EXIT_OK
-
-
-def check_pull_request(
-    ref: str, head_dir: Path, repo: Path, work: Path, *, acknowledged: bool = False
-) -> Integrity:
-    """Diff head_dir against REF's baselines/; both must be consistent with their own policy."""
-    base_dir = materialise_baselines(ref, repo, work)
-    check_consistent(base_dir)
-    if head_dir.is_dir():
-        check_consistent(head_dir)
-    changes = tuple(diff_dirs(base_dir, head_dir))
-    judge_dir = head_dir if acknowledged and head_dir.is_dir() else base_dir
-    return Integrity(judge_dir, changes, acknowledged, ref)

@@ -1,7 +1,7 @@
 """Modes: a case whose runs, or whose blocks of rounds within a run, fall into separate modes.
 
 An A/B case's per-round ratios head_i / base_i are pooled over its runs (the first run and its
-confirmations) and judged on their median (tilegate.judge.ab). That median only means something
+confirmations) and judged on their median (tilegate.judge.abcase). That median only means something
 when the rounds come from one distribution. A kernel that switches between two speeds from one
 process to the next, or part way through a run (an autotuner's pick, a clock state, a different
 SM placement), gives a mixture: its pooled median lands wherever the mixing proportion puts it,

@@ -46,7 +46,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_FAIL, EXIT_OK
-from tilegate.judge.ab import ABCase, ABComparison
+from tilegate.judge.abcase import ABCase
+from tilegate.judge.abcompare import ABComparison
 from tilegate.judge.coverage import Coverage
 from tilegate.judge.crosstile import ExpectationResult
 from tilegate.judge.memory import MemoryCase

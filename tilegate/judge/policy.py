@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.errors import InputError
-from tilegate.fileio import is_finite_number, read_text
+from tilegate.fileio import is_finite_number
 from tilegate.judge import stats
 
 
 @dataclass(frozen=True)
 class TolerancePolicy:
     """The one shape of every tolerance of the gate: the stored baseline's (`Policy`, noise = the
-    drift of the run medians) and the A/B's (`tilegate.judge.ab.ABPolicy`, noise = the A/A
+    drift of the run medians) and the A/B's (`tilegate.judge.abnoise.ABPolicy`, noise = the A/A
     spread of the run ratios; an upgrade's too): tolerance = clamp(multiple x noise, floor,
     ceiling), and a change must also be significant at alpha."""
 
@@ -127,13 +127,8 @@ class Tolerances:
     overrides: tuple[Override, ...] = ()
     source: str = "built-in defaults"
 
-    def override_for(self, variant: str, params: Any, *legacy: Any) -> Override | None:
-        """The most specific matching override; among equals, the last in the file.
-
-        (`override_for(variant, dtype, layout, K)`, the matmul-only form, still works.)
-        """
-        if not isinstance(params, Mapping):
-            params = dict(zip(("dtype", "layout", "K"), (params, *legacy), strict=False))
+    def override_for(self, variant: str, params: Mapping[str, Any]) -> Override | None:
+        """The most specific matching override; among equals, the last in the file."""
         best: Override | None = None
         for ov in self.overrides:
             if ov.matches(variant, params) and (best is None or ov.specificity >= best.specificity):
@@ -156,29 +151,8 @@ class Tolerances:
         return tol.value, source, tol.too_noisy
 
 
-def load_tolerances(path: str | Path | None, *, required: bool = True) -> Tolerances:
-    """Read tolerances.toml; without a file (and not required) the built-in policy applies."""
-    if path is None:
-        return Tolerances()
-    p = Path(path)
-    if not p.exists():
-        if required:
-            raise InputError(f"tolerances file {p} does not exist")
-        return Tolerances()
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        try:
-            import tomli as tomllib  # type: ignore[no-redef]
-        except ModuleNotFoundError as err:
-            raise InputError(f"reading {p} needs Python >= 3.11 or the `tomli` package") from err
-    text = read_text(p, "tolerances file")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise InputError(
-            f"tolerances file {p} is not valid TOML: {err}; restore it from git or fix it"
-        ) from err
+def parse_tolerances(data: Mapping[str, Any], p: Path) -> Tolerances:
+    """Validate tolerances.toml's tables (read by tilegate.store.files.load_tolerances)."""
     unknown = sorted(set(data) - {"policy", "override"})
     if unknown:
         raise InputError(

@@ -4,21 +4,20 @@ Rows are measured again (median of the per-run medians, drift from their spread,
 from the policy), the old baseline's rows that were not measured are kept, expectation checks
 are derived for the benchmark's declared pairs where `faster` beat `than` clearly in EVERY run
 (ratio <= win_below; max_ratio is the worst measured ratio plus `ratio_slack`, capped), and a run slower than the old baseline
-allows is refused unless accepted. `finish` writes the file (atomically) and composes the text
-the command prints. docs/gate.md, "Baselines", is the user's view.
+allows is refused unless accepted (tilegate.judge.rebasereview: what the reviewer reads). docs/gate.md, "Baselines", is the user's view.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from tilegate import __version__
-from tilegate.errors import EXIT_FAIL, EXIT_OK, InputError
+from tilegate.errors import InputError
 from tilegate.judge import autotune, memory, stats
 from tilegate.judge.baseline import (
     Baseline,
@@ -27,22 +26,11 @@ from tilegate.judge.baseline import (
     Expectation,
     baseline_path,
     expectation_id,
-    save_baseline,
 )
 from tilegate.judge.policy import Policy, Tolerances
-from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, row_order
-from tilegate.markdown import listing, ms, pct, table
-
-
-@dataclass(frozen=True)
-class Rebaseline:
-    """What `tilegate rebaseline` would write, why, and what it refuses without --accept-slower."""
-
-    baseline: Baseline
-    old: Baseline | None
-    lines: tuple[str, ...]  # the reviewable diff, markdown-ish text
-    warnings: tuple[str, ...]
-    refusals: tuple[str, ...]  # a slower run must not become the baseline silently
+from tilegate.judge.rebasereview import Rebaseline, review, run_warnings
+from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch
+from tilegate.markdown import listing
 
 
 def _same(runs: Sequence[Run], what: str, get: Any) -> Any:
@@ -321,73 +309,6 @@ def _provenance(
     return gpu, provenance
 
 
-def _run_warnings(
-    runs: Sequence[Run],
-    rows: Mapping[str, BaselineRow],
-    per_key: Mapping[str, Sequence[Any]],
-    policy: Policy,
-) -> list[str]:
-    warnings = []
-    if len(runs) == 1:
-        warnings.append(
-            "built from ONE run: tolerances fall back to the floor and the run's own median CI, which "
-            "cannot see drift between processes (2-3 % on compute-bound rows). Rebaseline from >= 3 runs."
-        )
-    short = sorted(k for k, v in per_key.items() if len(v) < len(runs))
-    if short:
-        warnings.append(f"{len(short)} row(s) were not measured in every run: {listing(short)}")
-    reference = set(policy.reference_variants)
-    noisy = sorted(k for k in per_key if rows[k].too_noisy and rows[k].variant not in reference)
-    if noisy:
-        warnings.append(
-            f"TOO NOISY: {len(noisy)} row(s) need more tolerance than the ceiling ({policy.ceiling:.0%}), so a "
-            "slowdown of that size could hide in their noise; the ceiling is used: "
-            + ", ".join(f"{k} (needs {policy.multiple * rows[k].drift:.1%})" for k in noisy)
-            + ". Lock clocks or run more rounds, or accept it with a reviewed override in tolerances.toml."
-        )
-    split = {
-        k: why
-        for k, v in per_key.items()
-        if (why := autotune.unstable([r.autotune for _, r in v])) is not None
-    }
-    if split:
-        warnings.append(
-            f"{len(split)} row(s) whose autotuner picked differently in different runs, stored "
-            "with their picks (their spread includes the picks'): "
-            + "; ".join(f"{k} ({why})" for k, why in sorted(split.items()))
-        )
-    for run in runs:
-        if run.env.throttled:
-            warnings.append(
-                f"results {run.path}: the GPU THROTTLED during this run; a slow baseline hides regressions"
-            )
-        if run.env.dirty:
-            warnings.append(
-                f"results {run.path} was measured on a dirty work tree (commit {run.env.commit})"
-            )
-    if runs and runs[0].env.smoke:
-        warnings.append(
-            "these are SMOKE runs (CPU interpreter): this baseline proves the pipeline, its times mean nothing"
-        )
-    return warnings
-
-
-def _env_lines(old: Baseline, new_prov: Mapping[str, Any]) -> list[str]:
-    lines = []
-    old_p = old.provenance
-    for label, get in (
-        ("driver", lambda p: p.get("driver")),
-        ("CUDA", lambda p: p.get("cuda")),
-        ("torch", lambda p: (p.get("software") or {}).get("torch")),
-        ("Triton", lambda p: (p.get("software") or {}).get("triton")),
-        ("harness", lambda p: p.get("harness_version")),
-    ):
-        a, b = get(old_p), get(new_prov)
-        if a != b:
-            lines.append(f"- {label}: {a} -> {b}")
-    return lines
-
-
 def _references(
     runs: Sequence[Run], old: Baseline | None, tolerances: Tolerances
 ) -> tuple[str, ...]:
@@ -397,6 +318,62 @@ def _references(
     if old is not None:
         names |= set(old.policy.reference_variants)
     return tuple(sorted(names))
+
+
+def _check_overrides(runs: Sequence[Run], old: Baseline | None, tolerances: Tolerances) -> None:
+    """Every override of tolerances.toml matches on parameters the benchmark has."""
+    known = {k for run in runs for row in run.rows.values() for k in row.params}
+    if old is not None:
+        known |= {k for row in old.rows.values() for k in row.params}
+    for i, ov in enumerate(tolerances.overrides):
+        unknown = sorted(set(ov.params) - known)
+        if unknown and known:
+            raise InputError(
+                f"tolerances file {tolerances.source}, override #{i + 1}: unknown key(s) "
+                f"{unknown}; match on variant and the benchmark's parameters {sorted(known)}, "
+                "set tolerance, floor, ceiling or multiple"
+            )
+
+
+def _ensure_old_fits(runs: Sequence[Run], old: Baseline | None, out: Path) -> list[str]:
+    """The runs are one environment, of the old baseline's GPU, mode and timing (its kept rows
+    and the new ones must be times of the same kind); the warning of an unusual file name."""
+    _ensure_one_environment(runs)
+    env = runs[0].env
+    named = listing([str(r.path) for r in runs], limit=3)
+    if old is not None and old.slug != env.gpu.slug:
+        raise InputError(
+            f"old baseline {old.path} is for {old.slug}, the runs ({named}) for {env.gpu.slug}: a "
+            f"baseline holds one GPU model (write {baseline_path(env.gpu.slug, out.parent)} instead)"
+        )
+    differs = gpu_mismatch(old.gpu, env.gpu) if old is not None else []
+    if old is not None and differs:
+        raise InputError(
+            f"old baseline {old.path} was recorded on {describe_gpu(old.gpu)}, the runs "
+            f"({named}) on {describe_gpu(env.gpu)}, both labelled {env.gpu.slug}: "
+            f"{', '.join(differs)}. A baseline holds one GPU: fix the label, or write a new "
+            "baseline for this GPU (--out elsewhere, no --old)"
+        )
+    if old is not None and old.mode != env.mode:
+        raise InputError(
+            f"old baseline {old.path} is a {old.mode} baseline, the runs ({named}) are "
+            f"{env.mode} runs"
+        )
+    for setting, now, then in (
+        ("L2 flush", env.l2_flush, old.provenance.get("l2_flush") if old else None),
+        ("timer", env.timer, old.provenance.get("timer") if old else None),
+    ):
+        if old is not None and now is not None and then is not None and now != then:
+            raise InputError(
+                f"the runs ({named}) were timed with {setting} = {now!r}, old baseline {old.path} "
+                f"with {then!r}: its kept rows and the new ones would not be comparable. Measure "
+                "with the baseline's settings, or write a new baseline (--out elsewhere)"
+            )
+    if out.name != f"{env.gpu.slug}.json":
+        return [
+            f"the runs are on {env.gpu.slug}, but the output file is {out} (expected {env.gpu.slug}.json)"
+        ]
+    return []
 
 
 def rebaseline(
@@ -416,62 +393,15 @@ def rebaseline(
         raise InputError(
             "rebaseline needs results files, or --old BASELINE to re-derive tolerances"
         )
-    warnings: list[str] = []
     policy = replace(tolerances.policy, reference_variants=_references(runs, old, tolerances))
-    known = {k for run in runs for row in run.rows.values() for k in row.params}
-    if old is not None:
-        known |= {k for row in old.rows.values() for k in row.params}
-    for i, ov in enumerate(tolerances.overrides):
-        unknown = sorted(set(ov.params) - known)
-        if unknown and known:
-            raise InputError(
-                f"tolerances file {tolerances.source}, override #{i + 1}: unknown key(s) "
-                f"{unknown}; match on variant and the benchmark's parameters {sorted(known)}, "
-                "set tolerance, floor, ceiling or multiple"
-            )
+    _check_overrides(runs, old, tolerances)
+    warnings: list[str] = []
     if runs:
-        _ensure_one_environment(runs)
-        env = runs[0].env
-        named = listing([str(r.path) for r in runs], limit=3)
-        if old is not None and old.slug != env.gpu.slug:
-            raise InputError(
-                f"old baseline {old.path} is for {old.slug}, the runs ({named}) for {env.gpu.slug}: a "
-                f"baseline holds one GPU model (write {baseline_path(env.gpu.slug, out.parent)} instead)"
-            )
-        differs = gpu_mismatch(old.gpu, env.gpu) if old is not None else []
-        if old is not None and differs:
-            raise InputError(
-                f"old baseline {old.path} was recorded on {describe_gpu(old.gpu)}, the runs "
-                f"({named}) on {describe_gpu(env.gpu)}, both labelled {env.gpu.slug}: "
-                f"{', '.join(differs)}. A baseline holds one GPU: fix the label, or write a new "
-                "baseline for this GPU (--out elsewhere, no --old)"
-            )
-        if old is not None and old.mode != env.mode:
-            raise InputError(
-                f"old baseline {old.path} is a {old.mode} baseline, the runs ({named}) are "
-                f"{env.mode} runs"
-            )
-        # the old baseline's rows that are not measured again are kept: the new ones must be
-        # times of the same kind
-        for setting, now, then in (
-            ("L2 flush", env.l2_flush, old.provenance.get("l2_flush") if old else None),
-            ("timer", env.timer, old.provenance.get("timer") if old else None),
-        ):
-            if old is not None and now is not None and then is not None and now != then:
-                raise InputError(
-                    f"the runs ({named}) were timed with {setting} = {now!r}, old baseline {old.path} "
-                    f"with {then!r}: its kept rows and the new ones would not be comparable. Measure "
-                    "with the baseline's settings, or write a new baseline (--out elsewhere)"
-                )
-        if out.name != f"{env.gpu.slug}.json":
-            warnings.append(
-                f"the runs are on {env.gpu.slug}, but the output file is {out} (expected {env.gpu.slug}.json)"
-            )
+        warnings += _ensure_old_fits(runs, old, out)
         gpu, provenance = _provenance(runs, tolerances_path)
     else:
         assert old is not None
         gpu, provenance = dict(old.gpu), {**old.provenance, "tolerances_file": tolerances_path}
-
     per_key: dict[str, list[tuple[Run, Row]]] = {}
     for run in runs:
         for row in run.rows.values():
@@ -482,7 +412,7 @@ def rebaseline(
         assert old is not None
         rows[key] = _retolerance(old.rows[key], tolerances)
     rows = dict(sorted(rows.items()))
-    warnings += _run_warnings(runs, rows, per_key, policy)
+    warnings += run_warnings(runs, rows, per_key, policy)
     expectations, exp_lines, refusals, loosened_checks = _merge_expectations(runs, old, policy)
     new = Baseline(
         path=out,
@@ -492,51 +422,7 @@ def rebaseline(
         rows=MappingProxyType(rows),
         expectations=tuple(expectations),
     )
-
-    lines = [
-        f"# Rebaseline {new.slug} -> {out}",
-        "",
-        (f"From {len(runs)} run(s): " + ", ".join(str(r.path) for r in runs))
-        if runs
-        else "No runs: tolerances derived again from the stored drift.",
-        f"Tolerances: {tolerances.source} (multiple {policy.multiple:g} x drift, floor {policy.floor:.1%}, "
-        f"ceiling {policy.ceiling:.1%})",
-    ]
-    sw = provenance.get("software") or {}
-    # only what the runs recorded: a smoke run (the CPU interpreter) has no SMs, driver or CUDA
-    facts = [
-        f"{gpu.get('name')}" + (f" ({gpu['sm_count']} SMs)" if gpu.get("sm_count") else ""),
-        *(
-            f"{label} {value}"
-            for label, value in (
-                ("driver", provenance.get("driver")),
-                ("CUDA", provenance.get("cuda")),
-                ("torch", sw.get("torch")),
-                ("Triton", sw.get("triton")),
-                ("harness", provenance.get("harness_version")),
-            )
-            if value
-        ),
-        f"profile(s) {', '.join(provenance.get('profiles') or [])}",
-    ]
-    lines.append("Environment: " + ", ".join(facts))
-    if old is None:
-        lines.append(f"No previous baseline at {out}: every row is new.")
-    else:
-        lines += [
-            "",
-            "## Environment vs the old baseline",
-            *(_env_lines(old, provenance) or ["- unchanged"]),
-        ]
-    axes = runs[0].env.axes if runs else ()
-    row_lines, loosened, slower = _row_diff(rows, old, per_key, kept, axes)
-    lines += ["", "## Rows", *row_lines]
-    lines += ["", "## Expectations (`faster` must beat `than`: same-run ratio <= max_ratio)"]
-    lines += exp_lines or ["- unchanged"]
-    n_checks = sum(len(e.bounds) for e in new.expectations)
-    lines.append(
-        f"{len(new.expectations)} expectation(s), {n_checks} check(s) in the new baseline."
-    )
+    lines, loosened, slower = review(new, runs, old, tolerances, per_key, kept, exp_lines)
     if loosened or loosened_checks:
         loose = [f"{loosened} tolerance(s)"] if loosened else []
         loose += [f"{loosened_checks} expectation check(s)"] if loosened_checks else []
@@ -556,114 +442,3 @@ def rebaseline(
 
 def _ratios(values: Iterable[float]) -> str:
     return ", ".join(f"{v:.3f}" for v in values) or "nothing"
-
-
-def _row_diff(
-    rows: Mapping[str, BaselineRow],
-    old: Baseline | None,
-    per_key: Mapping[str, Any],
-    kept: Sequence[str],
-    axes: Sequence[str],
-) -> tuple[list[str], int, list[str]]:
-    """The per-row table, how many tolerances loosened, and the rows slower than the old tolerance."""
-    refusals: list[str] = []
-    cells: list[list[str]] = []
-    loosened = 0
-    for key, row in sorted(
-        rows.items(), key=lambda kv: row_order(kv[1].params, kv[1].variant, axes)
-    ):
-        before = old.rows.get(key) if old is not None else None
-        notes = []
-        if key in kept:
-            notes.append("kept: not measured this time")
-        elif before is None:
-            notes.append("new")
-        if before is not None and row.tolerance > before.tolerance + 5e-5:
-            loosened += 1
-            notes.append(f"**LOOSENED** ({row.tolerance_source})")
-        elif before is not None and row.tolerance < before.tolerance - 5e-5:
-            notes.append("tightened")
-        if row.too_noisy:
-            notes.append("too noisy")
-        change = ""
-        if before is not None and key in per_key:
-            delta = stats.rel_change(row.median_s, before.median_s)
-            change = pct(delta)
-            if delta > before.tolerance:
-                notes.append("**SLOWER than the old tolerance**")
-                refusals.append(
-                    f"row {key}: new median {ms(row.median_s, unit=True)} is {pct(delta)} against "
-                    f"the old {ms(before.median_s, unit=True)} (tolerance {before.tolerance:.1%})"
-                )
-        cells.append(
-            [
-                key,
-                ms(before.median_s, unit=True) if before else "",
-                ms(row.median_s, unit=True),
-                change,
-                f"{before.tolerance:.1%}" if before else "",
-                f"{row.tolerance:.1%}",
-                "; ".join(notes),
-            ]
-        )
-    header = [
-        "case",
-        "median old",
-        "median new",
-        "change",
-        "tolerance old",
-        "tolerance new",
-        "note",
-    ]
-    return table(header, "lrrrrrl", cells), loosened, refusals
-
-
-def finish(
-    plan: Rebaseline,
-    *,
-    out: Path,
-    write: bool,
-    accept_slower: bool,
-    tolerances_missing: Path | None = None,
-) -> tuple[int, list[str]]:
-    """Write the new baseline unless refused (or `write` is False); return the exit code and text.
-
-    Exit 1 (nothing written) when the runs are slower than the old baseline allows and
-    `accept_slower` is not given: a rebaseline must not hide a regression.
-    """
-    text = list(plan.lines)
-    warnings = list(plan.warnings)
-    if tolerances_missing is not None:
-        warnings.insert(
-            0, f"no tolerances file at {tolerances_missing}: the built-in policy was used"
-        )
-    if warnings:
-        text += ["", "## Warnings", *(f"- {w}" for w in warnings)]
-    code = EXIT_OK
-    if plan.refusals:
-        text += ["", "## Slower than the old baseline", *(f"- {r}" for r in plan.refusals), ""]
-        if accept_slower:
-            text.append("Accepted with --accept-slower: say why in the commit message.")
-        else:
-            old = plan.old.path if plan.old else "the old baseline"
-            text.append(
-                f"REFUSED: these runs are slower than {old} allows, and a rebaseline must not hide "
-                "a regression. If the slowdown is understood and accepted (say why in the commit "
-                "message), run again with --accept-slower."
-            )
-            code = EXIT_FAIL
-    if code == EXIT_OK and not write:
-        text += ["", f"--check: {out} not written."]
-    elif code == EXIT_OK:
-        save_baseline(out, plan.baseline)
-        then = (
-            "A smoke baseline proves the pipeline: do not commit it."
-            if plan.baseline.mode == "smoke"
-            else "Review `git diff` and commit it."
-        )
-        text += [
-            "",
-            f"Wrote {out} ({len(plan.baseline.rows)} rows, {len(plan.baseline.expectations)} "
-            f"expectations). {then}",
-        ]
-    return code, text

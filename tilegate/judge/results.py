@@ -1,28 +1,22 @@
-"""Read and validate a results file: pytest-benchmark JSON with tilegate's keys.
+"""A run: its environment, its rows (both sides of an A/B), their order, their same-run ratios.
 
-The contract is in docs/architecture.md. Everything the gate needs is read here, once, into
-frozen objects; every problem is an `InputError` naming the file and, where there is one, the
-case id. Nothing downstream looks at the raw JSON again.
+Frozen objects, built once from a results file (tilegate.judge.resultsjson validates the JSON
+into them, tilegate.store.files reads it); `checked` holds a run's rows to being one run.
 """
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TypeGuard
+from typing import Any
 
 from tilegate.errors import InputError
-from tilegate.fileio import is_finite_number, is_finite_positive, read_json
 from tilegate.judge import stats
 from tilegate.judge.memory import Memory
-from tilegate.judge.memory import parse as parse_memory
 
 SMOKE_SLUG = "smoke"  # the "GPU" of a smoke run (CPU interpreter): no GPU facts exist
-_PRODUCE = "Produce results with `tilegate perf`; a file cut short or edited by hand: measure again"
 
 
 @dataclass(frozen=True)
@@ -44,12 +38,12 @@ def describe_gpu(gpu: Gpu | Mapping[str, Any]) -> str:
     if isinstance(gpu, Gpu):
         name, cap, sms = gpu.name, gpu.capability, gpu.sm_count
     else:
-        name, cap, sms = gpu.get("name"), _capability(gpu.get("capability")), gpu.get("sm_count")
+        name, cap, sms = gpu.get("name"), capability(gpu.get("capability")), gpu.get("sm_count")
     facts = [_show(cap) if cap else None, f"{sms} SMs" if sms else None]
     return f"{name} ({', '.join(f for f in facts if f) or 'no details'})"
 
 
-def _capability(value: Any) -> tuple[int, ...] | None:
+def capability(value: Any) -> tuple[int, ...] | None:
     """(major, minor) from a JSON [9, 0]; None for anything else."""
     if (
         isinstance(value, (list, tuple))
@@ -71,7 +65,7 @@ def gpu_mismatch(recorded: Gpu | Mapping[str, Any], gpu: Gpu) -> list[str]:
     if isinstance(recorded, Gpu):
         then = (recorded.name, recorded.capability, recorded.sm_count)
     else:
-        cap = _capability(recorded.get("capability"))
+        cap = capability(recorded.get("capability"))
         then = (recorded.get("name"), cap, recorded.get("sm_count"))
     out = []
     pairs = (
@@ -295,463 +289,6 @@ class Run:
         return list(dict.fromkeys(r.variant for r in self.rows.values()))
 
 
-# --- validation helpers -----------------------------------------------------------------------
-
-
-def _obj(x: Any) -> dict[str, Any]:
-    return x if isinstance(x, dict) else {}
-
-
-def _is_number(x: Any) -> TypeGuard[int | float]:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def _opt_str(d: Mapping[str, Any], key: str) -> str | None:
-    v = d.get(key)
-    return None if v is None else str(v)
-
-
-def _names(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
-
-
-def _opt_int(d: Mapping[str, Any], key: str) -> int | None:
-    v = d.get(key)
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _timing_problem(samples: list[Any]) -> str | None:
-    """Why these samples cannot be timings, or None."""
-    if not samples:
-        return "has no timing samples"
-    for i, s in enumerate(samples):
-        if not _is_number(s):
-            return f"has a non-numeric timing sample {s!r} (round {i})"
-        if math.isnan(s):
-            return f"has a NaN timing (round {i})"
-        if not math.isfinite(s):
-            return f"has an infinite timing (round {i})"
-        if s <= 0:
-            return f"has a {'zero' if s == 0 else 'negative'} timing {s!r} (round {i})"
-    return None
-
-
-_LEGACY_FIXED = ("M", "N")  # files written before "fixed": the matmul benchmark's
-_LEGACY_PARAMS = ("dtype", "layout", "M", "N", "K")  # rows written before "params"
-
-
-def _scalar(v: Any) -> bool:
-    return isinstance(v, (str, int, float)) and not (isinstance(v, float) and not math.isfinite(v))
-
-
-def _fixed(path: Path, tg: Mapping[str, Any]) -> dict[str, Any]:
-    fixed = tg.get("fixed")
-    if fixed is None:
-        return {k: tg[k] for k in _LEGACY_FIXED if _opt_int(tg, k) is not None}
-    if not isinstance(fixed, dict) or not all(_scalar(v) for v in fixed.values()):
-        raise InputError(
-            f"results file {path}: machine_info.tilegate.fixed must map a parameter to its value"
-        )
-    return dict(fixed)
-
-
-def _expectations(path: Path, tg: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...] | None:
-    raw = tg.get("expectations")
-    if raw is None:
-        return None
-    ok = isinstance(raw, list) and all(
-        isinstance(e, dict)
-        and all(isinstance(e.get(k), str) and e[k] for k in ("faster", "than", "per"))
-        and isinstance(e.get("where", {}), dict)
-        for e in raw
-    )
-    if not ok:
-        raise InputError(
-            f"results file {path}: machine_info.tilegate.expectations must list "
-            "{faster, than, per, where} objects"
-        )
-    return tuple(MappingProxyType(dict(e)) for e in raw)
-
-
-def _axes(path: Path, tg: Mapping[str, Any]) -> tuple[str, ...]:
-    axes = tg.get("axes")
-    if axes is None:
-        return ("dtype", "layout", "K")
-    if not _names(axes):
-        raise InputError(f"results file {path}: machine_info.tilegate.axes must list axis names")
-    return tuple(axes)
-
-
-def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -> Environment:
-    tg = mi.get("tilegate")
-    if not isinstance(tg, dict):
-        raise InputError(
-            f"results file {path}: machine_info has no 'tilegate' section, so this is not a tilegate perf "
-            f"run (a plain pytest-benchmark file?). {_PRODUCE}"
-        )
-    mode = tg.get("mode")
-    if mode not in ("gpu", "smoke"):
-        raise InputError(
-            f"results file {path}: machine_info.tilegate.mode is {mode!r}; expected 'gpu' or 'smoke'"
-        )
-    gpu_raw = tg.get("gpu")
-    if isinstance(gpu_raw, dict):
-        slug = gpu_raw.get("slug")
-        if not isinstance(slug, str) or not slug:
-            raise InputError(
-                f"results file {path}: machine_info.tilegate.gpu.slug is missing; cannot pick a baseline"
-            )
-        cap = gpu_raw.get("capability")
-        if cap is not None and _capability(cap) is None:
-            raise InputError(
-                f"results file {path}: machine_info.tilegate.gpu.capability is {cap!r}; expected "
-                "[major, minor], e.g. [9, 0]"
-            )
-        gpu = Gpu(
-            name=str(gpu_raw.get("name") or slug),
-            slug=slug,
-            sm_count=_opt_int(gpu_raw, "sm_count"),
-            capability=_capability(cap),
-            driver=_opt_str(gpu_raw, "driver"),
-            cuda=_opt_str(gpu_raw, "cuda"),
-            memory_gib=gpu_raw.get("memory_gib")
-            if is_finite_number(gpu_raw.get("memory_gib"))
-            else None,
-        )
-    elif gpu_raw is None and mode == "smoke":
-        gpu = Gpu(name="CPU interpreter (smoke)", slug=SMOKE_SLUG)
-    else:
-        raise InputError(f"results file {path}: machine_info.tilegate.gpu is missing in a GPU run")
-    software = _obj(tg.get("software"))
-    state = _obj(tg.get("state"))
-    throttled = state.get("throttled")
-    injected = tg.get("injected") or []
-    ci = _obj(commit_info)
-    ab = tg.get("ab")
-    if ab is not None and not (isinstance(ab, dict) and isinstance(ab.get("sha"), str)):
-        raise InputError(
-            f"results file {path}: machine_info.tilegate.judge.ab must name the base's sha"
-        )
-    warned = tg.get("warnings") or []
-    if not isinstance(warned, list) or not all(
-        isinstance(w, dict) and isinstance(w.get("message"), str) for w in warned
-    ):
-        raise InputError(
-            f"results file {path}: machine_info.tilegate.warnings must be a list of warnings "
-            "({category, message, source, count, first_case})"
-        )
-    gpus = tg.get("gpus") or []
-    if not isinstance(gpus, list) or not all(
-        isinstance(g, dict) and isinstance(g.get("gpu"), dict) for g in gpus
-    ):
-        raise InputError(f"results file {path}: machine_info.tilegate.gpus must list the GPUs")
-    variants = tg.get("variants")
-    if variants is not None and not (
-        isinstance(variants, list) and all(isinstance(v, str) and v for v in variants)
-    ):
-        raise InputError(
-            f"results file {path}: machine_info.tilegate.variants is {variants!r}; expected the "
-            "list of variant names the suite was asked to measure"
-        )
-    registry, renamed = tg.get("registry"), tg.get("renamed") or {}
-    if (registry is not None and not _names(registry)) or not (
-        isinstance(renamed, dict) and all(_names(v) for v in renamed.values())
-    ):
-        raise InputError(
-            f"results file {path}: machine_info.tilegate.registry must list variant names and "
-            "machine_info.tilegate.renamed map a variant to the names it had before"
-        )
-    cov = tg.get("coverage")
-    if cov is not None and not (isinstance(cov, dict) and isinstance(cov.get("expected"), dict)):
-        raise InputError(
-            f"results file {path}: machine_info.tilegate.coverage must be an object with the "
-            "expected cases (tilegate.judge.coverage); measure again with this tilegate"
-        )
-    return Environment(
-        memory_tolerance=tg.get("memory_tolerance", "0"),
-        peaks=MappingProxyType(_obj(tg.get("peaks"))) or None,
-        coverage=cov,
-        registry=tuple(registry) if registry is not None else None,
-        renamed=MappingProxyType({str(k): tuple(v) for k, v in renamed.items()}),
-        gpus=tuple(MappingProxyType(dict(g)) for g in gpus),
-        ab=MappingProxyType(dict(ab)) if ab else None,
-        budget=(
-            MappingProxyType(dict(tg["budget"])) if isinstance(tg.get("budget"), dict) else None
-        ),
-        warnings=tuple(MappingProxyType(dict(w)) for w in warned),
-        variants=tuple(variants) if variants is not None else None,
-        harness_version=str(tg.get("harness_version", "unknown")),
-        mode=mode,
-        profile=str(tg.get("profile", "unknown")),
-        fixed=MappingProxyType(_fixed(path, tg)),
-        benchmark=_opt_str(tg, "benchmark"),
-        expectations=_expectations(path, tg),
-        axes=_axes(path, tg),
-        l2_flush=tg.get("l2_flush") if isinstance(tg.get("l2_flush"), bool) else None,
-        timer=_opt_str(tg, "timer"),
-        rounds=_opt_int(tg, "rounds"),
-        gpu=gpu,
-        software=MappingProxyType({str(k): str(v) for k, v in software.items()}),
-        throttled=throttled if isinstance(throttled, bool) else None,
-        state_notes=tuple(str(n) for n in state.get("notes") or []),
-        injected=tuple(str(i) for i in injected)
-        if isinstance(injected, list)
-        else (str(injected),),
-        commit=_opt_str(ci, "id"),
-        dirty=ci.get("dirty") if isinstance(ci.get("dirty"), bool) else None,
-        datetime=str(when) if when is not None else None,
-    )
-
-
-def _parse_row(path: Path, index: int, bench: Any) -> Row:
-    if not isinstance(bench, dict):
-        raise InputError(f"results file {path}: benchmarks[{index}] is not an object")
-    name = bench.get("param") or bench.get("name") or f"benchmarks[{index}]"
-    extra = bench.get("extra_info")
-    tg = extra.get("tilegate") if isinstance(extra, dict) else None
-    if not isinstance(tg, dict):
-        raise InputError(
-            f"results file {path}, row {name}: no extra_info.tilegate; every benchmark in a results file "
-            "must come from tilegate's perf suite"
-        )
-    key = tg.get("key")
-    if not isinstance(key, str) or not key:
-        raise InputError(f"results file {path}, row {name}: extra_info.tilegate.key is missing")
-    where = f"results file {path}, row {key}"
-    if tg.get("correct") is not True:
-        why = tg.get("error") or (
-            f"relative error {tg.get('rel_err')} > {tg.get('tolerance')}"
-            if tg.get("rel_err") is not None
-            else "no passing check"
-        )
-        raise InputError(
-            f"{where}: failed its correctness check ({why}). A wrong kernel's time means nothing: "
-            "fix the kernel (see the pytest log of the perf run) before the gate can judge this run."
-        )
-    if not isinstance(tg.get("variant"), str) or not tg["variant"]:
-        raise InputError(f"{where}: extra_info.tilegate.variant is missing")
-    params = tg.get("params")
-    if params is None:  # written before "params": the matmul benchmark's parameters, flat
-        for k in ("dtype", "layout"):
-            if not isinstance(tg.get(k), str) or not tg[k]:
-                raise InputError(f"{where}: extra_info.tilegate.{k} is missing")
-        for k in ("M", "N", "K"):
-            v = tg.get(k)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise InputError(
-                    f"{where}: extra_info.tilegate.{k} is {v!r}; expected a positive integer"
-                )
-        params = {k: tg[k] for k in _LEGACY_PARAMS}
-    if not isinstance(params, dict) or not params or not all(_scalar(v) for v in params.values()):
-        raise InputError(
-            f"{where}: extra_info.tilegate.params is {params!r}; expected the case's parameters "
-            "(name -> string or number)"
-        )
-    group = tg.get("group") or bench.get("group")
-    if not isinstance(group, str) or not group:
-        raise InputError(f"{where}: extra_info.tilegate.group is missing")
-    samples = tg.get("samples_s")
-    if samples is None:
-        stats = bench.get("stats")
-        samples = stats.get("data") if isinstance(stats, dict) else None
-    if not isinstance(samples, list):
-        raise InputError(f"{where}: extra_info.tilegate.samples_s is missing or not a list")
-    problem = _timing_problem(samples)
-    if problem is None:
-        recorded = [tg.get("median_s")]
-        stats = bench.get("stats")
-        if isinstance(stats, dict) and "median" in stats:
-            recorded.append(stats["median"])
-        for value in recorded:
-            if value is not None and not is_finite_positive(value):
-                problem = f"has a recorded median of {value!r}"
-    if problem is not None:
-        raise InputError(
-            f"{where} {problem}. The timer produced an impossible value: re-run the suite; if it "
-            "repeats, the timer or the kernel launch is broken."
-        )
-    ratios: dict[str, float | None] = {}
-    if "ratio_to_reference" not in tg and "ratio_to_torch" in tg:  # its name before
-        tg = {**tg, "ratio_to_reference": tg["ratio_to_torch"]}
-    for k in ("ratio_to_reference", "ratio_to_twin", "ratio_to_base", "tflops", "gbps"):
-        v = tg.get(k)
-        # throughput may round to 0.0 on the smoke profile's tiny shapes; a ratio never may
-        ok = v is None or is_finite_positive(v) or (k in ("tflops", "gbps") and v == 0)
-        if not ok:
-            raise InputError(
-                f"{where}: extra_info.tilegate.{k} is {v!r}; expected a positive number or null"
-            )
-        ratios[k] = float(v) if v is not None else None
-    twin = tg.get("twin")
-    side = tg.get("side", "head")
-    if side not in ("head", "base"):
-        raise InputError(
-            f"{where}: extra_info.tilegate.side is {side!r}; expected 'head' or 'base'"
-        )
-    code: dict[str, Any] = {k: tg.get(k) for k in ("code_hash", "code_hash_kind")}
-    for k, v in code.items():
-        if v is not None and (not isinstance(v, str) or not v):
-            raise InputError(f"{where}: extra_info.tilegate.{k} is {v!r}; expected a string")
-    gpu_index = tg.get("gpu_index")
-    if gpu_index is not None and (not isinstance(gpu_index, int) or isinstance(gpu_index, bool)):
-        raise InputError(
-            f"{where}: extra_info.tilegate.gpu_index is {gpu_index!r}; expected an integer"
-        )
-    timed_in = None
-    if tg.get("timed_in") is not None:
-        from tilegate.judge.rounds import check_ranges
-
-        try:
-            timed_in = check_ranges(tg["timed_in"], len(samples))
-        except ValueError as err:
-            raise InputError(f"{where}: extra_info.tilegate.{err}") from err
-    budget = tg.get("budget")
-    stopped = budget.get("stopped") if isinstance(budget, dict) else None
-    if stopped is not None and not isinstance(stopped, str):
-        raise InputError(
-            f"{where}: extra_info.tilegate.budget.stopped is {stopped!r}; expected a string"
-        )
-    autotune = tg.get("autotune", [])
-    if not isinstance(autotune, list) or not all(
-        isinstance(p, dict)
-        and isinstance(p.get("kernel"), str)
-        and isinstance(p.get("config"), dict)
-        for p in autotune
-    ):
-        raise InputError(
-            f"{where}: extra_info.tilegate.autotune is {autotune!r}; expected a list of picks "
-            "(kernel, key, config)"
-        )
-    host = tg.get("host_samples_s")
-    if host is not None and (
-        not isinstance(host, list)
-        or len(host) != len(samples)
-        or not all(is_finite_positive(h) for h in host)
-    ):
-        raise InputError(
-            f"{where}: extra_info.tilegate.host_samples_s must be one positive host time per "
-            f"sample ({len(samples)}); re-run the suite"
-        )
-    probe = tg.get("host_s")  # a call not held: its host time with nothing queued ahead
-    if probe is not None and not is_finite_positive(probe):
-        raise InputError(
-            f"{where}: extra_info.tilegate.host_s is {probe!r}; expected the host seconds per "
-            "call (a positive number); re-run the suite"
-        )
-    pinned = _parse_pinned(where, tg.get("pinned"))
-    pass_medians = tg.get("pass_medians_s")
-    sweeps = None
-    if isinstance(pass_medians, list) and pass_medians and len(samples) % len(pass_medians) == 0:
-        sweeps = len(pass_medians)
-    row = Row(
-        memory=parse_memory(where, tg.get("memory")),
-        work_dtype=_opt_str(tg, "work_dtype"),
-        autotune=tuple(MappingProxyType(dict(p)) for p in autotune),
-        host_s=float(statistics.median(host)) if host else probe and float(probe),
-        host_samples_s=tuple(float(h) for h in host) if host else None,
-        host_bound=bool(tg["host_bound"]) if isinstance(tg.get("host_bound"), bool) else None,
-        held=tg.get("held") is True,
-        **_host_procs(where, tg),
-        timed_in=timed_in,
-        budget_stopped=stopped,
-        sweeps=sweeps,
-        gpu_index=gpu_index,
-        gpu_serial=str(tg["gpu_serial"]) if tg.get("gpu_serial") is not None else None,
-        reference=tg.get("reference") is True,
-        side=side,
-        ratio_to_base=ratios["ratio_to_base"],
-        **code,
-        key=key,
-        variant=tg["variant"],
-        params=MappingProxyType(dict(params)),
-        group=group,
-        samples_s=tuple(float(s) for s in samples),
-        median_s=float(statistics.median(samples)),
-        tflops=ratios["tflops"],
-        gbps=ratios["gbps"],
-        ratio_to_reference=ratios["ratio_to_reference"],
-        twin=twin if isinstance(twin, str) and twin else None,
-        ratio_to_twin=ratios["ratio_to_twin"],
-    )
-    if pinned is None:
-        return row
-    samples_p, host_p, picks = pinned
-    return replace(
-        row,
-        pinned=replace(
-            row,
-            samples_s=samples_p,
-            median_s=float(statistics.median(samples_p)),
-            host_samples_s=host_p,
-            host_s=float(statistics.median(host_p)) if host_p else None,
-            autotune=picks,
-            timed_in=None,
-            budget_stopped=None,
-            sweeps=None,
-            ratio_to_base=None,
-            ratio_to_reference=None,
-            ratio_to_twin=None,
-        ),
-    )
-
-
-def _host_procs(where: str, tg: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A row's host times over worker processes (tilegate.harness.hostworkers), checked."""
-    procs, prof = tg.get("host_procs_s"), tg.get("host_profile", [])
-    procs_ok = procs is None or (isinstance(procs, list) and all(map(is_finite_positive, procs)))
-    if not procs_ok or not isinstance(prof, list) or not all(_pair(p) for p in prof):
-        raise InputError(
-            f"{where}: extra_info.tilegate.host_procs_s / host_profile are {procs!r} / {prof!r}; "
-            "expected host seconds per worker process, [function, seconds] pairs; re-run the suite"
-        )
-    out: dict[str, Any] = {
-        "host_procs_s": tuple(map(float, procs)) if procs else None,
-        "host_profile": tuple((n, float(t)) for n, t in prof),
-        "syncs_inside": tg["syncs_inside"] if isinstance(tg.get("syncs_inside"), bool) else None,
-    }
-    return out
-
-
-def _pair(p: Any) -> bool:
-    return isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and _is_number(p[1])
-
-
-def _parse_pinned(
-    where: str, pinned: Any
-) -> tuple[tuple[float, ...], tuple[float, ...] | None, tuple[Mapping[str, Any], ...]] | None:
-    """extra_info.tilegate.pinned (a tuner flip's re-time on one config): its samples, host
-    seconds and the picks both sides ran; None where the row has none."""
-    if pinned is None:
-        return None
-    samples = pinned.get("samples_s") if isinstance(pinned, dict) else None
-    picks = pinned.get("autotune") if isinstance(pinned, dict) else None
-    problem = _timing_problem(samples) if isinstance(samples, list) else "has no samples_s"
-    if problem is None and not (
-        isinstance(picks, list)
-        and picks
-        and all(isinstance(p, dict) and isinstance(p.get("config"), dict) for p in picks)
-    ):
-        problem = "names no picks (autotune)"
-    host = pinned.get("host_samples_s") if isinstance(pinned, dict) else None
-    if problem is None and host is not None:
-        assert isinstance(samples, list)
-        if not isinstance(host, list) or len(host) != len(samples):
-            problem = "has host_samples_s that are not one per sample"
-        elif not all(is_finite_positive(h) for h in host):
-            problem = "has a host time that is not a positive number"
-    if problem is not None:
-        raise InputError(
-            f"{where}: extra_info.tilegate.pinned (a tuner flip re-timed on one config) "
-            f"{problem}; re-run the suite"
-        )
-    assert isinstance(samples, list) and isinstance(picks, list)
-    return (
-        tuple(float(x) for x in samples),
-        tuple(float(h) for h in host) if host else None,
-        tuple(MappingProxyType(dict(p)) for p in picks),
-    )
-
-
 # How far a recorded ratio may be from the one its samples give (relative). The suite writes
 # full precision, so the two agree to the last bit; 0.05 % admits a writer that rounds to 4
 # significant digits, and is a tenth of the smallest tolerance the gate applies (the A/B floor,
@@ -874,57 +411,11 @@ def _checked_ratios(
     return out
 
 
-def load_results(path: str | Path) -> Run:
-    """Read and validate one results file; raise InputError naming the file and row on any problem."""
-    p = Path(path)
-    if not p.exists() and not p.is_symlink():
-        raise InputError(
-            f"results file {p} does not exist. `tilegate perf` writes one: "
-            ".perf/results.json (`--out-dir DIR`: DIR/results.json); measure first, or give that path"
-        )
-    if p.is_file() and p.stat().st_size == 0:
-        raise InputError(
-            f"results file {p} is empty (0 bytes): the run that wrote it did not finish (a suite "
-            "that dies leaves one with pytest-benchmark 5.2.3); its log says why. Measure again"
-        )
-    data = read_json(
-        p, "results file", allow_nan=True, remedy="measure again (`tilegate perf` writes it)"
-    )
-    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
-        raise InputError(
-            f"results file {p} is not pytest-benchmark JSON (no 'benchmarks' list). {_PRODUCE}"
-        )
-    mi = data.get("machine_info")
-    if not isinstance(mi, dict):
-        raise InputError(
-            f"results file {p} is not pytest-benchmark JSON (no 'machine_info'). {_PRODUCE}"
-        )
-    env = _parse_env(p, mi, data.get("commit_info"), data.get("datetime"))
-    sides: dict[str, dict[str, Row]] = {"head": {}, "base": {}}
-    for i, bench in enumerate(data["benchmarks"]):
-        row = _parse_row(p, i, bench)
-        rows = sides[row.side]
-        if row.key in rows:
-            which = "" if row.side == "head" else " (base side)"
-            raise InputError(
-                f"results file {p}, row {row.key}{which}: appears twice; a results file holds one "
-                "run. Were two runs merged into it? Give each run its own file (`tilegate compare "
-                "RUN --confirm RERUN`, `tilegate rebaseline RUN1 RUN2 ...`), or measure it again"
-            )
-        rows[row.key] = row
-    _ensure_paired(p, sides)
-    _ensure_same_params(p, env, sides)
-    sides = {side: _checked_ratios(p, side, sides) for side in sides}
-    rows = sides["head"]
-    if sides["base"] and env.ab is None:
-        raise InputError(
-            f"results file {p} has base rows but machine_info.tilegate.judge.ab does not say which base"
-        )
-    if not rows:
-        raise InputError(
-            f"results file {p} has no benchmarks: every case was skipped or the suite did not run "
-            "(see the pytest log)"
-        )
-    return Run(
-        path=p, env=env, rows=MappingProxyType(rows), base_rows=MappingProxyType(sides["base"])
-    )
+def checked(
+    path: Path, env: Environment, sides: Mapping[str, Mapping[str, Row]]
+) -> dict[str, dict[str, Row]]:
+    """A run's rows (both sides) checked as one run: each group timed in the same rounds, with
+    one set of parameters, its recorded ratios what the samples say (then derived from them)."""
+    _ensure_paired(path, sides)
+    _ensure_same_params(path, env, sides)
+    return {side: _checked_ratios(path, side, sides) for side in sides}

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
-from types import MappingProxyType
 from typing import Any
 
 from tilegate.errors import InputError
@@ -32,13 +31,14 @@ from tilegate.judge.baseline import (
     Baseline,
     BaselineRow,
     baseline_path,
-    expectation_id,
     how_to_create,
 )
 from tilegate.judge.crosstile import ExpectationResult, Status, check_expectation
 from tilegate.judge.offgpu import OffGpu, off_gpus
 from tilegate.judge.policy import Policy
+from tilegate.judge.renames import gone_check, removed_variants, renamed_baseline
 from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, row_order
+from tilegate.judge.shift import blame
 from tilegate.judge.vocabulary import Verdict
 from tilegate.markdown import listing
 
@@ -247,25 +247,8 @@ def _ensure_enough_samples(runs: Sequence[Run], baseline: Baseline) -> None:
             )
 
 
-def compare(
-    run: Run,
-    baseline: Baseline,
-    confirmations: Sequence[Run] = (),
-    *,
-    allow_missing: bool = False,
-    accounted: frozenset[str] = frozenset(),
-) -> Comparison:
-    """Judge every row and expectation; InputError when the baseline cannot judge this run.
-    `accounted`: baseline rows the run's coverage already fails it for (tilegate.judge.coverage),
-    not measured by a pull request's choice: reported there, not a reason to stop judging."""
-    ensure_comparable(run, baseline)
-    baseline = renamed_baseline(baseline, run)
-    gone = removed_variants(baseline, run)
-    for conf in confirmations:
-        _ensure_same_setup(run, conf)
-    policy = baseline.policy
-    reference = set(policy.reference_variants)
-
+def _ensure_shared(run: Run, baseline: Baseline) -> None:
+    """The run and the baseline share cases, each at the same parameters."""
     shared = [k for k in run.rows if k in baseline.rows]
     if not shared:
         raise InputError(
@@ -285,119 +268,146 @@ def compare(
                 f"results {run.path}, row {key}: measured at {differ}, but baseline {baseline.path} holds "
                 f"{held}. Run the baseline's shape, or rebaseline."
             )
-    _ensure_enough_samples([run, *confirmations], baseline)
-    measured_groups = run.groups
+
+
+def _missing(
+    run: Run, baseline: Baseline, gone: set[str], accounted: frozenset[str], allow: bool
+) -> list[str]:
+    """A baseline row whose group ran is missing, unless the run was not asked for its variant
+    (--perf-variants): that one was left out on purpose; a selected one that is absent stopped
+    running (crashed, skipped) and would escape the gate. InputError unless `allow`."""
     selected = run.env.variants
-    # a baseline row whose group ran is missing, unless the run was not asked for its variant
-    # (--perf-variants): that one was left out on purpose; a selected one that is absent stopped
-    # running (crashed, skipped) and would escape the gate
     missing = sorted(
         k
         for k, b in baseline.rows.items()
         if k not in run.rows
-        and b.group in measured_groups
+        and b.group in run.groups
         and (selected is None or b.variant in selected)
         and b.variant not in gone
         and k not in accounted
     )
-    if missing and not allow_missing:
+    if missing and not allow:
         raise InputError(
             f"results {run.path} lack {len(missing)} row(s) that baseline {baseline.path} holds, although their "
             f"groups were measured: {listing(missing)}. Such a case was skipped or failed before timing (see the "
             "pytest log); a case that stops running would escape the gate. Fix it, rebaseline if it was removed on "
             "purpose, or pass --allow-missing to judge the rest."
         )
+    return missing
 
-    verdicts: list[RowVerdict] = []
-    for key, row in run.rows.items():
-        base = baseline.rows.get(key)
-        is_ref = row.variant in reference
-        if base is None:
-            verdicts.append(
-                RowVerdict(
-                    key,
-                    Verdict.NEW,
-                    None,
-                    row,
-                    is_ref,
-                    note="not in the baseline: rebaseline to start judging it",
-                )
-            )
-            continue
-        verdicts.append(_judge(key, row, base, [row.samples_s], policy, is_ref))
-    for key, base in baseline.rows.items():
-        if key not in run.rows:
-            if base.variant in gone:
-                verdicts.append(
-                    RowVerdict(
-                        key,
-                        Verdict.GONE,
-                        base,
-                        None,
-                        base.variant in reference,
-                        note=f"variant {base.variant} is no longer in the registry: removed by "
-                        "this change (a rename says `renamed_from=`); the baseline still holds "
-                        "its rows",
-                    )
-                )
-                continue
-            if key in missing:
-                note = "skipped or failed before timing (--allow-missing)"
-            elif key in accounted:
-                note = "not measured: skipped or failed (the coverage says why)"
-            elif base.group in measured_groups and selected is not None:
-                note = "variant not selected for this run (--perf-variants)"
-            elif base.group in measured_groups:
-                note = "not measured in this run"
-            else:
-                note = "not in this run's profile"
-            verdicts.append(
-                RowVerdict(
-                    key, Verdict.NOT_MEASURED, base, None, base.variant in reference, note=note
-                )
-            )
 
+def _unmeasured(
+    run: Run,
+    base: BaselineRow,
+    gone: set[str],
+    missing: list[str],
+    accounted: frozenset[str],
+    reference: set[str],
+) -> RowVerdict:
+    """The verdict of a baseline row the run has not: GONE with its variant, else NOT MEASURED
+    and why."""
+    is_ref = base.variant in reference
+    if base.variant in gone:
+        note = (
+            f"variant {base.variant} is no longer in the registry: removed by this change (a "
+            "rename says `renamed_from=`); the baseline still holds its rows"
+        )
+        return RowVerdict(base.key, Verdict.GONE, base, None, is_ref, note=note)
+    measured = base.group in run.groups
+    if base.key in missing:
+        note = "skipped or failed before timing (--allow-missing)"
+    elif base.key in accounted:
+        note = "not measured: skipped or failed (the coverage says why)"
+    elif measured and run.env.variants is not None:
+        note = "variant not selected for this run (--perf-variants)"
+    else:
+        note = "not measured in this run" if measured else "not in this run's profile"
+    return RowVerdict(base.key, Verdict.NOT_MEASURED, base, None, is_ref, note=note)
+
+
+def _confirmed(
+    cmp: Comparison, confirmations: Sequence[Run], gone: set[str]
+) -> tuple[list[RowVerdict], list[ExpectationResult]]:
+    """The suspects of `cmp` judged on all their runs; its broken expectations checked again."""
+    run, baseline, runs = cmp.run, cmp.baseline, [cmp.run, *confirmations]
+    suspects = set(cmp.suspects())
+    verdicts = [
+        blame(_confirm(v, run, confirmations, baseline.policy), runs, baseline)
+        if v.key in suspects and v.base is not None and v.now is not None
+        else v
+        for v in cmp.rows
+    ]
     checks = [
-        check_expectation(
-            e, c.value, c.max_ratio, [run], stats.median(c.measured) if c.measured else None
+        check_expectation(c.expectation, c.value, c.max_ratio, runs, c.baseline_ratio)
+        if c.status is Status.FAIL
+        else c
+        for c in cmp.expectations
+    ]
+    return verdicts, [gone_check(c, gone) for c in checks]
+
+
+def compare(
+    run: Run,
+    baseline: Baseline,
+    confirmations: Sequence[Run] = (),
+    *,
+    allow_missing: bool = False,
+    accounted: frozenset[str] = frozenset(),
+) -> Comparison:
+    """Judge every row and expectation; InputError when the baseline cannot judge this run.
+    `accounted`: baseline rows the run's coverage already fails it for (tilegate.judge.coverage),
+    not measured by a pull request's choice: reported there, not a reason to stop judging."""
+    ensure_comparable(run, baseline)
+    baseline = renamed_baseline(baseline, run)
+    gone = removed_variants(baseline, run)
+    for conf in confirmations:
+        _ensure_same_setup(run, conf)
+    _ensure_shared(run, baseline)
+    _ensure_enough_samples([run, *confirmations], baseline)
+    missing = _missing(run, baseline, gone, accounted, allow_missing)
+    policy, reference = baseline.policy, set(baseline.policy.reference_variants)
+    verdicts = [
+        _judge(key, row, base, [row.samples_s], policy, row.variant in reference)
+        if (base := baseline.rows.get(key)) is not None
+        else RowVerdict(
+            key,
+            Verdict.NEW,
+            None,
+            row,
+            row.variant in reference,
+            note="not in the baseline: rebaseline to start judging it",
+        )
+        for key, row in run.rows.items()
+    ]
+    verdicts += [
+        _unmeasured(run, base, gone, missing, accounted, reference)
+        for key, base in baseline.rows.items()
+        if key not in run.rows
+    ]
+    checks = [
+        gone_check(
+            check_expectation(
+                e, c.value, c.max_ratio, [run], stats.median(c.measured) if c.measured else None
+            ),
+            gone,
         )
         for e in baseline.expectations
         for c in e.bounds
     ]
-
-    checks = [_gone_check(c, gone) for c in checks]
-    verdicts = [_blame(v, [run], baseline) for v in verdicts]
+    verdicts = [blame(v, [run], baseline) for v in verdicts]
     if confirmations:
-        suspects = set(Comparison(run, baseline, (), tuple(verdicts), tuple(checks)).suspects())
-        verdicts = [
-            _blame(_confirm(v, run, confirmations, policy), [run, *confirmations], baseline)
-            if v.key in suspects and v.base is not None and v.now is not None
-            else v
-            for v in verdicts
-        ]
-        checks = [
-            check_expectation(
-                c.expectation, c.value, c.max_ratio, [run, *confirmations], c.baseline_ratio
-            )
-            if c.status is Status.FAIL
-            else c
-            for c in checks
-        ]
-        checks = [_gone_check(c, gone) for c in checks]
-
+        first = Comparison(run, baseline, (), tuple(verdicts), tuple(checks))
+        verdicts, checks = _confirmed(first, confirmations, gone)
     off = _off_gpus(run, baseline)
-    if off:
-        bad = {g.index: g for g in off}
-        verdicts = [
-            replace(
-                v,
-                verdict=Verdict.OFF_GPU,
-                note=f"GPU {v.now.gpu_index}: {bad[v.now.gpu_index].why}",
-            )
-            if v.now is not None and v.now.gpu_index in bad
-            else v
-            for v in verdicts
-        ]
+    bad = {g.index: g for g in off}
+    verdicts = [
+        replace(
+            v, verdict=Verdict.OFF_GPU, note=f"GPU {v.now.gpu_index}: {bad[v.now.gpu_index].why}"
+        )
+        if v.now is not None and v.now.gpu_index in bad
+        else v
+        for v in verdicts
+    ]
     order, axes = run.variant_order, run.env.axes
     verdicts.sort(key=lambda v: row_order(v.params, v.variant, axes, order))
     return Comparison(
@@ -408,65 +418,6 @@ def compare(
         tuple(checks),
         tuple(missing),
         tuple(off),
-    )
-
-
-def renamed_baseline(baseline: Baseline, run: Run) -> Baseline:
-    """The baseline under the head's names: a renamed variant's rows and expectations (the
-    results' `renamed`, from the registry's `renamed_from`) judge it under its new name."""
-    stored = {b.variant for b in baseline.rows.values()}
-    stored |= {v for e in baseline.expectations for v in (e.faster, e.than)}
-    moves = {
-        old: new
-        for new, olds in getattr(run.env, "renamed", {}).items()
-        for old in olds
-        if old in stored and new not in stored
-    }
-    if not moves:
-        return baseline
-
-    def name(v: str | None) -> str | None:
-        return moves.get(v, v) if v is not None else None
-
-    rows = {}
-    for key, row in baseline.rows.items():
-        new = moves.get(row.variant)
-        if new is not None:
-            key = new + key[len(row.variant) :]
-            row = replace(row, key=key, variant=new, twin=name(row.twin))
-        elif row.twin in moves:
-            row = replace(row, twin=name(row.twin))
-        rows[key] = row
-    expectations = tuple(
-        replace(
-            e,
-            id=expectation_id(str(name(e.faster)), str(name(e.than)), e.where),
-            faster=str(name(e.faster)),
-            than=str(name(e.than)),
-        )
-        for e in baseline.expectations
-    )
-    return replace(baseline, rows=MappingProxyType(rows), expectations=expectations)
-
-
-def removed_variants(baseline: Baseline, run: Run) -> set[str]:
-    """Variants the baseline holds rows or expectations of that the head's registry lacks."""
-    if getattr(run.env, "registry", None) is None:
-        return set()  # a results file from before the suite recorded its registry
-    stored = {b.variant for b in baseline.rows.values()}
-    stored |= {v for e in baseline.expectations for v in (e.faster, e.than)}
-    return stored - set(run.env.registry)  # type: ignore[arg-type]
-
-
-def _gone_check(c: ExpectationResult, gone: set[str]) -> ExpectationResult:
-    lost = [v for v in (c.expectation.faster, c.expectation.than) if v in gone]
-    if not lost:
-        return c
-    return replace(
-        c,
-        status=Status.FAIL,
-        note=f"variant {' and '.join(lost)} no longer in the registry: the expectation went "
-        "with it (removed, not renamed)",
     )
 
 
@@ -519,77 +470,6 @@ def _judge(
     )
 
 
-def base_ratio_to_reference(base: BaselineRow, baseline: Baseline, reference: str) -> float | None:
-    """The row's ratio to the reference at rebaseline; for a baseline from before tilegate
-    stored it, the ratio of the two rows' medians (not paired: a little noisier)."""
-    if base.ratio_to_reference is not None:
-        return base.ratio_to_reference
-    ref = next(
-        (b for b in baseline.rows.values() if (b.variant, b.group) == (reference, base.group)),
-        None,
-    )
-    return base.median_s / ref.median_s if ref is not None else None
-
-
-def _blame(v: RowVerdict, runs: Sequence[Run], baseline: Baseline) -> RowVerdict:
-    """Keep a REGRESSED row only if its code changed or it also slowed against the reference.
-
-    Kernels timed in the same rounds share the GPU's power budget: one kernel's change moves
-    cuBLAS and unchanged neighbours too (4-5 % on the power-capped H200, docs/gate.md). A row
-    whose code hash is the baseline's and whose same-run ratio to the reference held is SHIFTED:
-    reported, never failed. The reference row itself is judged on its own.
-    """
-    if v.base is None or v.now is None or v.reference or v.verdict is not Verdict.REGRESSED:
-        return v
-    row, base = v.now, v.base
-    changed = None
-    # Hashes compare code only under the same compiler: a Triton upgrade changes every hash,
-    # and then only the ratio to the reference can tell which rows the upgrade slowed.
-    same_triton = runs[0].env.software.get("triton") == (
-        baseline.provenance.get("software") or {}
-    ).get("triton")
-    if (
-        row.code_hash
-        and base.code_hash
-        and same_triton
-        and same_scheme(row.code_hash, base.code_hash)
-    ):
-        changed = row.code_hash != base.code_hash
-    reference = runs[0].reference
-    then = base_ratio_to_reference(base, baseline, reference) if reference else None
-    now = (
-        [r for r in (run.ratio(row.variant, reference, row.group) for run in runs) if r is not None]
-        if reference
-        else []
-    )
-    if then is None or not now:
-        return replace(v, code_changed=changed, note=v.note + "; no reference row to tell a shift")
-    rel = [stats.rel_change(r, then) for r in now]
-    rel_delta = stats.median(rel)
-    v = replace(v, rel_delta=rel_delta, code_changed=changed)
-    if changed:  # once, though a confirmed row is judged here again
-        said = "; its compiled code changed since the baseline"
-        return replace(v, note=v.note if said in v.note else v.note + said)
-    if stats.majority([d > base.tolerance for d in rel]):
-        return replace(
-            v, note=v.note + f"; also against {reference} in the same rounds ({rel_delta:+.1%})"
-        )
-    return replace(
-        v,
-        verdict=Verdict.SHIFTED,
-        note=f"slower by {v.delta:+.1%}, but its ratio to {reference} in the same rounds moved "
-        f"{rel_delta:+.1%} and its code "
-        + (
-            "is unchanged"
-            if changed is False
-            else "has no hash to compare"
-            if same_triton
-            else "was compiled by another Triton than the baseline's"
-        )
-        + ": a machine or neighbour shift, not this row",
-    )
-
-
 def _confirm(v: RowVerdict, run: Run, confirmations: Sequence[Run], policy: Policy) -> RowVerdict:
     assert v.base is not None and v.now is not None
     extra = [c.rows[v.key].samples_s for c in confirmations if v.key in c.rows]
@@ -602,8 +482,3 @@ def _confirm(v: RowVerdict, run: Run, confirmations: Sequence[Run], policy: Poli
     if judged.verdict is Verdict.OK:
         note += "; not confirmed: the first run was noise"
     return replace(judged, note=note)
-
-
-def same_scheme(a: str, b: str) -> bool:
-    """Whether two code hashes were taken the same way (a hash of another scheme: not comparable)."""
-    return a.rsplit("sha256:", 1)[0] == b.rsplit("sha256:", 1)[0]

@@ -7,7 +7,7 @@ has its own `str` Enum below, whose members are words of `Word`: a word two judg
 meaning, spelled once.
 
 * stored: a row against the stored baseline (`Verdict`, tilegate.judge.verdict);
-* ab: a case of the head against its base, in the same rounds (`ABVerdict`, tilegate.judge.ab;
+* ab: a case of the head against its base, in the same rounds (`ABVerdict`, tilegate.judge.abcase;
   an upgrade is an A/B of one tree under two environments);
 * expectation: a relational expectation at one value of its axis (`Status`,
   tilegate.judge.crosstile);
@@ -128,7 +128,7 @@ class Verdict(str, enum.Enum):
 
 
 class ABVerdict(str, enum.Enum):
-    """A case of the head against its base, measured in the same rounds (tilegate.judge.ab)."""
+    """A case of the head against its base, measured in the same rounds (tilegate.judge.abcase)."""
 
     SLOWER = Word.SLOWER.value
     FASTER = Word.FASTER.value

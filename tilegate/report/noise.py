@@ -1,11 +1,11 @@
 """The A/B noise file as `tilegate ab-noise` prints it: per case its A/A ratios, spread, noise
-and tolerance (tilegate.judge.ab builds it)."""
+and tolerance (tilegate.judge.abnoise builds it)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tilegate.judge.ab import MIN_NOISE_RUNS, POOLED, Noise
+from tilegate.judge.abnoise import MIN_NOISE_RUNS, POOLED, Noise
 from tilegate.markdown import table
 
 

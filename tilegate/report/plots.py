@@ -18,7 +18,8 @@ from typing import Any
 
 import matplotlib  # the `plots` extra: missing, the import fails here, where the gate catches it
 
-from tilegate.judge.crosstile import CrossTilePair, Status, crosstile_pairs
+from tilegate.judge.crosstile import CrossTilePair, Status
+from tilegate.judge.gate import Judgement
 from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison, Verdict
 
@@ -43,43 +44,29 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def _x_axis(run: Run) -> str:
-    relations = run.relations()
-    return relations[0][2] if relations else run.env.axes[-1]
-
-
-def make_plots(run: Run, cmp: Comparison | None, directory: Path) -> list[Path]:
-    """Write every plot for this run into `directory`; return their paths."""
+def make_plots(judged: Judgement, directory: Path) -> list[Path]:
+    """Write every plot of the Judgement into `directory` (its rows' verdicts, its declared
+    pairs: `Judgement.pairs`); return their paths."""
     plt = _pyplot()
-    out = []
-    x = _x_axis(run)
-    others = run.series(x)
+    run, cmp = judged.run, judged.comparison
+    x = judged.pairs[0].per if judged.pairs else run.env.axes[-1]
+    others = tuple(a for a in run.env.axes if a != x)
     settings = sorted({tuple(r.params.get(a) for a in others) for r in run.rows.values()}, key=repr)
+    times, pairs = [], []
     try:
         for setting in settings:
-            name = "-".join(map(str, setting)) or "all"
-            out.append(
-                _times(
-                    plt,
-                    run,
-                    cmp,
-                    x,
-                    dict(zip(others, setting, strict=False)),
-                    directory / f"times-{name}.png",
-                )
+            name, where = (
+                "-".join(map(str, setting)) or "all",
+                dict(zip(others, setting, strict=False)),
             )
-        fams = crosstile_pairs(run, cmp.baseline if cmp else None)
-        for setting in settings:
-            where = dict(zip(others, setting, strict=False))
-            mine = [f for f in fams if f.per == x and dict(f.where) == where]
+            times.append(_times(plt, run, cmp, x, where, directory / f"times-{name}.png"))
+            mine = [f for f in judged.pairs if f.per == x and dict(f.where) == where]
             if mine:
-                name = "-".join(map(str, setting)) or "all"
-                out.append(
-                    _crosstile(plt, mine, cmp, run.env.smoke, directory / f"crosstile-{name}.png")
-                )
+                path = directory / f"crosstile-{name}.png"
+                pairs.append(_crosstile(plt, mine, cmp, run.env.smoke, path))
     finally:
         plt.close("all")
-    return out
+    return times + pairs
 
 
 def _throughput(row: Any, seconds: float) -> tuple[float | None, str]:
@@ -163,19 +150,9 @@ def _delta_bars(
             at = j - 0.4 + width * (i + 0.5)
             colour = _VERDICT_COLOUR.get(verdict.verdict, "#9e9e9e")
             ax.bar(at, verdict.delta * 100, width * 0.9, color=colour, edgecolor="black", lw=0.3)
-            ax.plot(
-                [at - width / 2, at + width / 2],
-                [verdict.tolerance * 100] * 2,
-                color="black",
-                lw=1.2,
-            )
-            ax.plot(
-                [at - width / 2, at + width / 2],
-                [-verdict.tolerance * 100] * 2,
-                color="black",
-                lw=0.6,
-                alpha=0.5,
-            )
+            for sign, lw, alpha in ((1, 1.2, 1.0), (-1, 0.6, 0.5)):  # its tolerance, both ways
+                tick = [sign * verdict.tolerance * 100] * 2
+                ax.plot([at - width / 2, at + width / 2], tick, color="black", lw=lw, alpha=alpha)
             if abs(verdict.delta) > verdict.tolerance * 0.8 or verdict.verdict is not Verdict.OK:
                 ax.annotate(
                     v.replace("_persistent", "").replace("_", " "),

@@ -21,7 +21,9 @@ from typing import Any
 
 from tilegate.errors import EXIT_CANNOT_JUDGE
 from tilegate.harness.identity import UNKNOWN
-from tilegate.judge.ab import HOST_POLICY, UNSTABLE_TODO, ABCase, ABComparison, ABVerdict
+from tilegate.judge.abcase import UNSTABLE_TODO, ABCase
+from tilegate.judge.abcompare import ABComparison
+from tilegate.judge.abnoise import HOST_POLICY
 from tilegate.judge.autotune import TUNER_FLIP
 from tilegate.judge.baseline import DEFAULT_DIR, Baseline
 from tilegate.judge.bisection import command
@@ -31,9 +33,10 @@ from tilegate.judge.gate import Judgement
 from tilegate.judge.outcome import Outcome
 from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison, Verdict
+from tilegate.judge.vocabulary import ABVerdict
 from tilegate.markdown import listing, ms, p_value, pct, short_sha, table
 from tilegate.report import memory
-from tilegate.report.comment import DECIDING
+from tilegate.report.pr_comment import DECIDING
 from tilegate.report.why import why_section
 
 _VERDICT_TEXT = {
@@ -517,7 +520,7 @@ def _ab_summary(ab: ABComparison) -> list[str]:
 
 
 def _bounds(cases: Sequence[ABCase]) -> list[str]:
-    """What bounds each case's call, and which time it was judged on (tilegate.judge.ab's
+    """What bounds each case's call, and which time it was judged on (tilegate.judge.abcompare's
     judge_bound): the GPU, or the host (host time per call at or above the GPU time on either
     side); nothing where no host time was measured (the smoke profile)."""
     gpu, host, held = [], [], []
@@ -554,7 +557,7 @@ def _ab_rows(cases: Sequence[Any]) -> list[Sequence[Any]]:
     rows: list[Sequence[Any]] = []
     for c in cases:
         code = {True: "changed", False: "same", None: "?"}[c.code_changed]
-        if UNKNOWN in (c.head.code_hash_kind, c.base.code_hash_kind):
+        if UNKNOWN in (c.head and c.head.code_hash_kind, c.base and c.base.code_hash_kind):
             code = "unknown (profiler unreadable)"  # never "same": judged on its time
         rows.append(
             (
@@ -575,7 +578,7 @@ def _ab_rows(cases: Sequence[Any]) -> list[Sequence[Any]]:
 
 def _gpu(c: Any) -> tuple[float | None, float | None]:
     """The GPU time per call, base and head: the medians of the paired rounds the ratio pools
-    (judged on the host: those of the GPU time, tilegate.judge.ab's gpu_medians_s)."""
+    (judged on the host: those of the GPU time, tilegate.judge.abcompare's gpu_medians_s)."""
     if getattr(c, "gpu_medians_s", None) is not None:
         return c.gpu_medians_s[0], c.gpu_medians_s[1]
     return _median(c.base_median_s, c.base), _median(c.head_median_s, c.head)
@@ -583,7 +586,7 @@ def _gpu(c: Any) -> tuple[float | None, float | None]:
 
 def _host(c: Any) -> str:
     """The host time per call, base -> head, and which time the verdict is on (the one that
-    bounds the call: tilegate.judge.ab's judged_on), e.g. `0.021 -> 0.024 (judged)`: judged,
+    bounds the call: tilegate.judge.abcompare's judged_on), e.g. `0.021 -> 0.024 (judged)`: judged,
     the medians of the paired rounds its ratio pools; else each row's own."""
     if getattr(c, "judged_on", "gpu") == "host" and c.base_median_s is not None:
         b, h = c.base_median_s, c.head_median_s
@@ -1163,7 +1166,7 @@ def render(
         ]
         out += [*_summary(cmp, judged.outcome), ""]
         if suspects_path is not None:
-            n = len(judged.suspects())
+            n = len(judged.suspects)
             out += [
                 f"{n} case(s) to measure again written to `{suspects_path}`."
                 if n
@@ -1172,6 +1175,8 @@ def render(
             ]
     elif ab is None:
         out += [f"Results `{run.path}`. {judged.no_baseline or ''}".rstrip(), ""]
+    elif judged.no_baseline:
+        out += [f"No stored baseline for `{run.env.gpu.slug}`: judged on the A/B alone.", ""]
     out += [*_environment(run, cmp.baseline if cmp else None), ""]
     out += _pairs(judged.pairs, cmp)
     if cmp is not None:

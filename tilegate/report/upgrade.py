@@ -1,6 +1,6 @@
 """The top of an upgrade A/B's report: what differs between its two sides' environments.
 
-The verdicts are the A/B's (tilegate.judge.ab, rendered by tilegate.report.render); this says
+The verdicts are the A/B's (tilegate.judge.abcompare, rendered by tilegate.report.render); this says
 what the upgrade is, in words (``Triton 3.6.0 -> 3.9.0``), where each side's code came from,
 and, for a Triton upgrade, the compile fingerprint's upgrade report.
 """

@@ -4,7 +4,7 @@ prune: each commit's [tool.tilegate] source laid over GOOD's tree (GOOD's protoc
 commit: the same cases), each case called once under identity capture in a side process
 (tilegate.harness.sides), nothing timed; a source tree seen before shares its identity; equal runs
 collapse into groups; a commit that does not build, import or run is skipped. confirm: a paired A/B
-of GOOD against BAD (`tilegate perf --ab`'s suite, judge.ab's interval). search: the first commit
+of GOOD against BAD (`tilegate perf --ab`'s suite, judge.abcase's interval). search: the first commit
 of a group against GOOD (tilegate.judge.bisection decides). sandwich: each culprit against its
 parent, more rounds, explained (tilegate.explain.diff). A point of the range is a tree with
 harness.base's SOURCE_FILE beside it; a range of Triton or library versions (`--versions`, later)
@@ -256,7 +256,7 @@ class Bisect:
 
     def _measure(self, kind: str, head: str, base: str, rounds: int) -> list[bis.Read]:
         """One attempt: the A/B suite, HEAD's point the head and BASE's the base, `rounds` paired
-        rounds of every case; each case read from judge.ab's interval."""
+        rounds of every case; each case read from judge.abcase's interval."""
         rec: dict[str, Any] = {"kind": kind, "commit": head, "against": base, "rounds": rounds}
         old = next((o for o in self.done if {k: o.get(k) for k in rec} == rec), None)
         if old is not None:  # --resume: this attempt was measured before
@@ -265,9 +265,9 @@ class Bisect:
             return _reads(old)
         from tilegate.explain.diff import explain_cases
         from tilegate.harness.sides import SIDE_FAILURE_FILE
-        from tilegate.judge.ab import compare_ab, load_noise, noise_path
-        from tilegate.judge.results import load_results
+        from tilegate.judge.abcompare import compare_ab
         from tilegate.run.loop import run_suite, suite_failure
+        from tilegate.store.files import Baselines, load_results
 
         n, cases = len(self.state["steps"]) + 1, self.state.get("moved") or self.state["cases"]
         where = self.out / "steps" / f"{n:02d}-{kind}-{head[:12]}"
@@ -285,10 +285,8 @@ class Bisect:
         if not results.exists() or results.stat().st_size == 0:
             raise InputError(f"{said}: {suite_failure(code, results)}")
         run = load_results(results)
-        noise = noise_path(run.env.gpu.slug, self.config.baselines_dir)
-        judged = {
-            c.key: c for c in compare_ab(run, load_noise(noise) if noise.exists() else None).cases
-        }
+        noise = Baselines(self.config.baselines_dir).load_noise(run.env.gpu.slug)
+        judged = {c.key: c for c in compare_ab(run, noise).cases}
         rec |= {"step": n, "cases": {}}
         for key in cases:
             c = judged.get(key)

@@ -21,13 +21,14 @@ from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
 from tilegate.explain.diff import decided, explain_cases, explain_judgement
 from tilegate.explain.diff import write as write_explanations
 from tilegate.fileio import atomic_write_json, atomic_write_text
-from tilegate.judge.ab import ABComparison
-from tilegate.judge.gate import VERDICTS, Judgement, judge
+from tilegate.judge.abcompare import ABComparison
+from tilegate.judge.gate import VERDICTS, Judgement
 from tilegate.judge.integrity import Integrity
-from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison
 from tilegate.report.cannot_judge import cannot_judge_report
+from tilegate.report.pr_comment import deciding_section
 from tilegate.report.render import render
+from tilegate.store.files import judge_files
 
 
 @dataclass(frozen=True)
@@ -49,14 +50,15 @@ class Gated:
         return self.judgement.headline if self.judgement is not None else ""
 
 
-def record(judged: Judgement, results: Path) -> dict[str, Any]:
-    """The Judgement's record (`Judgement.record`) with what `tilegate explain` needs beside it:
-    the results file's digest (a record of another file is not this run's) and the decided
-    cases it explains."""
+def record(judged: Judgement, results: Path, text: str) -> dict[str, Any]:
+    """The Judgement's record (`Judgement.record`) with what `tilegate explain` needs beside it
+    (the results file's digest: a record of another file is not this run's; the decided cases
+    it explains) and the report's deciding cases, which the PR comment shows."""
     return {
         **judged.record(),
         "results_sha256": hashlib.sha256(results.read_bytes()).hexdigest(),
         "explained": [list(p) for p in decided(judged.comparison, judged.ab)],
+        "deciding": deciding_section(text),
     }
 
 
@@ -72,14 +74,14 @@ def _cannot_judge(reason: str, report_path: Path | None) -> Gated:
     return Gated(EXIT_CANNOT_JUDGE, "", error=reason)
 
 
-def _plots(run: Run, cmp: Comparison | None, directory: Path | None) -> tuple[list[Path], str]:
+def _plots(judged: Judgement, directory: Path | None) -> tuple[list[Path], str]:
     if directory is None:
         return [], ""
     try:
         from tilegate.report import plots
     except ImportError as err:  # matplotlib is optional
         return [], f"no plots: {err} (install them with `pip install 'tilegate[plots]'`)"
-    return plots.make_plots(run, cmp, directory), ""
+    return plots.make_plots(judged, directory), ""
 
 
 def gate(
@@ -103,7 +105,7 @@ def gate(
     to measure again (`Judgement.suspects`) to `suspects_path`, one a line.
     """
     try:
-        judged = judge(
+        judged = judge_files(
             results,
             baseline,
             confirmations,
@@ -114,8 +116,8 @@ def gate(
             integrity=integrity,
         )
         if suspects_path is not None:
-            atomic_write_text(suspects_path, "".join(f"{k}\n" for k in judged.suspects()))
-        plot_files, plot_note = _plots(judged.run, judged.comparison, plots_dir)
+            atomic_write_text(suspects_path, "".join(f"{k}\n" for k in judged.suspects))
+        plot_files, plot_note = _plots(judged, plots_dir)
         # why each decided case with changed code changed (never raises: "unavailable: why")
         t_explain = time.perf_counter()
         explanations = explain_judgement(results, judged.comparison, judged.ab)
@@ -138,7 +140,7 @@ def gate(
     if report_path is not None:
         try:
             atomic_write_text(report_path, text)
-            atomic_write_json(report_path.parent / VERDICTS, record(judged, results))
+            atomic_write_json(report_path.parent / VERDICTS, record(judged, results, text))
         except InputError as err:  # e.g. --report names a directory
             return Gated(EXIT_CANNOT_JUDGE, "", error=str(err))
     notes = judged.notes + ((plot_note,) if plot_note else ())

@@ -278,7 +278,7 @@ class Perf:
         if slug is None:
             return self._fail("no GPU here")
         if self.baselines_from is not None:
-            from tilegate.judge.integrity import check_pull_request
+            from tilegate.store.files import check_pull_request
 
             self.integrity = check_pull_request(
                 self.baselines_from,
@@ -395,14 +395,11 @@ class Perf:
     def _check_inputs(self, baseline: Path) -> None:
         """The stored inputs read and validated before anything is measured (InputError naming
         the file): the baseline and the tolerances beside it."""
-        from tilegate.judge.baseline import load_baseline
-        from tilegate.judge.policy import load_tolerances
+        from tilegate.store.files import Baselines, load_baseline
 
         if baseline.exists():
             load_baseline(baseline)
-        tolerances = baseline.parent / "tolerances.toml"
-        if tolerances.exists():
-            load_tolerances(tolerances)
+        Baselines(baseline.parent).tolerances()
 
     def _what_to_confirm(self, judged: Gated, suspects: Path, i: int) -> str | None:
         """The suite option that names what confirmation `i` measures, or None: nothing to.
@@ -507,12 +504,10 @@ def ab_tolerances(slug: str, baselines_dir: Path, out_dir: Path) -> Path:
     """The A/B noise file's per-case tolerances as the suite's stopping rule reads them
     (tilegate.harness.budget): the same tolerances the verdict will apply."""
     from tilegate.harness.budget import save_tolerances, tolerances_from_noise
-    from tilegate.judge.ab import load_noise, noise_path
+    from tilegate.store.files import Baselines
 
-    noise_file = noise_path(slug, baselines_dir)
-    noise = load_noise(noise_file) if noise_file.exists() else None
     out = out_dir / "ab-tolerances.json"
-    save_tolerances(tolerances_from_noise(noise), out)
+    save_tolerances(tolerances_from_noise(Baselines(baselines_dir).load_noise(slug)), out)
     return out
 
 

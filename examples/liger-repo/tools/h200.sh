@@ -9,17 +9,20 @@
 # 5.2.3); git. tilegate is this checkout's (PYTHONPATH), as an adopter's installed tilegate: the
 # Liger tree has no tilegate/ of its own. Nothing is downloaded.
 #
-# Each step is what perf.yml runs on a pull request, the base's gate script on the head's
-# checkout (`--via python`: Liger's tree has no tools/gpu-nox.sh):
+# Each step is what the workflow `tilegate init --ci github` writes runs on a pull request, in
+# the head's checkout (the tilegate on PYTHONPATH judges: Liger's tree has no tilegate/):
 #
-#   python tools/ci/gate_from_base.py --base BASE --repo CLONE --via python --out-dir DIR \
-#       -- --profile quick --no-plots
+#   (cd CLONE && python -m tilegate ci --base BASE --out-dir DIR -- --profile quick --no-plots)
 #
 #   945    head pr-945-head  (#945, LayerNorm backward: atomics -> persistent reduction)
 #          base pr-945-base  (its parent + the graft)
 #   1266   head pr-1266-head (#1266, cross-entropy: exp -> exp2)
 #          base pr-1266-base
 #   aa     $AA runs (default 3) of head aa, base pr-945-head: the same tree on both sides
+#   dx     head aa + RMSNorm's backward allocating its dX instead of writing it into the grad
+#          buffer in place (a library change, not the protocol's), base aa: MORE MEMORY expected
+#   host10 head aa + about 10 us of host work in each call of rms_norm's forward wrapper, base
+#          aa: SLOWER on its host time expected (judged over worker processes)
 #
 # No baseline is stored (baselines/ holds a README only): each run is judged by its A/B, within
 # the 3 % ceiling (no A/A noise file). Into OUT (3 files): summary.md (per step: exit code, wall
@@ -59,9 +62,23 @@ WORK=$(mktemp -d /tmp/liger-repo-h200.XXXXXX)
 CLONE=$WORK/liger
 git clone -q "$BUNDLE" "$CLONE" || die "cannot clone $BUNDLE"
 git -C "$CLONE" config user.name h200 && git -C "$CLONE" config user.email h200@localhost
-export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+# tilegate from its built wheel, as an adopter installs it (not this checkout on the path)
+"$PY" -m pip wheel -q --no-deps --no-build-isolation -w "$WORK/whl" "$ROOT" >/dev/null &&
+    "$PY" -m pip install -q --no-deps --target "$WORK/site" "$WORK"/whl/tilegate-*.whl || die "cannot build tilegate's wheel"
+export PYTHONPATH="$WORK/site${PYTHONPATH:+:$PYTHONPATH}"
 export TRITON_CACHE_DIR=$WORK/triton-cache # cold for the first step, warm after
-ref() { git -C "$CLONE" rev-parse --verify -q "origin/$1^{commit}" || die "the bundle has no $1"; }
+ref() { git -C "$CLONE" rev-parse --verify -q "origin/$1^{commit}" || git -C "$CLONE" rev-parse --verify -q "$1^{commit}" || die "the bundle has no $1"; }
+edited() { # edited NAME FILE OLD NEW: aa with one exact snippet of FILE replaced, as branch NAME
+    git -C "$CLONE" checkout -q -B "$1" "$(ref aa)" && "$PY" - "$CLONE/$2" "$3" "$4" <<'PYEOF' &&
+import sys
+from pathlib import Path
+p, old, new = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+s = p.read_text()
+assert s.count(old) == 1, f"{p}: snippet not found once: {old!r}"
+p.write_text(s.replace(old, new))
+PYEOF
+        git -C "$CLONE" commit -qam "$1" || die "cannot make $1"
+}
 
 say "environment"
 "$PY" - "$PROFILE" <<'PYEOF' | tee "$WORK/env.txt" || die "the environment is not usable (above)"
@@ -86,7 +103,7 @@ git -C "$CLONE" log --oneline --all | sed 's/^/bundle: /'
 
 SUMMARY=$WORK/summary.md
 {
-    echo "# Liger-Kernel's repository through tools/ci/gate_from_base.py (profile $PROFILE)"
+    echo "# Liger-Kernel's repository through tilegate ci (profile $PROFILE)"
     echo
     echo '```'
     cat "$WORK/env.txt"
@@ -146,9 +163,9 @@ step() { # step NAME HEAD_REF BASE_REF
     git -C "$CLONE" checkout -q --detach "$head" || die "cannot check out $2"
     rm -rf "$dir" && mkdir -p "$dir"
     t0=$(date +%s.%N)
-    timeout "$((left < STEP_TIMEOUT ? left : STEP_TIMEOUT))" "$PY" "$ROOT/tools/ci/gate_from_base.py" \
-        --base "$base" --repo "$CLONE" --via python --out-dir "$dir" \
-        -- --profile "$PROFILE" --no-plots "${EXTRA[@]}" 2>&1 | tee "$dir/gate-from-base.log"
+    (cd "$CLONE" && timeout "$((left < STEP_TIMEOUT ? left : STEP_TIMEOUT))" "$PY" -m tilegate ci \
+        --base "$base" --out-dir "$dir" \
+        -- --profile "$PROFILE" --no-plots "${EXTRA[@]}") 2>&1 | tee "$dir/tilegate-ci.log"
     rc=${PIPESTATUS[0]}
     t1=$(date +%s.%N)
     wall=$(awk "BEGIN{printf \"%.1f\", $t1 - $t0}")
@@ -161,7 +178,7 @@ step() { # step NAME HEAD_REF BASE_REF
         digest "$dir"
     } >>"$SUMMARY"
     mkdir -p "$WORK/steps/$name"
-    for f in report.md results.json gate.json gate-base.log gate-from-base.log; do
+    for f in report.md results.json gate.json gate-base.log tilegate-ci.log; do
         [ -f "$dir/$f" ] && cp "$dir/$f" "$WORK/steps/$name/"
     done
 }
@@ -169,8 +186,23 @@ step() { # step NAME HEAD_REF BASE_REF
 for s in "${RUN[@]}"; do
     case $s in
     945 | 1266) step "$s" "pr-$s-head" "pr-$s-base" ;;
+    dx)
+        edited edit-dx src/liger_kernel/ops/rms_norm.py "    if in_place is True:
+        dX = dY" "    if False:  # dX allocated, never written into dY
+        dX = dY"
+        step dx edit-dx aa ;;
+    host10)
+        edited edit-host10 src/liger_kernel/ops/rms_norm.py "def rms_norm_forward(X, W, eps, offset, casting_mode, row_mode):
+" "def rms_norm_forward(X, W, eps, offset, casting_mode, row_mode):
+    import time as _t
+
+    _end = _t.perf_counter() + 10e-6  # about 10 us of host work per call
+    while _t.perf_counter() < _end:
+        pass
+"
+        step host10 edit-host10 aa ;;
     aa) for i in $(seq 1 "$AA"); do step "aa-$i" aa pr-945-head; done ;;
-    *) die "unknown step $s (known: 945 1266 aa)" ;;
+    *) die "unknown step $s (known: 945 1266 aa dx host10)" ;;
     esac
 done
 

@@ -1,23 +1,19 @@
 """The sticky pull-request comment: one per pull request, created once, then edited in place.
 
-The perf workflow's GPU job (the PR's code, a read-only token) writes `.perf/comment.json` into
-its artifact; the `pr comment` workflow (`.github/workflows/pr-comment.yml`, started by
-`workflow_run` of perf, so it runs the base branch's code, never the PR's) reads those files and
-calls `python -m tilegate.report.comment post`. The summary file, one per GPU model:
+`tilegate ci` renders one GPU's comment from its verdicts.json (`render`: comment.md); `tilegate
+comment --pr N --head-sha SHA --gpu SLUG` writes the same facts as `.perf/comment.json` into the
+GPU job's artifact (the PR's code, a read-only token); a workflow started by `workflow_run` (it
+runs the default branch's code, never the PR's) reads those files and calls `tilegate comment
+post`. The summary file, one per GPU model:
 
     {"schema": "tilegate-comment/1",
      "pr": 123,                      # the pull request number
      "head_sha": "<40 hex>",         # the PR head commit measured
      "gpu": "nvidia-h200",
-     "exit_code": 0 | 1 | 2 | null,  # nox -s perf's (null: it never finished)
-     "judged": true,                 # false: no baseline for this GPU yet (measured, not judged)
-     "headline": "...",              # the report's first line (without "# "), or the job
-                                     # summary's headline when no report was written
-     "deciding": "markdown"}         # the report's `## Deciding cases` section (may be empty)
-
-The perf job writes it with `python3 -m tilegate.report.comment write` (`write_summary`), which
-takes the deciding cases from the report (`deciding_section`; tilegate.report.render writes that
-section under the heading `DECIDING`).
+     "exit_code": 0 | 1 | 2 | null,  # the gate's (`tilegate ci`'s decision where it made one)
+     "judged": true,                 # false in older files: no baseline for this GPU (not judged)
+     "headline": "...",              # the decision's headline (verdicts.json)
+     "deciding": "markdown"}         # the report's `## Deciding cases` (verdicts.json's `deciding`)
 
 Everything in it came from a PR's run and is untrusted: the number and head commit are checked
 against the pull request through the API (a summary naming another PR or another commit is
@@ -28,11 +24,8 @@ dependency) and a replaceable transport, so tests replay a recorded exchange.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import re
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
@@ -40,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
+from tilegate.errors import InputError
+from tilegate.fileio import atomic_write_json
 
 MARKER = "<!-- tilegate-perf -->"
 SCHEMA = "tilegate-comment/1"
@@ -79,6 +73,9 @@ def urllib_transport(method: str, url: str, body: Any, headers: Mapping[str, str
         return Response(err.code, parsed, "")
 
 
+TRANSPORT: Transport = urllib_transport  # what GitHub calls the API through (tests replay)
+
+
 @dataclass(frozen=True)
 class Summary:
     pr: int
@@ -101,6 +98,11 @@ def read_summary(path: Path) -> Summary:
         data = json.loads(path.read_text("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as err:
         raise InputError(f"PR comment summary {path}: not readable JSON ({err})") from err
+    return checked(data, path)
+
+
+def checked(data: Any, path: Path) -> Summary:
+    """A comment.json's data as the comment job accepts it (InputError naming `path`)."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise InputError(f"PR comment summary {path}: not a {SCHEMA} file")
     pr, sha, gpu, rc = data.get("pr"), data.get("head_sha"), data.get("gpu"), data.get("exit_code")
@@ -137,54 +139,46 @@ def deciding_section(report: str) -> str:
     return "\n".join(lines[start:end]).strip()
 
 
+def decision(record: Mapping[str, Any]) -> tuple[str, int | None]:
+    """A verdicts.json record's headline and exit code: `tilegate ci`'s decision where it wrote
+    one (a gate change leads the report), else the Judgement's."""
+    ci = record.get("ci") or {}
+    rc = ci.get("exit", record.get("exit_code"))
+    return str(ci.get("headline") or record.get("headline") or ""), rc if isinstance(
+        rc, int
+    ) else None
+
+
+def summary_of(
+    record: Mapping[str, Any], *, pr: int = 0, head_sha: str = "", gpu: str = ""
+) -> Summary:
+    words, rc = decision(record)
+    return Summary(pr, head_sha, gpu, rc, True, words, str(record.get("deciding") or ""))
+
+
+def render(record: Mapping[str, Any], *, head_sha: str = "", gpu: str = "") -> str:
+    """One GPU's comment (comment.md) from its verdicts.json record."""
+    return body([summary_of(record, head_sha=head_sha, gpu=gpu)], None, None)
+
+
 def write_summary(
-    out: Path,
-    *,
-    pr: int,
-    head_sha: str,
-    gpu: str,
-    exit_code: int | None,
-    judged: bool,
-    headline: str,
-    report: Path | None = None,
-) -> dict[str, Any]:
-    """Write one GPU's comment.json (what `read_summary` reads) from the job's facts and its
-    report: the headline is the report's first line when there is a report, `headline` else."""
-    text = ""
-    if report is not None:
-        try:
-            text = report.read_text("utf-8", errors="replace")
-        except OSError:
-            text = ""
-    first = text.splitlines()[0] if text.strip() else ""
+    out: Path, record: Mapping[str, Any], *, pr: int, head_sha: str, gpu: str
+) -> None:
+    """One GPU's comment.json (what `post` reads) from its verdicts.json record; InputError
+    naming `out`, and nothing written, when the comment job would refuse it."""
+    s = summary_of(record, pr=pr, head_sha=head_sha, gpu=gpu)
     data = {
         "schema": SCHEMA,
         "pr": pr,
         "head_sha": head_sha,
         "gpu": gpu,
-        "exit_code": exit_code,
-        "judged": judged,
-        "headline": first.removeprefix("# ").strip() or headline,
-        "deciding": deciding_section(text)[:MAX_DECIDING],
+        "exit_code": s.exit_code,
+        "judged": True,
+        "headline": s.headline,
+        "deciding": s.deciding[:MAX_DECIDING],
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", "utf-8")
-    try:
-        read_summary(tmp)  # what the comment job will accept, or InputError now
-    except InputError as err:
-        tmp.unlink()
-        raise InputError(str(err).replace(str(tmp), str(out))) from None
-    tmp.replace(out)
-    return data
-
-
-def _exit_code(text: str) -> int | None:
-    """The measure step's `rc` output: '' (it never finished) or anything not a number is null."""
-    try:
-        return int(text)
-    except ValueError:
-        return None
+    checked(data, out)
+    atomic_write_json(out, data)
 
 
 def verdict(s: Summary) -> str:
@@ -196,35 +190,31 @@ def verdict(s: Summary) -> str:
     )
 
 
-def body(summaries: Sequence[Summary], run_url: str, page_url: str | None) -> str:
+def body(summaries: Sequence[Summary], run_url: str | None, page_url: str | None) -> str:
     """The comment: the marker, one verdict line per GPU, each GPU's deciding cases, links."""
     head = summaries[0].head_sha
-    lines = [MARKER, f"## tilegate perf: `{head[:10]}`", ""]
+    lines = [MARKER, "## tilegate perf" + (f": `{head[:10]}`" if head else ""), ""]
     lines += ["| GPU | verdict | headline |", "|---|---|---|"]
+    gpu = {s.gpu: f"`{s.gpu}`" if s.gpu else "this GPU" for s in summaries}
     for s in summaries:
-        lines.append(f"| `{s.gpu}` | {verdict(s)} | {s.headline.replace('|', '/')} |")
+        lines.append(f"| {gpu[s.gpu]} | {verdict(s)} | {s.headline.replace('|', '/')} |")
     for s in summaries:
         if s.deciding.strip():
-            lines += ["", f"**Deciding cases on `{s.gpu}`**", "", s.deciding.strip()]
-    links = [f"[full report: the run's summary]({run_url})"]
-    if page_url:
-        links.append(f"[history page]({page_url})")
-    lines += [
-        "",
-        " · ".join(links),
-        "",
-        "<sub>Edited in place on every perf run of this pull request.</sub>",
-    ]
+            lines += ["", f"**Deciding cases on {gpu[s.gpu]}**", "", s.deciding.strip()]
+    links = [f"[full report: the run's summary]({run_url})"] if run_url else []
+    links += [f"[history page]({page_url})"] if page_url else []
+    lines += ["", " · ".join(links), ""] if links else [""]
+    lines.append("<sub>Edited in place on every perf run of this pull request.</sub>")
     return "\n".join(lines) + "\n"
 
 
 class GitHub:
     def __init__(
-        self, repo: str, token: str, transport: Transport = urllib_transport, api: str = API
+        self, repo: str, token: str, transport: Transport | None = None, api: str = API
     ) -> None:
         if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
             raise InputError(f"repository {repo!r} is not owner/name")
-        self.repo, self.api, self._send = repo, api.rstrip("/"), transport
+        self.repo, self.api, self._send = repo, api.rstrip("/"), transport or TRANSPORT
         self._headers = {
             "Accept": "application/vnd.github+json",
             "Authorization": f"Bearer {token}",
@@ -287,64 +277,3 @@ def post(
         return Posted("edited", int(c["id"]), str(c["html_url"]))
     c = gh.call("POST", f"/issues/{pr}/comments", {"body": text}, ok=(201,)).body
     return Posted("created", int(c["id"]), str(c["html_url"]))
-
-
-def main(argv: Sequence[str] | None = None, transport: Transport = urllib_transport) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m tilegate.report.comment", description=__doc__.splitlines()[0]
-    )
-    sub = p.add_subparsers(dest="cmd", required=True)
-    q = sub.add_parser("post", help="create or edit the sticky comment from comment.json files")
-    q.add_argument("summaries", nargs="+", type=Path, help="each GPU's comment.json")
-    q.add_argument("--repo", default=os.environ.get("GITHUB_REPOSITORY", ""), help="owner/name")
-    q.add_argument("--run-url", required=True, help="the perf run (its summary holds the reports)")
-    q.add_argument("--page-url", help="the history page")
-    q.add_argument(
-        "--expect-sha", help="the head commit the perf run measured (workflow_run.head_sha)"
-    )
-    w = sub.add_parser("write", help="write one GPU's comment.json (the perf job, pull requests)")
-    w.add_argument("--out", type=Path, default=Path(".perf/comment.json"))
-    w.add_argument("--report", type=Path, default=Path(".perf/report.md"))
-    w.add_argument("--pr", type=int, required=True, help="the pull request number")
-    w.add_argument("--head-sha", required=True, help="the PR head commit measured")
-    w.add_argument("--gpu", required=True, help="the GPU slug (the matrix entry)")
-    w.add_argument("--exit-code", default="", help="the perf run's exit code ('' if none)")
-    w.add_argument("--not-judged", action="store_true", help="no baseline for this GPU yet")
-    w.add_argument("--headline", default="", help="the job summary's headline")
-    args = p.parse_args(argv)
-    if args.cmd == "write":
-        try:
-            write_summary(
-                args.out,
-                pr=args.pr,
-                head_sha=args.head_sha,
-                gpu=args.gpu,
-                exit_code=_exit_code(args.exit_code),
-                judged=not args.not_judged,
-                headline=args.headline,
-                report=args.report,
-            )
-        except (InputError, OSError) as err:
-            print(f"tilegate comment: cannot write {args.out}: {err}", file=sys.stderr)
-            return EXIT_CANNOT_JUDGE
-        print(f"wrote {args.out}")
-        return EXIT_OK
-    token = os.environ.get("GITHUB_TOKEN", "")
-    try:
-        if not token:
-            raise InputError("GITHUB_TOKEN is not set")
-        summaries = [read_summary(f) for f in args.summaries]
-        if args.expect_sha and any(s.head_sha != args.expect_sha for s in summaries):
-            raise InputError(
-                f"a summary names another commit than the perf run's {args.expect_sha}"
-            )
-        done = post(GitHub(args.repo, token, transport), summaries, args.run_url, args.page_url)
-    except InputError as err:
-        print(f"tilegate comment: cannot do it: {err}", file=sys.stderr)
-        return EXIT_CANNOT_JUDGE
-    print(f"{done.action} comment {done.comment_id}: {done.url}")
-    return EXIT_OK
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

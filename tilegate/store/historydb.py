@@ -336,6 +336,10 @@ class Store:
         self._version = version
         self._columns = _columns(con)
 
+    @property
+    def location(self) -> Path:
+        return self.path
+
     # --- reading ------------------------------------------------------------------------------
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -530,6 +534,11 @@ class Store:
             ) from err
         self._checkpoint()
         return int(gone)
+
+    # the store interface (tilegate.store): what it holds, load, save
+    query = gpus
+    load = runs
+    save = add
 
     def _rollback(self) -> None:
         with contextlib.suppress(duckdb.Error):  # no transaction was open

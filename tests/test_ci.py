@@ -1,34 +1,25 @@
-"""tools/ci/gate_from_base.py: a pull request's kernels measured and judged by its base's gate.
+"""`tilegate ci` (tilegate.run.ci_gate): a pull request's kernels measured and judged by its base's gate.
 
 A temp git repository holds this repository's gate (tilegate/, kernels/, baselines/, pyproject.toml,
-noxfile.py, tools/ci/) as the base commit and a head commit on top. Under the interpreter the
-timings mean nothing, so what is proved is which code judged: the head's gate prints a marker
-in its report headline that the base's does not.
+noxfile.py) as the base commit and a head commit on top. Under the interpreter the timings mean
+nothing, so what is proved is which code judged: the head's gate prints a marker in its report
+headline that the base's does not. (An adopter's repository: tests/test_installed.py.)
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tilegate.errors import InputError
+
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "tools" / "ci" / "gate_from_base.py"
-COPY = (
-    "tilegate",
-    "kernels",
-    "perf_tests",
-    "baselines",
-    "tools/ci",
-    "pyproject.toml",
-    "noxfile.py",
-)
+COPY = ("tilegate", "kernels", "perf_tests", "baselines", "pyproject.toml", "noxfile.py")
 PERF = [
     "--profile",
     "smoke",
@@ -41,14 +32,6 @@ PERF = [
     "--perf-variants=torch,xtile_persistent",
 ]
 MARKER = "JUDGED BY THE HEAD'S GATE"
-
-
-def _script() -> Any:
-    spec = importlib.util.spec_from_file_location("gate_from_base", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -102,17 +85,16 @@ def _gate_change(repo: Path) -> None:
     _edit(repo / "tilegate" / "judge" / "gate.py", "REPORT ONLY (would", f"{MARKER} (would")
 
 
-def _gate(repo: Path, base: str, *extra: str) -> tuple[int, str, str]:
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--base", base, "--via", "python", *extra, "--", *PERF],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+def _tilegate(repo: Path, *args: str) -> tuple[int, str, str]:
+    """`python -m tilegate ARGS` in `repo` (its own tilegate/): exit, report, stderr."""
+    cmd = [sys.executable, "-m", "tilegate", *args]
+    done = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=600, check=False)
     report = repo / ".perf" / "report.md"
     return done.returncode, report.read_text() if report.exists() else "", done.stderr
+
+
+def _gate(repo: Path, base: str, *extra: str) -> tuple[int, str, str]:
+    return _tilegate(repo, "ci", "--base", base, *extra, "--", *PERF)
 
 
 @pytest.mark.interpreter
@@ -121,11 +103,13 @@ def test_a_kernels_only_change_is_measured_and_judged_by_the_base_gate(tmp_path:
     _kernel_change(repo)
     (repo / "NOTES.md").write_text("docs do not change the gate\n")
     _commit(repo, "head: kernels only")
-    code, report, err = _gate(repo, base)
+    code, report, err = _gate(repo, base, "--accept-gate-change")
     assert code == 0, err[-4000:]
     assert "changes the gate" not in report
+    # an acknowledgement of what the pull request does not change: a note, not a failure
+    assert "> Note: `--accept-gate-change` (label `perf-gate-change`) was given, but" in report
     assert report.startswith("# tilegate: REPORT ONLY"), report[:300]
-    assert f"judged by the base commit's gate (`{base[:12]}`" in report
+    assert f"judged by the base commit's gate (`{base[:12]}`: its tilegate/" in report
     facts = json.loads((repo / ".perf" / "gate.json").read_text())
     assert facts["gate_changes"] == [] and facts["head"]["exit"] is None
     results = json.loads((repo / ".perf" / "results.json").read_text())
@@ -161,81 +145,75 @@ def test_a_gate_change_leads_the_report_fails_unacknowledged_and_the_base_decide
 
 
 def test_what_changes_the_gate() -> None:
-    mod = _script()
-    cfg = {
-        "source": "kernels",
-        "protocol": "perf_tests",
-        "benchmark": "perfdecl.bench:BENCHMARK",  # a base from before the protocol left source
-        "baselines": "baselines",
-    }
+    from tilegate.run import ci_gate as ci
+
+    cfg = ci.config_of('[tool.tilegate]\nsource = "kernels"\n', "the base")
     base = '[tool.tilegate]\nsource = "kernels"\n[project]\nversion = "1"\ndependencies = ["a"]\n'
-    assert (
-        mod.gate_changes(
-            ["kernels/x.py", "docs/a.md", "baselines/b.json", "README.md"], cfg, base, base
-        )
-        == []
-    )
+    kept = [
+        "kernels/x.py",
+        "docs/a.md",
+        "baselines/b.json",
+        "README.md",
+        ".github/workflows/ci.yml",
+    ]
+    assert ci.gate_changes(kept, cfg, base, base) == []
     version_only = base.replace('version = "1"', 'version = "2"')
-    assert mod.gate_changes(["pyproject.toml"], cfg, base, version_only) == []
+    assert ci.gate_changes(["pyproject.toml"], cfg, base, version_only) == []
     deps = base.replace('["a"]', '["a", "b"]')
-    assert mod.gate_changes(["pyproject.toml"], cfg, base, deps) == [
+    assert ci.gate_changes(["pyproject.toml"], cfg, base, deps) == [
         "pyproject.toml [project.dependencies]"
     ]
-    found = mod.gate_changes(
-        [
-            "tilegate/judge/outcome.py",
-            "noxfile.py",
-            "tools/ci/gate_from_base.py",
-            "perfdecl/bench.py",
-            "conftest.py",
-            "tests/conftest.py",
-            "perf_tests/test_matmul.py",
-        ],
-        cfg,
-        base,
-        base,
-    )
-    assert found[:3] == ["tilegate/judge/outcome.py", "noxfile.py", "tools/ci/gate_from_base.py"]
-    assert found[3].startswith("perfdecl/bench.py (the benchmark declaration")
-    assert found[4] == "conftest.py"
-    assert found[5].startswith("perf_tests/test_matmul.py (the protocol")
-    assert len(found) == 6
+    paths = ["tilegate/judge/outcome.py", "noxfile.py", "tools/gpu-nox.sh", "conftest.py"]
+    paths += ["tests/conftest.py", "perf_tests/test_matmul.py", ".github/workflows/tilegate.yml"]
+    found = ci.gate_changes(paths, cfg, base, base)
+    assert found[:4] == paths[:4] and found[5] == ".github/workflows/tilegate.yml"
+    assert found[4].startswith("perf_tests/test_matmul.py (the protocol") and len(found) == 6
     # the base decides where it judged; an unacknowledged gate change fails a pass, never a 2
-    assert mod.decide(0, True, 1, True, False) == 1
-    assert mod.decide(0, True, 1, True, True) == 0
-    assert mod.decide(1, True, 0, True, True) == 1
-    assert (
-        mod.decide(2, False, 0, True, True) == 0
-    )  # the head's gate judged what the base could not
-    assert mod.decide(2, False, 2, True, False) == 2
-    assert mod.decide(2, False, None, False, False) == 2
+    assert ci.decide(0, True, 1, True, False) == 1
+    assert ci.decide(0, True, 1, True, True) == 0
+    assert ci.decide(1, True, 0, True, True) == 1
+    assert ci.decide(2, False, 0, True, True) == 0  # the head's gate judged what the base could not
+    assert ci.decide(2, False, 2, True, False) == 2
+    assert ci.decide(2, False, None, False, False) == 2
     # a protocol inside the source would be replaced by the pull request's: refused
-    overlapping = '[tool.tilegate]\nsource = "kernels"\nprotocol = "kernels/perf"\n'
-    with pytest.raises(mod.Refusal, match="overlaps source"):
-        mod.tilegate_table(overlapping, "the base")
+    with pytest.raises(InputError, match="overlap"):
+        ci.config_of('[tool.tilegate]\nsource = "kernels"\nprotocol = "kernels/perf"\n', "b")
 
 
 def test_a_base_gate_that_wrote_no_report_is_exit_2_never_1(tmp_path: Path) -> None:
-    mod = _script()
+    from tilegate.run.ci_gate import judged
+
     report, results = tmp_path / "report.md", tmp_path / "results.json"
-    assert not mod.judged(1, report, results)  # nox's 1 for a failed session: no report
+    assert not judged(1, report, results)  # nox's 1 for a failed session: no report
     results.write_text("{}")
     report.write_text("# tilegate: CANNOT JUDGE (exit 2)\n\nwhy\n")
-    assert not mod.judged(1, report, results)
+    assert not judged(1, report, results)
     report.write_text("# tilegate: FAIL: 1 regression\n")
-    assert mod.judged(1, report, results) and not mod.judged(2, report, results)
+    assert judged(1, report, results) and not judged(2, report, results)
 
 
-def test_a_base_that_is_not_a_commit_cannot_judge(tmp_path: Path) -> None:
+@pytest.mark.parametrize("base", ["no-such-ref", "side"])
+def test_a_base_that_is_not_a_fetched_ancestor_cannot_judge_naming_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base: str
+) -> None:
+    from tilegate.cli import main
+
     repo = tmp_path / "repo"
     repo.mkdir()
+    (repo / "a").write_text("a")
     _git(repo, "init", "-q")
-    code = _script().main(
-        ["--repo", str(repo), "--base", "no-such-ref", "--", "--profile", "smoke"]
-    )
-    assert code == 2
+    _commit(repo, "one")
+    _git(repo, "switch", "-qc", "side")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "side")
+    _git(repo, "switch", "-q", "-")
+    monkeypatch.chdir(repo)
+    assert main(["ci", "--base", base, "--", "--profile", "smoke"]) == 2
     report = (repo / ".perf" / "report.md").read_text()
-    assert "no-such-ref" in report and "fetch-depth" in report
+    assert base in report and "fetch-depth: 2" in report
+    assert ("not an ancestor" in report) == (base == "side")
+    # the outputs CI posts still come, saying why
+    assert "CANNOT JUDGE" in (repo / ".perf" / "summary.md").read_text().splitlines()[0]
+    assert json.loads((repo / ".perf" / "gate.json").read_text())["exit"] == 2
 
 
 # --- coverage: what the base's protocol says to measure (issue 30) -----------------------------
@@ -244,17 +222,9 @@ NARROW = ["--profile", "smoke", "--report-only", "--no-plots", "--perf-axis", "K
 
 
 def _gate_with(repo: Path, base: str, variants: str, *extra: str) -> tuple[int, str, str]:
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--base", base, "--via", "python", *extra, "--", *NARROW,
-         f"--perf-variants={variants}"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )  # fmt: skip
-    report = repo / ".perf" / "report.md"
-    return done.returncode, report.read_text() if report.exists() else "", done.stderr
+    return _tilegate(
+        repo, "ci", "--base", base, *extra, "--", *NARROW, f"--perf-variants={variants}"
+    )
 
 
 def _drop_variant(repo: Path, name: str) -> None:
@@ -358,17 +328,10 @@ def test_ab_run_directly_checks_coverage_against_the_base_protocol(tmp_path: Pat
     repo, base = _repo(tmp_path)
     _edit(repo / "perf_tests" / "test_matmul.py", "(24, 40)", "(24,)")
     _edit(repo / "perf_tests" / "test_matmul.py", '{"M": 40, "N": 48}', '{"M": 32, "N": 48}')
-    done = subprocess.run(
-        [sys.executable, "-m", "tilegate", "perf", "--ab", base, "--profile", "smoke",
-         "--report-only", "--no-plots", "--", "--perf-variants=torch,xtile_persistent",
-         "--perf-rounds=1"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    code, report, err = _tilegate(
+        repo, "perf", "--ab", base, "--profile", "smoke", "--report-only", "--no-plots", "--",
+        "--perf-variants=torch,xtile_persistent", "--perf-rounds=1",
     )  # fmt: skip
-    report = (repo / ".perf" / "report.md").read_text()
-    assert done.returncode == 1, done.stderr[-4000:]
+    assert code == 1, err[-4000:]
     assert "`xtile_persistent-fp16-nt-K40` | axis value gone: K=40" in report
     assert "fixed parameter changed: M 40 -> 32" in report

@@ -1,0 +1,490 @@
+"""A/B: one case of the head against its base version, measured in the same rounds: its verdict.
+
+The pull-request verdict. A runner's drift, its power cap and the neighbours' share of it hit both
+sides of a pair alike (they run back to back in every round, on the same inputs and output
+buffer), so the per-round ratio head/base cancels them; a stored baseline cannot. Per case:
+
+* compiled-code identity first: a case whose code hash is the same on both sides is UNCHANGED
+  CODE and cannot be blamed, whatever its ratio says (that ratio is reported as noise);
+* otherwise the per-round ratios r_i = head_i / base_i of every run, pooled: their median, a
+  distribution-free confidence interval of it, and one-sided Wilcoxon signed-rank tests on
+  log r_i (scipy), against a tolerance derived from the measured A/A noise of that same ratio
+  on this GPU (tilegate.judge.abnoise);
+* SLOWER (fails): the whole interval above +tolerance, significant, and slower than the
+  tolerance in a majority of the runs; FASTER likewise below -tolerance; SAME: the whole
+  interval inside +-tolerance; AMBIGUOUS otherwise: the data cannot decide, measure more
+  (`tilegate perf` re-measures SLOWER, AMBIGUOUS and UNSTABLE cases before they can fail, but
+  not a SLOWER case beyond doubt: tilegate.judge.confirm). A significant
+  change whose interval crosses the tolerance after the A/B budget's every round (its cap,
+  tilegate.harness.budget) is decided by its median: the sequential test's boundaries meet at
+  its last look;
+* UNSTABLE: its rounds fall into two modes beyond the A/A noise (tilegate.judge.modes), or the
+  ratio of the medians of head and base (the same pooled rounds as the ratio) and the median
+  ratio differ by more than MIXTURE_MIN (a FASTER or SLOWER case whose medians point the other
+  way by less is AMBIGUOUS): never decided FASTER or SLOWER on the mixture (tilegate.judge.outcome: fails if a
+  mode alone is slower, else exit 2);
+* UNCHANGED CODE whose ratio moved more than A/A noise can (> 5 x tolerance and > 3 %) is
+  SAME CODE, TIME MOVED: exit 2, something outside the identity changed.
+
+Autotuned kernels (tilegate.judge.autotune): the identity is the source and the config space,
+the pick is recorded beside it. Same identity, another pick: a TUNER FLIP, UNCHANGED (never
+blamed, never INCONSISTENT: the time moved with the pick), its why line names the picks. Where
+the measurer re-timed it with both sides on the base's pick (Row.pinned), the verdict is on that
+time (`_retimed`): SAME there, a tuner flip; SLOWER or FASTER there, a code change the identity
+does not see, judged on it; another verdict there, that verdict (re-measured). Another
+identity and another pick: a CODE CHANGE, judged, its note naming the picks; one side whose
+processes (the run and its confirmations) picked differently: UNSTABLE with the picks named.
+
+The words (ABVerdict) are tilegate.judge.vocabulary's; the exit rule is tilegate.judge.outcome.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from tilegate.errors import InputError
+from tilegate.judge import autotune, stats
+from tilegate.judge.abnoise import ABPolicy, aligned_pair, pooled_medians
+from tilegate.judge.modes import Mode, find_modes
+from tilegate.judge.results import Row, Run
+from tilegate.judge.vocabulary import ABVerdict
+from tilegate.markdown import listing
+
+# the consistency rule: an UNCHANGED CODE case whose paired ratio moved by more than this many
+# of its tolerances and more than MOVED_MIN is not noise: something outside the identity changed
+MOVED_TOLERANCES = 5.0
+
+
+MOVED_MIN = 0.03
+
+
+@dataclass(frozen=True)
+class ABCase:
+    key: str
+    verdict: ABVerdict
+    head: Row | None
+    base: Row | None
+    ratio: float | None = None  # median of the pooled per-round ratios head/base
+    ci: tuple[float, float] | None = None  # its confidence interval
+    run_ratios: tuple[float, ...] = ()  # each run's median ratio, the first run first
+    p_slower: float | None = None
+    p_faster: float | None = None
+    tolerance: float | None = None
+    tolerance_source: str = ""
+    code_changed: bool | None = None  # None: a side has no code hash (cannot tell)
+    note: str = ""
+    acknowledged: bool = False  # REMOVED: a maintainer accepted it (--accept-baseline-change)
+    by_median: bool = False  # decided by its median at the budget's cap (interval crosses tol)
+    # the medians of the same paired rounds the ratio pools (every run): the row's numbers all
+    # come from one set of samples
+    head_median_s: float | None = None
+    base_median_s: float | None = None
+    modes: tuple[Mode, ...] = ()  # UNSTABLE: its two modes, the faster first (judge.modes)
+    # autotuned: "tuner flip" or "code change" where the sides picked differently
+    # (tilegate.judge.autotune), and the why line naming the picks
+    explained_by: str | None = None
+    picks: str | None = None
+    # which time bounds the call and was judged: "gpu" or "host" (tilegate.harness.timing);
+    # the other one's paired ratio, reported
+    judged_on: str = "gpu"
+    host_ratio: float | None = None
+    gpu_ratio: float | None = None
+    # judged on the host: the GPU time's medians over the same paired rounds (base, head), the
+    # table's base and head columns (head_median_s / base_median_s are then the host time's)
+    gpu_medians_s: tuple[float, float] | None = None
+    # a tuner flip re-timed with both sides on one config (Row.pinned): the config both ran
+    # (`BK=64, num_warps=4`) and the ratio as each side picked; `ratio`, `ci` and the verdict
+    # are then the re-time's
+    pinned: str | None = None
+    picked_ratio: float | None = None
+    # a SLOWER verdict a second run cannot overturn (tilegate.judge.confirm.beyond_doubt), set
+    # once by the Judgement (tilegate.judge.gate.judgement): the report reads it
+    beyond_doubt: bool = False
+
+    @property
+    def slower_mode(self) -> bool:
+        """UNSTABLE with a mode that is SLOWER on its own rounds."""
+        return self.verdict is ABVerdict.UNSTABLE and any(m.slower for m in self.modes)
+
+    @property
+    def fails(self) -> bool:
+        """SLOWER; UNSTABLE with a mode slower than the tolerance on its own rounds (its code
+        changed: an unchanged case is never UNSTABLE); or a variant the head removed (not
+        renamed) without acknowledgement."""
+        return (
+            self.verdict is ABVerdict.SLOWER
+            or self.slower_mode
+            or (self.verdict is ABVerdict.REMOVED and not self.acknowledged)
+        )
+
+    @property
+    def host_bound(self) -> bool | None:
+        """Whether the host bounds the call on either side (its rows' `host_bound`); None where
+        no host time was measured apart (the smoke profile's host clock)."""
+        rows = [r for r in (self.head, self.base) if r is not None]
+        if all(r.host_bound is None for r in rows):
+            return None
+        return any(r.host_bound and not r.syncs_inside for r in rows)  # a sync: wall time
+
+    @property
+    def variant(self) -> str:
+        row = self.head or self.base
+        assert row is not None
+        return row.variant
+
+
+def _wilcoxon(logs: np.ndarray, alternative: str) -> float:
+    nonzero = logs[logs != 0]
+    if len(nonzero) < 2:
+        return 1.0
+    p = float(stats.scipy_stats().wilcoxon(nonzero, alternative=alternative).pvalue)
+    return 1.0 if math.isnan(p) else p
+
+
+def _measured(
+    key: str, pairs: Sequence[tuple[Run, Row, Row]], tolerance: float, source: str, policy: ABPolicy
+) -> tuple[ABCase, list[np.ndarray]]:
+    """The case's numbers over all its runs (AMBIGUOUS until decided) and each run's per-round
+    ratios: the pooled median ratio, its interval, the one-sided tests, the medians."""
+    _, head, base = pairs[0]
+    changed = head.code_hash != base.code_hash if head.code_hash and base.code_hash else None
+    sides = [aligned_pair(run, h, b) for run, h, b in pairs]
+    per_run = [h / b for h, b in sides]
+    pooled = np.concatenate(per_run)
+    lo, hi = stats.median_ci(sorted(pooled.tolist()), policy.confidence)
+    logs = np.log(pooled)
+    base_median, head_median = pooled_medians(sides)
+    return ABCase(
+        key,
+        ABVerdict.AMBIGUOUS,
+        head,
+        base,
+        ratio=float(np.median(pooled)),
+        ci=(lo, hi),
+        run_ratios=tuple(float(np.median(r)) for r in per_run),
+        p_slower=_wilcoxon(logs, "greater"),
+        p_faster=_wilcoxon(logs, "less"),
+        tolerance=tolerance,
+        tolerance_source=source,
+        code_changed=changed,
+        base_median_s=base_median,
+        head_median_s=head_median,
+    ), per_run
+
+
+def _same_code(measured: ABCase, pairs: Sequence[tuple[Run, Row, Row]], policy: ABPolicy) -> ABCase:
+    """A tuner flip (judged on its re-time on one config where it has one) or the same code:
+    UNCHANGED, or SAME CODE, TIME MOVED when the ratio moved more than noise can."""
+    assert measured.ratio is not None and measured.tolerance is not None
+    ratio, tolerance, smoke = measured.ratio, measured.tolerance, pairs[0][0].env.smoke
+    if measured.explained_by == autotune.TUNER_FLIP:
+        # re-timed with both sides on one config (tilegate.harness.measure): judged on that
+        on_one = [
+            (run, h.pinned, b.pinned)
+            for run, h, b in pairs
+            if h.pinned is not None and b.pinned is not None
+        ]
+        if len(on_one) == len(pairs):
+            judged = judge_case(
+                measured.key, on_one, tolerance, measured.tolerance_source, policy, as_changed=True
+            )
+            return _retimed(measured, judged, smoke=smoke)
+        note = (
+            f"tuner flip ({measured.picks}): the same source and configs, another pick; its "
+            f"{ratio - 1:+.1%} is the pick's, not this change's (not blamed; not re-timed on "
+            "one config)"
+        )
+        return replace(measured, verdict=ABVerdict.UNCHANGED, note=note)
+    moved = ratio - 1
+    # a smoke run's times (the CPU interpreter, tiny shapes) mean nothing: only GPU times
+    # can say that something outside the identity moved them
+    if not smoke and abs(moved) > max(MOVED_TOLERANCES * tolerance, MOVED_MIN):
+        note = (
+            f"the code is the same but the time moved by {moved:+.1%}: something outside "
+            "the identity changed (not noise: more than "
+            f"{MOVED_TOLERANCES:g} x the {tolerance:.1%} tolerance and {MOVED_MIN:.0%})"
+        )
+        return replace(measured, verdict=ABVerdict.INCONSISTENT, note=note)
+    note = "same code on both sides (the whole case's identity): the ratio is noise"
+    return replace(measured, verdict=ABVerdict.UNCHANGED, note=note)
+
+
+def _ensure_enough_pairs(
+    key: str, pairs: Sequence[tuple[Run, Row, Row]], per_run: list[np.ndarray], policy: ABPolicy
+) -> None:
+    need = stats.min_pairs_signed_rank(policy.alpha)
+    few = [(run, len(r)) for (run, _, _), r in zip(pairs, per_run, strict=False) if len(r) < need]
+    if few:
+        run, n = few[0]
+        raise InputError(
+            f"results {run.path}, case {key}: {n} paired round(s); a one-sided Wilcoxon "
+            f"signed-rank test needs {need} to reach p < {policy.alpha:g} at all (docs/gate.md, "
+            "'Minimum samples'), so the case could never be SLOWER: it cannot be judged. "
+            "Measure more rounds (drop --perf-rounds, or raise it)."
+        )
+
+
+def _decided(
+    measured: ABCase, pairs: Sequence[tuple[Run, Row, Row]], policy: ABPolicy
+) -> tuple[ABCase, ABVerdict, str]:
+    """The verdict of a changed case from its interval, tests and runs (module docstring)."""
+    m = measured
+    assert m.ci and m.tolerance is not None and m.ratio and m.p_slower is not None
+    assert m.p_faster is not None
+    (lo, hi), tolerance, ratio, p_slower, p_faster = (
+        m.ci,
+        m.tolerance,
+        m.ratio,
+        m.p_slower,
+        m.p_faster,
+    )
+    runs_slower = stats.majority([r - 1 > tolerance for r in measured.run_ratios])
+    runs_faster = stats.majority([r - 1 < -tolerance for r in measured.run_ratios])
+    if lo - 1 > tolerance and p_slower < policy.alpha and runs_slower:
+        return measured, ABVerdict.SLOWER, "slower than the tolerance over the whole interval"
+    if hi - 1 < -tolerance and p_faster < policy.alpha and runs_faster:
+        return measured, ABVerdict.FASTER, "faster than the tolerance over the whole interval"
+    if lo - 1 >= -tolerance and hi - 1 <= tolerance:
+        return measured, ABVerdict.SAME, ""
+    if not ((lo > 1 and p_slower < policy.alpha) or (hi < 1 and p_faster < policy.alpha)):
+        return measured, ABVerdict.AMBIGUOUS, "the interval crosses the tolerance: measure more"
+    # significant, but by about the tolerance: more rounds narrow the interval around the
+    # tolerance and seldom decide it; say what is known (a change of that size, and its side)
+    side = "slower" if lo > 1 else "faster"
+    about = (
+        f"{side} than the base ({lo - 1:+.2%} .. {hi - 1:+.2%}), by about its "
+        f"{tolerance:.2%} tolerance"
+    )
+    if not any(h.budget_stopped == "cap" for _, h, _ in pairs):
+        return measured, ABVerdict.AMBIGUOUS, f"{about}: the interval crosses it"
+    # its rounds are spent: the boundaries meet at the cap, the median decides
+    majority = runs_slower if side == "slower" else runs_faster
+    verdict, note = _at_cap(ratio, tolerance, side, majority, about)
+    return replace(measured, by_median=verdict is not ABVerdict.AMBIGUOUS), verdict, note
+
+
+def judge_case(
+    key: str,
+    pairs: Sequence[tuple[Run, Row, Row]],
+    tolerance: float,
+    tolerance_source: str,
+    policy: ABPolicy,
+    *,
+    as_changed: bool = False,
+) -> ABCase:
+    """The verdict of one case measured in one or more runs (the first, then confirmations).
+    `as_changed`: judged on its time as a changed case is, whatever its identity (a tuner
+    flip's re-time on one config, `_retimed`)."""
+    measured, per_run = _measured(key, pairs, tolerance, tolerance_source, policy)
+    if as_changed:
+        measured = replace(measured, code_changed=True)
+    split = _split_picks(pairs)
+    if split is not None:
+        return replace(measured, verdict=ABVerdict.UNSTABLE, note=split)
+    _, head, base = pairs[0]
+    changed = measured.code_changed
+    picks = autotune.line(base.autotune, head.autotune)
+    flip = autotune.classify(None if changed is None else not changed, base.autotune, head.autotune)
+    measured = replace(measured, explained_by=flip, picks=picks)
+    if flip == autotune.TUNER_FLIP or changed is False:
+        return _same_code(measured, pairs, policy)
+    _ensure_enough_pairs(key, pairs, per_run, policy)
+    unstable = _unstable(measured, per_run, [_passes(h, b) for _, h, b in pairs], policy)
+    if unstable is not None:
+        return unstable
+    measured, verdict, note = _decided(measured, pairs, policy)
+    if _mixed(measured):
+        return _mixture(measured, note)
+    if verdict in (ABVerdict.SLOWER, ABVerdict.FASTER) and not _agrees(measured, verdict):
+        verdict = ABVerdict.AMBIGUOUS
+        note = (
+            f"{note}; but the medians of the same rounds point the other way "
+            f"({_medians_change(measured):+.2%}): measure more"
+        )
+    if changed is None:
+        note = "; ".join(filter(None, [note, "no code hash on a side: identity unknown"]))
+    if flip == autotune.CODE_CHANGE:
+        note = "; ".join(filter(None, [f"code change, another pick ({picks})", note]))
+    return replace(measured, verdict=verdict, note=note)
+
+
+def _retimed(picked: ABCase, on_one: ABCase, *, smoke: bool = False) -> ABCase:
+    """A tuner flip's verdict from its re-time with both sides on one config (`on_one`, judged
+    as a changed case is): within the tolerance there, the pick explains the difference (a
+    tuner flip: UNCHANGED, never blamed); SLOWER or FASTER there, it does not (a code change
+    the identity does not see, judged on the re-time); undecided there, neither is shown. The
+    verdict, ratio and interval are the re-time's; the as-picked ratio is kept beside them.
+    A smoke run's times (the CPU interpreter) cannot show what the identity does not see (as
+    for SAME CODE, TIME MOVED): its flip stays a tuner flip, the re-time's number shown."""
+    assert on_one.head is not None and on_one.ratio is not None and picked.ratio is not None
+    config = "; ".join(autotune.config_text(p["config"]) for p in on_one.head.autotune)
+    got = replace(
+        on_one,
+        head=picked.head,
+        base=picked.base,
+        picks=picked.picks,
+        pinned=config,
+        picked_ratio=picked.ratio,
+        host_ratio=picked.host_ratio,
+    )
+    diff, as_picked = on_one.ratio - 1, picked.ratio - 1
+    if on_one.verdict is ABVerdict.SAME or smoke:
+        said = "a smoke run's times decide nothing" if smoke else ABVerdict.SAME.value
+        note = (
+            f"tuner flip ({picked.picks}): with both sides on {config} the difference is "
+            f"{diff:+.1%} ({said}); the {as_picked:+.1%} as picked is the pick's, not this "
+            "change's (not blamed)"
+        )
+        return replace(
+            got,
+            verdict=ABVerdict.UNCHANGED,
+            code_changed=False,
+            explained_by=autotune.TUNER_FLIP,
+            note=note,
+        )
+    word = on_one.verdict.value
+    if on_one.verdict in (ABVerdict.SLOWER, ABVerdict.FASTER):
+        note = (
+            f"code change: with both sides on {config} a difference remains, {diff:+.1%} "
+            f"({word}: {on_one.note}); the same source and configs, so something the identity "
+            f"does not see changed; as picked {as_picked:+.1%} ({picked.picks})"
+        )
+        return replace(got, explained_by=autotune.CODE_CHANGE, note=note)
+    note = (
+        f"the same source and configs, another pick ({picked.picks}); with both sides on "
+        f"{config} the difference is {diff:+.1%} ({word}: {on_one.note}): neither a tuner flip "
+        f"nor a code change is shown; as picked {as_picked:+.1%}"
+    )
+    return replace(got, explained_by=None, note=note)
+
+
+def _split_picks(pairs: Sequence[tuple[Run, Row, Row]]) -> str | None:
+    """UNSTABLE's note when one side's processes (a run and its confirmations) picked
+    differently, or a tuner re-tuned in the identity's call; None otherwise."""
+    retuned = sorted({k for _, h, b in pairs for k in autotune.retuned(h.autotune + b.autotune)})
+    if retuned:
+        return (
+            f"autotuner re-tuned {listing(retuned)} in a steady-state call: its key moves from "
+            "call to call, so it tunes inside the timed rounds; not decided"
+        )
+    for side, rows in (("head", [h for _, h, _ in pairs]), ("base", [b for _, _, b in pairs])):
+        split = autotune.unstable([r.autotune for r in rows]) if len(rows) > 1 else None
+        if split:
+            return (
+                f"the {side}'s processes picked different autotuner configs ({split}): its time "
+                f"depends on the pick, not decided; {UNSTABLE_TODO}"
+            )
+    return None
+
+
+UNSTABLE_TODO = (
+    "measure it alone (`--perf-variants`), in several processes, and look for what switches "
+    "(an autotuner's pick, clocks, host time: hold_host); an unstable case is judged on neither "
+    "mode's share"
+)
+
+
+def _passes(head: Row, base: Row) -> list[int] | None:
+    """The timing pass of each round the pair shares (`aligned_pair`'s rounds), from the head's
+    sweeps (every sweep times its group's rounds_per_pass rounds); None if not recorded."""
+    if not head.sweeps:
+        return None
+    per_pass = len(head.samples_s) // head.sweeps
+    from tilegate.judge.rounds import common_rounds
+
+    rounds = common_rounds(head.timed_in, len(head.samples_s), base.timed_in, len(base.samples_s))
+    return [r // per_pass for r in rounds]
+
+
+def _unstable(
+    case: ABCase,
+    per_run: Sequence[np.ndarray],
+    passes: Sequence[list[int] | None],
+    policy: ABPolicy,
+) -> ABCase | None:
+    """UNSTABLE when its rounds fall into two modes (tilegate.judge.modes), else None."""
+    assert case.tolerance is not None
+    modes = find_modes(
+        [r.tolist() for r in per_run],
+        case.tolerance,
+        passes=passes,
+        confidence=policy.confidence,
+        alpha=policy.alpha,
+    )
+    if not modes:
+        return None
+    slow = [m for m in modes if m.slower]
+    verdict = (
+        "a mode is slower than the tolerance on its own rounds: a regression"
+        if slow
+        else "no mode is slower on its own rounds: it cannot be judged"
+    )
+    note = (
+        f"two modes beyond the A/A noise: {modes[0].describe()} and {modes[1].describe()}; "
+        f"not decided on the mixture; {verdict}; {UNSTABLE_TODO}"
+    )
+    return replace(case, verdict=ABVerdict.UNSTABLE, modes=modes, note=note)
+
+
+# The ratio of the row's medians and the median of its per-round ratios (the same rounds) differ
+# by more than this (in log): the rounds are a mixture. Between two different kernels timed in
+# the same rounds of a real H200 run they differ by at most 1.2 % (90 % of pairs: 0.52 %;
+# tests/fixtures/recorded-h200-quick.json, 216 pairs)
+MIXTURE_MIN = 0.05
+
+
+def _medians_change(case: ABCase) -> float:
+    assert case.head_median_s is not None and case.base_median_s is not None
+    return case.head_median_s / case.base_median_s - 1
+
+
+def _mixed(case: ABCase) -> bool:
+    """The medians and the per-round ratio of the same rounds far apart (MIXTURE_MIN)."""
+    if case.head_median_s is None or case.base_median_s is None or case.ratio is None:
+        return False
+    return abs(math.log1p(_medians_change(case)) - math.log(case.ratio)) > MIXTURE_MIN
+
+
+def _agrees(case: ABCase, verdict: ABVerdict) -> bool:
+    """The row's head and base medians (the same pooled rounds as the ratio) on the side of 1
+    that the ratio and its interval are on."""
+    if case.head_median_s is None or case.base_median_s is None:
+        return True
+    if verdict is ABVerdict.SLOWER:
+        return case.head_median_s > case.base_median_s
+    return case.head_median_s < case.base_median_s
+
+
+def _mixture(case: ABCase, note: str) -> ABCase:
+    """The median of the per-round ratios and the ratio of the medians of the same rounds far
+    apart: the rounds are a mixture (a round's speed moves both sides by more than the change),
+    which no verdict on either number can stand on."""
+    said = (
+        f"{note}; but the medians (head {(case.head_median_s or 0) * 1e3:.4g} ms, base "
+        f"{(case.base_median_s or 0) * 1e3:.4g} ms: {_medians_change(case):+.1%}) and the "
+        f"per-round ratio ({(case.ratio or 1) - 1:+.1%}) of the same rounds differ by more "
+        f"than {MIXTURE_MIN:.0%}: the rounds are a mixture, not decided on it; no mode is "
+        f"slower on its own rounds: it cannot be judged; {UNSTABLE_TODO}"
+    )
+    return replace(case, verdict=ABVerdict.UNSTABLE, note=said.lstrip("; "))
+
+
+def _at_cap(
+    ratio: float, tolerance: float, side: str, majority: bool, about: str
+) -> tuple[ABVerdict, str]:
+    """A significant change whose interval still crosses the tolerance after every round the
+    budget allows (the cap): decided by its median, as a sequential test whose boundaries meet
+    at its last look. Its interval says it is within about a half-width of the tolerance, so a
+    change of that size may go either way; one that is not significant stays AMBIGUOUS."""
+    beyond = ratio - 1 > tolerance if side == "slower" else ratio - 1 < -tolerance
+    how = f"{about}; its rounds reached the cap, so its median ({ratio - 1:+.2%}) decides"
+    if not beyond:
+        return ABVerdict.SAME, f"{how}: within the tolerance"
+    if not majority:
+        return ABVerdict.AMBIGUOUS, f"{how}, but most of its runs are within the tolerance"
+    verdict = ABVerdict.SLOWER if side == "slower" else ABVerdict.FASTER
+    return verdict, f"{how}: beyond the tolerance"
