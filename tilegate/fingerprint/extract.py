@@ -92,7 +92,6 @@ class Op:
     block_args: dict[str, tuple[str, int]] = field(
         default_factory=dict
     )  # for scf.for: arg -> (init, i)
-    attrs_tail: str = ""  # the "} {attrs}" text that closes a region op (e.g. tt.num_stages)
     partition_warps: list[int] = field(default_factory=list)  # ttg.warp_specialize: per partition
 
 
@@ -205,8 +204,6 @@ def parse_ttgir(text: str) -> Module:
             closing, scope = stack.pop()
             last_closed = closing
             rest = _strip_loc(line[1:].strip())
-            if closing is not None and rest.startswith("{") and not rest.endswith("{"):
-                ops[closing].attrs_tail = rest
             if rest.endswith("{"):
                 stack.append((closing, scope))
             continue
