@@ -634,9 +634,6 @@ def test_a_tuner_flip_is_re_timed_with_both_sides_on_the_bases_pick(
         def warm(self, fns: Any, seconds: float, pairs: Any = None) -> float:
             return sum(self.sample(fn) for fn in fns.values())
 
-        def order(self, names: list[str], r: int) -> list[str]:
-            return round_order(names, r)
-
         def once(self, fn: Any) -> float:
             return self.sample(fn)
 

@@ -54,7 +54,8 @@ def test_a_changed_num_stages_is_explained_by_its_sm90_compile_facts(
     assert base.hash != head.hash
     # under the interpreter nothing is compiled until the pair is known to differ
     assert "shared" not in base.explain["triton"][0]
-    record.compile_changed([(head, base)])
+    for ident in (head, base):  # as the side does for a changed pair
+        record.compile_launches(ident.explain, list(ident.handles))
     hk, bk = head.explain["triton"][0], base.explain["triton"][0]
     assert (bk["aot"], bk["num_stages"], hk["num_stages"]) == ("sm_90", 3, 4)
     assert bk["mma"] == "wgmma" and (bk["buffers"], hk["buffers"]) == (3, 4)
@@ -89,7 +90,8 @@ def test_an_added_torch_op_in_the_wrapper_is_explained(
     monkeypatch.setenv(record.AOT_ENV, "0")  # the kernel is the same: nothing to compile here
     base, head = _call(monkeypatch, tmp_path), _call(monkeypatch, tmp_path, clone=True)
     assert base.hash != head.hash
-    record.compile_changed([(head, base)])
+    for ident in (head, base):  # as the side does for a changed pair
+        record.compile_launches(ident.explain, list(ident.handles))
     e = explain_pair("toy", "SLOWER", _side(base), _side(head))
     assert e.lines == ["+1 torch op `aten.clone.default`"], e.lines
 

@@ -150,6 +150,11 @@ class Expectation:
     per: str
     where: Mapping[str, tuple[Any, ...]] = field(default_factory=lambda: MappingProxyType({}))
 
+    def as_json(self) -> dict[str, Any]:
+        """As results files carry it (machine_info.tilegate.expectations, its coverage)."""
+        where = {k: list(v) for k, v in self.where.items()}
+        return {"faster": self.faster, "than": self.than, "per": self.per, "where": where}
+
 
 @dataclass(frozen=True)
 class Work:

@@ -47,7 +47,6 @@ BASE_BENCH = pytest.StashKey[Any]()  # what the base's process declares (harness
 SIDES = pytest.StashKey[dict[str, Any]]()  # an A/B's side processes (harness.sides.RemoteSide)
 SIDE_FACTS = pytest.StashKey[dict[str, Any]]()
 SPECS = pytest.StashKey[dict[str, Any]]()  # each side's tree and code (harness.sides.SideSpec)
-FAILED = pytest.StashKey[list[str]]()  # a side's process failed: why (no results are kept)
 COVERAGE = pytest.StashKey[dict[str, Any]]()  # machine_info.tilegate.coverage, less the outcomes
 RUN = pytest.StashKey["PerfRun"]()
 ACTIVE = pytest.StashKey[bool]()
@@ -379,6 +378,14 @@ def _pairs(options: list[str], what: str, like: Callable[[str], Any]) -> dict[st
     return out
 
 
+def _ids(config: pytest.Config, option: str) -> frozenset[str] | None:
+    """The ids of the file `option` names, one a line (None without the option)."""
+    path = config.getoption(option)
+    if not path:
+        return None
+    return frozenset(line.strip() for line in Path(path).read_text().splitlines() if line.strip())
+
+
 def _profile_cases(config: pytest.Config) -> list[Case]:
     bench = config.stash[BENCH]
     try:
@@ -391,14 +398,8 @@ def _profile_cases(config: pytest.Config) -> list[Case]:
     if config.getoption("--perf-variants"):
         wanted = [v.strip() for v in config.getoption("--perf-variants").split(",") if v.strip()]
     axes_by_name = {a.name: a for a in profile.axes}
-    only = None
-    if config.getoption("--perf-groups-of"):
-        path = Path(config.getoption("--perf-groups-of"))
-        only = frozenset(line.strip() for line in path.read_text().splitlines() if line.strip())
-    exact = None
-    if config.getoption("--perf-cases-of"):
-        text = Path(config.getoption("--perf-cases-of")).read_text()
-        exact = frozenset(line.strip() for line in text.splitlines() if line.strip())
+    only, exact = _ids(config, "--perf-groups-of"), _ids(config, "--perf-cases-of")
+    if exact is not None:
         only = frozenset(i.removesuffix(BASE_SUFFIX) for i in exact) | (only or frozenset())
     try:
         axes: dict[str, tuple[Any, ...]] = {}
@@ -442,19 +443,6 @@ def _case_facts(cases: list[Case]) -> dict[str, Any]:
     return {c.id: {"variant": c.variant, "params": dict(c.params)} for c in cases if not c.base}
 
 
-def _expectation_facts(expectations: Any, names: Mapping[str, str] | None = None) -> list[Any]:
-    names = names or {}
-    return [
-        {
-            "faster": names.get(e.faster, e.faster),
-            "than": names.get(e.than, e.than),
-            "per": e.per,
-            "where": {k: list(v) for k, v in e.where.items()},
-        }
-        for e in expectations
-    ]
-
-
 def _coverage_facts(
     config: pytest.Config,
     profile: Any,
@@ -465,18 +453,16 @@ def _coverage_facts(
 ) -> dict[str, Any]:
     """What this run must measure (the base's protocol in an A/B run, else its own), what it
     measures before narrowing, and what a person narrowed it to (tilegate.judge.coverage)."""
+    narrowing = (
+        "--perf-variants",
+        "--perf-axis",
+        "--perf-set",
+        "--perf-groups-of",
+        "--perf-cases-of",
+    )
+    given = {opt: config.getoption(opt) for opt in narrowing}
     narrowed = [
-        f"--perf-variants {config.getoption('--perf-variants')}"
-        if config.getoption("--perf-variants")
-        else "",
-        *(f"--perf-axis {a}" for a in config.getoption("--perf-axis")),
-        *(f"--perf-set {a}" for a in config.getoption("--perf-set")),
-        f"--perf-groups-of {config.getoption('--perf-groups-of')}"
-        if config.getoption("--perf-groups-of")
-        else "",
-        f"--perf-cases-of {config.getoption('--perf-cases-of')}"
-        if config.getoption("--perf-cases-of")
-        else "",
+        f"{opt} {v}" for opt, g in given.items() for v in (g if isinstance(g, list) else [g]) if v
     ]
     full = _case_facts(build_cases(profile, tuple(bench.variant_map)))
     selected = _case_facts(cases)
@@ -484,7 +470,7 @@ def _coverage_facts(
         "protocol": "this run's",
         "profile": profile.name,
         "cases": full,
-        "expectations": _expectation_facts(bench.expectations),
+        "expectations": [e.as_json() for e in bench.expectations],
     }
     expected = own
     if base_bench is not None:
@@ -525,7 +511,7 @@ def _coverage_facts(
         "changed": sorted(
             k for k, c in selected.items() if k in full and full[k]["params"] != c["params"]
         ),
-        "narrowed": [n for n in narrowed if n],
+        "narrowed": narrowed,
     }
 
 
@@ -722,7 +708,7 @@ class PerfRun:
         self._done = 0
 
     def _ab_facts(self, config: pytest.Config) -> dict[str, Any] | None:
-        """machine_info.tilegate.judge.ab's facts of an A/B run: the base, its sides."""
+        """machine_info.tilegate.ab: an A/B run's facts (the base, its sides)."""
         return (
             {
                 "ref": config.getoption("--perf-ab-ref"),
@@ -847,15 +833,7 @@ class PerfRun:
             "profile": self.profile.name,
             "axes": [a.name for a in self.profile.axes],
             "reference": self.benchmark.reference.name,
-            "expectations": [
-                {
-                    "faster": e.faster,
-                    "than": e.than,
-                    "per": e.per,
-                    "where": {k: list(v) for k, v in e.where.items()},
-                }
-                for e in self.benchmark.expectations
-            ],
+            "expectations": [e.as_json() for e in self.benchmark.expectations],
             "fixed": fixed,  # the profile's fixed parameters (M, N for matmul), as measured
             **fixed,  # flat too, for readers that predate "fixed"
             "l2_flush": self.timer.config.l2_flush and not self.smoke,

@@ -1,20 +1,16 @@
 """Compile a `KernelLaunch` ahead of time for sm_90 / sm_120, exactly as the JIT would, with no GPU.
 
-The JIT turns real arguments into a signature, constexprs and attributes (`tt.divisibility = 16`
-on 16-byte aligned pointers and on ints divisible by 16; ints equal to 1 become constexprs;
-host `TensorDescriptor`s become `tensordesc<fp16[128, 64]>`). Re-implementing that would drift
-from Triton, so this module calls Triton's own code: the binder that `JITFunction.run` uses
-(`create_function_from_signature` over the target backend's `specialize_impl`) and
-`JITFunction._pack_args`, fed with stand-ins for the real arguments (`MockTensor`, whose data
-pointer is 0, i.e. aligned like any tensor torch allocates, and a real `TensorDescriptor` over
-one). Then `triton.compile(ASTSource(...), target=GPUTarget("cuda", 90 | 120, 32))`, as
-`JITFunction._do_compile` does. Triton runs its bundled ptxas with `-v`; its report (registers,
-spills) is captured through the `dump_ptxas_log` knob rather than by running ptxas a second time.
+Re-implementing the JIT's specialization (signature, constexprs, `tt.divisibility` attributes,
+host `TensorDescriptor`s) would drift from Triton, so this module calls Triton's own code: the
+binder that `JITFunction.run` uses (`create_function_from_signature` over the target backend's
+`specialize_impl`) and `JITFunction._pack_args`, fed with stand-ins for the real arguments
+(`MockTensor`, whose data pointer is 0, i.e. aligned like any tensor torch allocates, and a real
+`TensorDescriptor` over one). Then `triton.compile(ASTSource(...), target=GPUTarget("cuda",
+90 | 120, 32))`, as `JITFunction._do_compile` does; the ptxas report (registers, spills) is
+captured through the `dump_ptxas_log` knob rather than by running ptxas a second time.
 
 Results are cached under `.perf/fingerprint-cache/` by a key built from Triton's own compile cache
-key (Triton's source, the kernel's source and that of every `@jit` function it calls, the
-signature, constexprs, attributes, options, ptxas version and target) plus this package's
-extractor source, so an unchanged kernel is never recompiled.
+key plus this package's extractor source, so an unchanged kernel is never recompiled.
 """
 
 from __future__ import annotations

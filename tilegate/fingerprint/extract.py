@@ -2,36 +2,12 @@
 
 The TTGIR is parsed as text, one op per line, with a stack for regions. That is enough for the
 facts the gate needs, and it keeps the parser readable and independent of MLIR Python bindings
-(Triton's bindings cannot walk def-use chains). What is extracted, and how:
-
-* **loops**: every `scf.for` in the kernel, and the nesting depth of the loop that holds the MMA.
-* **fused**: the tile loop and the K loop became one loop, i.e. the store of C sits in the same
-  innermost `scf.for` as the MMA (after FuseNestedLoops the epilogue is an `scf.if` inside the
-  fused loop). A nested persistent kernel stores in the outer loop; a one-tile-per-program
-  kernel stores outside any loop.
-* **operands**: the MMA's first operand is A and its second is B (by position, never by shape, so
-  BM == BN is not ambiguous). Each is traced back through views (`memdesc_index`, `local_load`,
-  `convert_layout`, transposes) and loop-carried values to where its shared memory comes from:
-  a mutable `ttg.local_alloc : () -> !ttg.memdesc<SxMxK...>` written by `cp.async`
-  (`ttg.async_copy_global_to_local`) or TMA (`ttng.async_tma_copy_global_to_local`) is
-  multi-buffered with depth S; `ttg.local_alloc %tensor` (a register tensor copied to shared
-  memory) or a plain register operand means the load is synchronous, depth 1.
-* **wgmma wait**: the smallest `pendings` of the `ttng.warp_group_dot_wait` ops directly in the
-  MMA loop's body (sm_90). `pendings = 0` means the loop waits for every wgmma before issuing the
-  next one: loads and MMA no longer overlap. `None` where there is no async wgmma (sm_120).
-* **acc_select**: an `arith.select` over a value of the accumulator's type in the MMA loop: the
-  per-step accumulator reset that flattening adds (the write-up's "select over the accumulator").
-* **warp specialization**: `tl.range(..., warp_specialize=True)` becomes a `tt.warp_specialize`
-  loop attribute; when Triton honours it, the loop is split into a `ttg.warp_specialize` op
-  whose `default` region runs on the kernel's warps and whose `partitionN(...) num_warps(W)`
-  regions run on W warps each, with `requestedRegisters` (the `setmaxnreg` value each partition
-  sets, in its order). When Triton ignores the request only the attribute is left. Partition
-  regions are isolated from above: their values are renamed apart (`%x$ws<op>p<N>`) so that
-  names repeated in two partitions do not meet, and their arguments are the op's operands, in
-  order, which operand tracing follows back. In a warp-specialized kernel the store of C and
-  the MMA sit in different partitions; the loop is **fused** there when the MMA is directly in
-  its partition's one loop (not in a K loop nested in a tile loop) and the partitions store C
-  from inside a loop.
+(Triton's bindings cannot walk def-use chains). Warp-specialize partition regions are isolated
+from above: their values are renamed apart (`%x$ws<op>p<N>`) so that names repeated in two
+partitions do not meet, and their arguments are the op's operands, in order, which operand
+tracing follows back. What each fact is and how it is read (loops, fused, the operands'
+buffering, wgmma wait, acc_select, warp specialization, ptxas): docs/fingerprint.md, "The
+fingerprint of one kernel".
 """
 
 from __future__ import annotations
@@ -116,7 +92,6 @@ class Op:
     block_args: dict[str, tuple[str, int]] = field(
         default_factory=dict
     )  # for scf.for: arg -> (init, i)
-    attrs_tail: str = ""  # the "} {attrs}" text that closes a region op (e.g. tt.num_stages)
     partition_warps: list[int] = field(default_factory=list)  # ttg.warp_specialize: per partition
 
 
@@ -229,8 +204,6 @@ def parse_ttgir(text: str) -> Module:
             closing, scope = stack.pop()
             last_closed = closing
             rest = _strip_loc(line[1:].strip())
-            if closing is not None and rest.startswith("{") and not rest.endswith("{"):
-                ops[closing].attrs_tail = rest
             if rest.endswith("{"):
                 stack.append((closing, scope))
             continue

@@ -12,7 +12,7 @@ The record, compact (no IR text; the TTGIR goes to a side file named by its hash
   ``num_stages``, ``shared``, ``registers``, ``spills``, ``programs_per_sm``, TTGIR facts,
   ``mix``, ``ir``). On a GPU they come from the CompiledKernel the launch returned; under the
   interpreter from an ahead-of-time compile for ``cc`` (sm_90 unless TILEGATE_EXPLAIN_CC says
-  otherwise), done only for cases whose code changed (`compile_changed`);
+  otherwise), done only for cases whose code changed (`SideMeasurer.explain`);
 * ``ops``: torch op name -> how many times the call dispatched it;
 * ``gpu``: what the CUDA profiler saw (GPU only): per kernel / memset / copy name, ``count``,
   ``grid`` and ``us`` (its summed duration); ``gpu_us``: the call's total.
@@ -105,7 +105,7 @@ def _cc(meta: Any) -> int | None:
     return None
 
 
-# seconds this process spent recording what explains a case (gpu_launch, compile_changed): the
+# seconds this process spent recording what explains a case (gpu_launch, compile_launches): the
 # measurer reports it, so the explanation's share of a run's wall time is measured, not guessed
 SPENT_S = [0.0]
 
@@ -361,6 +361,7 @@ def aot_facts(handle: Any, cc: int) -> dict[str, Any]:
     return got
 
 
+@_timed
 def compile_launches(record: dict[str, Any] | None, handles: list[Any]) -> None:
     """Fill the interpreter launches of `record` with their AOT compile facts (in place);
     a launch that does not compile gets `error` instead."""
@@ -380,18 +381,3 @@ def compile_launches(record: dict[str, Any] | None, handles: list[Any]) -> None:
             entry.update(aot_facts(handle, cc))
         except Exception as err:
             entry["error"] = f"AOT compile for sm_{cc}: {type(err).__name__}: {err}"[:240]
-
-
-@_timed
-def compile_changed(pairs: Iterable[tuple[Any, Any]]) -> None:
-    """For each (head, base) pair of identities whose code differs, the AOT compile facts of
-    their interpreter launches (a GPU's launches have theirs already). Never raises."""
-    for head, base in pairs:
-        try:
-            if head is None or base is None or head.hash == base.hash:
-                continue
-            for ident in (head, base):
-                if ident.handles and any(h is not None for h in ident.handles):
-                    compile_launches(ident.explain, list(ident.handles))
-        except Exception:
-            continue

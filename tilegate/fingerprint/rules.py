@@ -2,33 +2,10 @@
 
 A rule holds whatever the baseline says: it is checked against the kernels compiled now, so a
 kernel that breaks one fails even on a freshly recorded baseline. A known violation is an
-*exception*: named, with a reason, for one rule (and optionally some of its checks) on selected
-kernels; it is reported as EXCEPTED with its name and reason, never dropped silently. An
-exception that no longer matches a violation is reported as stale, so it gets removed.
-
-File format (JSON, validated on load; a bad file is an InputError, exit 2)::
-
-    {"schema": "tilegate.fingerprint-rules/1",
-     "targets": {"sm_90": {"capability": [9, 0], "num_sms": 132, "gpu": "..."}, ...},
-     "allowances": {"registers": 8},
-     "rules": [{"id": "...", "message": "... {label} {field} {actual} {expected} {detail} ...",
-                "applies_to": {<selector>},
-                "checks": [{"label": "B", "field": "b_multi_buffered", "op": "==", "value": true,
-                            "detail": "b_load"}]}],
-     "exceptions": [{"name": "...", "rule": "...", "labels": ["B"], "reason": "...",
-                     "triton": ">=3.6,<3.10", "applies_to": {<selector>}}]}
-
-Selector keys (all optional, all must hold): variants, layouts, dtypes, archs (lists of names,
-shell-style wildcards allowed), xtile (bool: a cross-tile variant), pipelined (bool: the plan
-asks for num_stages >= 2), mma (list: "wgmma", "mma_v2", ...), ws_requested (bool: the kernel
-asks for warp specialization, i.e. its TTGIR carries `tt.warp_specialize` or a
-`ttg.warp_specialize` op), warp_specialized (bool: Triton did warp-specialize it). The last two
-read the kernel's facts of the same names.
-
-An exception's optional `triton` is a version range (a PEP 440 specifier, e.g. ">=3.6,<3.10"):
-a known violation is known for the Triton versions it was seen with. Under a Triton outside the
-range the exception does not apply (what it would excuse fails, and the report says why), so
-a new Triton's behaviour is looked at before the range is widened.
+*exception* (named, with a reason, optionally for a Triton version range): reported as EXCEPTED,
+never dropped silently; one that no longer matches a violation is reported as stale. The file
+(JSON, validated on load; a bad file is an InputError, exit 2), its selectors and the exceptions'
+ranges: docs/fingerprint.md, "Rules, as data"; the shape is what `load_rules` reads.
 """
 
 from __future__ import annotations

@@ -93,6 +93,7 @@ def collect(
     for name, variant in registry.items():
         if variant.plan is None or not _matches(name, variants):
             continue  # the torch reference has no Triton kernel
+        xtile = variant.twin_of is not None
         for target in targets:
             for dtype in profile.dtypes:
                 for layout in profile.layouts:
@@ -116,15 +117,7 @@ def collect(
                         except (ValueError, TypeError) as err:
                             raise InputError(f"{base}: plan(K={k}) failed: {err}") from err
                         probe = KernelCase(
-                            base,
-                            name,
-                            dtype,
-                            layout,
-                            target,
-                            (k,),
-                            variant.twin_of is not None,
-                            launch,
-                            _NO_SPEC,
+                            base, name, dtype, layout, target, (k,), xtile, launch, _NO_SPEC
                         )
                         if mutate is not None:
                             launch = mutate(probe, launch)
@@ -139,17 +132,7 @@ def collect(
                             spec, warned=tuple(w for _, _, sp in members for w in sp.warned)
                         )
                         cases.append(
-                            KernelCase(
-                                cid,
-                                name,
-                                dtype,
-                                layout,
-                                target,
-                                ks,
-                                variant.twin_of is not None,
-                                launch,
-                                spec,
-                            )
+                            KernelCase(cid, name, dtype, layout, target, ks, xtile, launch, spec)
                         )
     return cases, skipped
 

@@ -1,33 +1,20 @@
 """Autotuned kernels: what an autotuner picked for a call, its config space, one config under
 the interpreter, a pinned config for a re-time, and a side's own caches.
 
-An autotuner (Triton's `triton.runtime.autotuner.Autotuner`, and the tuners built on it: fla's
-`CachedAutotuner` from `fla_cache_autotune` calls its `run`; FlagGems' `LibTuner` overrides it)
-times its configs at the first call of a key and keeps the fastest. Two processes can pick
-differently for the same source when two configs are close, so the pick is recorded beside the
-identity, never in it:
+An autotuner (Triton's `Autotuner`, and tuners built on it: fla's `CachedAutotuner`, FlagGems'
+`LibTuner`) keeps the fastest of its configs at the first call of a key; two processes can pick
+differently for the same source, so the pick is recorded beside the identity, never in it:
 
-* `watching()` wraps the `run` (and `_bench`) of every Autotuner class for the duration of a
-  captured call (tilegate.harness.identity.capture enters it): each autotuned launch is
-  identified by its kernel's source (the AST of the kernel and of the `@jit` functions it calls:
-  comments and lines do not count) and its config space, and the pick (config kwargs,
-  num_warps, num_stages, num_ctas, maxnreg, the key it was picked for) is recorded in
-  `Watch.picks`, never hashed. Launches made while a tuner benchmarks its configs are not the
-  call's work and are not recorded.
-* Under the CPU interpreter (TRITON_INTERPRET=1) a tuner cannot time anything (Triton 3.6:
-  "0 active drivers"): it runs one config, its first, or the one INTERPRET_ENV names
-  (`kernel=index,...` or `index`), and the pick says so (`how`).
-* `pinned(picks)` makes every tuner named in `picks` run the picked config (a re-time of both
-  sides on one config, tilegate.judge.autotune.retime_config says when); outside the block the
-  tuners are as they were.
-* `side_cache_env(root)`: the environment a side's process sets so that its tuners' disk caches
-  are its own (Triton's cache, which holds Triton's autotune cache; fla's config dir; FlagGems'
-  database and cache dir), never the other side's.
+* `watching()` wraps the `run` (and `_bench`) of every Autotuner class during a captured call:
+  an autotuned launch is identified by its kernel's source (`source_digest`) and config space,
+  its pick recorded in `Watch.picks`; launches made while a tuner benchmarks are not recorded.
+* Under the CPU interpreter a tuner cannot time anything: it runs its first config, or the one
+  INTERPRET_ENV names (`kernel=index,...` or `index`), and the pick says so (`how`).
+* `pinned(picks)`: every tuner named runs the picked config (the re-time of a tuner flip).
+* `side_cache_env(root)`: a side's process gets tuner caches of its own.
 
-Autotuning happens in the first call of a key, the correctness call (tilegate.harness.measure),
-before any timed round: the warm-up and the timed calls reuse the tuner's in-memory pick for the
-same inputs (same key). A pick recorded as `tuned` in the identity's second call means the key
-changes from call to call (the tuner re-tunes inside the timed rounds): the judge refuses it.
+What the judge makes of the picks (a tuner flip, a key that re-tunes in the timed rounds):
+docs/measuring.md, "Autotuned kernels" and "A tuner flip is re-timed on one config".
 """
 
 from __future__ import annotations
@@ -130,19 +117,20 @@ def key_of(tuner: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[s
     return out
 
 
-def _strip(tree: ast.AST) -> ast.AST:
+def strip_docstrings(tree: ast.AST, *, decorators: bool = False) -> ast.AST:
+    """`tree` without its docstrings (and, with `decorators`, its functions' decorators)."""
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if (
-            isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef))
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
             and body
             and isinstance(body[0], ast.Expr)
             and isinstance(body[0].value, ast.Constant)
             and isinstance(body[0].value.value, str)
         ):
             node.body = body[1:] or [ast.Pass()]
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            node.decorator_list = []  # the tuner's configs enter as the space, not as text
+        if decorators and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.decorator_list = []
     return tree
 
 
@@ -162,7 +150,8 @@ def source_digest(fn: Any, _seen: set[int] | None = None) -> str:
         return ""
     seen.add(id(py))
     try:
-        tree = _strip(ast.parse(textwrap.dedent(inspect.getsource(py))))
+        # the tuner's configs enter as the space, not as the decorator's text
+        tree = strip_docstrings(ast.parse(textwrap.dedent(inspect.getsource(py))), decorators=True)
     except (OSError, TypeError, SyntaxError):
         return _sha(getattr(py, "__code__", None) and py.__code__.co_code)
     glb = getattr(py, "__globals__", {})

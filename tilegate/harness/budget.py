@@ -1,36 +1,12 @@
 """Identity-aware budgeting of an A/B run's rounds: time where the code changed, stop when decided.
 
-Identity is known after each case's correctness call, before any timing (tilegate.harness.identity),
-so the measurer can plan per group which slots each sweep times:
-
-* every head row whose code changed, every new row and the reference are timed for the
-  profile's rounds, as without budgeting: the stored-baseline check and the expectations get
-  exactly what they get in a stored run; except a changed head whose pair is decided SLOWER
-  (and that no expectation needs): it stops like an unchanged head below, after STORED_PASSES
-  sweeps, since its A/B verdict fails the run whatever its stored verdict says;
-* the head of a case whose code is the base's gets what the stored check needs, the first
-  STORED_PASSES sweeps (the quick profile's; a stored verdict needs 2 rounds at least,
-  tilegate.judge.stats.min_samples_rank_sum, and 3 sweeps spread the row over the run's drift
-  as the pull-request check does): its A/B verdict is decided by identity, and in A/B mode its
-  stored verdict can only report drift, never fail (tilegate.judge.outcome). It keeps the
-  profile's rounds while its sentinel is still timed, or when an expectation pairs it with a
-  changed row (that expectation judges the pull request). The group's reference stops with the
-  last head it serves;
-* the base side of a case whose code is the base's (UNCHANGED CODE) is a SENTINEL: timed in the
-  first sweep (at least SENTINEL_MIN rounds), then looked at: once the 99 % interval of its paired
-  ratio, at the interim looks' stricter confidence, lies inside +-max(5 x tolerance, 3 %) (the
-  consistency rule of tilegate.judge.abcase, SAME CODE TIME MOVED) it stops; otherwise it keeps
-  being timed, at most up to the profile's rounds (today's full pairing);
-* a changed pair is looked at after every sweep: when its interval clears the tolerance
-  decisively (entirely above +tol, entirely below -tol, entirely inside +-tol) its base stops;
-  an undecided pair gets extension sweeps beyond the profile's (head, base and the group's
-  reference) up to CAP_FACTOR x the profile's rounds, where the verdict decides it by its median
-  if the change is significant (tilegate.judge.abcase: the boundaries meet at the last look);
-* multiple looks: every look before the verdict uses confidence 1 - alpha / max_looks
-  (Bonferroni over the most looks a pair can get); the verdict itself (tilegate.judge.abcase,
-  after the run) uses the policy's alpha. A false SLOWER at the boundary is then at most
-  alpha / 2 from all interim looks together plus alpha / 2 from the verdict: alpha, for a pair
-  decided before the cap (one that reaches it is decided by its median, tilegate.judge.abcase).
+Identity is known after each case's correctness call, before any timing, so the measurer plans
+per group which slots each sweep times: changed heads, new rows and the reference the profile's
+rounds; an unchanged head STORED_PASSES sweeps; an unchanged case's base a sentinel that stops
+once the consistency rule cannot fire; a changed pair's base until its interval decides, with
+extension sweeps up to CAP_FACTOR x the profile's rounds; interim looks at the Bonferroni
+confidence of `interim_confidence`. The rules and their arithmetic: docs/gate.md,
+"Identity-aware budget".
 
 Samples of a row are kept in round order; `timed_in` says which of the group's rounds (numbered
 in time order over all sweeps) they are, as half-open ranges; two rows are paired over the

@@ -1,54 +1,15 @@
 """Compiled-code identity: a hash of what a variant's call actually runs on this machine.
 
-`capture()` records every Triton launch made while a variant's `matmul` runs once (the
-correctness call), by wrapping `JITFunction.run` (and, under the interpreter,
-`InterpretedFunction.run`) for the duration of that call only. `identity()` hashes, in launch
-order, for each launch:
-
-* on a GPU: the SASS of the compiled cubin (`CompiledKernel.asm["sass"]`, disassembled by the
-  cuobjdump Triton ships), or, where that fails, its PTX without debug lines; plus the grid and
-  the launch metadata that is not in the binary (warps, CTAs, cluster, shared memory);
-* under the interpreter: the kernel's source and that of every `@jit` function it calls
-  (Triton's own dependency-aware `cache_key`), its constexprs and the grid.
-
-Constexprs and block shapes enter through the code they compile to: a constexpr the kernel
-ignores changes nothing that runs, and two variants whose binaries, grids and launch metadata
-match run the same code. File paths and line numbers do not enter (SASS has none; PTX debug
-lines are dropped), so a base commit materialised elsewhere, or a comment that shifts a kernel
-down the file, is still "the same code". A variant that launches no Triton kernel (the torch
-reference) is identified by torch's version: the same on both sides of an A/B run.
-
-The case's identity is wider than its Triton kernels (`SCHEME`, "case2"): everything the timed
-call runs enters it, conservatively, so that host-side work cannot hide behind an unchanged
-kernel (a `c.zero_()` in the wrapper was "the same compiled code" before):
-
-* every torch op the call dispatches (a `TorchDispatchMode`: op name, shapes, dtypes, strides);
-* on a GPU, every kernel the call launches as the CUDA profiler sees it (torch.profiler / Kineto:
-  name and grid of memsets, copies, cuBLAS and Triton kernels alike);
-* the host code the call runs: every Python function of the project (not the standard library,
-  torch, Triton, tilegate or their kind: `FOREIGN`) that runs inside the block, each as the AST
-  of its own `def` (comments, docstrings and line numbers dropped: a comment moves nothing),
-  keyed by its path inside its top-level package (the A/B base's package is the same code under
-  another name), with the module-level scalars it reads (`SCALE = 2.0`). A function the call
-  never runs does not enter: an edit to one kernel's wrapper changes that kernel's cases only
-  (the whole package's source did before, so any edit made every case "changed"). Tables such
-  as a config dict enter through what they do: the compiled code, grids and launches above.
-
-An autotuned launch (tilegate.harness.autotune) is hashed from its kernel's source (AST) and its
-autotuner's config space, not from the code of the config it picked: the pick is recorded beside
-the identity (`Identity.autotune`, `extra_info.tilegate.autotune`), so two processes that picked
-differently for the same source and configs run "the same code" with another pick (a tuner flip,
-tilegate.judge.autotune), and a changed config list or kernel is a changed identity.
-
-Compiled Triton code is hashed from its TTIR (locations dropped) and the compile options, not
-from its SASS: on sm_90 Triton 3.6's warp-specialization pass assigns the mbarriers of
-`tma_ws_persistent` in an order that changes from one process to the next (TTIR identical,
-TTGIR and SASS with two barrier offsets swapped), so a fresh Triton cache (TRITON_CACHE_DIR in
-nox) gave a hash the warm default cache did not. The TTIR is what the compiler is given; with
-the same Triton, options and target (both sides of an A/B run: one process) it decides the rest.
+`capture()` records, while the call runs, every Triton launch (wrapping `JITFunction.run`, or
+`InterpretedFunction.run` under the interpreter), every torch op it dispatches, on a GPU every
+kernel the CUDA profiler sees, and the project's host functions it runs; `identity()` hashes
+them per part (`code_parts`: triton, torch_ops, gpu_activity, host_code; scheme `SCHEME`).
+What each part holds and why (TTIR without locations, not SASS; each host function as its
+def's AST keyed by its path in its package; an autotuned launch by source and config space, its
+pick recorded apart): docs/gate.md, "The identity is the whole case".
 
 Relies on Triton's JIT internals (`JITFunction.run` returning the `CompiledKernel`); tested on
-the CPU under the interpreter (tests/test_identity.py) and on the GPU by every A/B run.
+the CPU under the interpreter (tests/test_escapes.py) and on the GPU by every A/B run.
 """
 
 from __future__ import annotations
@@ -67,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.fingerprint.extract import strip_locations
+from tilegate.harness.autotune import strip_docstrings
 
 PROFILE_ENV = "TILEGATE_IDENTITY_PROFILER"  # "0": no CUDA profiler in the identity (GPU only)
 
@@ -166,13 +128,6 @@ class Identity:
             self.handles,
             self.autotune,
         )
-
-
-def differing_parts(a: Any, b: Any) -> list[str]:
-    """The parts of two identities' `code_parts` (as stored in results) that differ."""
-    if not isinstance(a, dict) or not isinstance(b, dict):
-        return []
-    return [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
 def _sha(*parts: Any) -> str:
@@ -595,20 +550,6 @@ def _device_code() -> Iterator[None]:
         sys.setprofile(_COLLECTOR[-1])
 
 
-def _strip_docstrings(tree: ast.AST) -> ast.AST:
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if (
-            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-            and body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)
-        ):
-            node.body = body[1:] or [ast.Pass()]
-    return tree
-
-
 _DEFS_CACHE: dict[tuple[str, int, int], dict[tuple[int, str], str]] = {}
 
 
@@ -620,7 +561,7 @@ def _defs(filename: str) -> dict[tuple[int, str], str]:
     if key not in _DEFS_CACHE:
         out: dict[tuple[int, str], str] = {}
         try:
-            tree = _strip_docstrings(ast.parse(Path(filename).read_text(encoding="utf-8")))
+            tree = strip_docstrings(ast.parse(Path(filename).read_text(encoding="utf-8")))
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError) as err:
             tree, out[(0, "")] = ast.Module(body=[], type_ignores=[]), f"unreadable: {err}"
         for node in ast.walk(tree):

@@ -1,19 +1,11 @@
 """Measure the groups of a run: same inputs per group, correctness first, then interleaved timing.
 
-A group is every variant at one grid point of the declared benchmark (tilegate.declare). Its
-inputs are drawn once per side (the declaration's `inputs`, a fixed seed per group); each
-variant's call (its factory's, `Variant.make`) is checked against the declared higher-precision
-reference output before any of its timings count. Only variants that passed are timed, all
-together, round by round, so the ratios between them are paired; each group's rounds are spread
-over several sweeps of the whole run (see GroupMeasurer).
-
-What touches the code under test is a side's (tilegate.harness.side.SideMeasurer): in a stored
-run the one side lives in this process; in an A/B run each side is a process of its own, its
-commit imported by its own name (tilegate.harness.sides), and every round of a group times both
-sides back to back, one process after the other, in a balanced random order (`paired_rounds`).
-A pair whose identities are the same and whose autotuner picks are not (a tuner flip) is timed
-again after its group's last sweep with both sides on the base's pick (`_retime`): the judge
-decides on that time (tilegate.judge.abcase).
+A group is every variant at one grid point of the declared benchmark. Only variants that passed
+their check are timed, all together, round by round, so the ratios between them are paired;
+each group's rounds are spread over several sweeps of the whole run (see GroupMeasurer). What
+touches the code under test is a side's (tilegate.harness.side); in an A/B run every round
+times both sides back to back, in a balanced random order (`paired_rounds`), and a tuner flip
+is re-timed with both sides on the base's pick (`_retime`).
 """
 
 from __future__ import annotations

@@ -1,27 +1,17 @@
 """Cold compiles side by side: a group's Triton kernels compiled in threads before its checks.
 
-On a bare Triton cache the correctness calls compile every kernel one after another: on the
-H200 the first group of a default A/B run spent 11.4 s there (num_stages 3 -> 4, round 10 of
-docs/results-h200.md) and a quick A/A 9.2 s, most of a cold run's lead over a warm one. Triton's
-compiler spends most of that outside the GIL (MLIR passes, LLVM, ptxas in a subprocess), so
-threads compile in parallel.
-
-`first_calls` calls each callable of the group once, each in a worker thread, with every Triton
-launch made compile-only: `JITFunction.run(..., warmup=True)` compiles the kernel into the
-function's in-memory cache, as the JIT would, and launches nothing. The correctness calls that
-follow, one at a time as before, find the kernels compiled. So nothing reaches the GPU from a
-worker but the torch ops of the callables (allocations, copies), and nothing is timed. Two
-things stay with the serial calls:
-
-* an autotuned kernel (`triton.runtime.autotuner.Autotuner.run`): its autotuning times configs,
-  which must not share the GPU with other threads; a worker stops there (AutotuneDeferred);
-* whatever raises: a worker's exception is dropped, and the correctness call meets it again
-  and fails its own case with its message.
+Triton's compiler spends most of a cold compile outside the GIL (MLIR passes, LLVM, ptxas in a
+subprocess), so threads compile in parallel (what it saves, measured: docs/measuring.md, "Cold
+compiles side by side"). `first_calls` calls each callable of the group once, each in a worker
+thread, with every Triton launch made compile-only (`JITFunction.run(..., warmup=True)`): the
+kernels land in the JIT's in-memory cache and nothing reaches the GPU from a worker but the
+torch ops of the callables. An autotuned kernel stops its worker (AutotuneDeferred: its tuning
+times configs, which must not share the GPU), and a worker's exception is dropped: the serial
+correctness call meets it again and fails its own case with it.
 
 The identity is not affected: it is taken from the correctness call and a second call, both in
-the main thread (tilegate.harness.identity), and both sides of an A/B pair went through here.
-The warnings the compiles issue are recorded for the run (the report's "while compiling"), not
-per case: Python's warning filters are one per process.
+the main thread. The compiles' warnings are recorded for the run (the report's "while
+compiling"), not per case: Python's warning filters are one per process.
 """
 
 from __future__ import annotations

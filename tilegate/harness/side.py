@@ -1,16 +1,12 @@
 """One side's calls, measured in the process that imported them: inputs, checks, identity, timing.
 
-A side is the code of one commit (or one environment) imported by its own name in one process.
 `SideMeasurer` does, for the slots of its side, everything that touches that code: it draws a
-group's inputs (the declaration's, a fixed seed per group, the same on every side), checks each
-variant's call against the declared reference output before any of its timings count, records
-the compiled-code identity of a second call, and times the calls with its own timer (CUDA events,
-L2 flushed; tilegate.harness.timing). It decides nothing about other sides: the coordinator
-(tilegate.harness.measure.GroupMeasurer) tells it which group to prepare and which slots to time
-for how many rounds, and pairs its samples with another side's.
-
-In a stored-baseline run the one side lives in the suite's process; in an A/B run each side is a
-worker process of its own (tilegate.harness.sides, tilegate.harness.worker) holding one of these.
+group's inputs (a fixed seed per group, the same on every side), checks each call against the
+declared reference output before any of its timings count, records the compiled-code identity
+of a second call, and times the calls with its own timer. It decides nothing about other sides:
+the coordinator (tilegate.harness.measure.GroupMeasurer) says what to prepare and time, and
+pairs the samples. In a stored-baseline run it lives in the suite's process; in an A/B run in
+each side's worker (tilegate.harness.sides).
 """
 
 from __future__ import annotations
@@ -28,6 +24,7 @@ from tilegate.fingerprint.record import compile_launches
 from tilegate.harness import memory
 from tilegate.harness.correctness import check_call
 from tilegate.harness.identity import Identity, capture, identity
+from tilegate.harness.timing import round_order
 from tilegate.warnlog import Warned
 
 
@@ -300,7 +297,7 @@ class SideMeasurer:
         with warnlog.recording() as warned, _pinned(pinned):
             first = None
             if handover and fns:
-                order = self.timer.order(list(fns), first_round)
+                order = round_order(list(fns), first_round)
                 first = (order[0], float(self.timer.once(fns[order[0]])))
             samples = self.timer.time(fns, rounds, pairs or None, first_round=first_round)
         self.timing_warnings += warned

@@ -9,10 +9,9 @@ process: in a pull request the base's) doing the measuring. The coordinator, the
 (tilegate.harness.measure.GroupMeasurer), tells each worker what to prepare and which slots to
 time for how many rounds, one worker at a time: the GPU is never shared mid-round.
 
-`RemoteSide` is the coordinator's handle on one worker: requests go through its stdin, answers
-come back through a pipe of their own (the worker's stdout is its log, with its stderr, in
-`<log dir>/<side>.log`). A worker that cannot import its side's code, or dies, is a `SideFailure`
-naming the side, the tree, and the error or the end of its log: the run cannot judge (exit 2).
+`RemoteSide` is the coordinator's handle on one worker (the wire: tilegate.harness.worker; its
+log: `<log dir>/<side>.log`). A worker that cannot import its side's code, or dies, is a
+`SideFailure` naming the side, the tree, and the error or the end of its log: exit 2.
 """
 
 from __future__ import annotations

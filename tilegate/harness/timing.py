@@ -7,30 +7,11 @@ every round so that clock and thermal drift fall on all of them alike: ratios be
 then paired, round by round. Events are read once, after the last round, so the host never
 stalls the GPU between calls.
 
-A call whose host work (Python wrappers, autograd) takes longer than its GPU work is timed as
-its host time unless the GPU waits for the host: with `hold_host` (a profile's choice) a
-busy-wait kernel (`torch.cuda._sleep`) is queued before each sample's flush, for twice the
-longest host enqueue time of the group's calls (measured in the warm-up), so the whole call is
-queued before the GPU reaches its start event; nvbench's "blocking kernel" does the same. The
-timer is then "cuda-event+hold", never compared with a baseline timed without.
-
-Host time is measured for every call beside its GPU time, where it is its own. A launch waits
-when the GPU's queue is full: in back-to-back rounds of a GPU-bound call the host runs ahead
-until the queue fills, and from then on each launch waits for the GPU, so a clock around the
-call reads its GPU time (on the H200 the matmul's wrapper, 0.11-0.14 ms with nothing queued
-ahead, "took" up to 3.7 ms per call in a 3.5 ms case's rounds, and its 0.19 ms case read as
-host-bound: docs/results-h200.md, round 14). So the host time of a call is taken in
-the warm-up with nothing queued ahead of it (`_probe_host`: the GPU waited for, then one call,
-HOST_PROBE_ROUNDS times, at each warm-up and before the first rounds of a call that had
-none; `host_probe_s`). A call is host-bound when that host time reaches
-HOST_BOUND_RATIO x its event time (the warm-up's paced rounds): timed back to back, its events
-then measure how fast Python queues it (the GPU idles between its kernels), and a head-only sweep
-and a paired round disagree. With `hold_host_bound` (the default) such calls, and their A/B
-partners, are held: before each of their samples the GPU is waited for and a busy-wait kernel
-queued, so their GPU time is their kernels' time, exactly as `hold_host` does for every call,
-and their host time per round (`CudaTimer.host_samples`, the held calls' only) is their own. A
-call that is not host-bound is timed as before. The verdict of a host-bound case is on its host
-time (tilegate.judge.abcase, `host_s`).
+Host-bound calls (`hold_host`, `hold_host_bound`: a busy-wait kernel queued before each sample
+so the whole call is queued before the GPU reaches its start event; the host time taken in the
+warm-up with nothing queued ahead, `_probe_host`; HOST_BOUND_RATIO): docs/measuring.md,
+"Host-bound calls" and "Host time per call, every case". The verdict of a host-bound case
+is on its host time (tilegate.judge.abcase).
 """
 
 from __future__ import annotations
@@ -307,10 +288,6 @@ class CudaTimer:
         self.host_samples = {n: xs for n, xs in host.items() if holds[n]}
         return {n: [b.elapsed_time(e) / 1e3 for b, e in pairs] for n, pairs in events.items()}
 
-    @staticmethod
-    def order(names: list[str], r: int) -> list[str]:
-        return round_order(names, r)
-
     def once(self, fn: Callable[[], Any]) -> float:
         """One call, flushed and timed with an event pair, waited for: the first call after
         another process had the GPU (tilegate.harness.sides), which is not counted."""
@@ -391,10 +368,6 @@ class HostTimer:
                 out[name].append(time.perf_counter() - t0)
         return out
 
-    @staticmethod
-    def order(names: list[str], r: int) -> list[str]:
-        return round_order(names, r)
-
     def host_times(
         self, fns: Mapping[str, Callable[[], Any]], rounds: int
     ) -> dict[str, list[float]]:
@@ -411,7 +384,7 @@ class HostTimer:
 def event_time(fn: Callable[[], Any], reps: int = 5) -> float:
     """Median device seconds of `fn` over `reps` calls, each bracketed by a CUDA event pair.
 
-    For calibrating a test-only slowdown (perf_tests/inject.py), not for measuring: it has no
+    For calibrating a test-only slowdown (tilegate.harness.inject), not for measuring: it has no
     L2 flush and no interleaving.
     """
     import torch

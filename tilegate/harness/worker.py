@@ -72,6 +72,9 @@ class AliasError(LookupError):
     coordinator names the base, not this process's side."""
 
 
+FORWARDED = frozenset({"explain", "warm", "hold", "time", "release"})
+
+
 class Worker:
     def __init__(self) -> None:
         self.bench: Any = None
@@ -210,22 +213,11 @@ class Worker:
         results, phases, timed = self.measurer.prepare(group, [unwire_case(c) for c in cases], seed)
         return {s: wire_result(r) for s, r in results.items()}, phases, timed
 
-    def explain(self, group: str, slots: list[str]) -> Any:
-        return self.measurer.explain(group, slots)
-
-    def warm(
-        self, group: str, names: list[str], seconds: float, pinned: list[Any] | None = None
-    ) -> Any:
-        return self.measurer.warm(group, names, seconds, pinned)
-
-    def hold(self, group: str, names: list[str]) -> None:
-        self.measurer.hold(group, names)
-
-    def time(self, **kwargs: Any) -> Any:
-        return self.measurer.time(**kwargs)
-
-    def release(self, group: str) -> None:
-        self.measurer.release(group)
+    def __getattr__(self, verb: str) -> Any:
+        """explain, warm, hold, time, release: the side's SideMeasurer answers them as asked."""
+        if verb not in FORWARDED:
+            raise AttributeError(verb)
+        return getattr(self.measurer, verb)
 
     def host(self, groups: list[Any], first: bool) -> Any:
         from tilegate.harness.hostworkers import time_host
@@ -280,15 +272,7 @@ def _facts(bench: Any, profile: str | None) -> Any:
             for v in bench.variants
         },
         profile_cases=cases,
-        expectations=[
-            {
-                "faster": e.faster,
-                "than": e.than,
-                "per": e.per,
-                "where": {k: list(v) for k, v in e.where.items()},
-            }
-            for e in bench.expectations
-        ],
+        expectations=[e.as_json() for e in bench.expectations],
         software=software_versions(),
     )
 

@@ -1,22 +1,10 @@
 """Change points per case, on the reference-normalised series of its runs in measurement order.
 
-The series of a case is its same-run ratio to the reference (`ratio_to_reference`: the run's
-reference variant, `runs.reference`, measured in the same rounds), one point per stored run of one GPU, ordered by when the run was measured. The
-reference row itself has no such ratio; its series is its median. Ratios are taken in log space,
-so a step is relative whatever the level.
-
-Method (docs/history.md says why):
-
-1. Candidates: PELT on the L2 (mean-shift) cost, ruptures' `KernelCPD(kernel="linear")` (C code),
-   penalty `penalty x sigma^2 x ln n`, sigma the noise estimated robustly from the first
-   differences (MAD / sqrt 2, so steps barely move it); segments of at least `min_size` runs,
-   so one odd run is never a change by itself.
-2. Significance: each candidate's segments either side (up to the neighbouring candidates) are
-   compared with a two-sided Mann-Whitney U test. The weakest candidate with p > alpha or a
-   size below `min_effect` is dropped and the rest re-tested on the merged segments, until all
-   pass. A change point is reported with its commit range (last run before, first run after),
-   size (ratio of the segments' medians - 1; positive means slower relative to the reference),
-   p-value, and the environment facts (Triton, torch, driver, CUDA) that changed across it.
+The series of a case is its same-run ratio to the reference (`ratio_to_reference`), one point
+per stored run of one GPU, in log space; the reference row's own series is its median.
+Candidates from PELT (ruptures' `KernelCPD(kernel="linear")`), each kept only while its segments
+differ significantly (Mann-Whitney U, Bonferroni-adjusted) by at least `min_effect`: the method,
+its parameters and why, docs/history.md, "Change points".
 """
 
 from __future__ import annotations

@@ -4,38 +4,8 @@ The page is `assets/dashboard.html` with the CSS, the page's JS (`assets/dashboa
 charting library (Plotly's own plotly.min.js, from the `plotly` Python package's
 `plotly.offline.get_plotlyjs()`) and the data inlined. The library and the data are gzipped and
 base64-encoded (`<script type="application/gzip+base64">`; the browser's DecompressionStream
-unpacks them), which keeps 1,000 runs x 100 cases under 5 MB. The data is one JSON object,
-columnar and rounded:
-
-    {"version": 4, "generated": ISO, "store": path, "method": {...},
-     "gpus": [{"slug", "name", "reference": the reference variant's name (latest clean run) or null,
-               "runs": {"id": [...], "commit": [...], "when": [...], "profile": [...],
-                        "triton": [...], "torch": [...], "driver": [...], "cuda": [...],
-                        "dirty": [...], "throttled": [...],
-                        "repo": [repository URL per run or null], "url": [CI run URL or null],
-                        "reference": [the run's reference variant or null]},
-               "cases": [{"id", "variant", "params": {name: value},  # the latest row's
-                          "twin", "metric",
-                          "v": [value per run or null],   # ratio to reference (4 decimals) or median us
-                          "med", "q1", "q3": [us per run or null],
-                          "tp": [throughput per run or null], "unit": "TFLOP/s", "GB/s" or null,
-                          "verdict": "one letter per run",  # see VERDICT_CODES; "." none, " " not measured
-                          "band": [[from run, base value of v, tolerance], ...],   # run-length coded
-                          "bandMed": [[from run, base median us, tolerance], ...],
-                          "cps": [{"i", "size", "p", "before", "after", "env"}]}],
-               "pairs": [{"faster", "than",        # an expectation's two variants
-                          "per": axis name, "where": {other axis: value}, "label": from `where`,
-                          "values": [value of `per`, ...],
-                          "cases": [case id of the `faster` row at each value],
-                          "rt": [[faster / than, same run, per run or null] at each value],
-                          "crossover": [value per run, 0: wins at every measured value,
-                                        null: not measured]}]}]}
-
-Version 3: the pairs are any benchmark's (tilegate.judge.crosstile: over their axis `per`, their
-case ids from the store), not the matmul benchmark's twins along K, and their ratios are in the
-pair, not in the case ("rt"); every ratio to the reference is named for the run's reference variant
-("reference"), and the throughput is the results rows' (their `tflops`, else `gbps`).
-Version 4: a case's parameters are its `params`, whatever the benchmark names them (the store's).
+unpacks them), which keeps 1,000 runs x 100 cases under 5 MB. The data (`build_data`), one JSON
+object, columnar and rounded, and its versions: docs/history.md, "The page's data".
 """
 
 from __future__ import annotations
