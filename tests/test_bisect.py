@@ -185,7 +185,9 @@ def test_a_failed_run_report_prints_the_bisect_command_of_its_range(tmp_path: Pa
     run = load_results(tmp_path / "results.json")
     text = render(judgement(run, compare(run, baseline())))
     cases = "--case xtile_persistent-fp16-nt-K128 --case persistent-fp16-nt-K4096"
-    assert f"Find the commit: `tilegate bisect 73fe4455c0 bbbbbbbbbb {cases}`" in text
+    # with the run's profile, so that it works as printed (issue 48: every hint)
+    profile = f"--profile {run.env.profile}"
+    assert f"Find the commit: `tilegate bisect 73fe4455c0 bbbbbbbbbb {cases} {profile}`" in text
 
 
 def _range(repo: Path) -> dict[str, str]:

@@ -110,7 +110,7 @@ for spec in "$@"; do
         capabilities=((10, 0),),'
         step unsupported ;;
       noise)
-        python3 -m tilegate ab-noise --measure 3 --profile quick -- --no-plots > "$out/noise.log" 2>&1
+        python3 -m tilegate ab-noise --measure 3 --profile quick > "$out/noise.log" 2>&1
         printf '%-12s exit %s  %s\n' noise "$?" "$(ls baselines/*.ab.json | tr '\n' ' ')" | tee -a "$summary"
         git add baselines && git -c user.name=gpu -c user.email=gpu@localhost commit -qm "A/A noise" && base=$(git rev-parse HEAD) ;;
       temp64)

@@ -106,8 +106,8 @@ def steps_left(states: States) -> int:
     return sum(math.ceil(math.log2(b - a)) for a, b in spans(states) if b - a > 1)
 
 
-def command(good: str, bad: str, cases: Sequence[str]) -> str:
-    """The `tilegate bisect` command of a range and its cases (the history, a failed run's report)."""
-    return " ".join(
-        ["tilegate bisect", short_sha(good), short_sha(bad), *(f"--case {c}" for c in cases)]
-    )
+def command(good: str, bad: str, cases: Sequence[str], profile: str | None = None) -> str:
+    """The `tilegate bisect` command of a range and its cases (the history, a failed run's report),
+    with the profile its cases were measured at where one is known (a hint works as printed)."""
+    words = ["tilegate bisect", short_sha(good), short_sha(bad), *(f"--case {c}" for c in cases)]
+    return " ".join(words + ([f"--profile {profile}"] if profile else []))

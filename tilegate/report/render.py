@@ -299,7 +299,8 @@ def _find_the_commit(cmp: Comparison, result: Outcome) -> list[str]:
     if len(goods) != 1 or None in goods or goods == {cmp.run.env.commit}:
         return []
     keys = [r.key for r in result.regressions if r.tolerance]
-    return [f"  Find the commit: `{command(str(goods.pop()), str(cmp.run.env.commit), keys)}`"]
+    cmd = command(str(goods.pop()), str(cmp.run.env.commit), keys, cmp.run.env.profile)
+    return [f"  Find the commit: `{cmd}`"]
 
 
 def _summary_failing(cmp: Comparison, result: Outcome) -> list[str]:
