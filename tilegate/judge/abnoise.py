@@ -13,10 +13,10 @@ A case it lacks gets the ceiling, marked uncalibrated. A case's host time has ro
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from tilegate.errors import InputError
 from tilegate.fileio import is_finite_number
 from tilegate.judge import hostprocs, stats
 from tilegate.judge.policy import TolerancePolicy
-from tilegate.judge.results import Row, Run, gpu_mismatch
+from tilegate.judge.results import GpuFile, Row, Run, gpu_mismatch
 from tilegate.markdown import listing
 
 NOISE_SCHEMA = "tilegate.ab-noise/1"
@@ -49,24 +49,7 @@ class ABPolicy(TolerancePolicy):
     confidence: float = 0.99  # of the interval of the median ratio
     noise_confidence: float = 0.9  # of the upper bound of the A/A ratios' RMS (the noise)
 
-    def as_json(self) -> dict[str, float]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_json(cls, data: Any, where: str) -> ABPolicy:
-        if not isinstance(data, dict):
-            raise InputError(f"{where}: policy must be an object")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise InputError(f"{where}: unknown policy key(s) {unknown}; known: {sorted(known)}")
-        for k, v in data.items():
-            if not is_finite_number(v) or not 0 < v < (100 if k == "multiple" else 1):
-                raise InputError(f"{where}: policy {k} = {v!r} is out of range")
-        policy = cls(**{k: float(v) for k, v in data.items()})
-        if policy.floor > policy.ceiling:
-            raise InputError(f"{where}: floor {policy.floor} > ceiling {policy.ceiling}")
-        return policy
+    _SAID: ClassVar[str] = "policy "
 
 
 # Host times move between processes far more than GPU times (Liger's norm ops: up to 50 %), so
@@ -93,10 +76,7 @@ class NoiseRow:
 
 
 @dataclass(frozen=True)
-class Noise:
-    path: Path
-    gpu: Mapping[str, Any]
-    provenance: Mapping[str, Any]
+class Noise(GpuFile):
     policy: ABPolicy
     rows: Mapping[str, NoiseRow]
 

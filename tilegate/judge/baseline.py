@@ -68,7 +68,7 @@ from tilegate.fileio import is_finite_number, is_finite_positive
 from tilegate.judge.memory import Memory
 from tilegate.judge.memory import parse as parse_memory
 from tilegate.judge.policy import Policy
-from tilegate.judge.results import SMOKE_SLUG
+from tilegate.judge.results import SMOKE_SLUG, GpuFile
 
 SCHEMA_VERSION = 1
 DEFAULT_DIR = Path("baselines")
@@ -155,17 +155,10 @@ class Expectation:
 
 
 @dataclass(frozen=True)
-class Baseline:
-    path: Path
-    gpu: Mapping[str, Any]
-    provenance: Mapping[str, Any]
+class Baseline(GpuFile):
     policy: Policy
     rows: Mapping[str, BaselineRow]
     expectations: tuple[Expectation, ...]
-
-    @property
-    def slug(self) -> str:
-        return str(self.gpu["slug"])
 
     @property
     def mode(self) -> str:

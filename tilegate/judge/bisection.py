@@ -46,9 +46,7 @@ def settle(ratio: float, tolerance: float) -> bool:
 
 
 @dataclass(frozen=True)
-class Read:
-    """One case read in one attempt of a step."""
-
+class Read:  # one case read in one attempt of a step
     key: str
     ratio: float
     ci: tuple[float, float]

@@ -32,7 +32,6 @@ from tilegate.judge.baseline import Baseline, BaselineRow
 from tilegate.judge.policy import Policy, Tolerances
 
 DIR = "baselines"
-ACK_FLAG = "--accept-baseline-change"
 ACK_LABEL = "perf-baseline-change"
 _EPS = 1e-4  # files round tolerances to 4 digits
 
@@ -146,26 +145,16 @@ def _diff_baseline(file: str, old: Baseline, new: Baseline) -> list[Change]:
         if n is None:
             out.append(Change(file, f"row {key} removed (no longer judged)", True))
             continue
-        if n.tolerance > o.tolerance + _EPS:
-            out.append(
-                Change(file, f"row {key}: tolerance {o.tolerance:g} -> {n.tolerance:g}", True)
-            )
-        elif n.tolerance < o.tolerance - _EPS:
-            out.append(
-                Change(file, f"row {key}: tolerance {o.tolerance:g} -> {n.tolerance:g}", False)
-            )
+        if abs(n.tolerance - o.tolerance) > _EPS:
+            what = f"row {key}: tolerance {o.tolerance:g} -> {n.tolerance:g}"
+            out.append(Change(file, what, n.tolerance > o.tolerance))
         mem = memory.baseline_change(o.memory, n.memory)
         if mem is not None:
             out.append(Change(file, f"row {key}: {mem[0]}", mem[1]))
         if n.median_s > o.median_s * (1 + _EPS):
-            out.append(
-                Change(
-                    file,
-                    f"row {key}: stored median {o.median_s:.6g} s -> {n.median_s:.6g} s "
-                    f"({n.median_s / o.median_s - 1:+.1%}: slower code passes)",
-                    True,
-                )
-            )
+            what = f"stored median {o.median_s:.6g} s -> {n.median_s:.6g} s"
+            why = f"{n.median_s / o.median_s - 1:+.1%}: slower code passes"
+            out.append(Change(file, f"row {key}: {what} ({why})", True))
     for key in sorted(set(new.rows) - set(old.rows)):
         out.append(Change(file, f"row {key} added", False))
     new_e = {e.id: e for e in new.expectations}
@@ -180,40 +169,35 @@ def _diff_baseline(file: str, old: Baseline, new: Baseline) -> list[Change]:
             if nb is None:
                 out.append(Change(file, f"expectation {e.id} at {e.per}={b.value} removed", True))
             elif nb.max_ratio > b.max_ratio + _EPS:
-                out.append(
-                    Change(
-                        file,
-                        f"expectation {e.id} at {e.per}={b.value}: max_ratio {b.max_ratio:g} -> "
-                        f"{nb.max_ratio:g} (relaxed)",
-                        True,
-                    )
-                )
+                what = f"max_ratio {b.max_ratio:g} -> {nb.max_ratio:g} (relaxed)"
+                out.append(Change(file, f"expectation {e.id} at {e.per}={b.value}: {what}", True))
     return out
 
 
 def _diff_noise(file: str, old: Noise, new: Noise) -> list[Change]:
-    out = _policy_changes(file, old.policy, new.policy, [f.name for f in fields(ABPolicy)])
-    for key, o in old.rows.items():
-        n = new.rows.get(key)
-        if n is None:
-            out.append(Change(file, f"noise row {key} removed (the ceiling applies)", True))
-        elif n.tolerance > o.tolerance + _EPS:
-            out.append(
-                Change(file, f"noise row {key}: tolerance {o.tolerance:g} -> {n.tolerance:g}", True)
-            )
-    return out
+    widened = [
+        f"noise row {key}: tolerance {o.tolerance:g} -> {n.tolerance:g}"
+        if (n := new.rows.get(key)) is not None
+        else f"noise row {key} removed (the ceiling applies)"
+        for key, o in old.rows.items()
+        if key not in new.rows or new.rows[key].tolerance > o.tolerance + _EPS
+    ]
+    policy = _policy_changes(file, old.policy, new.policy, [f.name for f in fields(ABPolicy)])
+    return policy + [Change(file, what, True) for what in widened]
 
 
 def _diff_tolerances(file: str, old: Tolerances, new: Tolerances) -> list[Change]:
     out = _policy_changes(file, old.policy, new.policy, [f.name for f in fields(Policy)])
-    if old.overrides != new.overrides:
-        gone = [o for o in old.overrides if o not in new.overrides]
-        added = [o for o in new.overrides if o not in old.overrides]
-        for o in added:
-            out.append(Change(file, f"{o.describe()} added or changed", True))
-        for o in gone:
-            out.append(Change(file, f"{o.describe()} removed", False))
-    return out
+    out += [
+        Change(file, f"{o.describe()} added or changed", True)
+        for o in new.overrides
+        if o not in old.overrides
+    ]
+    return out + [
+        Change(file, f"{o.describe()} removed", False)
+        for o in old.overrides
+        if o not in new.overrides
+    ]
 
 
 def diff_file(rel: str, old: object, new: object) -> list[Change]:

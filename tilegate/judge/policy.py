@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from tilegate.errors import InputError
 from tilegate.fileio import is_finite_number
 from tilegate.judge import stats
+
+_P = TypeVar("_P", bound="TolerancePolicy")
 
 
 @dataclass(frozen=True)
@@ -30,11 +32,43 @@ class TolerancePolicy:
     floor: float = 0.04  # ... at least this (relative slowdown) ...
     ceiling: float = 0.08  # ... at most this; a row that needs more is reported too noisy
     alpha: float = 0.01  # one-sided significance level of "slower" / "faster"
+    _SAID: ClassVar[str] = ""
 
     def tolerance(self, noise: float) -> stats.Tolerance:
         return stats.derive_tolerance(
             noise, multiple=self.multiple, floor=self.floor, ceiling=self.ceiling
         )
+
+    def as_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls: type[_P], data: Any, where: str) -> _P:
+        """The policy of a file's JSON; `_SAID` prefixes a value's name in an error."""
+        if not isinstance(data, dict):
+            raise InputError(f"{where}: policy must be an object")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InputError(f"{where}: unknown policy key(s) {unknown}; known: {sorted(known)}")
+        values: dict[str, Any] = {}
+        for name, value in data.items():
+            if name == "reference_variants":
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    raise InputError(f"{where}: reference_variants must be a list of variant names")
+                values[name] = tuple(value)
+            elif name == "quantiles":
+                if not isinstance(value, int) or isinstance(value, bool) or value < 5:
+                    raise InputError(f"{where}: quantiles must be an integer >= 5, got {value!r}")
+                values[name] = value
+            elif not is_finite_number(value) or not 0 < value < (100 if name == "multiple" else 1):
+                raise InputError(f"{where}: {cls._SAID}{name} = {value!r} is out of range")
+            else:
+                values[name] = float(value)
+        policy = cls(**values)
+        if policy.floor > policy.ceiling:
+            raise InputError(f"{where}: floor {policy.floor} > ceiling {policy.ceiling}")
+        return policy
 
 
 @dataclass(frozen=True)
@@ -55,36 +89,7 @@ class Policy(TolerancePolicy):
     reference_variants: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["reference_variants"] = list(self.reference_variants)
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any], where: str) -> Policy:
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise InputError(f"{where}: unknown policy key(s) {unknown}; known: {sorted(known)}")
-        values: dict[str, Any] = {}
-        for name, value in data.items():
-            if name == "reference_variants":
-                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                    raise InputError(f"{where}: reference_variants must be a list of variant names")
-                values[name] = tuple(value)
-            elif name == "quantiles":
-                if not isinstance(value, int) or isinstance(value, bool) or value < 5:
-                    raise InputError(f"{where}: quantiles must be an integer >= 5, got {value!r}")
-                values[name] = value
-            else:
-                if not is_finite_number(value) or not 0 < value < (
-                    100 if name == "multiple" else 1
-                ):
-                    raise InputError(f"{where}: {name} = {value!r} is out of range")
-                values[name] = float(value)
-        policy = cls(**values)
-        if policy.floor > policy.ceiling:
-            raise InputError(f"{where}: floor {policy.floor} > ceiling {policy.ceiling}")
-        return policy
+        return {**super().as_json(), "reference_variants": list(self.reference_variants)}
 
 
 _SET_KEYS = ("tolerance", "floor", "ceiling", "multiple")

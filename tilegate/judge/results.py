@@ -30,6 +30,19 @@ class Gpu:
     memory_gib: float | None = None
 
 
+@dataclass(frozen=True)
+class GpuFile:
+    """A file of one GPU model (a baseline, an A/B noise file): where, the GPU, its provenance."""
+
+    path: Path
+    gpu: Mapping[str, Any]
+    provenance: Mapping[str, Any]
+
+    @property
+    def slug(self) -> str:
+        return str(self.gpu["slug"])
+
+
 def describe_gpu(gpu: Gpu | Mapping[str, Any]) -> str:
     """'NVIDIA H200 (sm_90, 132 SMs)', for a run's Gpu or a GPU recorded in a file."""
     name: Any

@@ -70,12 +70,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
 
 class Word(str, enum.Enum):
     """Every word of every judgement, once (the module's docstring says what each means)."""
 
-    # stored
     REGRESSED = "REGRESSED"
     UNSURE = "UNSURE"
     IMPROVED = "IMPROVED"
@@ -83,90 +83,55 @@ class Word(str, enum.Enum):
     SHIFTED = "SHIFTED"
     OFF_GPU = "GPU OFF"
     GONE = "VARIANT REMOVED"
-    # stored and ab
     NEW = "NEW"
-    # stored and expectation
     NOT_MEASURED = "NOT MEASURED"
-    # ab
     SLOWER = "SLOWER"
     FASTER = "FASTER"
     SAME = "SAME"
     AMBIGUOUS = "AMBIGUOUS"
-    # ab
     UNCHANGED = "UNCHANGED CODE"
     REMOVED = "REMOVED"
     INCONSISTENT = "SAME CODE, TIME MOVED"
     UNSTABLE = "UNSTABLE"
-    # memory
     MORE_MEMORY = "MORE MEMORY"
     LESS_MEMORY = "LESS MEMORY"
     PEAK_VARIES = "PEAK VARIES"
-    # expectation and outcome
     PASS = "PASS"
     FAIL = "FAIL"
-    # outcome
     CANNOT_JUDGE = "CANNOT JUDGE"
 
 
-class Verdict(str, enum.Enum):
-    """A row against the stored baseline (tilegate.judge.verdict)."""
+class _Judgement(str, enum.Enum):
+    """A judgement's enum: each member is the Word of its name (`_words`)."""
 
-    REGRESSED = Word.REGRESSED.value
-    UNSURE = Word.UNSURE.value
-    IMPROVED = Word.IMPROVED.value
-    OK = Word.OK.value
-    NEW = Word.NEW.value  # measured, not in the baseline
-    NOT_MEASURED = Word.NOT_MEASURED.value  # in the baseline, not in this run
-    # slower beyond the tolerance, but so was the reference in the same rounds and the row's
-    # code did not change: the machine or a neighbour moved, not this row (never fails)
-    SHIFTED = Word.SHIFTED.value
-    # measured on a GPU of the host that is off (its cuBLAS rows outside the others'): not judged
-    OFF_GPU = Word.OFF_GPU.value
-    # in the baseline, but its variant is no longer in the registry (removed, not renamed):
-    # fails, with the expectations it takes with it, until the baseline drops it (reviewed)
-    GONE = Word.GONE.value
+    @staticmethod
+    def _generate_next_value_(name: str, start: int, count: int, last_values: list[Any]) -> str:
+        return Word[name].value
 
 
-class ABVerdict(str, enum.Enum):
-    """A case of the head against its base, measured in the same rounds (tilegate.judge.abcase)."""
-
-    SLOWER = Word.SLOWER.value
-    FASTER = Word.FASTER.value
-    SAME = Word.SAME.value
-    AMBIGUOUS = Word.AMBIGUOUS.value
-    UNCHANGED = Word.UNCHANGED.value
-    NEW = Word.NEW.value
-    REMOVED = Word.REMOVED.value
-    # the same identity on both sides, but a ratio A/A noise cannot give: cannot judge (exit 2)
-    INCONSISTENT = Word.INCONSISTENT.value
-    # two modes beyond the A/A noise, or medians and ratio pointing opposite ways: not decided
-    # on the mixture; fails if a mode alone is slower, else cannot judge (exit 2)
-    UNSTABLE = Word.UNSTABLE.value
+def _words(n: int) -> tuple[Any, ...]:
+    """`n` members, each spelled as the Word of its name."""
+    return tuple(enum.auto() for _ in range(n))
 
 
-class Status(str, enum.Enum):
-    """An expectation at one value of its axis (tilegate.judge.crosstile)."""
-
-    PASS = Word.PASS.value
-    FAIL = Word.FAIL.value
-    NOT_MEASURED = Word.NOT_MEASURED.value
+class Verdict(_Judgement):
+    REGRESSED, UNSURE, IMPROVED, OK, NEW, NOT_MEASURED, SHIFTED, OFF_GPU, GONE = _words(9)
 
 
-class MemoryVerdict(str, enum.Enum):
-    """A case's peak GPU memory against its base or baseline (tilegate.judge.memory)."""
-
-    MORE_MEMORY = Word.MORE_MEMORY.value
-    LESS_MEMORY = Word.LESS_MEMORY.value
-    SAME = Word.SAME.value
-    PEAK_VARIES = Word.PEAK_VARIES.value
+class ABVerdict(_Judgement):
+    SLOWER, FASTER, SAME, AMBIGUOUS, UNCHANGED, NEW, REMOVED, INCONSISTENT, UNSTABLE = _words(9)
 
 
-class Headline(str, enum.Enum):
-    """The whole run, from its exit code (tilegate.judge.outcome.headline)."""
+class Status(_Judgement):
+    PASS, FAIL, NOT_MEASURED = _words(3)
 
-    PASS = Word.PASS.value
-    FAIL = Word.FAIL.value
-    CANNOT_JUDGE = Word.CANNOT_JUDGE.value
+
+class MemoryVerdict(_Judgement):
+    MORE_MEMORY, LESS_MEMORY, SAME, PEAK_VARIES = _words(4)
+
+
+class Headline(_Judgement):
+    PASS, FAIL, CANNOT_JUDGE = _words(3)
 
 
 # each judgement by the name the module's docstring gives it
