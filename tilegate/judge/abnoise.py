@@ -262,22 +262,17 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
 
 def noise_json(noise: Noise) -> dict[str, Any]:
     """The noise file's JSON (tilegate.store.files writes it)."""
-    return {
-        "schema": NOISE_SCHEMA,
-        "gpu": dict(noise.gpu),
-        "provenance": dict(noise.provenance),
-        "policy": noise.policy.as_json(),
-        "rows": {
-            k: {
-                "run_ratios": [round(r, 5) for r in row.run_ratios],
-                "spread": round(row.spread, 5),
-                "noise": round(row.noise, 5),
-                "tolerance": round(row.tolerance, 4),
-                "source": row.source,
-            }
-            for k, row in noise.rows.items()
-        },
+    rows = {
+        k: {
+            "run_ratios": [round(r, 5) for r in row.run_ratios],
+            "spread": round(row.spread, 5),
+            "noise": round(row.noise, 5),
+            "tolerance": round(row.tolerance, 4),
+            "source": row.source,
+        }
+        for k, row in noise.rows.items()
     }
+    return noise.json_of(("schema", NOISE_SCHEMA), policy=noise.policy.as_json(), rows=rows)
 
 
 def parse_noise(data: Any, path: Path) -> Noise:

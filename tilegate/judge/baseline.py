@@ -215,13 +215,11 @@ def _row_json(row: BaselineRow) -> dict[str, Any]:
 
 
 def to_json(b: Baseline) -> dict[str, Any]:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "gpu": dict(b.gpu),
-        "provenance": dict(b.provenance),
-        "policy": b.policy.as_json(),
-        "rows": {key: _row_json(row) for key, row in b.rows.items()},
-        "expectations": [
+    return b.json_of(
+        ("schema_version", SCHEMA_VERSION),
+        policy=b.policy.as_json(),
+        rows={key: _row_json(row) for key, row in b.rows.items()},
+        expectations=[
             {
                 "id": e.id,
                 "faster": e.faster,
@@ -238,7 +236,7 @@ def to_json(b: Baseline) -> dict[str, Any]:
             }
             for e in sorted(b.expectations, key=lambda e: e.id)
         ],
-    }
+    )
 
 
 def _need(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:

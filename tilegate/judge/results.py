@@ -42,16 +42,26 @@ class GpuFile:
     def slug(self) -> str:
         return str(self.gpu["slug"])
 
+    def json_of(self, schema: tuple[str, Any], **rest: Any) -> dict[str, Any]:
+        """The file's JSON: its schema key, the GPU, the provenance, then `rest` in order."""
+        return {
+            schema[0]: schema[1],
+            "gpu": dict(self.gpu),
+            "provenance": dict(self.provenance),
+            **rest,
+        }
+
+
+def _facts(gpu: Gpu | Mapping[str, Any]) -> tuple[Any, tuple[int, ...] | None, Any]:
+    """(name, capability, SM count) of a run's Gpu or a GPU recorded in a file."""
+    if isinstance(gpu, Gpu):
+        return gpu.name, gpu.capability, gpu.sm_count
+    return gpu.get("name"), capability(gpu.get("capability")), gpu.get("sm_count")
+
 
 def describe_gpu(gpu: Gpu | Mapping[str, Any]) -> str:
-    """'NVIDIA H200 (sm_90, 132 SMs)', for a run's Gpu or a GPU recorded in a file."""
-    name: Any
-    cap: tuple[int, ...] | None
-    sms: Any
-    if isinstance(gpu, Gpu):
-        name, cap, sms = gpu.name, gpu.capability, gpu.sm_count
-    else:
-        name, cap, sms = gpu.get("name"), capability(gpu.get("capability")), gpu.get("sm_count")
+    """'NVIDIA H200 (sm_90, 132 SMs)'."""
+    name, cap, sms = _facts(gpu)
     facts = [_show(cap) if cap else None, f"{sms} SMs" if sms else None]
     return f"{name} ({', '.join(f for f in facts if f) or 'no details'})"
 
@@ -69,27 +79,14 @@ def capability(value: Any) -> tuple[int, ...] | None:
 
 def gpu_mismatch(recorded: Gpu | Mapping[str, Any], gpu: Gpu) -> list[str]:
     """How a GPU recorded in a file (a baseline's or noise file's `gpu`), or another run's,
-    differs from `gpu`.
-
-    The slug is a label (from the name, or a runner's): the name, the compute capability and
-    the SM count say which GPU it is. Only facts that both sides record are compared.
-    """
-    then: tuple[Any, Any, Any]
-    if isinstance(recorded, Gpu):
-        then = (recorded.name, recorded.capability, recorded.sm_count)
-    else:
-        cap = capability(recorded.get("capability"))
-        then = (recorded.get("name"), cap, recorded.get("sm_count"))
-    out = []
-    pairs = (
-        ("name", then[0], gpu.name),
-        ("compute capability", then[1], gpu.capability),
-        ("SM count", then[2], gpu.sm_count),
-    )
-    for what, was, now in pairs:
-        if was is not None and now is not None and was != now:
-            out.append(f"{what} {_show(was)} vs {_show(now)}")
-    return out
+    differs from `gpu`. The slug is a label: the name, the compute capability and the SM count
+    say which GPU it is; only facts that both sides record are compared."""
+    whats = ("name", "compute capability", "SM count")
+    return [
+        f"{what} {_show(was)} vs {_show(now)}"
+        for what, was, now in zip(whats, _facts(recorded), _facts(gpu), strict=True)
+        if was is not None and now is not None and was != now
+    ]
 
 
 def _show(value: Any) -> str:
@@ -105,8 +102,7 @@ class Environment:
     harness_version: str
     mode: str  # "gpu" or "smoke"
     profile: str
-    # the profile's fixed parameters as measured (M, N for matmul; files before "fixed": M, N)
-    fixed: Mapping[str, Any]
+    fixed: Mapping[str, Any]  # the profile's fixed parameters as measured
     l2_flush: bool | None
     timer: str | None
     rounds: int | None
@@ -121,8 +117,7 @@ class Environment:
     ab: Mapping[str, Any] | None = None  # an A/B run: {"ref", "sha", "variants"} of its base
     # an A/B run's budget: how its rounds were spent (tilegate.harness.budget.summarize)
     budget: Mapping[str, Any] | None = None
-    # Triton / torch warnings of the run (recorded by the suite, not raised): category, message,
-    # source, count, first_case
+    # Triton / torch warnings of the run, recorded (tilegate.warnlog)
     warnings: tuple[Mapping[str, Any], ...] = ()
     # several GPUs of one host (tilegate.run.shard): each {"gpu": {..., "index", "serial"}, "state"}
     gpus: tuple[Mapping[str, Any], ...] = ()
@@ -132,8 +127,7 @@ class Environment:
     # every variant of the head's registry (None: not recorded) and its renames {new: (old, ...)}
     registry: tuple[str, ...] | None = None
     renamed: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
-
-    benchmark: str | None = None  # the declared benchmark's name (None: not recorded)
+    benchmark: str | None = None  # the declared benchmark's name
     # the declared expectations (tilegate.declare.Expectation): {"faster", "than", "per",
     # "where"}; None: not recorded (older files), every twin pair along K
     expectations: tuple[Mapping[str, Any], ...] | None = None
@@ -205,12 +199,10 @@ class Row:
 
 
 def param_order(params: Mapping[str, Any], axes: Sequence[str]) -> tuple[Any, ...]:
-    """How rows sort: by the grid's `axes` in their order, then every other parameter by name.
-
-    Never by a mapping's own key order: a baseline's rows come back from its file with their
-    parameters in the file's (sorted) key order, a results file's in the suite's, and sorting
-    both together by their values compared "fp16" with 128 (a crash of every GPU run judged
-    against a baseline written with "params"). Numbers sort before text at one position."""
+    """How rows sort: by the grid's `axes` in their order, then every other parameter by name;
+    numbers before text at one position. Never by a mapping's own key order: a baseline's file
+    has its parameters sorted, a results file the suite's order, and sorting both by their
+    values compared "fp16" with 128 (a crash of every GPU run judged against such a baseline)."""
     names = [a for a in axes if a in params] + sorted(k for k in params if k not in axes)
     return tuple(
         (name, 0, v, "") if isinstance(v, (int, float)) else (name, 1, 0, str(v))
@@ -259,13 +251,9 @@ class Run:
         return found.pop() if len(found) == 1 else None
 
     def ratio(self, variant: str, than: str, group: str, *, side: str = "head") -> float | None:
-        """variant / than measured in the same rounds of this run; None unless both were measured.
-
-        `side="base"`: the same, for the base commit's versions in an A/B run.
-        Always the paired per-round median of the samples (`stats.paired_ratio`), never a number
-        the file merely states: `load_results` has checked that the rows of a group share their
-        rounds and that every recorded ratio agrees with its samples.
-        """
+        """variant / than measured in the same rounds of this run (`side="base"`: the base
+        commit's versions of an A/B run); None unless both were measured. Always the paired
+        per-round median of the samples (`paired`), never a number the file merely states."""
         x = self.find(variant, group, side=side)
         y = self.find(than, group, side=side)
         if x is None or y is None:
@@ -318,11 +306,9 @@ def paired(x: Row, y: Row) -> float:
 
 
 def _ensure_paired(path: Path, sides: Mapping[str, Mapping[str, Row]]) -> None:
-    """The rows of a group (both sides of an A/B run) were timed in the same rounds: same count.
-
-    A row that says which of the group's rounds it was timed in (`timed_in`, an A/B budget's
-    sentinel or stopped base) is checked against the group's rounds instead: within them, and
-    sharing rounds with the group's rows timed in all of them."""
+    """The rows of a group (both sides of an A/B run) were timed in the same rounds: same count;
+    a row timed in some of them (`timed_in`, an A/B budget's sentinel or stopped base) is paired
+    over the rounds it shares."""
     groups: dict[str, list[tuple[str, int]]] = {}
     spans: dict[str, int] = {}
     for rows in sides.values():
@@ -388,7 +374,7 @@ def _checked_ratios(
             "ratio_to_twin": by_variant.get((row.twin, row.group)) if row.twin else None,
             "ratio_to_base": sides["base"].get(key) if side == "head" else None,
         }
-        derived: dict[str, float | None] = {}
+        derived: dict[str, Any] = {}
         for name, other in against.items():
             recorded = getattr(row, name)
             if other is None:
@@ -415,12 +401,7 @@ def _checked_ratios(
                     "or assembled by hand; measure again."
                 )
             derived[name] = now
-        out[key] = replace(
-            row,
-            ratio_to_reference=derived["ratio_to_reference"],
-            ratio_to_twin=derived["ratio_to_twin"],
-            ratio_to_base=derived["ratio_to_base"],
-        )
+        out[key] = replace(row, **derived)
     return out
 
 
