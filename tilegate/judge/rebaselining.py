@@ -82,20 +82,18 @@ def _measured_row(key: str, per_run: list[tuple[Run, Row]], tolerances: Toleranc
     else:
         drift, source = stats.single_run_drift(first.samples_s), "1 run (95% CI of the median)"
     tol, tol_source, noisy = tolerances.tolerance(first.variant, first.params, drift)
-    ratios = []
-    if first.twin is not None:
-        for run, row in per_run:
-            ratio = run.ratio(row.variant, first.twin, row.group)
-            if ratio is not None:
-                ratios.append(ratio)
+    twin = first.twin
+    ratios = [
+        r
+        for run, row in per_run
+        if twin and (r := run.ratio(row.variant, twin, row.group)) is not None
+    ]
     to_ref = [
         r
-        for r in (
-            run.ratio(row.variant, run.reference, row.group)
-            for run, row in per_run
-            if run.reference and not row.reference
-        )
-        if r is not None
+        for run, row in per_run
+        if run.reference
+        and not row.reference
+        and (r := run.ratio(row.variant, run.reference, row.group)) is not None
     ]
     hashes = {row.code_hash for _, row in per_run}
     if len(hashes) > 1:
@@ -214,14 +212,11 @@ def _merge_expectations(
         before = old_exps.get(eid)
         old_checks = {c.value: c for c in before.bounds} if before else {}
         measured = derived.get((faster, than, per, setting), {})
-        checks = {
-            v: c for v, c in old_checks.items() if v not in measured
-        }  # unmeasured: kept as reviewed
+        # an unmeasured check is kept as reviewed
+        checks = {v: c for v, c in old_checks.items() if v not in measured}
         checks.update({v: c for v, c in measured.items() if c is not None})
-        for value in sorted(set(measured) | set(old_checks)):
-            was, fresh = old_checks.get(value), measured.get(value)
-            if value not in measured:
-                continue
+        for value in sorted(measured):
+            was, fresh = old_checks.get(value), measured[value]
             at = f"{per}={value}"
             got = (
                 fresh.measured
@@ -237,11 +232,7 @@ def _merge_expectations(
                     f"- {eid} {at}: REMOVED, {faster} no longer wins clearly (measured {_ratios(got)}, "
                     f"was max_ratio {was.max_ratio:.3f})"
                 )
-            elif (
-                was is not None
-                and fresh is not None
-                and abs(was.max_ratio - fresh.max_ratio) >= 0.0005
-            ):
+            elif was and fresh and abs(was.max_ratio - fresh.max_ratio) >= 0.0005:
                 tag = "  LOOSENED" if fresh.max_ratio > was.max_ratio else ""
                 loosened += bool(tag)
                 lines.append(
@@ -253,16 +244,8 @@ def _merge_expectations(
                     f"max_ratio {was.max_ratio:.3f}); a run where {faster} stopped winning must not remove it silently"
                 )
         if checks:
-            merged.append(
-                Expectation(
-                    eid,
-                    faster,
-                    than,
-                    MappingProxyType(where),
-                    per,
-                    tuple(sorted(checks.values(), key=lambda c: c.value)),
-                )
-            )
+            bounds = tuple(sorted(checks.values(), key=lambda c: c.value))
+            merged.append(Expectation(eid, faster, than, MappingProxyType(where), per, bounds))
     return merged, lines, refusals, loosened
 
 
@@ -341,39 +324,42 @@ def _ensure_old_fits(runs: Sequence[Run], old: Baseline | None, out: Path) -> li
     _ensure_one_environment(runs)
     env = runs[0].env
     named = listing([str(r.path) for r in runs], limit=3)
-    if old is not None and old.slug != env.gpu.slug:
+    warnings = []
+    if out.name != f"{env.gpu.slug}.json":
+        warnings.append(
+            f"the runs are on {env.gpu.slug}, but the output file is {out} (expected {env.gpu.slug}.json)"
+        )
+    if old is None:
+        return warnings
+    if old.slug != env.gpu.slug:
         raise InputError(
             f"old baseline {old.path} is for {old.slug}, the runs ({named}) for {env.gpu.slug}: a "
             f"baseline holds one GPU model (write {baseline_path(env.gpu.slug, out.parent)} instead)"
         )
-    differs = gpu_mismatch(old.gpu, env.gpu) if old is not None else []
-    if old is not None and differs:
+    differs = gpu_mismatch(old.gpu, env.gpu)
+    if differs:
         raise InputError(
             f"old baseline {old.path} was recorded on {describe_gpu(old.gpu)}, the runs "
             f"({named}) on {describe_gpu(env.gpu)}, both labelled {env.gpu.slug}: "
             f"{', '.join(differs)}. A baseline holds one GPU: fix the label, or write a new "
             "baseline for this GPU (--out elsewhere, no --old)"
         )
-    if old is not None and old.mode != env.mode:
+    if old.mode != env.mode:
         raise InputError(
             f"old baseline {old.path} is a {old.mode} baseline, the runs ({named}) are "
             f"{env.mode} runs"
         )
     for setting, now, then in (
-        ("L2 flush", env.l2_flush, old.provenance.get("l2_flush") if old else None),
-        ("timer", env.timer, old.provenance.get("timer") if old else None),
+        ("L2 flush", env.l2_flush, old.provenance.get("l2_flush")),
+        ("timer", env.timer, old.provenance.get("timer")),
     ):
-        if old is not None and now is not None and then is not None and now != then:
+        if now is not None and then is not None and now != then:
             raise InputError(
                 f"the runs ({named}) were timed with {setting} = {now!r}, old baseline {old.path} "
                 f"with {then!r}: its kept rows and the new ones would not be comparable. Measure "
                 "with the baseline's settings, or write a new baseline (--out elsewhere)"
             )
-    if out.name != f"{env.gpu.slug}.json":
-        return [
-            f"the runs are on {env.gpu.slug}, but the output file is {out} (expected {env.gpu.slug}.json)"
-        ]
-    return []
+    return warnings
 
 
 def rebaseline(
@@ -384,11 +370,8 @@ def rebaseline(
     tolerances: Tolerances,
     tolerances_path: str | None = None,
 ) -> Rebaseline:
-    """Build the new baseline from runs (plus the old one's unmeasured rows) and explain the change.
-
-    With no runs, the old baseline's rows are kept and only their tolerances are derived again
-    from their stored drift and the current tolerances file.
-    """
+    """Build the new baseline from runs (plus the old one's unmeasured rows) and explain the
+    change. With no runs, the old rows' tolerances are derived again from their stored drift."""
     if not runs and old is None:
         raise InputError(
             "rebaseline needs results files, or --old BASELINE to re-derive tolerances"
@@ -408,9 +391,7 @@ def rebaseline(
             per_key.setdefault(row.key, []).append((run, row))
     rows = {key: _measured_row(key, per_run, tolerances) for key, per_run in per_key.items()}
     kept = [key for key in (old.rows if old is not None else {}) if key not in rows]
-    for key in kept:
-        assert old is not None
-        rows[key] = _retolerance(old.rows[key], tolerances)
+    rows.update({key: _retolerance(old.rows[key], tolerances) for key in kept if old})
     rows = dict(sorted(rows.items()))
     warnings += run_warnings(runs, rows, per_key, policy)
     expectations, exp_lines, refusals, loosened_checks = _merge_expectations(runs, old, policy)
