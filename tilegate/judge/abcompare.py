@@ -98,9 +98,8 @@ class ABComparison:
 
     @property
     def not_blamed(self) -> frozenset[str]:
-        """The cases a stored-baseline slowdown cannot be blamed on this pull request for:
-        its code is the base's (same_code), or the A/B found it no slower than the base
-        (no_slower)."""
+        """The cases a stored-baseline slowdown cannot be blamed on this pull request for: its code
+        is the base's (same_code), or the A/B found it no slower than the base (no_slower)."""
         return self.same_code | self.no_slower
 
     @property

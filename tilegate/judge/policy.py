@@ -97,11 +97,9 @@ _SET_KEYS = ("tolerance", "floor", "ceiling", "multiple")
 
 @dataclass(frozen=True)
 class Override:
-    """One [[override]] of tolerances.toml: which rows (all given keys must match), what to set, why.
-
-    It matches on `variant` and on any of the benchmark's parameters (`dtype`, `K`, ...); a
-    parameter's value may be one value or a list of them.
-    """
+    """One [[override]] of tolerances.toml: which rows (all given keys must match), what to set,
+    why. It matches on `variant` and on any of the benchmark's parameters (`dtype`, `K`, ...); a
+    parameter's value may be one value or a list of them."""
 
     reason: str
     variant: str | None = None

@@ -35,12 +35,10 @@ def base_ratio_to_reference(base: BaselineRow, baseline: Baseline, reference: st
 
 def blame(v: RowVerdict, runs: Sequence[Run], baseline: Baseline) -> RowVerdict:
     """Keep a REGRESSED row only if its code changed or it also slowed against the reference.
-
-    Kernels timed in the same rounds share the GPU's power budget: one kernel's change moves
-    cuBLAS and unchanged neighbours too (4-5 % on the power-capped H200, docs/gate.md). A row
-    whose code hash is the baseline's and whose same-run ratio to the reference held is SHIFTED:
-    reported, never failed. The reference row itself is judged on its own.
-    """
+    Kernels timed in the same rounds share the GPU's power budget: one kernel's change moves cuBLAS
+    and unchanged neighbours too (4-5 % on the power-capped H200, docs/gate.md). A row whose code
+    hash is the baseline's and whose same-run ratio to the reference held is SHIFTED: reported,
+    never failed. The reference row itself is judged on its own."""
     if v.base is None or v.now is None or v.reference or v.verdict is not Verdict.REGRESSED:
         return v
     row, base = v.now, v.base

@@ -50,11 +50,9 @@ def median(values: Sequence[float]) -> float:
 
 
 def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
-    """Distribution-free confidence interval of the median from order statistics.
-
-    The number of samples below the true median is Binomial(n, 1/2); the interval runs between
-    the order statistics that cover `confidence` of it. No resampling, no randomness.
-    """
+    """Distribution-free confidence interval of the median from order statistics. The number of
+    samples below the true median is Binomial(n, 1/2); the interval runs between the order
+    statistics that cover `confidence` of it. No resampling, no randomness."""
     xs = sorted(samples)
     n = len(xs)
     if n == 0:
@@ -67,14 +65,11 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
 
 
 def rms_upper_bound(deviations: Sequence[float], confidence: float) -> float:
-    """Upper `confidence` bound of the root mean square of deviations from a known centre.
-
-    sum(d^2) / sigma^2 is chi-square with n degrees of freedom when the deviations are normal
-    with mean 0, so sigma <= sqrt(sum(d^2) / chi2.ppf(1 - confidence, n)) holds with that
-    confidence. Few deviations give a wide bound (3: 2.3 x their RMS at 90 %), many a tight one
-    (22: 1.25 x), so a tolerance built on it tightens as runs are added instead of growing with
-    the largest of them.
-    """
+    """Upper `confidence` bound of the root mean square of deviations from a known centre. sum(d^2)
+    / sigma^2 is chi-square with n degrees of freedom when the deviations are normal with mean 0, so
+    sigma <= sqrt(sum(d^2) / chi2.ppf(1 - confidence, n)) holds with that confidence. Few deviations
+    give a wide bound (3: 2.3 x their RMS at 90 %), many a tight one (22: 1.25 x), so a tolerance
+    built on it tightens as runs are added instead of growing with the largest of them."""
     d = np.asarray(deviations, dtype=float)
     if d.size == 0:
         raise ValueError("rms_upper_bound of no deviations")
@@ -85,10 +80,8 @@ def rms_upper_bound(deviations: Sequence[float], confidence: float) -> float:
 
 def run_drift(run_medians: Sequence[float]) -> float:
     """Relative spread of per-run medians, as the range 3 runs would show ((max - min) / median).
-
     For R runs the range is scaled by d2(3) / d2(R), so that adding runs sharpens the estimate
-    instead of inflating it. Needs at least 2 runs.
-    """
+    instead of inflating it. Needs at least 2 runs."""
     r = len(run_medians)
     if r < 2:
         raise ValueError("run_drift needs at least 2 run medians")
@@ -99,11 +92,9 @@ def run_drift(run_medians: Sequence[float]) -> float:
 
 
 def single_run_drift(samples: Sequence[float]) -> float:
-    """Stand-in for run_drift from one run: the 95 % CI of its median, on the same 3-run scale.
-
-    It sees only the jitter inside the run, not the drift between processes (2-3 % on
-    compute-bound rows), which is why a baseline from a single run warns.
-    """
+    """Stand-in for run_drift from one run: the 95 % CI of its median, on the same 3-run scale. It
+    sees only the jitter inside the run, not the drift between processes (2-3 % on compute-bound
+    rows), which is why a baseline from a single run warns."""
     lo, hi = median_ci(samples)
     width = (hi - lo) / median(samples)
     return width * _D2[3] / (2 * 1.96)  # CI width is 2 x 1.96 sigma of the median
@@ -134,13 +125,11 @@ def derive_tolerance(drift: float, *, multiple: float, floor: float, ceiling: fl
 
 
 def quantile_summary(samples: Sequence[float], count: int) -> list[float]:
-    """`count` evenly spaced quantiles (mid-point plotting positions) standing in for the samples.
-
-    A baseline keeps this summary of its pooled rounds instead of every round: the file stays
-    reviewable, and Mann-Whitney on a regular grid of quantiles is conservative (the grid has
-    less scatter than a real sample of that size, so the test sees less evidence, not more).
-    With no more samples than `count`, the sorted samples themselves are kept.
-    """
+    """`count` evenly spaced quantiles (mid-point plotting positions) standing in for the samples. A
+    baseline keeps this summary of its pooled rounds instead of every round: the file stays
+    reviewable, and Mann-Whitney on a regular grid of quantiles is conservative (the grid has less
+    scatter than a real sample of that size, so the test sees less evidence, not more). With no more
+    samples than `count`, the sorted samples themselves are kept."""
     xs = np.sort(np.asarray(samples, dtype=float))
     if len(xs) <= count:
         return [float(x) for x in xs]
@@ -169,15 +158,13 @@ def _mwu(x: Sequence[float], y: Sequence[float], alternative: str) -> float:
 
 def min_samples_rank_sum(alpha: float, others: int) -> int:
     """The fewest samples for which a one-sided Mann-Whitney U test against `others` samples can
-    reach p < alpha at all.
-
-    The smallest p-value there is belongs to complete separation (every sample beyond every one
-    of the others): one arrangement of the C(n + m, n) equally likely under the null, so
-    p_min = 1 / C(n + m, n) (exact; scipy's normal approximation, used when samples tie, gives
-    about the same: 0.0098 at n = 2, m = 41). A row with fewer samples can never be significantly
-    slower, so it can never fail: it cannot be judged. Against a baseline's 41-quantile summary
-    at alpha = 0.01: n = 1 gives 1/42 = 0.024, n = 2 gives 1/903 = 0.0011, so 2.
-    """
+    reach p < alpha at all. The smallest p-value there is belongs to complete separation (every
+    sample beyond every one of the others): one arrangement of the C(n + m, n) equally likely under
+    the null, so p_min = 1 / C(n + m, n) (exact; scipy's normal approximation, used when samples
+    tie, gives about the same: 0.0098 at n = 2, m = 41). A row with fewer samples can never be
+    significantly slower, so it can never fail: it cannot be judged. Against a baseline's
+    41-quantile summary at alpha = 0.01: n = 1 gives 1/42 = 0.024, n = 2 gives 1/903 = 0.0011, so
+    2."""
     if not 0 < alpha < 1 or others < 1:
         raise ValueError(f"need 0 < alpha < 1 and others >= 1, got {alpha}, {others}")
     n = 1
@@ -188,23 +175,19 @@ def min_samples_rank_sum(alpha: float, others: int) -> int:
 
 def min_pairs_signed_rank(alpha: float) -> int:
     """The fewest paired rounds for which a one-sided Wilcoxon signed-rank test can reach p < alpha.
-
     Its smallest p-value (every per-round ratio on one side of 1) is exactly 2^-n, so n is the
-    smallest with 2^n > 1 / alpha: 7 at alpha = 0.01 (6 rounds: 1/64 = 0.016).
-    """
+    smallest with 2^n > 1 / alpha: 7 at alpha = 0.01 (6 rounds: 1/64 = 0.016)."""
     if not 0 < alpha < 1:
         raise ValueError(f"need 0 < alpha < 1, got {alpha}")
     return math.floor(math.log2(1 / alpha)) + 1
 
 
 def paired_ratio(x: Sequence[float], ref: Sequence[float]) -> float:
-    """x / ref measured in the same rounds: the median over rounds of x_i / ref_i.
-
-    Rounds are interleaved, so sample i of both rows saw the same GPU state and the per-round
-    ratio cancels what drifted between rounds. The only same-run ratio of the project: the suite
-    records it, the gate recomputes it. Raises ValueError unless both have the same number of
-    samples (the same rounds) and every reference sample is positive.
-    """
+    """x / ref measured in the same rounds: the median over rounds of x_i / ref_i. Rounds are
+    interleaved, so sample i of both rows saw the same GPU state and the per-round ratio cancels
+    what drifted between rounds. The only same-run ratio of the project: the suite records it, the
+    gate recomputes it. Raises ValueError unless both have the same number of samples (the same
+    rounds) and every reference sample is positive."""
     if not x or not ref:
         raise ValueError("paired_ratio of an empty row")
     if len(x) != len(ref):
