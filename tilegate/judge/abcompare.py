@@ -41,7 +41,7 @@ from tilegate.judge.abnoise import (
     per_round,
     pooled_medians,
 )
-from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, row_order
+from tilegate.judge.results import Row, Run, row_order
 from tilegate.judge.vocabulary import ABVerdict
 
 
@@ -146,11 +146,9 @@ def judge_bound(
         judged = replace(judged, host_ratio=host_ratio)
         host_tol, _ = tolerance(host_key(key))
         host_bound = any(h.host_bound or b.host_bound for _, h, b in pairs)
-        unpaired = (
-            "the sides are two processes, whose host times do not pair"
-            if apart
-            else "its host samples do not cover its rounds"
-        )
+        unpaired = "its host samples do not cover its rounds"
+        if apart:
+            unpaired = "the sides are two processes, whose host times do not pair"
         said = None
         if host_ratio is not None and host_ratio - 1 > host_tol and judged.verdict in _TIMED:
             why = unpaired if host_bound else "the GPU bounds the call"
@@ -226,14 +224,9 @@ def compare_ab(
             f"A/B noise file {noise.path} is for {noise.gpu.get('slug')}, the run for "
             f"{run.env.gpu.slug}: record one on this GPU with `tilegate ab-noise --measure 4`"
         )
-    differs = gpu_mismatch(noise.gpu, run.env.gpu) if noise is not None else []
-    if noise is not None and differs:
-        raise InputError(
-            f"A/B noise file {noise.path} was recorded on {describe_gpu(noise.gpu)} but results "
-            f"{run.path} on {describe_gpu(run.env.gpu)}, both labelled {run.env.gpu.slug}: "
-            f"{', '.join(differs)}. Another GPU's noise is not this one's: fix the label, or "
-            "record its noise with `tilegate ab-noise --measure 4`"
-        )
+    if noise is not None:
+        remedy = "Another GPU's noise is not this one's: fix the label, or record its noise with"
+        noise.ensure_gpu_of(run, "A/B noise file", f"{remedy} `tilegate ab-noise --measure 4`")
     for conf in confirmations:
         if (conf.env.ab or {}).get("sha") != run.env.ab.get("sha"):
             raise InputError(
@@ -264,11 +257,8 @@ def compare_ab(
                 ABCase(key, ABVerdict.REMOVED, None, base, note=note, acknowledged=accept_removed)
             )
             continue
-        pairs = [(run, head, base)]
-        for conf in confirmations:
-            pair = pair_of(conf, key)
-            if pair is not None:
-                pairs.append((conf, *pair))
+        again = [(conf, *pair) for conf in confirmations if (pair := pair_of(conf, key))]
+        pairs = [(run, head, base), *again]
         judged = judge_bound(key, pairs, noise, policy)
         olds = getattr(run.env, "renamed", {}).get(head.variant)
         if olds:

@@ -42,6 +42,16 @@ class GpuFile:
     def slug(self) -> str:
         return str(self.gpu["slug"])
 
+    def ensure_gpu_of(self, run: Run, what: str, remedy: str) -> None:
+        """InputError unless `run`'s GPU is the one the file's label names (`gpu_mismatch`)."""
+        gpu, differs = run.env.gpu, gpu_mismatch(self.gpu, run.env.gpu)
+        if differs:
+            raise InputError(
+                f"{what} {self.path} was recorded on {describe_gpu(self.gpu)} but results "
+                f"{run.path} on {describe_gpu(gpu)}, both labelled {gpu.slug}: "
+                f"{', '.join(differs)}. {remedy}"
+            )
+
     def json_of(self, schema: tuple[str, Any], **rest: Any) -> dict[str, Any]:
         """The file's JSON: its schema key, the GPU, the provenance, then `rest` in order."""
         return {

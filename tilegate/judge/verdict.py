@@ -184,14 +184,11 @@ def ensure_comparable(run: Run, baseline: Baseline) -> None:
             f"were measured on {slug} ({run.env.gpu.name}). Times of different GPU models cannot be compared: "
             f"use {right}. " + (how_to_create(slug, right) if not right.exists() else "")
         )
-    differs = gpu_mismatch(baseline.gpu, run.env.gpu)
-    if differs:
-        raise InputError(
-            f"baseline {baseline.path} was recorded on {describe_gpu(baseline.gpu)} but results "
-            f"{run.path} on {describe_gpu(run.env.gpu)}, both labelled {slug}: {', '.join(differs)}. "
-            "These are different GPUs: fix the label (the runner's, or machine_info.tilegate.gpu."
-            "slug), or record a baseline on this GPU with `tilegate rebaseline --measure 3`."
-        )
+    remedy = (
+        "These are different GPUs: fix the label (the runner's, or machine_info.tilegate.gpu."
+        "slug), or record a baseline on this GPU with `tilegate rebaseline --measure 3`."
+    )
+    baseline.ensure_gpu_of(run, "baseline", remedy)
     if baseline.mode != run.env.mode:
         raise InputError(
             f"results {run.path} is a {run.env.mode} run but baseline {baseline.path} is a {baseline.mode} baseline"
