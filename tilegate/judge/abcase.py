@@ -137,14 +137,6 @@ class ABCase:
         return row.variant
 
 
-def _wilcoxon(logs: np.ndarray, alternative: str) -> float:
-    nonzero = logs[logs != 0]
-    if len(nonzero) < 2:
-        return 1.0
-    p = float(stats.scipy_stats().wilcoxon(nonzero, alternative=alternative).pvalue)
-    return 1.0 if math.isnan(p) else p
-
-
 def _measured(
     key: str, pairs: Sequence[tuple[Run, Row, Row]], tolerance: float, source: str, policy: ABPolicy
 ) -> tuple[ABCase, list[np.ndarray]]:
@@ -166,8 +158,8 @@ def _measured(
         ratio=float(np.median(pooled)),
         ci=(lo, hi),
         run_ratios=tuple(float(np.median(r)) for r in per_run),
-        p_slower=_wilcoxon(logs, "greater"),
-        p_faster=_wilcoxon(logs, "less"),
+        p_slower=stats.wilcoxon_p(logs, "greater"),
+        p_faster=stats.wilcoxon_p(logs, "less"),
         tolerance=tolerance,
         tolerance_source=source,
         code_changed=changed,

@@ -143,11 +143,7 @@ def _mode(group: Sequence[Unit], tolerance: float, confidence: float, alpha: flo
     logs = np.asarray([x for u in group for x in u.logs])
     ratios = sorted(np.exp(logs).tolist())
     lo, hi = stats.median_ci(ratios, confidence)
-    nonzero = logs[logs != 0]
-    p_up = p_down = 1.0
-    if len(nonzero) >= 2:
-        p_up = float(stats.scipy_stats().wilcoxon(nonzero, alternative="greater").pvalue)
-        p_down = float(stats.scipy_stats().wilcoxon(nonzero, alternative="less").pvalue)
+    p_up, p_down = stats.wilcoxon_p(logs, "greater"), stats.wilcoxon_p(logs, "less")
     return Mode(
         ratio=float(np.exp(np.median(logs))),
         ci=(lo, hi),
@@ -188,7 +184,4 @@ def find_modes(
     p = float(stats.scipy_stats().mannwhitneyu(low_logs, high_logs, alternative="less").pvalue)
     if not p < MODE_P:
         return ()
-    return (
-        _mode(low, tolerance, confidence, alpha),
-        _mode(high, tolerance, confidence, alpha),
-    )
+    return tuple(_mode(m, tolerance, confidence, alpha) for m in (low, high))

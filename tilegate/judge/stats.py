@@ -156,6 +156,15 @@ def _mwu(x: Sequence[float], y: Sequence[float], alternative: str) -> float:
     return 1.0 if math.isnan(p) else p
 
 
+def wilcoxon_p(logs: np.ndarray, alternative: str) -> float:
+    """One-sided Wilcoxon signed-rank p-value of log ratios (1.0 with fewer than 2 nonzero)."""
+    nonzero = logs[logs != 0]
+    if len(nonzero) < 2:
+        return 1.0
+    p = float(scipy_stats().wilcoxon(nonzero, alternative=alternative).pvalue)
+    return 1.0 if math.isnan(p) else p
+
+
 def min_samples_rank_sum(alpha: float, others: int) -> int:
     """The fewest samples for which a one-sided Mann-Whitney U test against `others` samples can
     reach p < alpha at all. The smallest p-value there is belongs to complete separation (every
