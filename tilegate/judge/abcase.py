@@ -227,22 +227,11 @@ def _decided(
     m = measured
     assert m.ci and m.tolerance is not None and m.ratio and m.p_slower is not None
     assert m.p_faster is not None
-    (lo, hi), tolerance, ratio, p_slower, p_faster = (
-        m.ci,
-        m.tolerance,
-        m.ratio,
-        m.p_slower,
-        m.p_faster,
-    )
-    runs_slower = stats.majority([r - 1 > tolerance for r in measured.run_ratios])
-    runs_faster = stats.majority([r - 1 < -tolerance for r in measured.run_ratios])
-    if lo - 1 > tolerance and p_slower < policy.alpha and runs_slower:
-        return measured, ABVerdict.SLOWER, "slower than the tolerance over the whole interval"
-    if hi - 1 < -tolerance and p_faster < policy.alpha and runs_faster:
-        return measured, ABVerdict.FASTER, "faster than the tolerance over the whole interval"
-    if lo - 1 >= -tolerance and hi - 1 <= tolerance:
-        return measured, ABVerdict.SAME, ""
-    if not ((lo > 1 and p_slower < policy.alpha) or (hi < 1 and p_faster < policy.alpha)):
+    (lo, hi), tolerance, ratio, p = m.ci, m.tolerance, m.ratio, (m.p_slower, m.p_faster)
+    verdict = stats.interval_verdict(m.ci, tolerance, p, m.run_ratios, policy.alpha)
+    if verdict is not ABVerdict.AMBIGUOUS:
+        return measured, verdict, _DECIDED[verdict]
+    if not ((lo > 1 and p[0] < policy.alpha) or (hi < 1 and p[1] < policy.alpha)):
         return measured, ABVerdict.AMBIGUOUS, "the interval crosses the tolerance: measure more"
     # significant, but by about the tolerance: more rounds narrow the interval around the
     # tolerance and seldom decide it; say what is known (a change of that size, and its side)
@@ -254,9 +243,18 @@ def _decided(
     if not any(h.budget_stopped == "cap" for _, h, _ in pairs):
         return measured, ABVerdict.AMBIGUOUS, f"{about}: the interval crosses it"
     # its rounds are spent: the boundaries meet at the cap, the median decides
-    majority = runs_slower if side == "slower" else runs_faster
+    majority = stats.majority(
+        [(r - 1) * (1 if side == "slower" else -1) > tolerance for r in m.run_ratios]
+    )
     verdict, note = _at_cap(ratio, tolerance, side, majority, about)
     return replace(measured, by_median=verdict is not ABVerdict.AMBIGUOUS), verdict, note
+
+
+_DECIDED = {
+    ABVerdict.SLOWER: "slower than the tolerance over the whole interval",
+    ABVerdict.FASTER: "faster than the tolerance over the whole interval",
+    ABVerdict.SAME: "",
+}
 
 
 def judge_case(

@@ -55,22 +55,9 @@ def judge(
     log_mean, log_lo, log_hi, p_slower, p_faster = stats.mean_t_test(logs, policy.confidence)
     mean, lo, hi = math.exp(log_mean), math.exp(log_lo), math.exp(log_hi)
     run_ratios = tuple(math.exp(float(np.mean(r))) for r in per_run)
-    if (
-        lo - 1 > tolerance
-        and p_slower < policy.alpha
-        and stats.majority([r - 1 > tolerance for r in run_ratios])
-    ):
-        verdict = ABVerdict.SLOWER
-    elif (
-        hi - 1 < -tolerance
-        and p_faster < policy.alpha
-        and stats.majority([r - 1 < -tolerance for r in run_ratios])
-    ):
-        verdict = ABVerdict.FASTER
-    elif lo - 1 >= -tolerance and hi - 1 <= tolerance:
-        verdict = ABVerdict.SAME
-    else:
-        verdict = ABVerdict.AMBIGUOUS
+    verdict = stats.interval_verdict(
+        (lo, hi), tolerance, (p_slower, p_faster), run_ratios, policy.alpha
+    )
     _, head, base = pairs[0]
     note = (
         f"host time over {len(logs)} process pairs (fresh workers, alternated): "

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from tilegate.judge.vocabulary import ABVerdict
+
 
 def scipy_stats() -> Any:
     """scipy.stats, imported where a test or quantile is computed, not with this module: its
@@ -219,6 +221,24 @@ def mean_t_test(values: Sequence[float], confidence: float) -> tuple[float, ...]
     t, df = scipy_stats().t, x.size - 1
     half, stat = float(t.ppf((1 + confidence) / 2, df)) * sem, mean / sem
     return mean, mean - half, mean + half, float(t.sf(stat, df)), float(t.cdf(stat, df))
+
+
+def interval_verdict(
+    ci: tuple[float, float],
+    tolerance: float,
+    p: tuple[float, float],
+    run_ratios: Sequence[float],
+    alpha: float,
+) -> ABVerdict:
+    """A paired ratio's verdict: SLOWER (FASTER) when its whole interval `ci` is beyond the
+    tolerance, significant (`p`: slower, faster) and so in a majority of the runs; SAME when the
+    whole interval is within; else AMBIGUOUS."""
+    lo, hi = ci[0] - 1, ci[1] - 1
+    if lo > tolerance and p[0] < alpha and majority([r - 1 > tolerance for r in run_ratios]):
+        return ABVerdict.SLOWER
+    if hi < -tolerance and p[1] < alpha and majority([r - 1 < -tolerance for r in run_ratios]):
+        return ABVerdict.FASTER
+    return ABVerdict.SAME if -tolerance <= lo and hi <= tolerance else ABVerdict.AMBIGUOUS
 
 
 def majority(flags: Sequence[bool]) -> bool:
