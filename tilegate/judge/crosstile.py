@@ -13,7 +13,7 @@ Its words (Status: PASS, FAIL, NOT MEASURED) are tilegate.judge.vocabulary's.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tilegate.judge import stats
@@ -48,27 +48,26 @@ class ExpectationResult:
         return (f"{e.faster}-{group}", f"{e.than}-{group}")
 
 
+def same_run_ratios(
+    runs: Sequence[Run], faster: str, than: str, at: Mapping[str, Any]
+) -> list[tuple[float, str]]:
+    """(faster / than, its group) in each run that measured both at `at`, in the runs' order."""
+    groups = [(run, run.group_of(at)) for run in runs]
+    got = [(run.ratio(faster, than, g), g) for run, g in groups if g is not None]
+    return [(r, g) for r, g in got if r is not None]
+
+
 def check_expectation(
     e: Expectation, value: Any, max_ratio: float, runs: Sequence[Run], baseline_ratio: float | None
 ) -> ExpectationResult:
     """Broken when the same-run ratio exceeds max_ratio in a majority of the runs."""
-    ratios = []
-    group = None
-    for run in runs:
-        g = run.group_of(e.at(value))
-        r = run.ratio(e.faster, e.than, g) if g is not None else None
-        if r is not None:
-            ratios.append(r)
-            group = group or g
-    if not ratios:
-        return ExpectationResult(
-            e,
-            value,
-            max_ratio,
-            Status.NOT_MEASURED,
-            baseline_ratio=baseline_ratio,
-            note="both rows needed in the same run",
-        )
+    found = same_run_ratios(runs, e.faster, e.than, e.at(value))
+    result = ExpectationResult(
+        e, value, max_ratio, Status.NOT_MEASURED, baseline_ratio=baseline_ratio
+    )
+    if not found:
+        return replace(result, note="both rows needed in the same run")
+    ratios = [r for r, _ in found]
     broken = stats.majority([r > max_ratio for r in ratios])
     ratio = stats.median(ratios)
     note = ""
@@ -80,16 +79,9 @@ def check_expectation(
         )
     elif any(r > max_ratio for r in ratios):
         note = f"broken in {sum(r > max_ratio for r in ratios)} of {len(ratios)} runs, not in most"
-    return ExpectationResult(
-        e,
-        value,
-        max_ratio,
-        Status.FAIL if broken else Status.PASS,
-        ratio,
-        tuple(ratios),
-        baseline_ratio,
-        note,
-        group,
+    status = Status.FAIL if broken else Status.PASS
+    return replace(
+        result, status=status, ratio=ratio, run_ratios=tuple(ratios), note=note, group=found[0][1]
     )
 
 

@@ -10,7 +10,7 @@ allows is refused unless accepted (tilegate.judge.rebasereview: what the reviewe
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
@@ -27,6 +27,7 @@ from tilegate.judge.baseline import (
     baseline_path,
     expectation_id,
 )
+from tilegate.judge.crosstile import relation_points, same_run_ratios
 from tilegate.judge.policy import Policy, Tolerances
 from tilegate.judge.rebasereview import Rebaseline, review, run_warnings
 from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch
@@ -151,7 +152,6 @@ Slot = tuple[str, str, str, tuple[tuple[str, Any], ...]]  # faster, than, per, w
 def _derive_bounds(runs: Sequence[Run], policy: Policy) -> dict[Slot, dict[Any, Bound | None]]:
     """Per declared pair and setting of the other axes, per measured value of its axis: a Bound
     where `faster` clearly won in every run, else None."""
-    from tilegate.judge.crosstile import relation_points
 
     points: dict[Slot, dict[Any, list[tuple[Run, str]]]] = {}
     for run in runs:
@@ -178,17 +178,6 @@ def _derive_bounds(runs: Sequence[Run], policy: Policy) -> dict[Slot, dict[Any, 
                 max_ratio = min(_ceil3(worst * (1 + policy.ratio_slack)), policy.ratio_cap)
                 bounds[value] = Bound(value=value, max_ratio=max_ratio, measured=tuple(ratios))
     return found
-
-
-def _run_ratios(runs: Sequence[Run], faster: str, than: str, at: Mapping[str, Any]) -> list[float]:
-    """The same-run ratio faster / than in each run that measured both at `at`."""
-    out = []
-    for run in runs:
-        group = run.group_of(at)
-        ratio = run.ratio(faster, than, group) if group is not None else None
-        if ratio is not None:
-            out.append(ratio)
-    return out
 
 
 def _merge_expectations(
@@ -221,7 +210,7 @@ def _merge_expectations(
             got = (
                 fresh.measured
                 if fresh is not None
-                else tuple(_run_ratios(runs, faster, than, {**where, per: value}))
+                else tuple(r for r, _ in same_run_ratios(runs, faster, than, {**where, per: value}))
             )
             if was is None and fresh is not None:
                 lines.append(
