@@ -77,25 +77,14 @@ def confirmation_cases(ab: ABComparison, cmp: Comparison | None = None) -> Confi
     decided = [c.key for c in ab.cases if beyond_doubt(c)]
     if decided:  # the run fails on them whatever a second run says of any other case
         return Confirmation((), tuple(decided))
-    out: list[str] = []
-    for key in ab.suspects():
-        if key not in decided:
-            out += [key, f"{key}{BASE_SUFFIX}"]
+    out = [k for key in ab.suspects() for k in (key, f"{key}{BASE_SUFFIX}")]
     if cmp is not None:
-        rows = {r.key: r for r in cmp.rows}
-        reference = ab.run.reference
-        for key in cmp.suspects(ab.not_blamed):
-            if key in decided or key not in ab.run.rows:
-                continue
+        rows, reference = {r.key: r for r in cmp.rows}, ab.run.reference
+        for key in (k for k in cmp.suspects(ab.not_blamed) if k in ab.run.rows):
             out.append(key)
             v = rows.get(key)
-            needs_ref = (
-                v is not None
-                and v.verdict in (Verdict.REGRESSED, Verdict.UNSURE)
-                and v.code_changed is not True
-            )
-            if needs_ref and reference is not None:
+            could_fail = v is not None and v.verdict in (Verdict.REGRESSED, Verdict.UNSURE)
+            if could_fail and v is not None and v.code_changed is not True and reference:
                 ref = ab.run.find(reference, ab.run.rows[key].group)
-                if ref is not None:
-                    out.append(ref.key)
+                out += [ref.key] if ref is not None else []
     return Confirmation(tuple(dict.fromkeys(out)), tuple(decided))
