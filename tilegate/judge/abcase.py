@@ -1,41 +1,25 @@
 """A/B: one case of the head against its base version, measured in the same rounds: its verdict.
 
-The pull-request verdict. A runner's drift, its power cap and the neighbours' share of it hit both
-sides of a pair alike (they run back to back in every round, on the same inputs and output
-buffer), so the per-round ratio head/base cancels them; a stored baseline cannot. Per case:
+A runner's drift, its power cap and the neighbours' share of it hit both sides of a pair alike
+(they run back to back in every round, on the same inputs and output buffer), so the per-round
+ratio head/base cancels them; a stored baseline cannot. docs/gate.md ("The verdict per case")
+gives the rule and its numbers:
 
-* compiled-code identity first: a case whose code hash is the same on both sides is UNCHANGED
-  CODE and cannot be blamed, whatever its ratio says (that ratio is reported as noise);
-* otherwise the per-round ratios r_i = head_i / base_i of every run, pooled: their median, a
-  distribution-free confidence interval of it, and one-sided Wilcoxon signed-rank tests on
-  log r_i (scipy), against a tolerance derived from the measured A/A noise of that same ratio
-  on this GPU (tilegate.judge.abnoise);
-* SLOWER (fails): the whole interval above +tolerance, significant, and slower than the
-  tolerance in a majority of the runs; FASTER likewise below -tolerance; SAME: the whole
-  interval inside +-tolerance; AMBIGUOUS otherwise: the data cannot decide, measure more
-  (`tilegate perf` re-measures SLOWER, AMBIGUOUS and UNSTABLE cases before they can fail, but
-  not a SLOWER case beyond doubt: tilegate.judge.confirm). A significant
-  change whose interval crosses the tolerance after the A/B budget's every round (its cap,
-  tilegate.harness.budget) is decided by its median: the sequential test's boundaries meet at
-  its last look;
-* UNSTABLE: its rounds fall into two modes beyond the A/A noise (tilegate.judge.modes), or the
-  ratio of the medians of head and base (the same pooled rounds as the ratio) and the median
-  ratio differ by more than MIXTURE_MIN (a FASTER or SLOWER case whose medians point the other
-  way by less is AMBIGUOUS): never decided FASTER or SLOWER on the mixture (tilegate.judge.outcome: fails if a
-  mode alone is slower, else exit 2);
-* UNCHANGED CODE whose ratio moved more than A/A noise can (> 5 x tolerance and > 3 %) is
-  SAME CODE, TIME MOVED: exit 2, something outside the identity changed.
+* the same compiled-code identity on both sides: UNCHANGED CODE, never blamed (its ratio is
+  noise), or SAME CODE, TIME MOVED (exit 2) where the ratio moved more than A/A noise can;
+* otherwise the pooled per-round ratios: their median, its distribution-free interval and
+  one-sided Wilcoxon tests on log r_i against the A/A tolerance (tilegate.judge.abnoise) give
+  SLOWER, FASTER, SAME or AMBIGUOUS (`stats.interval_verdict`); a significant change whose
+  interval still crosses the tolerance at the A/B budget's cap is decided by its median;
+* UNSTABLE: two modes (tilegate.judge.modes), or the ratio of the medians and the median ratio
+  of the same rounds apart by more than MIXTURE_MIN; never decided on the mixture.
 
-Autotuned kernels (tilegate.judge.autotune): the identity is the source and the config space,
-the pick is recorded beside it. Same identity, another pick: a TUNER FLIP, UNCHANGED (never
-blamed, never INCONSISTENT: the time moved with the pick), its why line names the picks. Where
-the measurer re-timed it with both sides on the base's pick (Row.pinned), the verdict is on that
-time (`_retimed`): SAME there, a tuner flip; SLOWER or FASTER there, a code change the identity
-does not see, judged on it; another verdict there, that verdict (re-measured). Another
-identity and another pick: a CODE CHANGE, judged, its note naming the picks; one side whose
-processes (the run and its confirmations) picked differently: UNSTABLE with the picks named.
-
-The words (ABVerdict) are tilegate.judge.vocabulary's; the exit rule is tilegate.judge.outcome.
+Autotuned kernels (tilegate.judge.autotune): the same identity with another pick is a TUNER
+FLIP, UNCHANGED; where the measurer re-timed it with both sides on the base's pick (Row.pinned)
+the verdict is on that time (`_retimed`): SAME there, a tuner flip; SLOWER or FASTER, a code
+change the identity does not see. Another identity and another pick: a CODE CHANGE, judged; one
+side whose processes picked differently: UNSTABLE. The words (ABVerdict) are
+tilegate.judge.vocabulary's; the exit rule is tilegate.judge.outcome.
 """
 
 from __future__ import annotations

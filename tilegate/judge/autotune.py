@@ -1,16 +1,11 @@
 """Autotuner picks as explanations (plain data in, words out; no torch, no Triton).
 
-A row's `autotune` (extra_info.tilegate.autotune, tilegate.harness.autotune) lists each pick its
-call used: the kernel, the key it was picked for, the config (kwargs, num_warps, num_stages,
-num_ctas, maxnreg), the size and digest of the config space, and how it was chosen. The identity
-of a case is its source and config space, so:
-
-* two sides with the same identity and another pick: a TUNER FLIP (the pull request did not
-  change what the tuner chooses from; its time difference is the pick's): never blamed on the
-  change, re-timed on one config where the engine can (`retime_config`);
-* another identity and another pick: a CODE CHANGE whose pick is part of the change;
-* one side whose processes picked differently (a confirmation, a rebaseline's runs): UNSTABLE
-  with the picks named, never SLOWER.
+A row's `autotune` (tilegate.harness.autotune) lists each pick its call used: the kernel, the key,
+the config (kwargs, num_warps, num_stages, num_ctas, maxnreg), the size and digest of the config
+space, how it was chosen. A case's identity is its source and config space, so the same identity
+with another pick is a TUNER FLIP (never blamed; re-timed on one config, `retime_config`),
+another identity and another pick a CODE CHANGE, and one side whose processes picked differently
+UNSTABLE (tilegate.judge.abcase).
 """
 
 from __future__ import annotations

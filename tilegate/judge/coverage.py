@@ -1,18 +1,13 @@
 """Coverage: did the run measure every case and check every expectation it had to?
 
-What a run must measure is the protocol's (perf_tests/): in an A/B run the BASE's protocol,
-evaluated with the base's variants (a pull request cannot drop a case by editing what it is
-measured under), else the run's own. The plugin records it in machine_info.tilegate.coverage
-(tilegate.plugin): the expected cases with their parameters and the declared expectations, the
-run's own grid before narrowing, the cases a person left out (--perf-variants, --perf-axis,
---perf-set, --perf-groups-of) and each case skipped or failed with why.
-
-Every expected case, and every stored-baseline row of a grid point the profile has, must be in
-the results, else the run fails (exit 1, tilegate.judge.outcome), each case named with why:
-the variant is gone, an axis value is gone, a fixed parameter changed, it was skipped, it failed
-its correctness check. Likewise an expectation the protocol declares that the run no longer
-checks. A case left out on purpose by the command line is "not selected": reported, never a
-failure (perf.yml never narrows). Plain facts: the report renders them.
+What a run must measure is the protocol's (perf_tests/): in an A/B run the BASE's, evaluated with
+the base's variants (a pull request cannot drop a case by editing what it is measured under),
+else the run's own. The plugin records it in machine_info.tilegate.coverage: the expected cases
+and expectations, the run's grid before narrowing, the cases left out on purpose (--perf-variants,
+--perf-axis, --perf-set, --perf-groups-of) and each case skipped or failed with why. An expected
+case or stored-baseline row of the profile's grid not in the results, and a declared expectation
+not checked, fail the run (tilegate.judge.outcome), each named with why; a case left out by the
+command line is "not selected", never a failure (perf.yml never narrows).
 """
 
 from __future__ import annotations

@@ -2,12 +2,10 @@
 
 An expectation ("`tma_xtile_persistent` takes at most 0.70 of `tma_swizzle_persistent`'s time
 at fp16 nt K = 128") pairs two variants the benchmark declares (tilegate.declare.Expectation);
-its bounds, one per value of its axis, are baseline data. It is checked on the ratio measured in
-the same rounds of the same run, so runner drift can neither break nor fake it; it is broken
-when the ratio exceeds max_ratio in a majority of the runs (the first run and its
-confirmations). A pair is the two variants at one setting of the other axes, with their ratio
-per value now and at rebaseline, and the crossover: the first value where `faster` stops winning.
-Its words (Status: PASS, FAIL, NOT MEASURED) are tilegate.judge.vocabulary's.
+its bounds, one per value of its axis, are baseline data. Checked on the ratio of the same rounds
+of the same run, so runner drift can neither break nor fake it. A pair is the two variants at
+one setting of the other axes, their ratio per value now and at rebaseline, and the crossover:
+the first value where `faster` stops winning.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """Judge one results file (and its re-measurements) against its GPU's baseline: the facts.
 
 `judge` takes the loaded inputs (tilegate.store.files reads them), compares (stored baseline,
-A/B) and applies the one exit rule (tilegate.judge.outcome); it returns a `Judgement`, plain
-data, and writes nothing. The Judgement holds everything a reader is told: the outcome and its
-exit code, the headline (the report's first line, the PR comment's, the job summary's and
-`tilegate explain`'s: the same words everywhere), the integrity, the coverage, the
-confirmations, the declared pairs and the cases to measure again. Every renderer renders it and
-decides nothing (tilegate.report). A problem it cannot judge is an InputError naming the file
-and what to do. tilegate.run.gate writes the report (tilegate.report.render renders it), the
-plots and the suspects, and turns an InputError into exit 2.
+A/B) and applies the one exit rule (tilegate.judge.outcome); it returns a `Judgement`, plain data
+holding everything a reader is told (the headline is the report's, the PR comment's, the job
+summary's and `tilegate explain`'s first line), and writes nothing. Every renderer renders it and
+decides nothing (tilegate.report); tilegate.run.gate writes the report, plots and suspects, and
+turns an InputError (naming the file and what to do) into exit 2.
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
 """Who may change the judge: a pull request's edits to baselines/, judged against the base's.
 
-In a pull request the gate reads baselines/ (stored baselines, tolerances.toml, the A/B noise
-files, the compile fingerprints) from the base commit, and this module diffs the pull request's
-own baselines/ against it (`diff_file`; tilegate.store.files reads them). Every change that lets slower code pass is a
-*loosening*: a tolerance raised, a policy bound widened, a stored median made slower, a row,
-an expectation or one of its checks removed, a max_ratio raised, a noise row widened or
-dropped, a fingerprint file re-recorded, added or removed, any other file changed or removed.
-Loosenings are listed at the top of the report and fail the run (exit 1, a broken expectation
-of the gate itself) unless a maintainer acknowledged them (`--accept-baseline-change`, passed
-by perf.yml when the label `perf-baseline-change` is on the pull request; docs/ci.md). Changes
-that only tighten (a tolerance lowered, a new baseline for a new GPU) are listed, never fail.
-
-`check_consistent` is the other half, in every mode: a file whose values contradict its own
-policy (a row's tolerance outside [floor, ceiling] with no override of tolerances.toml to
-explain it, a max_ratio above ratio_cap, a noise row wider than its policy's ceiling) cannot
-be judged with: InputError (exit 2) naming the file and the row.
-
-`tilegate baseline-diff --base-ref REF` is the command line (perf.yml and ci.yml use it).
+In a pull request the gate reads baselines/ from the base commit, and `diff_file` diffs the pull
+request's own (tilegate.store.files reads both; `tilegate baseline-diff --base-ref REF`). Every
+change that lets slower code pass is a *loosening*: a tolerance raised, a policy bound widened,
+a stored median made slower, a row, an expectation or one of its checks removed, a max_ratio
+raised, a noise row widened or dropped, a fingerprint file re-recorded, added or removed, any
+other file changed or removed. Loosenings fail the run (exit 1) unless a maintainer acknowledged
+them (`--accept-baseline-change`: the label ACK_LABEL; docs/ci.md, "What the gate trusts");
+changes that only tighten are listed, never fail. `check_baseline` / `check_noise`, in every
+mode: a file that contradicts its own policy cannot be judged with (InputError, exit 2).
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
-"""Verdicts: each row against its baseline, the expectations (tilegate.judge.crosstile), the exit code.
+"""Verdicts: each row against its baseline, the expectations (tilegate.judge.crosstile).
 
-The decision rule (docs/gate.md explains the numbers):
-
-* a row is REGRESSED when its median is slower than the baseline by more than the row's
-  tolerance AND its per-round samples are significantly slower than the baseline's
-  (one-sided Mann-Whitney U, p < alpha);
-* slower than the tolerance but not significant, or significantly slower and close to the
-  tolerance (within `unsure_band` of it), is UNSURE: measure it again before accusing;
-* faster than the tolerance and significant is IMPROVED (a hint to rebaseline, never a failure);
-* with confirmation runs a suspect row is judged on all its runs: it must be slower than the
-  tolerance in a majority of them (ties acquit) and significant on the pooled samples, so one
-  noisy run can neither accuse nor acquit alone;
-* an expectation "cross-tile takes at most max_ratio of its twin's time at K" is checked on the
-  ratio measured in the same run (rounds interleaved), broken when it exceeds max_ratio in a
-  majority of the runs; absolute times of the baseline do not enter it, so runner drift cannot
-  break or fake it.
-
-The words (Verdict, Status) are tilegate.judge.vocabulary's; the exit rule is tilegate.judge.outcome.
+The decision rule (docs/gate.md, "The decision rule", explains the numbers): REGRESSED when the
+median is slower than the baseline by more than the row's tolerance AND its per-round samples
+are significantly slower (one-sided Mann-Whitney U, p < alpha); UNSURE when slower than the
+tolerance but not significant, or significant within `unsure_band` below it; IMPROVED when
+faster than the tolerance and significant. With confirmation runs a suspect is judged on all its
+runs: slower than the tolerance in a majority of them (ties acquit) and significant on the
+pooled samples. An expectation is checked on the ratio measured in the same run, broken when it
+exceeds max_ratio in a majority of the runs. The words (Verdict, Status) are
+tilegate.judge.vocabulary's; the exit rule is tilegate.judge.outcome.
 """
 
 from __future__ import annotations
