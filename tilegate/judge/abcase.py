@@ -42,7 +42,6 @@ from tilegate.markdown import listing
 # of its tolerances and more than MOVED_MIN is not noise: something outside the identity changed
 MOVED_TOLERANCES = 5.0
 
-
 MOVED_MIN = 0.03
 
 

@@ -30,7 +30,6 @@ from tilegate.markdown import listing
 
 NOISE_SCHEMA = "tilegate.ab-noise/1"
 
-
 HOST = "#host"  # a noise row of a case's host time: "<case id>#host"
 
 
@@ -56,11 +55,9 @@ class ABPolicy(TolerancePolicy):
 # a host verdict gets its own, wider bounds on the same shape of policy
 HOST_POLICY = ABPolicy(floor=0.02, ceiling=0.25)
 
-
 # A case's own A/A spread counts from this many runs on; below, its tolerance is at least the
 # largest of the cases measured that often (source POOLED): one run's ratio says little of the next
 MIN_NOISE_RUNS = 3
-
 
 POOLED = "pooled"
 

@@ -169,9 +169,6 @@ def expectation_id(faster: str, than: str, where: Mapping[str, Any]) -> str:
     return "-".join([f"{faster}-beats-{than}", *(str(v) for v in where.values())])
 
 
-# --- JSON in and out -------------------------------------------------------------------------
-
-
 def _sig(x: float, digits: int = 6) -> float:
     """Round to significant digits: stable numbers that do not churn the diff in the last bits."""
     if x == 0 or not math.isfinite(x):

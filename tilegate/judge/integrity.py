@@ -62,9 +62,6 @@ class Change:
         return f"`{DIR}/{self.file}`: {self.what} ({mark})"
 
 
-# --- consistency of one file with its own policy ---------------------------------------------
-
-
 def _override_explains(tols: Tolerances, row: BaselineRow, tolerance: float) -> bool:
     ov = tols.override_for(row.variant, row.params)
     if ov is None:
@@ -110,9 +107,6 @@ def check_noise(noise: Noise) -> None:
                 f"its policy's [floor {p.floor:g}, ceiling {p.ceiling:g}]: the file contradicts "
                 "itself (hand-edited?). Restore it from git or re-record it with `tilegate ab-noise --measure 4`."
             )
-
-
-# --- the diff ----------------------------------------------------------------------------------
 
 
 def _policy_changes(file: str, old: object, new: object, keys: Sequence[str]) -> list[Change]:
@@ -212,9 +206,6 @@ def diff_file(rel: str, old: object, new: object) -> list[Change]:
     if isinstance(old, Tolerances) and isinstance(new, Tolerances):
         return _diff_tolerances(rel, old, new)
     return [Change(rel, "changed", True)]
-
-
-# --- the base's baselines/ -------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,7 @@ from typing import Any
 
 from tilegate.errors import InputError
 from tilegate.judge import stats
-from tilegate.judge.baseline import (
-    Baseline,
-    BaselineRow,
-    baseline_path,
-    how_to_create,
-)
+from tilegate.judge.baseline import Baseline, BaselineRow, baseline_path, how_to_create
 from tilegate.judge.crosstile import ExpectationResult, Status, check_expectation
 from tilegate.judge.offgpu import OffGpu, off_gpus
 from tilegate.judge.policy import Policy
@@ -86,9 +81,7 @@ class Comparison:
     rows: tuple[RowVerdict, ...]
     expectations: tuple[ExpectationResult, ...]
     missing_allowed: tuple[str, ...] = ()  # baseline rows of measured groups absent from the run
-    off_gpus: tuple[
-        OffGpu, ...
-    ] = ()  # GPUs of the host whose rows were not judged (tilegate.judge.offgpu)
+    off_gpus: tuple[OffGpu, ...] = ()  # the host's GPUs whose rows were not judged (offgpu)
 
     def by(self, *verdicts: Verdict) -> list[RowVerdict]:
         return [r for r in self.rows if r.verdict in verdicts]
@@ -111,9 +104,6 @@ class Comparison:
         for c in self.broken:
             keys += [k for k in c.rows if k in self.run.rows]
         return list(dict.fromkeys(keys))
-
-
-# --- one row --------------------------------------------------------------------------------
 
 
 def judge_row(
@@ -163,9 +153,6 @@ def _row_note(
     return ""
 
 
-# --- the comparison ------------------------------------------------------------------------------
-
-
 def ensure_comparable(run: Run, baseline: Baseline) -> None:
     """Refuse (InputError) a baseline that cannot judge this run."""
     slug = run.env.gpu.slug
@@ -206,26 +193,25 @@ def _ensure_same_setup(run: Run, conf: Run) -> None:
             f"{run.env.gpu.slug} ({describe_gpu(run.env.gpu)}): a confirmation must re-measure on the "
             "same GPU model"
         )
-    for key, row in conf.rows.items():
-        first = run.rows.get(key)
-        if first is not None and first.params != row.params:
-            raise InputError(
-                f"confirmation run {conf.path}, row {key}: its parameters differ from results {run.path}"
-            )
+    for key in (
+        k for k, row in conf.rows.items() if k in run.rows and run.rows[k].params != row.params
+    ):
+        raise InputError(
+            f"confirmation run {conf.path}, row {key}: its parameters differ from results {run.path}"
+        )
 
 
 def _ensure_enough_samples(runs: Sequence[Run], baseline: Baseline) -> None:
     """Refuse rows with too few samples to ever be significantly slower (they could never fail)."""
     alpha = baseline.policy.alpha
     for run in runs:
-        few = []
-        for key, row in run.rows.items():
-            base = baseline.rows.get(key)
-            if base is None:
-                continue
-            need = stats.min_samples_rank_sum(alpha, len(base.samples_s))
-            if len(row.samples_s) < need:
-                few.append(f"{key} ({len(row.samples_s)} of {need})")
+        few = [
+            f"{key} ({len(row.samples_s)} of {need})"
+            for key, row in run.rows.items()
+            if (base := baseline.rows.get(key)) is not None
+            and len(row.samples_s)
+            < (need := stats.min_samples_rank_sum(alpha, len(base.samples_s)))
+        ]
         if few:
             raise InputError(
                 f"results {run.path}: {len(few)} row(s) have too few samples to be judged: "
@@ -247,12 +233,9 @@ def _ensure_shared(run: Run, baseline: Baseline) -> None:
     for key in shared:
         r, b = run.rows[key], baseline.rows[key]
         if dict(r.params) != dict(b.params):
-            differ = ", ".join(
-                f"{k}={r.params.get(k)}" for k in r.params if r.params.get(k) != b.params.get(k)
-            )
-            held = ", ".join(
-                f"{k}={b.params.get(k)}" for k in b.params if r.params.get(k) != b.params.get(k)
-            )
+            apart = {k for k in {**r.params, **b.params} if r.params.get(k) != b.params.get(k)}
+            differ = ", ".join(f"{k}={r.params[k]}" for k in r.params if k in apart)
+            held = ", ".join(f"{k}={b.params[k]}" for k in b.params if k in apart)
             raise InputError(
                 f"results {run.path}, row {key}: measured at {differ}, but baseline {baseline.path} holds "
                 f"{held}. Run the baseline's shape, or rebaseline."
@@ -355,17 +338,11 @@ def compare(
     _ensure_enough_samples([run, *confirmations], baseline)
     missing = _missing(run, baseline, gone, accounted, allow_missing)
     policy, reference = baseline.policy, set(baseline.policy.reference_variants)
+    new = "not in the baseline: rebaseline to start judging it"
     verdicts = [
         _judge(key, row, base, [row.samples_s], policy, row.variant in reference)
         if (base := baseline.rows.get(key)) is not None
-        else RowVerdict(
-            key,
-            Verdict.NEW,
-            None,
-            row,
-            row.variant in reference,
-            note="not in the baseline: rebaseline to start judging it",
-        )
+        else RowVerdict(key, Verdict.NEW, None, row, row.variant in reference, note=new)
         for key, row in run.rows.items()
     ]
     verdicts += [
@@ -399,15 +376,8 @@ def compare(
     ]
     order, axes = run.variant_order, run.env.axes
     verdicts.sort(key=lambda v: row_order(v.params, v.variant, axes, order))
-    return Comparison(
-        run,
-        baseline,
-        tuple(confirmations),
-        tuple(verdicts),
-        tuple(checks),
-        tuple(missing),
-        tuple(off),
-    )
+    found = (tuple(verdicts), tuple(checks), tuple(missing), tuple(off))
+    return Comparison(run, baseline, tuple(confirmations), *found)
 
 
 def _off_gpus(run: Run, baseline: Baseline) -> list[OffGpu]:
@@ -446,19 +416,7 @@ def _judge(
     if is_ref and verdict is Verdict.REGRESSED:
         note += "; reference row: never fails the gate, but says the machine or the reference's libraries changed"
     now = stats.median([stats.median(s) for s in runs])
-    return RowVerdict(
-        key,
-        verdict,
-        base,
-        row,
-        is_ref,
-        now_median_s=now,
-        delta=delta,
-        run_deltas=run_deltas,
-        p_slower=ps,
-        p_faster=pf,
-        note=note,
-    )
+    return RowVerdict(key, verdict, base, row, is_ref, now, delta, run_deltas, ps, pf, note)
 
 
 def _confirm(v: RowVerdict, run: Run, confirmations: Sequence[Run], policy: Policy) -> RowVerdict:
