@@ -116,14 +116,11 @@ class BaselineRow:
     ratio_to_twin: float | None = None
     ratio_to_twin_runs: tuple[float, ...] = ()
     tflops: float | None = None
-    # same-run ratio to the reference row (cuBLAS), median over the rebaseline runs: what lets
-    # the gate tell a row's own change from a shift of the whole machine (docs/gate.md)
+    # what tells a row's own change from a shift of the whole machine (judge.shift)
     ratio_to_reference: float | None = None
-    code_hash: str | None = None  # the compiled code measured (tilegate.harness.identity)
-    # the autotuner picks of its runs, `kernel: BK=64, num_warps=4 (3 runs)`, each distinct
-    # pick once (tilegate.judge.autotune): more than one per kernel where the runs picked apart
+    code_hash: str | None = None
+    # each distinct pick of its runs, `kernel: BK=64, num_warps=4 (3 runs)` (judge.autotune)
     autotune: tuple[str, ...] = ()
-    # peak GPU memory of one call and its tolerance (tilegate.judge.memory): "memory" in the JSON
     memory: Memory | None = None
 
 
@@ -268,18 +265,10 @@ def _parse_row(key: str, raw: Any, where_file: str) -> BaselineRow:
     measured: dict[str, Any] = raw["measured"] if isinstance(raw.get("measured"), dict) else {}
     params = raw.get("params")
     if params is None:  # written before "params": the matmul benchmark's, flat
-        params = {
-            "dtype": _need(raw, "dtype", str, where),
-            "layout": _need(raw, "layout", str, where),
-            "M": _need(raw, "M", int, where),
-            "N": _need(raw, "N", int, where),
-            "K": _need(raw, "K", int, where),
-        }
-    if (
-        not isinstance(params, dict)
-        or not params
-        or not all(isinstance(v, (str, int, float)) for v in params.values())
-    ):
+        kinds = {"dtype": str, "layout": str, "M": int, "N": int, "K": int}
+        params = {k: _need(raw, k, kind, where) for k, kind in kinds.items()}
+    ok = isinstance(params, dict) and all(isinstance(v, (str, int, float)) for v in params.values())
+    if not ok or not params:
         raise InputError(f"{where}: params must map each parameter to a string or number")
     group = raw.get("group")
     if group is None and "params" not in raw:
