@@ -25,7 +25,7 @@ from tilegate.errors import InputError
 from tilegate.fileio import is_finite_number
 from tilegate.judge import hostprocs, stats
 from tilegate.judge.policy import TolerancePolicy
-from tilegate.judge.results import GpuFile, Row, Run, gpu_mismatch
+from tilegate.judge.results import GpuFile, Row, Run, gpu_json, gpu_mismatch
 from tilegate.markdown import listing
 
 NOISE_SCHEMA = "tilegate.ab-noise/1"
@@ -248,13 +248,9 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
             {"file": r.path.name, "datetime": r.env.datetime, "commit": r.env.commit} for r in runs
         ],
     }
-    gpu = {
-        "name": env.gpu.name,
-        "slug": env.gpu.slug,
-        "sm_count": env.gpu.sm_count,
-        "capability": list(env.gpu.capability) if env.gpu.capability else None,
-    }
-    return Noise(out, MappingProxyType(gpu), MappingProxyType(provenance), policy, rows)
+    return Noise(
+        out, MappingProxyType(gpu_json(env.gpu)), MappingProxyType(provenance), policy, rows
+    )
 
 
 def noise_json(noise: Noise) -> dict[str, Any]:
@@ -303,14 +299,9 @@ def parse_noise(data: Any, path: Path) -> Noise:
                 f"{where}, row {key}: needs run_ratios, spread, a tolerance in (0, 1) and a "
                 "finite noise; re-record it with `tilegate ab-noise --measure 4`"
             )
-        rows[key] = NoiseRow(
-            key,
-            tuple(float(r) for r in raw["run_ratios"]),
-            float(raw["spread"]),
-            float(raw["tolerance"]),
-            str(raw.get("source", "")),
-            float(raw["noise"]),
-        )
+        ratios, source = tuple(map(float, raw["run_ratios"])), str(raw.get("source", ""))
+        spread, tolerance, noise = (float(raw[k]) for k in ("spread", "tolerance", "noise"))
+        rows[key] = NoiseRow(key, ratios, spread, tolerance, source, noise)
     raw_prov = data.get("provenance")
     provenance: dict[str, Any] = raw_prov if isinstance(raw_prov, dict) else {}
     if not isinstance(provenance.get("runs") or [], list):

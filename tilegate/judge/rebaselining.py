@@ -30,7 +30,7 @@ from tilegate.judge.baseline import (
 from tilegate.judge.crosstile import relation_points, same_run_ratios
 from tilegate.judge.policy import Policy, Tolerances
 from tilegate.judge.rebasereview import Rebaseline, review, run_warnings
-from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch
+from tilegate.judge.results import Row, Run, describe_gpu, gpu_json, gpu_mismatch
 from tilegate.markdown import listing
 
 
@@ -244,13 +244,7 @@ def _provenance(
     """(gpu, provenance) of a baseline built from these (already checked to agree) runs."""
     env = runs[0].env
     last = max(runs, key=lambda r: r.env.datetime or "")
-    gpu = {
-        "name": env.gpu.name,
-        "slug": env.gpu.slug,
-        "sm_count": env.gpu.sm_count,
-        "capability": list(env.gpu.capability) if env.gpu.capability else None,
-        "memory_gib": env.gpu.memory_gib,
-    }
+    gpu = {**gpu_json(env.gpu), "memory_gib": env.gpu.memory_gib}
     provenance: dict[str, Any] = {
         "created": last.env.datetime,
         "tool": f"tilegate {__version__}",

@@ -69,6 +69,12 @@ def _facts(gpu: Gpu | Mapping[str, Any]) -> tuple[Any, tuple[int, ...] | None, A
     return gpu.get("name"), capability(gpu.get("capability")), gpu.get("sm_count")
 
 
+def gpu_json(gpu: Gpu) -> dict[str, Any]:
+    """The GPU as a baseline or noise file records it."""
+    cap = list(gpu.capability) if gpu.capability else None
+    return {"name": gpu.name, "slug": gpu.slug, "sm_count": gpu.sm_count, "capability": cap}
+
+
 def describe_gpu(gpu: Gpu | Mapping[str, Any]) -> str:
     """'NVIDIA H200 (sm_90, 132 SMs)'."""
     name, cap, sms = _facts(gpu)
