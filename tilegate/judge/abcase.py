@@ -41,7 +41,6 @@ from tilegate.markdown import listing
 # the consistency rule: an UNCHANGED CODE case whose paired ratio moved by more than this many
 # of its tolerances and more than MOVED_MIN is not noise: something outside the identity changed
 MOVED_TOLERANCES = 5.0
-
 MOVED_MIN = 0.03
 
 
@@ -62,30 +61,25 @@ class ABCase:
     note: str = ""
     acknowledged: bool = False  # REMOVED: a maintainer accepted it (--accept-baseline-change)
     by_median: bool = False  # decided by its median at the budget's cap (interval crosses tol)
-    # the medians of the same paired rounds the ratio pools (every run): the row's numbers all
-    # come from one set of samples
+    # the medians of the paired rounds the ratio pools (every run): one set of samples
     head_median_s: float | None = None
     base_median_s: float | None = None
     modes: tuple[Mode, ...] = ()  # UNSTABLE: its two modes, the faster first (judge.modes)
-    # autotuned: "tuner flip" or "code change" where the sides picked differently
-    # (tilegate.judge.autotune), and the why line naming the picks
+    # autotuned, picked apart: TUNER_FLIP or CODE_CHANGE (judge.autotune), the why line
     explained_by: str | None = None
     picks: str | None = None
-    # which time bounds the call and was judged: "gpu" or "host" (tilegate.harness.timing);
-    # the other one's paired ratio, reported
+    # the time that bounds the call, judged: "gpu" or "host"; the other's paired ratio, reported
     judged_on: str = "gpu"
     host_ratio: float | None = None
     gpu_ratio: float | None = None
     # judged on the host: the GPU time's medians over the same paired rounds (base, head), the
     # table's base and head columns (head_median_s / base_median_s are then the host time's)
     gpu_medians_s: tuple[float, float] | None = None
-    # a tuner flip re-timed with both sides on one config (Row.pinned): the config both ran
-    # (`BK=64, num_warps=4`) and the ratio as each side picked; `ratio`, `ci` and the verdict
-    # are then the re-time's
+    # a tuner flip re-timed on one config (Row.pinned): that config (`BK=64, num_warps=4`) and
+    # the ratio as each side picked; `ratio`, `ci` and the verdict are then the re-time's
     pinned: str | None = None
     picked_ratio: float | None = None
-    # a SLOWER verdict a second run cannot overturn (tilegate.judge.confirm.beyond_doubt), set
-    # once by the Judgement (tilegate.judge.gate.judgement): the report reads it
+    # SLOWER beyond doubt (judge.confirm), set once by the Judgement (judge.gate.judgement)
     beyond_doubt: bool = False
 
     @property

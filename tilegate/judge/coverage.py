@@ -16,8 +16,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-NOT_SELECTED = "not selected"
-
 
 @dataclass(frozen=True)
 class Missing:

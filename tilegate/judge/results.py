@@ -131,11 +131,9 @@ class Environment:
     dirty: bool | None
     datetime: str | None
     ab: Mapping[str, Any] | None = None  # an A/B run: {"ref", "sha", "variants"} of its base
-    # an A/B run's budget: how its rounds were spent (tilegate.harness.budget.summarize)
-    budget: Mapping[str, Any] | None = None
-    # Triton / torch warnings of the run, recorded (tilegate.warnlog)
-    warnings: tuple[Mapping[str, Any], ...] = ()
-    # several GPUs of one host (tilegate.run.shard): each {"gpu": {..., "index", "serial"}, "state"}
+    budget: Mapping[str, Any] | None = None  # how an A/B run's rounds were spent (harness.budget)
+    warnings: tuple[Mapping[str, Any], ...] = ()  # Triton / torch warnings, recorded (warnlog)
+    # several GPUs of one host (run.shard): each {"gpu": {..., "index", "serial"}, "state"}
     gpus: tuple[Mapping[str, Any], ...] = ()
     # the variants the run was asked to measure (--perf-variants, else all); None: the file does
     # not say (written before the suite recorded it), so every variant counts as selected
@@ -181,17 +179,15 @@ class Row:
     gpu_index: int | None = None  # `tilegate perf --gpus N`: which GPU of the host measured it
     gpu_serial: str | None = None
     ratio_to_base: float | None = None  # A/B head rows: head / base, paired per round
-    # which of its group's rounds the samples are (half-open ranges, tilegate.harness.budget);
-    # None: every round of the group. An A/B run's budget times some base rows in fewer rounds
+    # which of its group's rounds the samples are (half-open ranges; None: every round): an
+    # A/B run's budget (tilegate.harness.budget) times some base rows in fewer rounds
     timed_in: tuple[tuple[int, int], ...] | None = None
     # why the A/B budget stopped timing it (extra_info.tilegate.budget.stopped): "cap" when a
     # changed pair used every round it may have (tilegate.harness.budget.CAP_FACTOR)
     budget_stopped: str | None = None
-    # how many timing sweeps (passes) its samples came from (len(extra_info.tilegate.
-    # pass_medians_s)); each sweep times rounds_per_pass rounds of its group, so round r of the
-    # group is in sweep r // (len(samples_s) // sweeps). None: not recorded (or inconsistent)
+    # how many timing sweeps its samples came from (len(pass_medians_s); None: not recorded):
+    # round r of the group is in sweep r // (len(samples_s) // sweeps)
     sweeps: int | None = None
-    # the autotuner picks its call used (tilegate.harness.autotune; tilegate.judge.autotune)
     autotune: tuple[Mapping[str, Any], ...] = ()
     # host seconds per call (tilegate.harness.timing.host_info): the median, one per round of
     # samples_s, whether the host bounds the call (its verdict is then on the host time), and
@@ -206,9 +202,8 @@ class Row:
     host_procs_s: tuple[float, ...] | None = None
     host_profile: tuple[tuple[str, float], ...] = ()
     syncs_inside: bool | None = None
-    # a tuner flip re-timed with both sides on one config (extra_info.tilegate.pinned, written
-    # by tilegate.harness.measure): this case on that config, as a row of its own (its
-    # `autotune` the picks both sides ran); None: not re-timed
+    # a tuner flip re-timed with both sides on one config (tilegate.harness.measure): this case
+    # on that config, as a row of its own (its `autotune` the picks both sides ran)
     pinned: Row | None = None
     memory: Memory | None = None  # peak GPU memory of one call (tilegate.judge.memory)
     work_dtype: str | None = None  # the precision of its declared FLOPs (tilegate.peaks)
