@@ -125,24 +125,13 @@ def _measured(
     per_run = [h / b for h, b in sides]
     pooled = np.concatenate(per_run)
     lo, hi = stats.median_ci(sorted(pooled.tolist()), policy.confidence)
-    logs = np.log(pooled)
-    base_median, head_median = pooled_medians(sides)
-    return ABCase(
-        key,
-        ABVerdict.AMBIGUOUS,
-        head,
-        base,
-        ratio=float(np.median(pooled)),
-        ci=(lo, hi),
-        run_ratios=tuple(float(np.median(r)) for r in per_run),
-        p_slower=stats.wilcoxon_p(logs, "greater"),
-        p_faster=stats.wilcoxon_p(logs, "less"),
-        tolerance=tolerance,
-        tolerance_source=source,
-        code_changed=changed,
-        base_median_s=base_median,
-        head_median_s=head_median,
-    ), per_run
+    logs, ratio = np.log(pooled), float(np.median(pooled))
+    ps = (stats.wilcoxon_p(logs, "greater"), stats.wilcoxon_p(logs, "less"))
+    runs = tuple(float(np.median(r)) for r in per_run)
+    case = ABCase(key, ABVerdict.AMBIGUOUS, head, base, ratio, (lo, hi), runs, *ps, tolerance)
+    base_s, head_s = pooled_medians(sides)
+    got = replace(case, tolerance_source=source, code_changed=changed)
+    return replace(got, base_median_s=base_s, head_median_s=head_s), per_run
 
 
 def _same_code(measured: ABCase, pairs: Sequence[tuple[Run, Row, Row]], policy: ABPolicy) -> ABCase:
