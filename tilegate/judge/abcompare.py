@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
@@ -41,7 +40,7 @@ from tilegate.judge.abnoise import (
     per_round,
     pooled_medians,
 )
-from tilegate.judge.results import Row, Run, row_order
+from tilegate.judge.results import Row, Run
 from tilegate.judge.vocabulary import ABVerdict
 
 
@@ -235,7 +234,10 @@ def compare_ab(
     policy = policy or (noise.policy if noise is not None else ABPolicy())
     cases = []
     reference = {r.variant for r in run.rows.values() if r.reference}
-    for key in sorted(set(run.rows) | set(run.base_rows), key=_order(run)):
+    for key in sorted(
+        set(run.rows) | set(run.base_rows),
+        key=lambda k: run.sort_key(run.rows.get(k) or run.base_rows[k]),
+    ):
         head, base = run.rows.get(key), run.base_rows.get(key)
         if head is not None and head.variant in reference:
             continue  # measured once, on neither side: judged by the stored baseline
@@ -266,13 +268,3 @@ def compare_ab(
             judged = replace(judged, note="; ".join(filter(None, [renamed, judged.note])))
         cases.append(judged)
     return ABComparison(run, tuple(confirmations), tuple(cases), noise, policy)
-
-
-def _order(run: Run) -> Any:
-    order = run.variant_order
-
-    def key(case_id: str) -> tuple[Any, ...]:
-        row = run.rows.get(case_id) or run.base_rows[case_id]
-        return row_order(row.params, row.variant, run.env.axes, order)
-
-    return key

@@ -26,7 +26,7 @@ from tilegate.judge.integrity import Integrity, check_baseline, check_noise
 from tilegate.judge.memory import MemoryCase, judge_memory
 from tilegate.judge.outcome import Outcome, headline, outcome
 from tilegate.judge.policy import Tolerances
-from tilegate.judge.results import Run, row_order
+from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison, compare
 from tilegate.peaks import percent, row_of
 
@@ -167,10 +167,7 @@ def judgement(
     memory = judge_memory(run, cmp.baseline if cmp is not None else None)
     peaks = row_of(run.env)
     result = outcome(cmp, ab, failing, coverage, smoke=run.env.smoke, memory=memory)
-    axes, variants = run.env.axes, run.variant_order
-    order = sorted(
-        run.rows, key=lambda k: row_order(run.rows[k].params, run.rows[k].variant, axes, variants)
-    )
+    order = sorted(run.rows, key=lambda k: run.sort_key(run.rows[k]))
     return Judgement(
         run,
         cmp,

@@ -295,6 +295,10 @@ class Run:
         """The axes other than `per`: what holds still along one expectation's or plot's line."""
         return tuple(a for a in self.env.axes if a != per)
 
+    def sort_key(self, row: Row | Any) -> tuple[Any, ...]:
+        """Where `row` (or a verdict of one) stands in every table of this run (`row_order`)."""
+        return row_order(row.params, row.variant, self.env.axes, self.variant_order)
+
     @property
     def variant_order(self) -> list[str]:
         """Variants in the order the suite ran them (the registry's order)."""

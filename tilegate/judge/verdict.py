@@ -24,7 +24,7 @@ from tilegate.judge.crosstile import ExpectationResult, Status, check_expectatio
 from tilegate.judge.offgpu import OffGpu, off_gpus
 from tilegate.judge.policy import Policy
 from tilegate.judge.renames import gone_check, removed_variants, renamed_baseline
-from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, row_order
+from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch
 from tilegate.judge.shift import blame
 from tilegate.judge.vocabulary import Verdict
 from tilegate.markdown import listing
@@ -374,8 +374,7 @@ def compare(
         else v
         for v in verdicts
     ]
-    order, axes = run.variant_order, run.env.axes
-    verdicts.sort(key=lambda v: row_order(v.params, v.variant, axes, order))
+    verdicts.sort(key=run.sort_key)
     found = (tuple(verdicts), tuple(checks), tuple(missing), tuple(off))
     return Comparison(run, baseline, tuple(confirmations), *found)
 
