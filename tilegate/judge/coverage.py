@@ -45,24 +45,20 @@ class Coverage:
     @property
     def parts(self) -> list[str]:
         """The headline's words for what fails."""
-        out = []
-        if self.missing:
-            n = len(self.missing)
-            out.append(f"{n} case{'s' if n != 1 else ''} of the protocol not measured")
-        if self.expectations:
-            n = len(self.expectations)
-            out.append(f"{n} expectation{'s' if n != 1 else ''} of the protocol not checked")
-        return out
+        counts = (
+            (len(self.missing), "case", "measured"),
+            (len(self.expectations), "expectation", "checked"),
+        )
+        return [
+            f"{n} {what}{'s' if n != 1 else ''} of the protocol not {done}"
+            for n, what, done in counts
+            if n
+        ]
 
 
 def _expectation_key(e: Mapping[str, Any]) -> tuple[Any, ...]:
-    where = e.get("where") or {}
-    return (
-        e.get("faster"),
-        e.get("than"),
-        e.get("per"),
-        tuple(sorted((str(k), tuple(v)) for k, v in where.items())),
-    )
+    where = tuple(sorted((str(k), tuple(v)) for k, v in (e.get("where") or {}).items()))
+    return (e.get("faster"), e.get("than"), e.get("per"), where)
 
 
 def describe(e: Mapping[str, Any]) -> str:
@@ -187,16 +183,8 @@ def of_run(run: Any, baseline: Any = None) -> Coverage | None:
     """The coverage of a loaded results file (tilegate.judge.results.Run) against its baseline
     (tilegate.judge.baseline.Baseline, or None)."""
     env = run.env
-    rows = (
-        {k: (r.variant, r.group, dict(r.params)) for k, r in baseline.rows.items()}
-        if baseline is not None and getattr(baseline, "mode", env.mode) == env.mode
-        else None
-    )
-    return coverage(
-        env.coverage,
-        run.rows,
-        env.expectations,
-        registry=env.registry,
-        renamed=env.renamed,
-        baseline=rows,
-    )
+    rows = None
+    if baseline is not None and getattr(baseline, "mode", env.mode) == env.mode:
+        rows = {k: (r.variant, r.group, dict(r.params)) for k, r in baseline.rows.items()}
+    facts = (env.coverage, run.rows, env.expectations)
+    return coverage(*facts, registry=env.registry, renamed=env.renamed, baseline=rows)
