@@ -175,10 +175,9 @@ def _aa_ratios(runs: Sequence[Run]) -> dict[str, list[float]]:
                 "(the A/B budget): A/A calibration needs both sides every round; measure with "
                 "--perf-ab-full (`tilegate ab-noise --measure N` does)"
             )
+        rows = run.rows
         changed = [
-            k
-            for k, base in run.base_rows.items()
-            if k in run.rows and run.rows[k].code_hash != base.code_hash
+            k for k, b in run.base_rows.items() if k in rows and rows[k].code_hash != b.code_hash
         ]
         if changed:
             raise InputError(
@@ -211,25 +210,21 @@ def _noise_rows(per_key: Mapping[str, list[float]], policy: ABPolicy) -> dict[st
     # A case seen in fewer than MIN_NOISE_RUNS runs (a default-profile case beside quick runs)
     # has a spread that says too little: it gets at least the largest tolerance of the cases
     # that were seen often enough, or the ceiling when none was.
+    often = [
+        (k.endswith(HOST), t.value) for k, t in own.items() if len(per_key[k]) >= MIN_NOISE_RUNS
+    ]
     pooled = {
         host: max(
-            (
-                t.value
-                for key, t in own.items()
-                if len(per_key[key]) >= MIN_NOISE_RUNS and key.endswith(HOST) == host
-            ),
-            default=(HOST_POLICY if host else policy).ceiling,
+            (v for h, v in often if h == host), default=(HOST_POLICY if host else policy).ceiling
         )
         for host in (False, True)
     }
     rows = {}
     for key, ratios in sorted(per_key.items()):
         spread, tol, least = max(abs(r - 1.0) for r in ratios), own[key], pooled[key.endswith(HOST)]
-        value, source = (
-            (least, POOLED)
-            if len(ratios) < MIN_NOISE_RUNS and tol.value < least
-            else (tol.value, tol.bound)
-        )
+        value, source = tol.value, tol.bound
+        if len(ratios) < MIN_NOISE_RUNS and tol.value < least:
+            value, source = least, POOLED
         rows[key] = NoiseRow(key, tuple(ratios), spread, value, source, noise_of[key])
     return rows
 
