@@ -269,13 +269,9 @@ def judge_case(
 
 
 def _retimed(picked: ABCase, on_one: ABCase, *, smoke: bool = False) -> ABCase:
-    """A tuner flip's verdict from its re-time with both sides on one config (`on_one`, judged
-    as a changed case is): within the tolerance there, the pick explains the difference (a
-    tuner flip: UNCHANGED, never blamed); SLOWER or FASTER there, it does not (a code change
-    the identity does not see, judged on the re-time); undecided there, neither is shown. The
-    verdict, ratio and interval are the re-time's; the as-picked ratio is kept beside them.
-    A smoke run's times (the CPU interpreter) cannot show what the identity does not see (as
-    for SAME CODE, TIME MOVED): its flip stays a tuner flip, the re-time's number shown."""
+    """A tuner flip's verdict from its re-time with both sides on one config (`on_one`, judged as
+    a changed case; the module's docstring), its ratio as picked kept beside. A smoke run's times
+    cannot show what the identity does not see: its flip stays a tuner flip."""
     assert on_one.head is not None and on_one.ratio is not None and picked.ratio is not None
     config = "; ".join(autotune.config_text(p["config"]) for p in on_one.head.autotune)
     got = replace(

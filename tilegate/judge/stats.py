@@ -169,13 +169,8 @@ def wilcoxon_p(logs: np.ndarray, alternative: str) -> float:
 
 def min_samples_rank_sum(alpha: float, others: int) -> int:
     """The fewest samples for which a one-sided Mann-Whitney U test against `others` samples can
-    reach p < alpha at all. The smallest p-value there is belongs to complete separation (every
-    sample beyond every one of the others): one arrangement of the C(n + m, n) equally likely under
-    the null, so p_min = 1 / C(n + m, n) (exact; scipy's normal approximation, used when samples
-    tie, gives about the same: 0.0098 at n = 2, m = 41). A row with fewer samples can never be
-    significantly slower, so it can never fail: it cannot be judged. Against a baseline's
-    41-quantile summary at alpha = 0.01: n = 1 gives 1/42 = 0.024, n = 2 gives 1/903 = 0.0011, so
-    2."""
+    reach p < alpha at all: complete separation gives p_min = 1 / C(n + m, n), so a row with fewer
+    can never fail (docs/gate.md, "Minimum samples": 2 against a 41-quantile baseline at 0.01)."""
     if not 0 < alpha < 1 or others < 1:
         raise ValueError(f"need 0 < alpha < 1 and others >= 1, got {alpha}, {others}")
     n = 1
@@ -185,9 +180,8 @@ def min_samples_rank_sum(alpha: float, others: int) -> int:
 
 
 def min_pairs_signed_rank(alpha: float) -> int:
-    """The fewest paired rounds for which a one-sided Wilcoxon signed-rank test can reach p < alpha.
-    Its smallest p-value (every per-round ratio on one side of 1) is exactly 2^-n, so n is the
-    smallest with 2^n > 1 / alpha: 7 at alpha = 0.01 (6 rounds: 1/64 = 0.016)."""
+    """The fewest paired rounds for which a one-sided Wilcoxon signed-rank test can reach p < alpha:
+    its smallest p (every ratio on one side of 1) is 2^-n, so 7 at alpha = 0.01."""
     if not 0 < alpha < 1:
         raise ValueError(f"need 0 < alpha < 1, got {alpha}")
     return math.floor(math.log2(1 / alpha)) + 1

@@ -18,51 +18,45 @@ meaning, spelled once.
 
 The words (the value, as the JSON files and the reports spell it; the judgements using it):
 
-* ``REGRESSED`` (stored): slower than the baseline beyond the row's tolerance and significantly
-  so (in a majority of the runs, with confirmations). Fails, unless it is the reference row or,
-  in A/B mode, the pull request did not change its compiled code (drift).
-* ``UNSURE`` (stored): slower than the tolerance but not significant, or significantly slower
-  and close to the tolerance: measure it again before accusing. Never fails.
+* ``REGRESSED`` (stored): slower than the baseline beyond the row's tolerance, significantly
+  (in a majority of the runs). Fails, unless the reference row or A/B drift (code unchanged).
+* ``UNSURE`` (stored): slower but not significant, or significant close to the tolerance:
+  measure again before accusing. Never fails.
 * ``IMPROVED`` (stored): faster beyond the tolerance, significant: a hint to rebaseline.
 * ``OK`` (stored): within the tolerance.
-* ``NEW`` (stored, ab): measured on the new side only (not in the baseline; only in the head):
-  not judged.
-* ``NOT MEASURED`` (stored, expectation): the baseline holds it but this run did not measure it
-  (a row; an expectation: both its rows are needed in the same run). Not judged.
-* ``SHIFTED`` (stored): slower beyond the tolerance, but so was the reference in the same rounds
-  and the row's code did not change: the machine or a neighbour moved, not this row. Never fails.
+* ``NEW`` (stored, ab): not in the baseline, or only in the head: not judged.
+* ``NOT MEASURED`` (stored, expectation): in the baseline, not in this run (an expectation:
+  both its rows are needed in the same run). Not judged.
+* ``SHIFTED`` (stored): slower, but so was the reference in the same rounds and the row's code
+  did not change: the machine or a neighbour moved. Never fails.
 * ``GPU OFF`` (stored): measured on a GPU of the host whose reference rows sit away from the
-  other GPUs': not judged; the run is exit 2 (cannot judge) if nothing else fails.
-* ``VARIANT REMOVED`` (stored): in the baseline, but its variant is no longer in the registry
-  (removed, not renamed). Fails, with the expectations it takes with it, until the baseline
-  drops it.
-* ``SLOWER`` (ab): slower than the tolerance, significant (the whole interval of the median
-  ratio, and a majority of the runs). Fails.
+  others': not judged; exit 2 if nothing else fails.
+* ``VARIANT REMOVED`` (stored): its variant is no longer in the registry (not renamed). Fails,
+  with its expectations, until the baseline drops it.
+* ``SLOWER`` (ab): slower than the tolerance, significant (the whole interval, a majority of
+  the runs). Fails.
 * ``FASTER`` (ab): faster than the tolerance, likewise significant. Never fails.
 * ``SAME`` (ab, memory): within the tolerance (A/B: the whole interval). Never fails.
-* ``MORE MEMORY`` (memory): the peak bytes of one call above the base's or baseline's by more
-  than the declared tolerance (0 bytes by default). Fails, except in a smoke run.
+* ``MORE MEMORY`` (memory): a call's peak bytes above the base's or baseline's by more than the
+  declared tolerance (0 bytes by default). Fails, except in a smoke run.
 * ``LESS MEMORY`` (memory): below by more than the tolerance. Never fails.
 * ``PEAK VARIES`` (memory): the peak did not repeat exactly within a run: not gated.
 * ``AMBIGUOUS`` (ab): neither: the data cannot decide, measure more. Never fails.
-* ``UNCHANGED CODE`` (ab): the same compiled-code identity on both sides: cannot be blamed,
-  whatever its ratio says (the ratio is noise).
-* ``REMOVED`` (ab): a variant only the base has (removed, not renamed). Fails unless
-  acknowledged (--accept-baseline-change).
-* ``SAME CODE, TIME MOVED`` (ab): the same identity on both sides, but a ratio A/A noise cannot
-  give: something outside the identity changed. Exit 2 (cannot judge).
-* ``UNSTABLE`` (ab): its runs, or passes within a run, fall into two modes beyond
-  the A/A noise (tilegate.judge.modes), or the ratio of its medians and its median per-round
-  ratio of the same rounds differ by more than 5 % (a mixture): never decided FASTER or SLOWER on the mixture. Its code changed (an
-  unchanged case is UNCHANGED CODE first). Fails when a mode on its own rounds is slower than
-  the tolerance (whole interval, significant); otherwise exit 2 (cannot judge) unless something
+* ``UNCHANGED CODE`` (ab): the same compiled-code identity on both sides: never blamed (the
+  ratio is noise).
+* ``REMOVED`` (ab): a variant only the base has (not renamed). Fails unless acknowledged.
+* ``SAME CODE, TIME MOVED`` (ab): the same identity, but a ratio A/A noise cannot give:
+  something outside the identity changed. Exit 2.
+* ``UNSTABLE`` (ab): a changed case whose rounds fall into two modes (tilegate.judge.modes), or
+  whose ratio of medians and median ratio differ by more than 5 %: never decided on the mixture.
+  Fails when a mode on its own rounds is slower than the tolerance, else exit 2 unless something
   else fails. Re-measured by the confirmation.
-* ``PASS`` (expectation, outcome): it holds: the expectation's same-run ratio its bound in a
+* ``PASS`` (expectation, outcome): the expectation's same-run ratio within its bound in a
   majority of the runs; the run: nothing failed (exit 0).
-* ``FAIL`` (expectation, outcome): it does not: the expectation's ratio exceeds its bound in a
-  majority of the runs (broken: the run fails); the run: something failed (exit 1).
-* ``CANNOT JUDGE`` (outcome): the run cannot be judged (exit 2): bad input, a GPU off, the
-  same identity with a ratio A/A noise cannot give, an UNSTABLE case with no slower mode.
+* ``FAIL`` (expectation, outcome): the expectation's ratio beyond its bound in a majority of
+  the runs (the run fails); the run: something failed (exit 1).
+* ``CANNOT JUDGE`` (outcome): exit 2: bad input, a GPU off, the same identity with a ratio A/A
+  noise cannot give, an UNSTABLE case with no slower mode.
 """
 
 from __future__ import annotations
