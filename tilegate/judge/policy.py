@@ -61,7 +61,7 @@ class TolerancePolicy:
                 if not isinstance(value, int) or isinstance(value, bool) or value < 5:
                     raise InputError(f"{where}: quantiles must be an integer >= 5, got {value!r}")
                 values[name] = value
-            elif not is_finite_number(value) or not 0 < value < (100 if name == "multiple" else 1):
+            elif not _in_range(name, value):
                 raise InputError(f"{where}: {cls._SAID}{name} = {value!r} is out of range")
             else:
                 values[name] = float(value)
@@ -93,6 +93,11 @@ class Policy(TolerancePolicy):
 
 
 _SET_KEYS = ("tolerance", "floor", "ceiling", "multiple")
+
+
+def _in_range(name: str, value: Any) -> bool:
+    """A policy value's range: a fraction in (0, 1), a multiple in (0, 100)."""
+    return is_finite_number(value) and 0 < value < (100 if name == "multiple" else 1)
 
 
 @dataclass(frozen=True)
@@ -132,11 +137,8 @@ class Tolerances:
 
     def override_for(self, variant: str, params: Mapping[str, Any]) -> Override | None:
         """The most specific matching override; among equals, the last in the file."""
-        best: Override | None = None
-        for ov in self.overrides:
-            if ov.matches(variant, params) and (best is None or ov.specificity >= best.specificity):
-                best = ov
-        return best
+        matching = [ov for ov in self.overrides if ov.matches(variant, params)]
+        return max(reversed(matching), key=lambda ov: ov.specificity, default=None)
 
     def tolerance(
         self, variant: str, params: Mapping[str, Any], drift: float
@@ -176,17 +178,12 @@ def parse_tolerances(data: Mapping[str, Any], p: Path) -> Tolerances:
             raise InputError(f"{where}: matches every row; change [policy] instead")
         if not any(k in raw for k in _SET_KEYS):
             raise InputError(f"{where}: sets nothing; give one of {list(_SET_KEYS)}")
-        for k in _SET_KEYS:
-            if k in raw and (
-                not is_finite_number(raw[k]) or not 0 < raw[k] < (100 if k == "multiple" else 1)
-            ):
-                raise InputError(f"{where}: {k} = {raw[k]!r} is out of range")
+        for k in (k for k in _SET_KEYS if k in raw and not _in_range(k, raw[k])):
+            raise InputError(f"{where}: {k} = {raw[k]!r} is out of range")
         if "variant" in raw and not isinstance(raw["variant"], str):
             raise InputError(f"{where}: variant must be a string")
         params: dict[str, tuple[Any, ...]] = {}
-        for k in matching:
-            if k == "variant":
-                continue
+        for k in (k for k in matching if k != "variant"):
             values = raw[k] if isinstance(raw[k], list) else [raw[k]]
             if not values or not all(
                 isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in values
@@ -195,12 +192,6 @@ def parse_tolerances(data: Mapping[str, Any], p: Path) -> Tolerances:
                     f"{where}: {k} must be a parameter value (string or number) or a list of them"
                 )
             params[k] = tuple(values)
-        overrides.append(
-            Override(
-                reason=raw["reason"].strip(),
-                variant=raw.get("variant"),
-                params=params,
-                **{k: float(raw[k]) for k in _SET_KEYS if k in raw},
-            )
-        )
+        sets = {k: float(raw[k]) for k in _SET_KEYS if k in raw}
+        overrides.append(Override(raw["reason"].strip(), raw.get("variant"), params, **sets))
     return Tolerances(policy=policy, overrides=tuple(overrides), source=str(p))
