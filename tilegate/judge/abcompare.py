@@ -107,12 +107,6 @@ class ABComparison:
         return sorted({c.variant for c in self.cases if c.code_changed})
 
 
-def _host_bound(pairs: Sequence[tuple[Run, Row, Row]]) -> bool:
-    """Whether the host bounds the call: either side host-bound in the first run."""
-    _, head, base = pairs[0]
-    return bool(head.host_bound or base.host_bound) and on_host(head, base) is not None
-
-
 def judge_bound(
     key: str,
     pairs: Sequence[tuple[Run, Row, Row]],
@@ -140,7 +134,10 @@ def judge_bound(
         else None
     )
     procs = hostprocs.judge(key, pairs, *tolerance(host_key(key)), HOST_POLICY) if apart else None
-    if procs is None and (not _host_bound(pairs) or len(hosts) != len(pairs) or apart):
+    _, head, base = pairs[0]  # host-bound: either side in the first run
+    if procs is None and (
+        not (head.host_bound or base.host_bound) or len(hosts) != len(pairs) or apart
+    ):
         judged = judge_case(key, pairs, *tolerance(key), policy)
         judged = replace(judged, host_ratio=host_ratio)
         host_tol, _ = tolerance(host_key(key))
@@ -168,7 +165,6 @@ def judge_bound(
     on_gpu = judge_case(key, pairs, *tolerance(key), policy)
     if procs is not None and on_gpu.verdict not in _TIMED:  # the same code: the GPU's word
         return replace(on_gpu, host_ratio=procs.ratio, note=f"{on_gpu.note}; {procs.note}")
-    _, head, base = pairs[0]
     gpu_sides = [aligned_pair(run, h, b) for run, h, b in pairs]
     gpu_ratio = float(np.median(np.concatenate([h / b for h, b in gpu_sides])))
     bound = (
@@ -176,10 +172,7 @@ def judge_bound(
         if head.host_s
         else "host-bound (the interpreter's calls are all host time)"
     )
-    if on_gpu.fails and not judged.fails:
-        # its kernels slower beyond the GPU tolerance: they bound the call once slow enough
-        # (a head whose kernels outgrow its host time is no longer host-bound), and outside a
-        # benchmark's loop the host runs ahead of them; the host time hides no kernel slowdown
+    if on_gpu.fails and not judged.fails:  # the host time hides no kernel slowdown (module doc)
         said = (
             f"{bound}: judged on both times, its kernels' time slower (host "
             f"{judged.ratio - 1:+.1%}, within its {judged.tolerance:.1%} host tolerance)"
