@@ -142,50 +142,30 @@ def crosstile_pairs(run: Run, baseline: Baseline | None) -> list[Pair]:
     for faster, than, per, where in run.relations():
         for setting, groups in sorted(relation_points(run, faster, than, per, where).items()):
             at = dict(setting)
-            now: dict[Any, float] = {}
-            ab_base: dict[Any, float] = {}
+            ratios = {
+                v: (run.ratio(faster, than, g), run.ratio(faster, than, g, side="base"))
+                for v, g in groups.items()
+            }
+            now = {v: r for v, (r, _) in ratios.items() if r is not None}
+            if not now:
+                continue
+            ab_base = {v: r for v, (_, r) in ratios.items() if r is not None}
+            base = {
+                b.params[per]: b.ratio_to_twin
+                for b in (baseline.rows.values() if baseline is not None else ())
+                if (b.variant, b.twin) == (faster, than)
+                and matches(b.params, at)
+                and b.ratio_to_twin
+                and per in b.params
+            }
+            medians: dict[Any, tuple[float | None, float | None]] = {}
             for value, group in groups.items():
-                ratio = run.ratio(faster, than, group)
-                if ratio is not None:
-                    now[value] = ratio
-                theirs = run.ratio(faster, than, group, side="base")
-                if theirs is not None:
-                    ab_base[value] = theirs
-            base: dict[Any, float] = {}
-            if baseline is not None:
-                for b in baseline.rows.values():
-                    if (
-                        b.variant == faster
-                        and b.twin == than
-                        and matches(b.params, at)
-                        and b.ratio_to_twin
-                        and per in b.params
-                    ):
-                        base[b.params[per]] = b.ratio_to_twin
-            if now:
-                medians: dict[Any, tuple[float | None, float | None]] = {}
-                for value, group in groups.items():
-                    slow, fast = run.find(than, group), run.find(faster, group)
-                    medians[value] = (
-                        slow.median_s if slow else None,
-                        fast.median_s if fast else None,
-                    )
-                top = max(now)
-                out.append(
-                    Pair(
-                        faster,
-                        than,
-                        at,
-                        per,
-                        tuple(sorted(now)),
-                        now,
-                        base,
-                        ab_base,
-                        medians,
-                        Pair.crossover(now),
-                        Pair.crossover({k: r for k, r in base.items() if k <= top}),
-                    )
-                )
+                slow, fast = run.find(than, group), run.find(faster, group)
+                medians[value] = (slow.median_s if slow else None, fast.median_s if fast else None)
+            top, values = max(now), tuple(sorted(now))
+            was = Pair.crossover({k: r for k, r in base.items() if k <= top})
+            pair = (faster, than, at, per, values, now, base, ab_base, medians)
+            out.append(Pair(*pair, Pair.crossover(now), was))
     order = {v: i for i, v in enumerate(run.variant_order)}
     out.sort(key=lambda p: (order.get(p.faster, 99), tuple(p.where.values())))
     return out
