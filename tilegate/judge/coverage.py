@@ -130,14 +130,10 @@ def coverage(
         k: (str(c.get("variant")), c.get("params") or {}) for k, c in cases.items()
     }
     for key, (variant, group, params) in (baseline or {}).items():
-        if group in groups and key not in required:
-            new = old_names.get(variant)
-            if new is not None:
-                key = f"{new}-{group}"
-                variant = new
-                if key in required:
-                    continue
-            required[key] = (variant, params)
+        new = old_names.get(variant)  # a renamed variant's row, under its new name
+        if group not in groups or key in required or (new and f"{new}-{group}" in required):
+            continue
+        required[f"{new}-{group}" if new else key] = (new or variant, params)
 
     missing: list[Missing] = []
     left_out: list[str] = []
