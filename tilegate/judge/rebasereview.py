@@ -174,17 +174,9 @@ def _row_diff(
                     f"row {key}: new median {ms(row.median_s, unit=True)} is {pct(delta)} against "
                     f"the old {ms(before.median_s, unit=True)} (tolerance {before.tolerance:.1%})"
                 )
-        cells.append(
-            [
-                key,
-                ms(before.median_s, unit=True) if before else "",
-                ms(row.median_s, unit=True),
-                change,
-                f"{before.tolerance:.1%}" if before else "",
-                f"{row.tolerance:.1%}",
-                "; ".join(notes),
-            ]
-        )
+        was = [ms(before.median_s, unit=True), f"{before.tolerance:.1%}"] if before else ["", ""]
+        now = [ms(row.median_s, unit=True), f"{row.tolerance:.1%}"]
+        cells.append([key, was[0], now[0], change, was[1], now[1], "; ".join(notes)])
     header = ["case", "median old", "median new", "change", "tolerance old", "tolerance new"]
     return table([*header, "note"], "lrrrrrl", cells), loosened, refusals
 
@@ -224,14 +216,9 @@ def finish(
     if code == EXIT_OK and not write:
         text += ["", f"--check: {out} not written."]
     elif code == EXIT_OK:
-        then = (
-            "A smoke baseline proves the pipeline: do not commit it."
-            if plan.baseline.mode == "smoke"
-            else "Review `git diff` and commit it."
-        )
-        text += [
-            "",
-            f"Wrote {out} ({len(plan.baseline.rows)} rows, {len(plan.baseline.expectations)} "
-            f"expectations). {then}",
-        ]
+        then = "Review `git diff` and commit it."
+        if plan.baseline.mode == "smoke":
+            then = "A smoke baseline proves the pipeline: do not commit it."
+        written = f"{len(plan.baseline.rows)} rows, {len(plan.baseline.expectations)} expectations"
+        text += ["", f"Wrote {out} ({written}). {then}"]
     return code, text
