@@ -115,11 +115,6 @@ class Pair:
 CrossTilePair = Pair  # its name when the only pairs were cross-tile kernels and their twins
 
 
-def _allowed(params: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
-    """A declared expectation's `where`: each named parameter one of its values."""
-    return all(params.get(k) in tuple(v) for k, v in where.items())
-
-
 def relation_points(
     run: Run, faster: str, than: str, per: str, where: Mapping[str, Any]
 ) -> dict[tuple[tuple[str, Any], ...], dict[Any, str]]:
@@ -127,7 +122,9 @@ def relation_points(
     out: dict[tuple[tuple[str, Any], ...], dict[Any, str]] = {}
     others = run.series(per)
     for row in run.rows.values():
-        if row.variant != faster or per not in row.params or not _allowed(row.params, where):
+        # a declared expectation's `where`: each named parameter one of its values
+        allowed = all(row.params.get(k) in tuple(v) for k, v in where.items())
+        if row.variant != faster or per not in row.params or not allowed:
             continue
         if run.find(than, row.group) is None:
             continue

@@ -137,15 +137,6 @@ def _measured_row(key: str, per_run: list[tuple[Run, Row]], tolerances: Toleranc
     )
 
 
-def _retolerance(row: BaselineRow, tolerances: Tolerances) -> BaselineRow:
-    tol, source, noisy = tolerances.tolerance(row.variant, row.params, row.drift)
-    return replace(row, tolerance=tol, tolerance_source=source, too_noisy=noisy)
-
-
-def _ceil3(x: float) -> float:
-    return math.ceil(x * 1000 - 1e-9) / 1000
-
-
 Slot = tuple[str, str, str, tuple[tuple[str, Any], ...]]  # faster, than, per, where
 
 
@@ -175,7 +166,8 @@ def _derive_bounds(runs: Sequence[Run], policy: Policy) -> dict[Slot, dict[Any, 
             worst = max(ratios)
             bounds[value] = None
             if worst <= policy.win_below:
-                max_ratio = min(_ceil3(worst * (1 + policy.ratio_slack)), policy.ratio_cap)
+                up = math.ceil(worst * (1 + policy.ratio_slack) * 1000 - 1e-9) / 1000  # 3 digits
+                max_ratio = min(up, policy.ratio_cap)
                 bounds[value] = Bound(value=value, max_ratio=max_ratio, measured=tuple(ratios))
     return found
 
@@ -374,7 +366,9 @@ def rebaseline(
             per_key.setdefault(row.key, []).append((run, row))
     rows = {key: _measured_row(key, per_run, tolerances) for key, per_run in per_key.items()}
     kept = [key for key in (old.rows if old is not None else {}) if key not in rows]
-    rows.update({key: _retolerance(old.rows[key], tolerances) for key in kept if old})
+    for b in (old.rows[key] for key in kept if old is not None):  # tolerance from its drift
+        tol, source, noisy = tolerances.tolerance(b.variant, b.params, b.drift)
+        rows[b.key] = replace(b, tolerance=tol, tolerance_source=source, too_noisy=noisy)
     rows = dict(sorted(rows.items()))
     warnings += run_warnings(runs, rows, per_key, policy)
     expectations, exp_lines, refusals, loosened_checks = _merge_expectations(runs, old, policy)
