@@ -1,54 +1,8 @@
 """Baselines: one reviewed JSON file per GPU model, built from repeated runs, never overwritten silently.
 
-File: ``baselines/<gpu-slug>.json`` (the slug is ``machine_info.tilegate.gpu.slug``). Written by
-`tilegate rebaseline` with sorted keys, 2-space indent and number lists on one line, so that a
-rebaseline reads as a reviewable diff. Schema version 1::
-
-    {
-      "schema_version": 1,
-      "gpu": {"name": "NVIDIA H200", "slug": "nvidia-h200", "sm_count": 132,
-              "capability": [9, 0], "memory_gib": 139.8},
-      "provenance": {                      # the environment of the latest rebaseline
-        "created": "<latest run's datetime>", "tool": "tilegate 0.1.0",
-        "mode": "gpu", "profiles": ["quick"], "harness_version": "0.1.0",
-        "driver": "...", "cuda": "13.0", "software": {"torch": "...", "triton": "...", "python": "..."},
-        "M": 16384, "N": 16384, "rounds": 40, "timer": "cuda-event", "l2_flush": true,
-        "runs": [{"file": "rebaseline-1.json", "datetime": "...", "commit": "...", "dirty": false,
-                  "profile": "quick", "throttled": false}],
-        "tolerances_file": "baselines/tolerances.toml"
-      },
-      "policy": {"multiple": 3.0, "floor": 0.04, "ceiling": 0.08, "alpha": 0.01, ...},
-      "rows": {
-        "<case id>": {
-          "variant": "xtile_persistent", "group": "fp16-nt-K128",
-          "params": {"dtype": "fp16", "layout": "nt", "K": 128, "M": 16384, "N": 16384},
-                                          # (files before "params": the five of them flat)
-          "median_s": 0.0003105,          # median of the per-run medians
-          "run_medians_s": [...],         # one per rebaseline run
-          "drift": 0.0061,                # spread of the run medians on a 3-run range scale
-          "drift_source": "3 runs",       # or "1 run (95% CI of the median)"
-          "tolerance": 0.04,              # the row's allowed relative slowdown
-          "tolerance_source": "floor",    # noise | floor | ceiling, or "override [variant=...]: <reason>"
-          "too_noisy": false,             # needed more than the ceiling
-          "samples_s": [...],             # quantile summary of the pooled rounds (Mann-Whitney)
-          "n_samples": 120,               # how many rounds that summary stands for
-          "twin": "swizzle_persistent", "ratio_to_twin": 0.7254, "ratio_to_twin_runs": [...],
-          "tflops": 226.7,
-          "ratio_to_reference": 1.234,    # same-run ratio to the reference row (median over runs)
-          "code_hash": "sha256:...",      # the compiled code measured (absent: not known)
-          "memory": {"peak_bytes": 67108864, "held_bytes": 33554432, "repeats": true,
-                     "tolerance": "0"},   # peak GPU memory of one call (tilegate.judge.memory)
-          "measured": {"date": "...", "commit": "...", "triton": "...", "torch": "..."}
-        }
-      },
-      "expectations": [                    # relations between variants, checked on same-run ratios
-        {"id": "xtile_persistent-beats-swizzle_persistent-fp16-nt",
-         "faster": "xtile_persistent", "than": "swizzle_persistent",
-         "dtype": "fp16", "layout": "nt",  # where: any other key is a parameter it holds at
-         "checks": [{"K": 128, "max_ratio": 0.762, "measured": [0.7245, 0.7254, 0.7261]}, ...]}
-      ]                                    # a check's one other key: the axis it runs along
-    }
-
+File: ``baselines/<gpu-slug>.json`` (the slug is ``machine_info.tilegate.gpu.slug``), schema
+version 1 (docs/architecture.md, "Baselines", shows it). Written by `tilegate rebaseline` with sorted keys,
+2-space indent and number lists on one line, so that a rebaseline reads as a reviewable diff.
 This module is the model and its JSON; `tilegate.judge.rebaselining` builds one from runs,
 `tilegate.judge.policy` holds the policy that derives each row's tolerance.
 """
