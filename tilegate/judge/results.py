@@ -135,19 +135,16 @@ class Environment:
     warnings: tuple[Mapping[str, Any], ...] = ()  # Triton / torch warnings, recorded (warnlog)
     # several GPUs of one host (run.shard): each {"gpu": {..., "index", "serial"}, "state"}
     gpus: tuple[Mapping[str, Any], ...] = ()
-    # the variants the run was asked to measure (--perf-variants, else all); None: the file does
-    # not say (written before the suite recorded it), so every variant counts as selected
+    # asked to measure (--perf-variants, else all); None: not recorded, every variant selected
     variants: tuple[str, ...] | None = None
     # every variant of the head's registry (None: not recorded) and its renames {new: (old, ...)}
     registry: tuple[str, ...] | None = None
     renamed: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     benchmark: str | None = None  # the declared benchmark's name
-    # the declared expectations (tilegate.declare.Expectation): {"faster", "than", "per",
-    # "where"}; None: not recorded (older files), every twin pair along K
+    # the declared expectations {"faster", "than", "per", "where"} (None: `Run.relations`)
     expectations: tuple[Mapping[str, Any], ...] | None = None
     # the grid's axes in order (files without the key: the matmul benchmark's)
     axes: tuple[str, ...] = ("dtype", "layout", "K")
-    # what the run had to measure (tilegate.judge.coverage; None: an older tilegate's results)
     coverage: Mapping[str, Any] | None = None
     memory_tolerance: str | None = "0"  # the protocol's (tilegate.judge.memory)
     peaks: Mapping[str, float] | None = None  # the GPU's row of tilegate.peaks, if known
@@ -159,7 +156,7 @@ class Environment:
 
 @dataclass(frozen=True)
 class Row:
-    """One benchmark case of one run."""
+    """One benchmark case of one run (its extra_info.tilegate: docs/architecture.md, "Results")."""
 
     key: str
     variant: str
@@ -189,22 +186,16 @@ class Row:
     # round r of the group is in sweep r // (len(samples_s) // sweeps)
     sweeps: int | None = None
     autotune: tuple[Mapping[str, Any], ...] = ()
-    # host seconds per call (tilegate.harness.timing.host_info): the median, one per round of
-    # samples_s, whether the host bounds the call (its verdict is then on the host time), and
-    # whether its GPU samples were held (their kernels' time)
+    # host seconds per call: the median, one per round of samples_s; host-bound, held
     host_s: float | None = None
     host_samples_s: tuple[float, ...] | None = None
     host_bound: bool | None = None
     held: bool = False
-    # a host-bound case of a two-process A/B (tilegate.harness.hostworkers): its host seconds
-    # per call in each fresh worker process (pair order), the first worker's profile (function,
-    # cumulative seconds per call), whether its call waits on the GPU inside
+    # a host-bound case of a two-process A/B (tilegate.harness.hostworkers)
     host_procs_s: tuple[float, ...] | None = None
     host_profile: tuple[tuple[str, float], ...] = ()
     syncs_inside: bool | None = None
-    # a tuner flip re-timed with both sides on one config (tilegate.harness.measure): this case
-    # on that config, as a row of its own (its `autotune` the picks both sides ran)
-    pinned: Row | None = None
+    pinned: Row | None = None  # a tuner flip re-timed on the base's pick, as a row of its own
     memory: Memory | None = None  # peak GPU memory of one call (tilegate.judge.memory)
     work_dtype: str | None = None  # the precision of its declared FLOPs (tilegate.peaks)
 
