@@ -1,21 +1,13 @@
 """A/B: every case of an A/B run judged against its base (an `ABComparison`), on the time that
-bounds its call.
+bounds its call; a variant only the head has is NEW, one only the base has REMOVED (fails unless
+acknowledged), a renamed one (`renamed_from=`) paired with its old self.
 
-A variant only the head has is NEW (not judged), one only the base has is REMOVED: it fails
-(its cases and the expectations they carry would escape the gate) unless acknowledged; a
-renamed variant (`renamed_from=`, tilegate.harness.base.renames) is paired with its old self.
-Each case's verdict is tilegate.judge.abcase's, its tolerance the A/A noise's
-(tilegate.judge.abnoise).
-
-Host-bound calls (tilegate.harness.timing: host time per call at or above the GPU time): the
-verdict is on the time that bounds the call. A case either side of which is host-bound is judged
-on its paired per-round host times, against the host tolerance from its own A/A noise (the noise
-file's `<case>#host` rows, HOST_POLICY), and on its GPU time too: its kernels slower than their
-tolerance fail it (a head whose kernels outgrow its host time is no longer host-bound, and
-outside a benchmark's loop the host runs ahead of the kernels; judged on the host time alone, a
-+27 % kernel of fla's gla backward, host 1.3 ms for a 1.18 ms GPU time, would pass). A GPU-bound
-case is judged on its GPU time and a host time beyond its host tolerance is reported in its
-note, never failed.
+A host-bound case (host time per call at or above the GPU time, on either side) is judged on its
+paired per-round host times against its `<case>#host` A/A tolerance, and on its GPU time too:
+its kernels slower than their tolerance fail it (a head whose kernels outgrow its host time is no
+longer host-bound, and outside a benchmark's loop the host runs ahead of the kernels; judged on
+the host time alone, a +27 % kernel of fla's gla backward, host 1.3 ms for a 1.18 ms GPU time,
+would pass). A GPU-bound case's host time beyond its tolerance is reported, never failed.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """A/B noise: the A/A paired ratios of a GPU (`baselines/<gpu>.ab.json`, `tilegate ab-noise`) and
-the tolerance each case gets from them; how an A/B pair's rounds are paired.
-
-The noise file: per case, the A/A paired ratio of each of several runs with REF = HEAD (both
-sides the same code), its noise (the `noise_confidence` upper bound of the RMS of r_j - 1:
-tilegate.judge.stats.rms_upper_bound) and tolerance = clamp(multiple x noise, floor, ceiling), so
-more runs give a tighter tolerance, never a looser one; a case seen in fewer than
-MIN_NOISE_RUNS runs gets at least the largest tolerance of the cases seen that often (POOLED).
-A case it lacks gets the ceiling, marked uncalibrated. A case's host time has rows of its own
+the tolerance each case gets from them (docs/gate.md, "A/B": the rule and its calibration); how
+an A/B pair's rounds are paired. A case's noise is the `noise_confidence` upper bound of the RMS
+of its A/A ratios' r - 1, its tolerance clamp(multiple x noise, floor, ceiling); a case seen in
+fewer than MIN_NOISE_RUNS runs gets at least the largest tolerance of those seen that often
+(POOLED), one the file lacks the ceiling (uncalibrated); its host time has rows of its own
 (`<case>#host`, HOST_POLICY). The file is read and written by tilegate.store.files.
 """
 

@@ -1,12 +1,10 @@
 """The host verdict of a two-process A/B over worker processes (tilegate.harness.hostworkers).
 
-Worker i of the head and of the base are a pair: one log-ratio log(head_i / base_i) each, the
-pairs of every run (the first, then its confirmations) pooled. Their mean, its Student t
-interval and a one-sided t-test (each number a median of many calls; a Wilcoxon test needs 7
-pairs to reach p < 0.01 at all) are decided as the GPU time is (tilegate.judge.abcase.judge_case)
-against the case's host tolerance; the note names the functions that grew per call, base to
-head (their profiles). A call that waits on the GPU inside (`syncs_inside`) is not judged here:
-its "host" time is its wall time (`waits_inside`).
+Worker i of the head and of the base are a pair: one log(head_i / base_i) each, every run's
+pooled; their mean, its Student t interval and a one-sided t-test (a Wilcoxon test needs 7 pairs
+to reach p < 0.01 at all) are decided as the GPU time is, against the host tolerance; the note
+names the functions that grew per call. A call that waits on the GPU inside (`syncs_inside`) is
+not judged here: its "host" time is its wall time (`waits_inside`).
 """
 
 from __future__ import annotations

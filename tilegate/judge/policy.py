@@ -1,10 +1,7 @@
-"""Tolerance policy and reviewed overrides: `baselines/tolerances.toml`.
-
-A row's tolerance (allowed relative slowdown of its median) is ``clamp(multiple x drift, floor,
-ceiling)`` where drift is the spread of the row's per-run medians over the rebaseline runs; the
-policy's defaults are the fields of `Policy` (the one place they are written), the file changes
-them and adds `[[override]]` tables (docs/gate.md, "Tolerances file"). The policy that produced a
-baseline is stored in it, so the file is read only at rebaseline.
+"""Tolerance policy and reviewed overrides: `baselines/tolerances.toml` (docs/gate.md,
+"Tolerances file"). A row's tolerance is ``clamp(multiple x drift, floor, ceiling)``; the defaults
+are the fields of `Policy` (the one place they are written). The policy that produced a baseline
+is stored in it, so the file is read only at rebaseline.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Rebaseline: a new baseline from repeated runs of the suite, and the reviewable diff against the old.
+"""Rebaseline: a new baseline from repeated runs of the suite (docs/gate.md, "Baselines").
 
-Rows are measured again (median of the per-run medians, drift from their spread, a tolerance
-from the policy), the old baseline's rows that were not measured are kept, expectation checks
-are derived for the benchmark's declared pairs where `faster` beat `than` clearly in EVERY run
-(ratio <= win_below; max_ratio is the worst measured ratio plus `ratio_slack`, capped), and a run slower than the old baseline
-allows is refused unless accepted (tilegate.judge.rebasereview: what the reviewer reads). docs/gate.md, "Baselines", is the user's view.
+Rows are measured again (median of the per-run medians, drift from their spread, a tolerance from
+the policy), the old baseline's unmeasured rows kept, expectation checks derived for the declared
+pairs where `faster` beat `than` clearly in EVERY run (ratio <= win_below; max_ratio the worst
+ratio plus `ratio_slack`, capped); a run slower than the old baseline allows is refused unless
+accepted (tilegate.judge.rebasereview: what the reviewer reads).
 """
 
 from __future__ import annotations

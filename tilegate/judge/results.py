@@ -1,7 +1,5 @@
-"""A run: its environment, its rows (both sides of an A/B), their order, their same-run ratios.
-
-Frozen objects, built once from a results file (tilegate.judge.resultsjson validates the JSON
-into them, tilegate.store.files reads it); `checked` holds a run's rows to being one run.
+"""A run: its environment, its rows (both sides of an A/B), their order, their same-run ratios;
+frozen, built once from a results file (tilegate.judge.resultsjson), `checked` as one run.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""A results file's JSON (pytest-benchmark's, with tilegate's keys) validated into a `Run`.
-
-The contract is in docs/architecture.md. Everything the gate needs is read here, once, into the
-frozen objects of tilegate.judge.results; every problem is an `InputError` naming the file and,
-where there is one, the case id. tilegate.store.files reads the file; nothing downstream looks
-at the raw JSON again.
+"""A results file's JSON (pytest-benchmark's, with tilegate's keys; docs/architecture.md) validated
+once into a `Run` (tilegate.judge.results); every problem is an `InputError` naming the file and
+the case. tilegate.store.files reads the file; nothing downstream looks at the raw JSON again.
 """
 
 from __future__ import annotations

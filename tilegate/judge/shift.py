@@ -1,9 +1,8 @@
 """SHIFTED: whether a stored-baseline slowdown is the row's own or a shift of the machine.
-
-Kernels timed in the same rounds share the GPU's power budget: one kernel's change moves
-cuBLAS and unchanged neighbours too (4-5 % on the power-capped H200, docs/gate.md). A
-REGRESSED row whose code is the baseline's and whose same-run ratio to the reference held is
-SHIFTED: reported, never failed (`blame`).
+Kernels timed in the same rounds share the GPU's power budget: one kernel's change moves cuBLAS
+and unchanged neighbours too (4-5 % on the power-capped H200, docs/gate.md). A REGRESSED row
+whose code is the baseline's and whose same-run ratio to the reference held is SHIFTED:
+reported, never failed (`blame`).
 """
 
 from __future__ import annotations

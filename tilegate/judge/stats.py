@@ -1,16 +1,7 @@
-"""The statistics of the gate: noise, tolerance, significance and paired ratios.
-
-The noise model follows what the H200 calibration measured (docs/gate.md has the numbers):
-
-* single calls jitter a lot inside a run (IQR up to ~19 % at 0.2 ms), so one sample means
-  nothing and the per-round samples are compared as distributions (Mann-Whitney U);
-* a row's median moves between processes by ~1 % (Triton) to ~3 % (compute-bound rows), which
-  no within-run test can see, so a row's tolerance comes from the spread of per-run medians
-  over repeated rebaseline runs;
-* a ratio of two rows measured in the same rounds moves by < 1 %, so expectations between
-  variants are checked on same-run ratios, never on stored absolute times.
-
-Pure functions on sequences of floats; no I/O.
+"""The statistics of the gate: noise, tolerance, significance and paired ratios, pure functions
+on sequences of floats. The noise model is the H200 calibration's (docs/gate.md, "The noise this
+is built on"): per-round samples compared as distributions (Mann-Whitney U), a row's tolerance
+from the spread of its per-run medians, expectations on same-run ratios.
 """
 
 from __future__ import annotations
