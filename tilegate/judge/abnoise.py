@@ -17,12 +17,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.fileio import is_finite_number
 from tilegate.judge import hostprocs, stats
 from tilegate.judge.policy import TolerancePolicy
-from tilegate.judge.results import GpuFile, Row, Run, gpu_json, gpu_mismatch
+from tilegate.judge.results import GpuFile, Row, Run, gpu_json, gpu_mismatch, provenance_of
 from tilegate.markdown import listing
 
 NOISE_SCHEMA = "tilegate.ab-noise/1"
@@ -230,16 +229,7 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
     """The noise file from A/A runs (REF = HEAD); InputError for anything that is not A/A."""
     rows = _noise_rows(_aa_ratios(runs), policy)
     env = runs[0].env
-    provenance = {
-        "tool": f"tilegate {__version__}",
-        "software": dict(env.software),
-        "driver": env.gpu.driver,
-        "cuda": env.gpu.cuda,
-        "profiles": sorted({r.env.profile for r in runs}),
-        "runs": [
-            {"file": r.path.name, "datetime": r.env.datetime, "commit": r.env.commit} for r in runs
-        ],
-    }
+    provenance = provenance_of(runs)
     return Noise(
         out, MappingProxyType(gpu_json(env.gpu)), MappingProxyType(provenance), policy, rows
     )

@@ -16,7 +16,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.judge import autotune, memory, stats
 from tilegate.judge.baseline import (
@@ -30,7 +29,7 @@ from tilegate.judge.baseline import (
 from tilegate.judge.crosstile import relation_points, same_run_ratios
 from tilegate.judge.policy import Policy, Tolerances
 from tilegate.judge.rebasereview import Rebaseline, review, run_warnings
-from tilegate.judge.results import Row, Run, describe_gpu, gpu_json, gpu_mismatch
+from tilegate.judge.results import Row, Run, describe_gpu, gpu_json, gpu_mismatch, provenance_of
 from tilegate.markdown import listing
 
 
@@ -237,33 +236,20 @@ def _provenance(
     env = runs[0].env
     last = max(runs, key=lambda r: r.env.datetime or "")
     gpu = {**gpu_json(env.gpu), "memory_gib": env.gpu.memory_gib}
-    provenance: dict[str, Any] = {
-        "created": last.env.datetime,
-        "tool": f"tilegate {__version__}",
-        "mode": env.mode,
-        "profiles": sorted({r.env.profile for r in runs}),
-        "harness_version": env.harness_version,
-        "driver": env.gpu.driver,
-        "cuda": env.gpu.cuda,
-        "software": dict(env.software),
-        "benchmark": env.benchmark,
-        "fixed": dict(env.fixed),
-        "rounds": env.rounds,
-        "timer": env.timer,
-        "l2_flush": env.l2_flush,
-        "runs": [
-            {
-                "file": r.path.name,
-                "datetime": r.env.datetime,
-                "commit": r.env.commit,
-                "dirty": r.env.dirty,
-                "profile": r.env.profile,
-                "throttled": r.env.throttled,
-            }
-            for r in runs
-        ],
-        "tolerances_file": tolerances_path,
-    }
+    provenance = provenance_of(runs)
+    for entry, r in zip(provenance["runs"], runs, strict=True):
+        entry.update(dirty=r.env.dirty, profile=r.env.profile, throttled=r.env.throttled)
+    provenance.update(
+        created=last.env.datetime,
+        mode=env.mode,
+        harness_version=env.harness_version,
+        benchmark=env.benchmark,
+        fixed=dict(env.fixed),
+        rounds=env.rounds,
+        timer=env.timer,
+        l2_flush=env.l2_flush,
+        tolerances_file=tolerances_path,
+    )
     return gpu, provenance
 
 

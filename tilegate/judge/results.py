@@ -10,6 +10,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.judge import stats
 from tilegate.judge.memory import Memory
@@ -71,6 +72,21 @@ def gpu_json(gpu: Gpu) -> dict[str, Any]:
     """The GPU as a baseline or noise file records it."""
     cap = list(gpu.capability) if gpu.capability else None
     return {"name": gpu.name, "slug": gpu.slug, "sm_count": gpu.sm_count, "capability": cap}
+
+
+def provenance_of(runs: Sequence[Run]) -> dict[str, Any]:
+    """What a file built from `runs` (a baseline, a noise file) records of them."""
+    env = runs[0].env
+    return {
+        "tool": f"tilegate {__version__}",
+        "software": dict(env.software),
+        "driver": env.gpu.driver,
+        "cuda": env.gpu.cuda,
+        "profiles": sorted({r.env.profile for r in runs}),
+        "runs": [
+            {"file": r.path.name, "datetime": r.env.datetime, "commit": r.env.commit} for r in runs
+        ],
+    }
 
 
 def describe_gpu(gpu: Gpu | Mapping[str, Any]) -> str:
