@@ -203,26 +203,23 @@ def compare_ab(
     """Judge every case of an A/B run; confirmation runs re-measure some of its groups."""
     if run.env.ab is None:
         raise InputError(f"results {run.path} is not an A/B run (`tilegate perf --ab REF`)")
-    if noise is not None and noise.gpu.get("slug") != run.env.gpu.slug:
+    record = "record one on this GPU with `tilegate ab-noise --measure 4`"
+    if noise is not None and noise.slug != run.env.gpu.slug:
         raise InputError(
-            f"A/B noise file {noise.path} is for {noise.gpu.get('slug')}, the run for "
-            f"{run.env.gpu.slug}: record one on this GPU with `tilegate ab-noise --measure 4`"
+            f"A/B noise file {noise.path} is for {noise.slug}, the run for {run.env.gpu.slug}: {record}"
         )
     if noise is not None:
         remedy = "Another GPU's noise is not this one's: fix the label, or record its noise with"
         noise.ensure_gpu_of(run, "A/B noise file", f"{remedy} `tilegate ab-noise --measure 4`")
-    for conf in confirmations:
-        if (conf.env.ab or {}).get("sha") != run.env.ab.get("sha"):
-            raise InputError(
-                f"confirmation {conf.path} is not an A/B run against the same base as {run.path}"
-            )
+    for conf in (c for c in confirmations if (c.env.ab or {}).get("sha") != run.env.ab.get("sha")):
+        raise InputError(
+            f"confirmation {conf.path} is not an A/B run against the same base as {run.path}"
+        )
     policy = policy or (noise.policy if noise is not None else ABPolicy())
     cases = []
     reference = {r.variant for r in run.rows.values() if r.reference}
-    for key in sorted(
-        set(run.rows) | set(run.base_rows),
-        key=lambda k: run.sort_key(run.rows.get(k) or run.base_rows[k]),
-    ):
+    keys = set(run.rows) | set(run.base_rows)
+    for key in sorted(keys, key=lambda k: run.sort_key(run.rows.get(k) or run.base_rows[k])):
         head, base = run.rows.get(key), run.base_rows.get(key)
         if head is not None and head.variant in reference:
             continue  # measured once, on neither side: judged by the stored baseline
@@ -235,11 +232,9 @@ def compare_ab(
             continue  # the head has the variant but no row of the case (it failed or was
             # skipped): not removed; the coverage names it and why (tilegate.judge.coverage)
         if head is None:
-            note = (
-                f"variant {base.variant} is in the base, not in the head (removed, not renamed: "
-                "a rename says `renamed_from=`)"
-                + (": acknowledged" if accept_removed else ": fails until acknowledged")
-            )
+            how = "acknowledged" if accept_removed else "fails until acknowledged"
+            note = f"variant {base.variant} is in the base, not in the head (removed, not renamed: "
+            note += f"a rename says `renamed_from=`): {how}"
             cases.append(
                 ABCase(key, ABVerdict.REMOVED, None, base, note=note, acknowledged=accept_removed)
             )
