@@ -350,30 +350,21 @@ def compare(
         for key, base in baseline.rows.items()
         if key not in run.rows
     ]
-    checks = [
-        gone_check(
-            check_expectation(
-                e, c.value, c.max_ratio, [run], stats.median(c.measured) if c.measured else None
-            ),
-            gone,
-        )
-        for e in baseline.expectations
-        for c in e.bounds
-    ]
+    checks = []
+    for e in baseline.expectations:
+        for c in e.bounds:
+            then = stats.median(c.measured) if c.measured else None
+            checks.append(gone_check(check_expectation(e, c.value, c.max_ratio, [run], then), gone))
     verdicts = [blame(v, [run], baseline) for v in verdicts]
     if confirmations:
         first = Comparison(run, baseline, (), tuple(verdicts), tuple(checks))
         verdicts, checks = _confirmed(first, confirmations, gone)
     off = _off_gpus(run, baseline)
     bad = {g.index: g for g in off}
-    verdicts = [
-        replace(
-            v, verdict=Verdict.OFF_GPU, note=f"GPU {v.now.gpu_index}: {bad[v.now.gpu_index].why}"
-        )
-        if v.now is not None and v.now.gpu_index in bad
-        else v
-        for v in verdicts
-    ]
+    for i, v in enumerate(verdicts):
+        if v.now is not None and v.now.gpu_index in bad:
+            g = bad[v.now.gpu_index]
+            verdicts[i] = replace(v, verdict=Verdict.OFF_GPU, note=f"GPU {g.index}: {g.why}")
     verdicts.sort(key=run.sort_key)
     found = (tuple(verdicts), tuple(checks), tuple(missing), tuple(off))
     return Comparison(run, baseline, tuple(confirmations), *found)
