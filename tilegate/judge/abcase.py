@@ -141,16 +141,12 @@ def _same_code(measured: ABCase, pairs: Sequence[tuple[Run, Row, Row]], policy: 
     ratio, tolerance, smoke = measured.ratio, measured.tolerance, pairs[0][0].env.smoke
     if measured.explained_by == autotune.TUNER_FLIP:
         # re-timed with both sides on one config (tilegate.harness.measure): judged on that
-        on_one = [
-            (run, h.pinned, b.pinned)
-            for run, h, b in pairs
-            if h.pinned is not None and b.pinned is not None
-        ]
+        on_one = [(run, h.pinned, b.pinned) for run, h, b in pairs if h.pinned and b.pinned]
         if len(on_one) == len(pairs):
-            judged = judge_case(
-                measured.key, on_one, tolerance, measured.tolerance_source, policy, as_changed=True
+            said = (tolerance, measured.tolerance_source, policy)
+            return _retimed(
+                measured, judge_case(measured.key, on_one, *said, as_changed=True), smoke=smoke
             )
-            return _retimed(measured, judged, smoke=smoke)
         note = (
             f"tuner flip ({measured.picks}): the same source and configs, another pick; its "
             f"{ratio - 1:+.1%} is the pick's, not this change's (not blamed; not re-timed on "
@@ -360,21 +356,15 @@ def _unstable(
 ) -> ABCase | None:
     """UNSTABLE when its rounds fall into two modes (tilegate.judge.modes), else None."""
     assert case.tolerance is not None
+    ratios, p = [r.tolist() for r in per_run], policy
     modes = find_modes(
-        [r.tolist() for r in per_run],
-        case.tolerance,
-        passes=passes,
-        confidence=policy.confidence,
-        alpha=policy.alpha,
+        ratios, case.tolerance, passes=passes, confidence=p.confidence, alpha=p.alpha
     )
     if not modes:
         return None
-    slow = [m for m in modes if m.slower]
-    verdict = (
-        "a mode is slower than the tolerance on its own rounds: a regression"
-        if slow
-        else "no mode is slower on its own rounds: it cannot be judged"
-    )
+    verdict = "no mode is slower on its own rounds: it cannot be judged"
+    if any(m.slower for m in modes):
+        verdict = "a mode is slower than the tolerance on its own rounds: a regression"
     note = (
         f"two modes beyond the A/A noise: {modes[0].describe()} and {modes[1].describe()}; "
         f"not decided on the mixture; {verdict}; {UNSTABLE_TODO}"
