@@ -47,16 +47,13 @@ class Judgement:
     notes: tuple[str, ...] = ()  # what the caller should tell the user beside the report
     coverage: Coverage | None = None  # what the protocol said to measure (judge.coverage)
     confirmations: tuple[Path, ...] = ()  # the re-measurements judged with the run
-    # the run's case ids in the order every table shows them (tilegate.judge.results.row_order)
-    order: tuple[str, ...] = ()
-    # the declared pairs the run measured, with their ratios now and at rebaseline
-    pairs: tuple[Pair, ...] = ()
+    order: tuple[str, ...] = ()  # the run's case ids in the order every table shows them
+    pairs: tuple[Pair, ...] = ()  # the declared pairs the run measured (judge.crosstile)
     memory: tuple[MemoryCase, ...] = ()  # each case's peak GPU memory judged (judge.memory)
     # each row's (fraction, bound) of the bound its declared work gives (tilegate.peaks)
     percent: Mapping[str, tuple[float, str]] = field(default_factory=dict)
     peaks: Mapping[str, float] | None = None  # the GPU's row of tilegate.peaks (None: unknown)
-    # the case ids to measure again, decided once (`_suspects`): suspects.txt, the report
-    suspects: tuple[str, ...] = ()
+    suspects: tuple[str, ...] = ()  # the case ids to measure again, decided once (`_suspects`)
 
     @property
     def code(self) -> int:
@@ -109,11 +106,9 @@ def _headline(
     coverage: Coverage | None,
 ) -> str:
     """The run in one line, from its outcome: the word of its exit code and what failed."""
-    narrowed = (
-        f" (NARROWED by {', '.join(coverage.narrowed)}: not every case of the profile)"
-        if coverage is not None and coverage.narrowed
-        else ""
-    )
+    narrowed = ""
+    if coverage is not None and coverage.narrowed:
+        narrowed = f" (NARROWED by {', '.join(coverage.narrowed)}: not every case of the profile)"
     uncovered = coverage is not None and coverage.fails
     if cmp is None and ab is None and not uncovered and not result.integrity:
         return "tilegate: REPORT ONLY (no baseline, no verdict)" + narrowed

@@ -53,9 +53,7 @@ def run_warnings(
             + ". Lock clocks or run more rounds, or accept it with a reviewed override in tolerances.toml."
         )
     split = {
-        k: why
-        for k, v in per_key.items()
-        if (why := autotune.unstable([r.autotune for _, r in v])) is not None
+        k: w for k, v in per_key.items() if (w := autotune.unstable([r.autotune for _, r in v]))
     }
     if split:
         warnings.append(
