@@ -311,13 +311,7 @@ def _parse_expectation(i: int, raw: Any, where_file: str) -> Expectation:
                 f"{where}, check {axis}={c[axis]}: measured must be a list of the positive ratios "
                 f"measured at rebaseline, got {measured!r}"
             )
-        checks.append(
-            Bound(
-                value=c[axis],
-                max_ratio=float(c["max_ratio"]),
-                measured=tuple(float(m) for m in measured),
-            )
-        )
+        checks.append(Bound(c[axis], float(c["max_ratio"]), tuple(map(float, measured))))
     if len(axes) > 1:
         raise InputError(f"{where}: its checks run along several axes {sorted(axes)}; one only")
     kinds = {isinstance(b.value, str) for b in checks}
@@ -376,10 +370,8 @@ def parse_baseline(data: Any, p: Path) -> Baseline:
     """Validate a baseline's JSON (read by tilegate.store.files); every problem is an
     InputError naming the file (and row)."""
     where = f"baseline {p}"
-    remedy = (
-        f"restore it from git (`git checkout -- {p}`) or record a new one with `tilegate rebaseline --measure 3` "
-        "on that GPU"
-    )
+    remedy = f"restore it from git (`git checkout -- {p}`) or record a new one with "
+    remedy += "`tilegate rebaseline --measure 3` on that GPU"
     if not isinstance(data, dict):
         kind = "a JSON array" if isinstance(data, list) else f"a JSON {type(data).__name__}"
         raise InputError(
@@ -405,11 +397,5 @@ def parse_baseline(data: Any, p: Path) -> Baseline:
         _parse_expectation(i, e, where)
         for i, e in enumerate(_need(data, "expectations", list, where))
     )
-    return Baseline(
-        path=p,
-        gpu=MappingProxyType(dict(gpu)),
-        provenance=MappingProxyType(dict(provenance)),
-        policy=policy,
-        rows=MappingProxyType(rows),
-        expectations=exps,
-    )
+    recorded = (MappingProxyType(dict(gpu)), MappingProxyType(dict(provenance)))
+    return Baseline(p, *recorded, policy=policy, rows=MappingProxyType(rows), expectations=exps)
