@@ -117,8 +117,7 @@ class ABCase:
 def _measured(
     key: str, pairs: Sequence[tuple[Run, Row, Row]], tolerance: float, source: str, policy: ABPolicy
 ) -> tuple[ABCase, list[np.ndarray]]:
-    """The case's numbers over all its runs (AMBIGUOUS until decided) and each run's per-round
-    ratios: the pooled median ratio, its interval, the one-sided tests, the medians."""
+    """The case's pooled numbers over all its runs (AMBIGUOUS until decided), each run's ratios."""
     _, head, base = pairs[0]
     changed = head.code_hash != base.code_hash if head.code_hash and base.code_hash else None
     sides = [aligned_pair(run, h, b) for run, h, b in pairs]
@@ -135,8 +134,7 @@ def _measured(
 
 
 def _same_code(measured: ABCase, pairs: Sequence[tuple[Run, Row, Row]], policy: ABPolicy) -> ABCase:
-    """A tuner flip (judged on its re-time on one config where it has one) or the same code:
-    UNCHANGED, or SAME CODE, TIME MOVED when the ratio moved more than noise can."""
+    """A tuner flip (judged on its re-time where it has one), UNCHANGED or SAME CODE, TIME MOVED."""
     assert measured.ratio is not None and measured.tolerance is not None
     ratio, tolerance, smoke = measured.ratio, measured.tolerance, pairs[0][0].env.smoke
     if measured.explained_by == autotune.TUNER_FLIP:
@@ -311,8 +309,7 @@ def _retimed(picked: ABCase, on_one: ABCase, *, smoke: bool = False) -> ABCase:
 
 
 def _split_picks(pairs: Sequence[tuple[Run, Row, Row]]) -> str | None:
-    """UNSTABLE's note when one side's processes (a run and its confirmations) picked
-    differently, or a tuner re-tuned in the identity's call; None otherwise."""
+    """UNSTABLE's note where a side's processes picked apart or a tuner re-tuned; else None."""
     retuned = sorted({k for _, h, b in pairs for k in autotune.retuned(h.autotune + b.autotune)})
     if retuned:
         return (
@@ -392,8 +389,7 @@ def _mixed(case: ABCase) -> bool:
 
 
 def _agrees(case: ABCase, verdict: ABVerdict) -> bool:
-    """The row's head and base medians (the same pooled rounds as the ratio) on the side of 1
-    that the ratio and its interval are on."""
+    """The head and base medians (the ratio's rounds) on the side of 1 the ratio is on."""
     if case.head_median_s is None or case.base_median_s is None:
         return True
     if verdict is ABVerdict.SLOWER:
@@ -402,9 +398,8 @@ def _agrees(case: ABCase, verdict: ABVerdict) -> bool:
 
 
 def _mixture(case: ABCase, note: str) -> ABCase:
-    """The median of the per-round ratios and the ratio of the medians of the same rounds far
-    apart: the rounds are a mixture (a round's speed moves both sides by more than the change),
-    which no verdict on either number can stand on."""
+    """The medians and the per-round ratio of the same rounds far apart: a mixture (a round's
+    speed moves both sides by more than the change), which no verdict can stand on."""
     said = (
         f"{note}; but the medians (head {(case.head_median_s or 0) * 1e3:.4g} ms, base "
         f"{(case.base_median_s or 0) * 1e3:.4g} ms: {_medians_change(case):+.1%}) and the "

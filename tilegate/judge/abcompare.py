@@ -63,22 +63,18 @@ class ABComparison:
         return [c for c in self.cases if c.verdict in verdicts]
 
     def suspects(self) -> list[str]:
-        """The cases a re-measurement could still decide otherwise (tilegate.judge.confirm says
-        which of them are already beyond doubt)."""
+        """The cases a re-measurement could still decide otherwise (judge.confirm)."""
         return [c.key for c in self.by(ABVerdict.SLOWER, ABVerdict.AMBIGUOUS, ABVerdict.UNSTABLE)]
 
     @property
     def same_code(self) -> frozenset[str]:
-        """The cases whose compiled code is the base's: never blamed, and a stored-baseline
-        slowdown of theirs is drift, not this pull request's (tilegate.judge.outcome)."""
+        """The cases whose compiled code is the base's: never blamed (judge.outcome)."""
         return frozenset(c.key for c in self.cases if c.code_changed is False)
 
     @property
     def no_slower(self) -> frozenset[str]:
-        """The cases whose code changed that the A/B decided no slower than their base on their
-        GPU time (SAME or FASTER: timed beside the base in the same rounds). A stored-baseline
-        slowdown of theirs is the base's too: drift since the baseline, not this pull request's
-        (tilegate.judge.outcome). Not a host-judged case: the stored baseline is GPU time."""
+        """Changed cases the A/B decided SAME or FASTER on their GPU time (the stored baseline's
+        time): a stored-baseline slowdown of theirs is the base's too, drift since the baseline."""
         return frozenset(
             c.key
             for c in self.cases
@@ -89,8 +85,7 @@ class ABComparison:
 
     @property
     def not_blamed(self) -> frozenset[str]:
-        """The cases a stored-baseline slowdown cannot be blamed on this pull request for: its code
-        is the base's (same_code), or the A/B found it no slower than the base (no_slower)."""
+        """The cases a stored slowdown is not this pull request's: same_code | no_slower."""
         return self.same_code | self.no_slower
 
     @property
@@ -105,8 +100,7 @@ def judge_bound(
     noise: Noise | None,
     policy: ABPolicy,
 ) -> ABCase:
-    """The verdict on the time that bounds the call (module docstring): GPU time, or host time
-    for a host-bound case; the other time's paired ratio reported beside it."""
+    """The verdict on the time that bounds the call (the module's docstring)."""
 
     def tolerance(k: str) -> tuple[float, str]:
         if noise is not None:

@@ -138,8 +138,7 @@ def on_host(head: Row, base: Row) -> tuple[Row, Row] | None:
 
 
 def _aa_ratios(runs: Sequence[Run]) -> dict[str, list[float]]:
-    """Each case's A/A paired ratio per run (its host time's under `<case>#host`); InputError
-    for anything that is not A/A."""
+    """Each case's A/A ratio per run (its host time's: `<case>#host`); InputError unless A/A."""
     if not runs:
         raise InputError("ab-noise needs A/A results files (`tilegate perf --ab HEAD`)")
     slugs = {r.env.gpu.slug for r in runs}
@@ -251,8 +250,7 @@ def noise_json(noise: Noise) -> dict[str, Any]:
 
 
 def parse_noise(data: Any, path: Path) -> Noise:
-    """Validate a noise file's JSON (read by tilegate.store.files); InputError naming the file
-    (and row) on any problem."""
+    """Validate a noise file's JSON; InputError naming the file (and row) on any problem."""
     where = f"A/B noise file {path}"
     if not isinstance(data, dict) or data.get("schema") != NOISE_SCHEMA:
         raise InputError(

@@ -367,8 +367,7 @@ def _check_provenance(prov: Mapping[str, Any], where: str) -> None:
 
 
 def parse_baseline(data: Any, p: Path) -> Baseline:
-    """Validate a baseline's JSON (read by tilegate.store.files); every problem is an
-    InputError naming the file (and row)."""
+    """Validate a baseline's JSON; InputError naming the file (and row) on any problem."""
     where = f"baseline {p}"
     remedy = f"restore it from git (`git checkout -- {p}`) or record a new one with "
     remedy += "`tilegate rebaseline --measure 3` on that GPU"

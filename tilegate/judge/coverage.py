@@ -176,8 +176,7 @@ def coverage(
 
 
 def of_run(run: Any, baseline: Any = None) -> Coverage | None:
-    """The coverage of a loaded results file (tilegate.judge.results.Run) against its baseline
-    (tilegate.judge.baseline.Baseline, or None)."""
+    """The coverage of a loaded results file (a Run) against its Baseline, or None."""
     env = run.env
     rows = None
     if baseline is not None and getattr(baseline, "mode", env.mode) == env.mode:

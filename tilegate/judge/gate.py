@@ -33,8 +33,7 @@ from tilegate.peaks import percent, row_of
 
 @dataclass(frozen=True)
 class Judgement:
-    """The facts of judging one run, everything a reader is told: the run, its comparisons, the
-    outcome (exit code), the headline, and what to say beside. Build one with `judgement`."""
+    """Everything a reader is told of one run, plain data; build one with `judgement`."""
 
     run: Run
     comparison: Comparison | None
@@ -129,10 +128,8 @@ def _headline(
 
 
 def _suspects(result: Outcome, cmp: Comparison | None, ab: ABComparison | None) -> list[str]:
-    """The case ids to measure again: the A/B's, then the stored baseline's; none in a smoke
-    run (its timings set no verdict: there is nothing to confirm). In A/B mode a stored-baseline
-    slowdown of a case whose code is the base's, or that the A/B found no slower than the base,
-    is drift (tilegate.judge.outcome): a confirmation run would spend its rounds for nothing."""
+    """The case ids to measure again: the A/B's, then the stored baseline's less those a slowdown
+    cannot be blamed on (drift: nothing to confirm); none in a smoke run."""
     if result.smoke:
         return []
     cleared = ab.not_blamed if ab else frozenset()
@@ -153,8 +150,7 @@ def judgement(
     confirmations: Sequence[Path] = (),
     notes: Sequence[str] = (),
 ) -> Judgement:
-    """The Judgement of `run` from its comparisons: the outcome (tilegate.judge.outcome, with the
-    smoke rule for an interpreter run) and the headline, decided here once."""
+    """The Judgement of `run` from its comparisons: outcome and headline, decided here once."""
     failing = integrity.failing if integrity is not None else ()
     if ab is not None:  # which SLOWER cases a second run cannot overturn: decided here, once
         cases = tuple(replace(c, beyond_doubt=beyond_doubt(c)) for c in ab.cases)
@@ -199,9 +195,8 @@ def judge(
     no_baseline: str | None = None,
     notes: Sequence[str] = (),
 ) -> Judgement:
-    """Judge `run` (and its re-measurements) against its stored baseline and, in an A/B run,
-    its base with the A/A `noise` (tilegate.store.files.judge_files reads them). Raises
-    InputError for what cannot be judged."""
+    """Judge `run` (and its re-measurements) against its stored baseline and, in an A/B run, its
+    base with the A/A `noise`; InputError for what cannot be judged."""
     ab: ABComparison | None = None
     if run.env.ab is not None:
         if noise is not None:

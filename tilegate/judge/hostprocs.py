@@ -35,8 +35,7 @@ def judge(
     tolerance_source: str,
     policy: ABPolicy,
 ) -> ABCase | None:
-    """The host verdict over process pairs (module doc); None where no run has them, or a side
-    waits on the GPU inside its call."""
+    """The host verdict over process pairs; None without them or where a call waits inside."""
     from tilegate.judge.abcase import ABCase
 
     got = [

@@ -58,8 +58,7 @@ class Outcome:
 
     @property
     def structural(self) -> bool:
-        """Whether something that is not a timing fails the run: a case or expectation of the
-        protocol not measured or checked, a removed variant, an unacknowledged baseline change."""
+        """Whether something that is not a timing fails the run (Outcome.timings_not_judged)."""
         uncovered = self.coverage is not None and self.coverage.fails
         return bool(uncovered or self.integrity or self.removed or self.gone)
 
@@ -143,9 +142,8 @@ def outcome(
 
 
 def timings_not_judged(result: Outcome) -> Outcome:
-    """A smoke run's outcome (an interpreter profile: its timings mean nothing): every verdict
-    kept, to be shown; the exit code 1 only for what is not a timing (`Outcome.structural`),
-    else 0. The one smoke rule of every mode: stored baseline, A/B and upgrade."""
+    """A smoke run's outcome, the one smoke rule of every mode: every verdict kept, the exit
+    code 1 only for what is not a timing (`Outcome.structural`), else 0."""
     return replace(result, code=EXIT_FAIL if result.structural else EXIT_OK, smoke=True)
 
 

@@ -14,8 +14,7 @@ from tilegate.judge.vocabulary import Status
 
 
 def renamed_baseline(baseline: Baseline, run: Run) -> Baseline:
-    """The baseline under the head's names: a renamed variant's rows and expectations (the
-    results' `renamed`, from the registry's `renamed_from`) judge it under its new name."""
+    """The baseline under the head's names (the results' `renamed`, from `renamed_from`)."""
     stored = {b.variant for b in baseline.rows.values()}
     stored |= {v for e in baseline.expectations for v in (e.faster, e.than)}
     moves = {

@@ -428,8 +428,7 @@ def _checked_ratios(
 def checked(
     path: Path, env: Environment, sides: Mapping[str, Mapping[str, Row]]
 ) -> dict[str, dict[str, Row]]:
-    """A run's rows (both sides) checked as one run: each group timed in the same rounds, with
-    one set of parameters, its recorded ratios what the samples say (then derived from them)."""
+    """A run's rows (both sides) checked as one run and their ratios derived from the samples."""
     _ensure_paired(path, sides)
     _ensure_same_params(path, env, sides)
     return {side: _checked_ratios(path, side, sides) for side in sides}

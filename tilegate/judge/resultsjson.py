@@ -181,8 +181,7 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
 
 
 def parse_results(data: Any, p: Path) -> Run:
-    """Validate one results file's JSON (read by tilegate.store.files.load_results); raise
-    InputError naming the file and row on any problem."""
+    """Validate one results file's JSON; InputError naming the file (and row) on any problem."""
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
         raise InputError(
             f"results file {p} is not pytest-benchmark JSON (no 'benchmarks' list). {_PRODUCE}"

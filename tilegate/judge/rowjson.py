@@ -52,8 +52,7 @@ def need(ok: bool, where: str, what: str) -> None:
 
 
 def _row_tg(path: Path, index: int, bench: Any) -> tuple[str, dict[str, Any]]:
-    """Where a row is (for messages) and its extra_info.tilegate: a correct case's, or an
-    InputError."""
+    """Where a row is (for messages) and its extra_info.tilegate: a correct case's."""
     need(isinstance(bench, dict), f"results file {path}", f"benchmarks[{index}] is not an object")
     name = bench.get("param") or bench.get("name") or f"benchmarks[{index}]"
     extra = bench.get("extra_info")

@@ -276,8 +276,7 @@ def _unmeasured(
     accounted: frozenset[str],
     reference: set[str],
 ) -> RowVerdict:
-    """The verdict of a baseline row the run has not: GONE with its variant, else NOT MEASURED
-    and why."""
+    """A baseline row the run lacks: GONE with its variant, else NOT MEASURED and why."""
     is_ref = base.variant in reference
     if base.variant in gone:
         note = (
