@@ -226,9 +226,8 @@ def judge_case(
     *,
     as_changed: bool = False,
 ) -> ABCase:
-    """The verdict of one case measured in one or more runs (the first, then confirmations).
-    `as_changed`: judged on its time as a changed case is, whatever its identity (a tuner
-    flip's re-time on one config, `_retimed`)."""
+    """The verdict of one case measured in one or more runs (the first, then confirmations);
+    `as_changed`: judged as a changed case whatever its identity (`_retimed`)."""
     measured, per_run = _measured(key, pairs, tolerance, tolerance_source, policy)
     if as_changed:
         measured = replace(measured, code_changed=True)

@@ -178,9 +178,8 @@ def _diff_tolerances(file: str, old: Tolerances, new: Tolerances) -> list[Change
 
 
 def diff_file(rel: str, old: object, new: object) -> list[Change]:
-    """One file of the pull request's baselines/ that differs from the base's: `old` and `new`
-    its parsed contents (a Baseline, a Noise, Tolerances; any other file: its path), None where
-    the side has no such file (tilegate.store.files.diff_dirs reads them)."""
+    """One differing file of the pull request's baselines/: `old` and `new` parsed (a Baseline, a
+    Noise, Tolerances; else its path), None where that side lacks it."""
     finger = rel.startswith("fingerprints/")
     if new is None:
         return [Change(rel, "removed", True)]

@@ -139,9 +139,8 @@ def find_modes(
     confidence: float = 0.99,
     alpha: float = 0.01,
 ) -> tuple[Mode, ...]:
-    """The two modes of a case's per-round ratios (one sequence per run, in round order; with
-    `passes`, each round's timing pass), the faster mode first; () when they are one population
-    as far as the rule above can tell."""
+    """The two modes of a case's per-round ratios (a sequence per run; `passes`: each round's
+    timing pass), the faster first; () when the rule above finds one population."""
     found = sorted(units(per_run, passes), key=lambda u: u.median)
     if len(found) < 2:
         return ()

@@ -21,9 +21,8 @@ class OffGpu:
 def off_gpus(
     shifts: Mapping[int, Sequence[float]], tolerance: float, serials: Mapping[int, str | None]
 ) -> list[OffGpu]:
-    """The GPUs whose reference rows moved away from the others' by more than `tolerance`. `shifts`
-    maps a GPU index to its reference rows' changes against the baseline (now / then - 1). With two
-    GPUs that disagree neither can be told right: both are named."""
+    """The GPUs whose reference rows' changes against the baseline (`shifts`, by GPU index) sit
+    beyond `tolerance` of the others'; with two that disagree neither can be told right: both."""
     import statistics
 
     med = {i: statistics.median(s) for i, s in shifts.items() if s}

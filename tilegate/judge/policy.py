@@ -20,10 +20,8 @@ _P = TypeVar("_P", bound="TolerancePolicy")
 
 @dataclass(frozen=True)
 class TolerancePolicy:
-    """The one shape of every tolerance of the gate: the stored baseline's (`Policy`, noise = the
-    drift of the run medians) and the A/B's (`tilegate.judge.abnoise.ABPolicy`, noise = the A/A
-    spread of the run ratios; an upgrade's too): tolerance = clamp(multiple x noise, floor,
-    ceiling), and a change must also be significant at alpha."""
+    """The one shape of every tolerance: clamp(multiple x noise, floor, ceiling), significant at
+    alpha; noise is the run medians' drift (`Policy`) or the A/A run ratios' spread (`ABPolicy`)."""
 
     multiple: float = 3.0  # tolerance = multiple x noise ...
     floor: float = 0.04  # ... at least this (relative slowdown) ...

@@ -108,9 +108,8 @@ def capability(value: Any) -> tuple[int, ...] | None:
 
 
 def gpu_mismatch(recorded: Gpu | Mapping[str, Any], gpu: Gpu) -> list[str]:
-    """How a GPU recorded in a file (a baseline's or noise file's `gpu`), or another run's,
-    differs from `gpu`. The slug is a label: the name, the compute capability and the SM count
-    say which GPU it is; only facts that both sides record are compared."""
+    """How a GPU recorded in a file, or another run's, differs from `gpu`: the slug is a label,
+    name, capability and SM count say which GPU it is (facts both sides record)."""
     whats = ("name", "compute capability", "SM count")
     return [
         f"{what} {_show(was)} vs {_show(now)}"
@@ -355,9 +354,8 @@ def _ensure_paired(path: Path, sides: Mapping[str, Mapping[str, Row]]) -> None:
 def _ensure_same_params(
     path: Path, env: Environment, sides: Mapping[str, Mapping[str, Row]]
 ) -> None:
-    """Every row holds the run's fixed parameters, and the rows of a group (both sides) hold the
-    same parameters: a row whose M or K was edited would otherwise be judged, or baselined, as a
-    case it was not measured as."""
+    """Every row holds the run's fixed parameters and a group's rows one set: an edited row would
+    otherwise be judged, or baselined, as a case it was not measured as."""
     first: dict[str, Row] = {}
     for rows in sides.values():
         for row in rows.values():

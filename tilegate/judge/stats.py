@@ -179,11 +179,9 @@ def min_pairs_signed_rank(alpha: float) -> int:
 
 
 def paired_ratio(x: Sequence[float], ref: Sequence[float]) -> float:
-    """x / ref measured in the same rounds: the median over rounds of x_i / ref_i. Rounds are
-    interleaved, so sample i of both rows saw the same GPU state and the per-round ratio cancels
-    what drifted between rounds. The only same-run ratio of the project: the suite records it, the
-    gate recomputes it. Raises ValueError unless both have the same number of samples (the same
-    rounds) and every reference sample is positive."""
+    """x / ref measured in the same rounds, the only same-run ratio of the project (the suite
+    records it, the gate recomputes it): the median over rounds of x_i / ref_i, which cancels what
+    drifted between rounds; ValueError unless the same rounds and a positive reference."""
     if not x or not ref:
         raise ValueError("paired_ratio of an empty row")
     if len(x) != len(ref):

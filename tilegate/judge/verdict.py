@@ -245,9 +245,8 @@ def _ensure_shared(run: Run, baseline: Baseline) -> None:
 def _missing(
     run: Run, baseline: Baseline, gone: set[str], accounted: frozenset[str], allow: bool
 ) -> list[str]:
-    """A baseline row whose group ran is missing, unless the run was not asked for its variant
-    (--perf-variants): that one was left out on purpose; a selected one that is absent stopped
-    running (crashed, skipped) and would escape the gate. InputError unless `allow`."""
+    """Baseline rows of groups that ran, missing though their variant was selected: they stopped
+    running and would escape the gate (InputError unless `allow`)."""
     selected = run.env.variants
     missing = sorted(
         k
