@@ -110,13 +110,10 @@ def _samples(where: str, tg: Mapping[str, Any], bench: Mapping[str, Any]) -> lis
         samples = stats.get("data") if isinstance(stats, dict) else None
     need(isinstance(samples, list), where, "extra_info.tilegate.samples_s is missing or not a list")
     problem = _timing_problem(samples)
-    if problem is None:
-        recorded = [tg.get("median_s")]
-        if isinstance(stats, dict) and "median" in stats:
-            recorded.append(stats["median"])
-        for value in recorded:
-            if value is not None and not is_finite_positive(value):
-                problem = f"has a recorded median of {value!r}"
+    recorded = [tg.get("median_s"), stats.get("median") if isinstance(stats, dict) else None]
+    bad = [v for v in recorded if v is not None and not is_finite_positive(v)]
+    if problem is None and bad:
+        problem = f"has a recorded median of {bad[-1]!r}"
     if problem is not None:
         raise InputError(
             f"{where} {problem}. The timer produced an impossible value: re-run the suite; if it "
