@@ -35,6 +35,7 @@ from tilegate.judge import autotune, stats
 from tilegate.judge.abnoise import ABPolicy, aligned_pair, pooled_medians
 from tilegate.judge.modes import Mode, find_modes
 from tilegate.judge.results import Row, Run
+from tilegate.judge.rounds import common_rounds
 from tilegate.judge.vocabulary import ABVerdict
 from tilegate.markdown import listing
 
@@ -338,8 +339,6 @@ def _passes(head: Row, base: Row) -> list[int] | None:
     if not head.sweeps:
         return None
     per_pass = len(head.samples_s) // head.sweeps
-    from tilegate.judge.rounds import common_rounds
-
     rounds = common_rounds(head.timed_in, len(head.samples_s), base.timed_in, len(base.samples_s))
     return [r // per_pass for r in rounds]
 

@@ -22,6 +22,7 @@ from tilegate.fileio import is_finite_number
 from tilegate.judge import hostprocs, stats
 from tilegate.judge.policy import TolerancePolicy
 from tilegate.judge.results import GpuFile, Row, Run, gpu_json, gpu_mismatch, provenance_of
+from tilegate.judge.rounds import aligned
 from tilegate.markdown import listing
 
 NOISE_SCHEMA = "tilegate.ab-noise/1"
@@ -91,8 +92,6 @@ def aligned_pair(run: Run, head: Row, base: Row) -> tuple[np.ndarray, np.ndarray
     some base rows in fewer rounds: Row.timed_in, tilegate.harness.budget); InputError when they
     share none or, with no round ranges, the counts differ."""
     if head.timed_in is not None or base.timed_in is not None:
-        from tilegate.judge.rounds import aligned
-
         h, b = aligned(head.samples_s, head.timed_in, base.samples_s, base.timed_in)
         if not h:
             raise InputError(

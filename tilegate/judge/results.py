@@ -14,6 +14,7 @@ from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.judge import stats
 from tilegate.judge.memory import Memory
+from tilegate.judge.rounds import aligned
 
 SMOKE_SLUG = "smoke"  # the "GPU" of a smoke run (CPU interpreter): no GPU facts exist
 
@@ -319,8 +320,6 @@ RATIO_AGREEMENT = 5e-4
 
 def paired(x: Row, y: Row) -> float:
     """x / y over the rounds both rows were timed in (`stats.paired_ratio`)."""
-    from tilegate.judge.rounds import aligned
-
     return stats.paired_ratio(*aligned(x.samples_s, x.timed_in, y.samples_s, y.timed_in))
 
 

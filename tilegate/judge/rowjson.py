@@ -16,6 +16,7 @@ from tilegate.errors import InputError
 from tilegate.fileio import is_finite_positive
 from tilegate.judge.memory import parse as parse_memory
 from tilegate.judge.results import Row
+from tilegate.judge.rounds import check_ranges
 
 
 def _is_number(x: Any) -> TypeGuard[int | float]:
@@ -151,8 +152,6 @@ def _timing(where: str, tg: Mapping[str, Any], samples: list[float]) -> dict[str
     """How the row was timed: its rounds (an A/B budget's), picks, host times, re-time."""
     timed_in = None
     if tg.get("timed_in") is not None:
-        from tilegate.judge.rounds import check_ranges
-
         try:
             timed_in = check_ranges(tg["timed_in"], len(samples))
         except ValueError as err:
