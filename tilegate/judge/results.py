@@ -327,18 +327,17 @@ def _ensure_paired(path: Path, sides: Mapping[str, Mapping[str, Row]]) -> None:
     """The rows of a group (both sides of an A/B run) were timed in the same rounds: same count;
     a row timed in some of them (`timed_in`, an A/B budget's sentinel or stopped base) is paired
     over the rounds it shares."""
-    groups: dict[str, list[tuple[str, int]]] = {}
+    every = [(side, row) for side, rows in sides.items() for row in rows.values()]
     spans: dict[str, int] = {}
-    for rows in sides.values():
-        for row in rows.values():
-            if row.timed_in is not None:
-                spans[row.group] = max(spans.get(row.group, 0), row.timed_in[-1][1])
-    for side, rows in sides.items():
-        for row in rows.values():
-            if row.timed_in is not None and row.timed_in != ((0, spans[row.group]),):
-                continue  # budgeted into some rounds: paired over the rounds it shares
-            name = row.key + ("@base" if side == "base" else "")
-            groups.setdefault(row.group, []).append((name, len(row.samples_s)))
+    for _, row in every:
+        if row.timed_in is not None:
+            spans[row.group] = max(spans.get(row.group, 0), row.timed_in[-1][1])
+    groups: dict[str, list[tuple[str, int]]] = {}
+    for side, row in every:
+        if row.timed_in is not None and row.timed_in != ((0, spans[row.group]),):
+            continue  # budgeted into some rounds: paired over the rounds it shares
+        name = row.key + ("@base" if side == "base" else "")
+        groups.setdefault(row.group, []).append((name, len(row.samples_s)))
     for group, members in groups.items():
         if len({n for _, n in members}) > 1:
             counts = ", ".join(f"{name} {n}" for name, n in members)

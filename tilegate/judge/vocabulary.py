@@ -1,20 +1,15 @@
 """The verdict vocabulary: every word a judgement can give, defined once, and what it means.
 
-Five judgements give words; the exit rule that turns them into an exit code, and the exit
-code into the run's headline word, is tilegate.judge.outcome (the only one). Each judgement
-has its own `str` Enum below, whose members are words of `Word`: a word two judgements share
-(NEW, NOT MEASURED, PASS, FAIL) is one word with one
-meaning, spelled once.
+Five judgements give words, each its own `str` Enum whose members are words of `Word`: a word two
+judgements share (NEW, NOT MEASURED, PASS, FAIL) is one word with one meaning, spelled once. The
+exit rule, verdicts to exit code to the headline word, is tilegate.judge.outcome's alone.
 
 * stored: a row against the stored baseline (`Verdict`, tilegate.judge.verdict);
-* ab: a case of the head against its base, in the same rounds (`ABVerdict`, tilegate.judge.abcase;
-  an upgrade is an A/B of one tree under two environments);
-* expectation: a relational expectation at one value of its axis (`Status`,
-  tilegate.judge.crosstile);
-* memory: a case's peak GPU memory of one call against its base or baseline, exact
-  (`MemoryVerdict`, tilegate.judge.memory);
-* outcome: the whole run, from its exit code (`Headline`, tilegate.judge.outcome.headline):
-  the report's first line.
+* ab: a case of the head against its base in the same rounds (`ABVerdict`, judge.abcase), an
+  upgrade's too;
+* expectation: a relational expectation at one value of its axis (`Status`, judge.crosstile);
+* memory: a case's peak GPU memory of one call, exact (`MemoryVerdict`, judge.memory);
+* outcome: the whole run, from its exit code (`Headline`, judge.outcome): the report's first line.
 
 The words (the value, as the JSON files and the reports spell it; the judgements using it):
 
