@@ -411,10 +411,9 @@ def _mixture(case: ABCase, note: str) -> ABCase:
 def _at_cap(
     ratio: float, tolerance: float, side: str, majority: bool, about: str
 ) -> tuple[ABVerdict, str]:
-    """A significant change whose interval still crosses the tolerance after every round the
-    budget allows (the cap): decided by its median, as a sequential test whose boundaries meet
-    at its last look. Its interval says it is within about a half-width of the tolerance, so a
-    change of that size may go either way; one that is not significant stays AMBIGUOUS."""
+    """A significant change whose interval still crosses the tolerance at the budget's cap, decided
+    by its median (a sequential test whose boundaries meet at its last look); not significant:
+    AMBIGUOUS."""
     beyond = ratio - 1 > tolerance if side == "slower" else ratio - 1 < -tolerance
     how = f"{about}; its rounds reached the cap, so its median ({ratio - 1:+.2%}) decides"
     if not beyond:

@@ -69,10 +69,9 @@ def _key_change(base: Mapping[str, Any], head: Mapping[str, Any]) -> str:
 
 
 def changes(base: Picks | None, head: Picks | None) -> list[str]:
-    """Per tuned kernel (and key) whose pick differs: `kernel: BK=64 -> BK=32`; a kernel tuned
-    on one side only: `kernel: tuned in the head only`. A kernel tuned once on each side for
-    keys of another shape (the head's key adds K and V: fla-core 0.5.2 -> 0.6.0) is one kernel:
-    `kernel: BK=32 -> BK=64 (its key: + K, V)`, nothing when it picked the same."""
+    """Per tuned kernel (and key) whose pick differs, `kernel: BK=64 -> BK=32`, or `kernel: tuned
+    in the head only`; one tuned once a side for keys of another shape (fla-core 0.5.2 -> 0.6.0)
+    is one kernel: `kernel: BK=32 -> BK=64 (its key: + K, V)`."""
     b, h = _table(base), _table(head)
     only_b = [k for k in b if k not in h]
     only_h = [k for k in h if k not in b]

@@ -18,9 +18,8 @@ from tilegate.judge.vocabulary import ABVerdict
 
 
 def scipy_stats() -> Any:
-    """scipy.stats, imported where a test or quantile is computed, not with this module: its
-    import costs about 1 s of CPU, in every perf-suite process, which on the smoke profile (5
-    rounds a case: too few for median_ci) computes none of it."""
+    """scipy.stats, imported where a test is computed, not with this module: about 1 s of CPU in
+    every perf-suite process, which on the smoke profile (5 rounds a case) computes none of it."""
     from scipy import stats
 
     return stats
@@ -58,11 +57,9 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
 
 
 def rms_upper_bound(deviations: Sequence[float], confidence: float) -> float:
-    """Upper `confidence` bound of the root mean square of deviations from a known centre. sum(d^2)
-    / sigma^2 is chi-square with n degrees of freedom when the deviations are normal with mean 0, so
-    sigma <= sqrt(sum(d^2) / chi2.ppf(1 - confidence, n)) holds with that confidence. Few deviations
-    give a wide bound (3: 2.3 x their RMS at 90 %), many a tight one (22: 1.25 x), so a tolerance
-    built on it tightens as runs are added instead of growing with the largest of them."""
+    """Upper `confidence` bound of the RMS of deviations from a known centre (sum(d^2) / sigma^2
+    is chi-square, n degrees of freedom, for normal ones of mean 0): 3 give a wide bound (2.3 x
+    their RMS at 90 %), 22 a tight one (1.25 x), so a tolerance on it tightens as runs are added."""
     d = np.asarray(deviations, dtype=float)
     if d.size == 0:
         raise ValueError("rms_upper_bound of no deviations")
@@ -118,11 +115,9 @@ def derive_tolerance(drift: float, *, multiple: float, floor: float, ceiling: fl
 
 
 def quantile_summary(samples: Sequence[float], count: int) -> list[float]:
-    """`count` evenly spaced quantiles (mid-point plotting positions) standing in for the samples. A
-    baseline keeps this summary of its pooled rounds instead of every round: the file stays
-    reviewable, and Mann-Whitney on a regular grid of quantiles is conservative (the grid has less
-    scatter than a real sample of that size, so the test sees less evidence, not more). With no more
-    samples than `count`, the sorted samples themselves are kept."""
+    """`count` evenly spaced quantiles (mid-point plotting positions) standing in for the samples
+    (all of them, sorted, when no more): a baseline's reviewable summary of its pooled rounds, on
+    which Mann-Whitney is conservative (a regular grid has less scatter than a real sample)."""
     xs = np.sort(np.asarray(samples, dtype=float))
     if len(xs) <= count:
         return [float(x) for x in xs]
@@ -194,9 +189,8 @@ def paired_ratio(x: Sequence[float], ref: Sequence[float]) -> float:
 
 
 def mean_t_test(values: Sequence[float], confidence: float) -> tuple[float, ...]:
-    """For a few values that are each an average of many (a process's median host time per
-    call): their mean, the two-sided Student t interval of it at `confidence` (lo, hi), and the
-    one-sided t-test p-values of "the mean is above 0" and "below 0"."""
+    """For a few values each an average of many (a process's median host time per call): their
+    mean, its two-sided Student t interval (lo, hi) and one-sided p-values of above / below 0."""
     x = np.asarray(values, dtype=float)
     mean, sem = float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
     if sem <= 1e-12 * abs(mean):  # all alike: no spread to weigh the mean against

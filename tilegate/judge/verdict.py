@@ -109,9 +109,8 @@ class Comparison:
 def judge_row(
     base: BaselineRow, runs: Sequence[Sequence[float]], policy: Policy
 ) -> tuple[Verdict, float, tuple[float, ...], float | None, float | None]:
-    """(verdict, delta, run deltas, p_slower, p_faster) of one row measured in one or more runs.
-    Only the p-value in the direction of the change is computed (the other one is None): a majority
-    of runs beyond the tolerance, or the unsure band, both imply the median's sign."""
+    """(verdict, delta, run deltas, p_slower, p_faster) of one row measured in one or more runs;
+    only the p-value in the direction of the change is computed (the other one is None)."""
     tol = base.tolerance
     run_deltas = tuple(stats.rel_change(stats.median(s), base.median_s) for s in runs)
     delta = stats.median(run_deltas)
