@@ -142,7 +142,6 @@ Slot = tuple[str, str, str, tuple[tuple[str, Any], ...]]  # faster, than, per, w
 def _derive_bounds(runs: Sequence[Run], policy: Policy) -> dict[Slot, dict[Any, Bound | None]]:
     """Per declared pair and setting of the other axes, per measured value of its axis: a Bound
     where `faster` clearly won in every run, else None."""
-
     points: dict[Slot, dict[Any, list[tuple[Run, str]]]] = {}
     for run in runs:
         for faster, than, per, where in run.relations():
@@ -154,20 +153,14 @@ def _derive_bounds(runs: Sequence[Run], policy: Policy) -> dict[Slot, dict[Any, 
     for key in sorted(points, key=repr):
         faster, than, _, _ = key
         for value in sorted(points[key]):
-            ratios = [
-                r
-                for r in (run.ratio(faster, than, group) for run, group in points[key][value])
-                if r is not None
-            ]
+            got = (run.ratio(faster, than, group) for run, group in points[key][value])
+            ratios = tuple(r for r in got if r is not None)
             if not ratios:
                 continue
-            bounds = found.setdefault(key, {})
-            worst = max(ratios)
-            bounds[value] = None
-            if worst <= policy.win_below:
-                up = math.ceil(worst * (1 + policy.ratio_slack) * 1000 - 1e-9) / 1000  # 3 digits
-                max_ratio = min(up, policy.ratio_cap)
-                bounds[value] = Bound(value=value, max_ratio=max_ratio, measured=tuple(ratios))
+            worst, bounds = max(ratios), found.setdefault(key, {})
+            up = math.ceil(worst * (1 + policy.ratio_slack) * 1000 - 1e-9) / 1000  # 3 digits
+            won = worst <= policy.win_below
+            bounds[value] = Bound(value, min(up, policy.ratio_cap), ratios) if won else None
     return found
 
 
@@ -180,8 +173,7 @@ def _merge_expectations(
     old_exps = {e.id: e for e in old.expectations} if old is not None else {}
     lines: list[str] = []
     refusals: list[str] = []
-    merged = []
-    loosened = 0
+    merged, loosened = [], 0
     keys: dict[str, Slot] = {
         e.id: (e.faster, e.than, e.per, tuple(e.where.items())) for e in old_exps.values()
     }
