@@ -68,9 +68,8 @@ class RowVerdict:
 
     @property
     def fails(self) -> bool:
-        return (
-            self.verdict is Verdict.REGRESSED and not self.reference
-        ) or self.verdict is Verdict.GONE
+        regressed = self.verdict is Verdict.REGRESSED and not self.reference
+        return regressed or self.verdict is Verdict.GONE
 
 
 @dataclass(frozen=True)
@@ -93,9 +92,7 @@ class Comparison:
 
     def suspects(self, cannot_fail: Collection[str] = ()) -> list[str]:
         """Case ids to measure again: regressed or unsure rows, and both rows of a broken
-        expectation. `cannot_fail`: rows whose slowdown is drift, never a failure (an A/B run's
-        cases whose code is the base's, tilegate.judge.outcome): measuring them again decides
-        nothing, so they are not, unless a broken expectation names them."""
+        expectation; not `cannot_fail`'s (drift, judge.outcome) unless an expectation names them."""
         keys = [
             r.key
             for r in self.by(Verdict.REGRESSED, Verdict.UNSURE)
