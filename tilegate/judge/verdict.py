@@ -244,15 +244,9 @@ def _missing(
     """Baseline rows of groups that ran, missing though their variant was selected: they stopped
     running and would escape the gate (InputError unless `allow`)."""
     selected = run.env.variants
-    missing = sorted(
-        k
-        for k, b in baseline.rows.items()
-        if k not in run.rows
-        and b.group in run.groups
-        and (selected is None or b.variant in selected)
-        and b.variant not in gone
-        and k not in accounted
-    )
+    asked = {k for k, b in baseline.rows.items() if selected is None or b.variant in selected}
+    ran = {k for k, b in baseline.rows.items() if b.group in run.groups and b.variant not in gone}
+    missing = sorted((asked & ran) - set(run.rows) - accounted)
     if missing and not allow:
         raise InputError(
             f"results {run.path} lack {len(missing)} row(s) that baseline {baseline.path} holds, although their "
