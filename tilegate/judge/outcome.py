@@ -122,8 +122,7 @@ def outcome(
         code = EXIT_CANNOT_JUDGE
     if inconsistent:
         code = EXIT_CANNOT_JUDGE
-    result = Outcome(
-        code,
+    found = (
         regressions,
         base.drift,
         base.cleared,
@@ -132,12 +131,9 @@ def outcome(
         removed,
         gone,
         inconsistent,
-        integrity,
-        coverage=coverage,
-        unstable_slower=unstable_slower,
-        unstable=unstable,
-        more_memory=more_memory,
     )
+    unjudged = (unstable_slower, unstable, more_memory)
+    result = Outcome(code, *found, integrity, coverage, *unjudged)
     return timings_not_judged(result) if smoke else result
 
 
