@@ -89,16 +89,10 @@ def _gpu(path: Path, tg: Mapping[str, Any], mode: str) -> Gpu:
     expected = "expected [major, minor], e.g. [9, 0]"
     ok = cap is None or capability(cap) is not None
     need(ok, where, f"machine_info.tilegate.gpu.capability is {cap!r}; {expected}")
-    memory = raw.get("memory_gib")
-    return Gpu(
-        name=str(raw.get("name") or slug),
-        slug=slug,
-        sm_count=_opt_int(raw, "sm_count"),
-        capability=capability(cap),
-        driver=_opt_str(raw, "driver"),
-        cuda=_opt_str(raw, "cuda"),
-        memory_gib=memory if is_finite_number(memory) else None,
-    )
+    memory, sms = raw.get("memory_gib"), _opt_int(raw, "sm_count")
+    driver, cuda = _opt_str(raw, "driver"), _opt_str(raw, "cuda")
+    gib = memory if is_finite_number(memory) else None
+    return Gpu(str(raw.get("name") or slug), slug, sms, capability(cap), driver, cuda, gib)
 
 
 def _check_env(path: Path, tg: Mapping[str, Any]) -> None:
