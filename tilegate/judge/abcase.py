@@ -249,12 +249,13 @@ def judge_case(
     measured, verdict, note = _decided(measured, pairs, policy)
     if _mixed(measured):
         return _mixture(measured, note)
-    if verdict in (ABVerdict.SLOWER, ABVerdict.FASTER) and not _agrees(measured, verdict):
-        verdict = ABVerdict.AMBIGUOUS
-        note = (
-            f"{note}; but the medians of the same rounds point the other way "
-            f"({_medians_change(measured):+.2%}): measure more"
-        )
+    known = measured.head_median_s is not None and measured.base_median_s is not None
+    if known and verdict in (ABVerdict.SLOWER, ABVerdict.FASTER):
+        change = _medians_change(measured)  # the medians must lie on the ratio's side of 1
+        if change <= 0 if verdict is ABVerdict.SLOWER else change >= 0:
+            verdict = ABVerdict.AMBIGUOUS
+            note = f"{note}; but the medians of the same rounds point the other way "
+            note += f"({change:+.2%}): measure more"
     if changed is None:
         note = "; ".join(filter(None, [note, "no code hash on a side: identity unknown"]))
     if flip == autotune.CODE_CHANGE:
@@ -384,15 +385,6 @@ def _mixed(case: ABCase) -> bool:
     if case.head_median_s is None or case.base_median_s is None or case.ratio is None:
         return False
     return abs(math.log1p(_medians_change(case)) - math.log(case.ratio)) > MIXTURE_MIN
-
-
-def _agrees(case: ABCase, verdict: ABVerdict) -> bool:
-    """The head and base medians (the ratio's rounds) on the side of 1 the ratio is on."""
-    if case.head_median_s is None or case.base_median_s is None:
-        return True
-    if verdict is ABVerdict.SLOWER:
-        return case.head_median_s > case.base_median_s
-    return case.head_median_s < case.base_median_s
 
 
 def _mixture(case: ABCase, note: str) -> ABCase:
