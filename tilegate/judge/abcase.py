@@ -403,9 +403,8 @@ def _mixture(case: ABCase, note: str) -> ABCase:
 def _at_cap(
     ratio: float, tolerance: float, side: str, majority: bool, about: str
 ) -> tuple[ABVerdict, str]:
-    """A significant change whose interval still crosses the tolerance at the budget's cap, decided
-    by its median (a sequential test whose boundaries meet at its last look); not significant:
-    AMBIGUOUS."""
+    """A significant change still crossing the tolerance at the budget's cap: decided by its
+    median, a sequential test whose boundaries meet at its last look."""
     beyond = ratio - 1 > tolerance if side == "slower" else ratio - 1 < -tolerance
     how = f"{about}; its rounds reached the cap, so its median ({ratio - 1:+.2%}) decides"
     if not beyond:

@@ -88,9 +88,8 @@ def pair_of(run: Run, key: str) -> tuple[Row, Row] | None:
 
 
 def aligned_pair(run: Run, head: Row, base: Row) -> tuple[np.ndarray, np.ndarray]:
-    """The head's and the base's samples of every round both were timed in (an A/B budget times
-    some base rows in fewer rounds: Row.timed_in, tilegate.harness.budget); InputError when they
-    share none or, with no round ranges, the counts differ."""
+    """The head's and base's samples of the rounds both were timed in (Row.timed_in: an A/B
+    budget's shorter rows); InputError when they share none or their counts differ."""
     if head.timed_in is not None or base.timed_in is not None:
         h, b = aligned(head.samples_s, head.timed_in, base.samples_s, base.timed_in)
         if not h:

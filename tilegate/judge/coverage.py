@@ -96,11 +96,9 @@ def coverage(
     renamed: Mapping[str, Iterable[str]] | None = None,
     baseline: Mapping[str, tuple[str, str, Mapping[str, Any]]] | None = None,
 ) -> Coverage | None:
-    """The coverage of a run (None: its results record no coverage facts, an older tilegate's).
-    facts: machine_info.tilegate.coverage. measured: the case ids with a (correct) row. checked: the
-    expectations the run checked (machine_info.tilegate.expectations). registry / renamed: the
-    head's variant names and renames. baseline: the stored baseline's rows, {key: (variant, group,
-    params)}; those of a grid point the expected profile has must be measured too."""
+    """A run's coverage (None: no facts, an older tilegate's). `facts`: machine_info.tilegate.coverage;
+    `measured`: the case ids with a row; `checked`: the expectations checked; `registry`, `renamed`:
+    the head's; `baseline`: {key: (variant, group, params)}, required where its group is expected."""
     if not isinstance(facts, Mapping) or not isinstance(facts.get("expected"), Mapping):
         return None
     expected = facts["expected"]

@@ -73,9 +73,8 @@ class Mode:
 def units(
     per_run: Sequence[Sequence[float]], passes: Sequence[Sequence[int] | None] | None = None
 ) -> list[Unit]:
-    """Every run's per-round ratios cut into blocks of consecutive rounds: its timing passes
-    where `passes` gives each round's pass (neighbouring passes merged until a block holds
-    MIN_BLOCK_ROUNDS), else at most BLOCKS equal blocks."""
+    """Every run's per-round ratios cut into blocks: its timing passes (`passes`: each round's,
+    merged up to MIN_BLOCK_ROUNDS rounds), else at most BLOCKS equal blocks."""
     out: list[Unit] = []
     for j, ratios in enumerate(per_run):
         logs = [math.log(r) for r in ratios]

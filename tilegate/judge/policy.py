@@ -97,9 +97,8 @@ def _in_range(name: str, value: Any) -> bool:
 
 @dataclass(frozen=True)
 class Override:
-    """One [[override]] of tolerances.toml: which rows (all given keys must match), what to set,
-    why. It matches on `variant` and on any of the benchmark's parameters (`dtype`, `K`, ...); a
-    parameter's value may be one value or a list of them."""
+    """One [[override]] of tolerances.toml: which rows (`variant` and any of the benchmark's
+    parameters, each one value or a list; all must match), what to set, why."""
 
     reason: str
     variant: str | None = None

@@ -187,9 +187,8 @@ def finish(
     accept_slower: bool,
     tolerances_missing: Path | None = None,
 ) -> tuple[int, list[str]]:
-    """The exit code and text of a rebaseline (the caller writes `plan.baseline` to `out` when
-    the code is 0 and `write`): 1 when the runs are slower than the old baseline allows and
-    `accept_slower` is not given."""
+    """The exit code and text of a rebaseline: 1 when the runs are slower than the old baseline
+    allows without `accept_slower`; the caller writes `plan.baseline` on 0 with `write`."""
     text = list(plan.lines)
     warnings = list(plan.warnings)
     if tolerances_missing is not None:

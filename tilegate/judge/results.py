@@ -215,10 +215,9 @@ class Row:
 
 
 def param_order(params: Mapping[str, Any], axes: Sequence[str]) -> tuple[Any, ...]:
-    """How rows sort: by the grid's `axes` in their order, then every other parameter by name;
-    numbers before text at one position. Never by a mapping's own key order: a baseline's file
-    has its parameters sorted, a results file the suite's order, and sorting both by their
-    values compared "fp16" with 128 (a crash of every GPU run judged against such a baseline)."""
+    """How rows sort: the grid's `axes` in order, then the other parameters by name, numbers before
+    text. Never by a mapping's key order: sorting a baseline's (sorted) and a results file's rows
+    by their values compared "fp16" with 128 (a crash of every GPU run judged against it)."""
     names = [a for a in axes if a in params] + sorted(k for k in params if k not in axes)
     return tuple(
         (name, 0, v, "") if isinstance(v, (int, float)) else (name, 1, 0, str(v))
@@ -267,9 +266,8 @@ class Run:
         return found.pop() if len(found) == 1 else None
 
     def ratio(self, variant: str, than: str, group: str, *, side: str = "head") -> float | None:
-        """variant / than measured in the same rounds of this run (`side="base"`: the base
-        commit's versions of an A/B run); None unless both were measured. Always the paired
-        per-round median of the samples (`paired`), never a number the file merely states."""
+        """variant / than paired per round in this run (`side="base"`: the base's versions), never a
+        number the file merely states; None unless both were measured."""
         x = self.find(variant, group, side=side)
         y = self.find(than, group, side=side)
         if x is None or y is None:
@@ -324,9 +322,8 @@ def paired(x: Row, y: Row) -> float:
 
 
 def _ensure_paired(path: Path, sides: Mapping[str, Mapping[str, Row]]) -> None:
-    """The rows of a group (both sides of an A/B run) were timed in the same rounds: same count;
-    a row timed in some of them (`timed_in`, an A/B budget's sentinel or stopped base) is paired
-    over the rounds it shares."""
+    """A group's rows (both sides) were timed in the same rounds: the same count, but for a row
+    timed in some of them (`timed_in`), paired over the rounds it shares."""
     every = [(side, row) for side, rows in sides.items() for row in rows.values()]
     spans: dict[str, int] = {}
     for _, row in every:

@@ -42,9 +42,8 @@ def median(values: Sequence[float]) -> float:
 
 
 def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
-    """Distribution-free confidence interval of the median from order statistics. The number of
-    samples below the true median is Binomial(n, 1/2); the interval runs between the order
-    statistics that cover `confidence` of it. No resampling, no randomness."""
+    """Distribution-free confidence interval of the median from order statistics (the samples
+    below it are Binomial(n, 1/2)): no resampling, no randomness."""
     xs = sorted(samples)
     n = len(xs)
     if n == 0:
@@ -69,9 +68,8 @@ def rms_upper_bound(deviations: Sequence[float], confidence: float) -> float:
 
 
 def run_drift(run_medians: Sequence[float]) -> float:
-    """Relative spread of per-run medians, as the range 3 runs would show ((max - min) / median).
-    For R runs the range is scaled by d2(3) / d2(R), so that adding runs sharpens the estimate
-    instead of inflating it. Needs at least 2 runs."""
+    """Relative spread of per-run medians as the range 3 runs would show ((max - min) / median,
+    scaled by d2(3) / d2(R) so more runs sharpen it instead of inflating it); 2 runs at least."""
     r = len(run_medians)
     if r < 2:
         raise ValueError("run_drift needs at least 2 run medians")
@@ -82,9 +80,8 @@ def run_drift(run_medians: Sequence[float]) -> float:
 
 
 def single_run_drift(samples: Sequence[float]) -> float:
-    """Stand-in for run_drift from one run: the 95 % CI of its median, on the same 3-run scale. It
-    sees only the jitter inside the run, not the drift between processes (2-3 % on compute-bound
-    rows), which is why a baseline from a single run warns."""
+    """Stand-in for run_drift from one run: its median's 95 % CI on the same 3-run scale; blind to
+    the drift between processes (2-3 % on compute-bound rows): why a one-run baseline warns."""
     lo, hi = median_ci(samples)
     width = (hi - lo) / median(samples)
     return width * _D2[3] / (2 * 1.96)  # CI width is 2 x 1.96 sigma of the median
