@@ -200,7 +200,8 @@ def compare_ab(
     record = "record one on this GPU with `tilegate ab-noise --measure 4`"
     if noise is not None and noise.slug != run.env.gpu.slug:
         raise InputError(
-            f"A/B noise file {noise.path} is for {noise.slug}, the run for {run.env.gpu.slug}: {record}"
+            f"A/B noise file {noise.path} is for {noise.slug}, the run for {run.env.gpu.slug}: "
+            f"{record}"
         )
     if noise is not None:
         remedy = "Another GPU's noise is not this one's: fix the label, or record its noise with"

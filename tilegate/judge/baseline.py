@@ -1,8 +1,8 @@
 """Baselines: one reviewed JSON file per GPU model, built from repeated runs, never overwritten silently.
 
 File: ``baselines/<gpu-slug>.json`` (the slug is ``machine_info.tilegate.gpu.slug``), schema
-version 1 (docs/architecture.md, "Baselines", shows it). Written by `tilegate rebaseline` with sorted keys,
-2-space indent and number lists on one line, so that a rebaseline reads as a reviewable diff.
+version 1 (docs/architecture.md, "Baselines", shows it). Written by `tilegate rebaseline` with
+sorted keys, 2-space indent and number lists on one line: a rebaseline is a reviewable diff.
 This module is the model and its JSON; `tilegate.judge.rebaselining` builds one from runs,
 `tilegate.judge.policy` holds the policy that derives each row's tolerance.
 """

@@ -96,9 +96,9 @@ def coverage(
     renamed: Mapping[str, Iterable[str]] | None = None,
     baseline: Mapping[str, tuple[str, str, Mapping[str, Any]]] | None = None,
 ) -> Coverage | None:
-    """A run's coverage (None: no facts, an older tilegate's). `facts`: machine_info.tilegate.coverage;
-    `measured`: the case ids with a row; `checked`: the expectations checked; `registry`, `renamed`:
-    the head's; `baseline`: {key: (variant, group, params)}, required where its group is expected."""
+    """A run's coverage (None: no facts, an older tilegate's). `facts`: machine_info.tilegate.
+    coverage; `measured`: the case ids with a row; `checked`: the expectations checked; `registry`,
+    `renamed`: the head's; `baseline`: {key: (variant, group, params)}, required where expected."""
     if not isinstance(facts, Mapping) or not isinstance(facts.get("expected"), Mapping):
         return None
     expected = facts["expected"]

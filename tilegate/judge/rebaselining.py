@@ -280,7 +280,8 @@ def _ensure_old_fits(runs: Sequence[Run], old: Baseline | None, out: Path) -> li
     warnings = []
     if out.name != f"{env.gpu.slug}.json":
         warnings.append(
-            f"the runs are on {env.gpu.slug}, but the output file is {out} (expected {env.gpu.slug}.json)"
+            f"the runs are on {env.gpu.slug}, but the output file is {out} "
+            f"(expected {env.gpu.slug}.json)"
         )
     if old is None:
         return warnings

@@ -193,7 +193,8 @@ def _ensure_same_setup(run: Run, conf: Run) -> None:
         k for k, row in conf.rows.items() if k in run.rows and run.rows[k].params != row.params
     ):
         raise InputError(
-            f"confirmation run {conf.path}, row {key}: its parameters differ from results {run.path}"
+            f"confirmation run {conf.path}, row {key}: its parameters differ from results "
+            f"{run.path}"
         )
 
 
