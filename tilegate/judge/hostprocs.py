@@ -88,10 +88,8 @@ def grew(
 ) -> list[tuple[str, float]]:
     """The functions whose cumulative seconds per call grew most from the base's profile to the
     head's (a function only the head calls grew from 0), the largest first."""
-    if not base or not head:
-        return []
     before = dict(base)
-    up = [(name, s - before.get(name, 0.0)) for name, s in head]
+    up = [(name, s - before.get(name, 0.0)) for name, s in head] if base else []
     return sorted((u for u in up if u[1] > 0), key=lambda u: -u[1])[:GREW_SHOWN]
 
 

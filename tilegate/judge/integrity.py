@@ -107,8 +107,7 @@ def _policy_changes(file: str, old: object, new: object, keys: Sequence[str]) ->
         if a == b:
             continue
         if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-            sign = _POLICY_LOOSER.get(k, +1)
-            loosens = (b - a) * sign > 0 if sign else False
+            loosens = (b - a) * _POLICY_LOOSER.get(k, +1) > 0
         else:  # e.g. reference_variants: a row that never fails the gate is a loosening
             loosens = bool(set(b) - set(a)) if isinstance(b, tuple) else True
         out.append(Change(file, f"policy {k} {a!r} -> {b!r}", loosens))

@@ -143,8 +143,7 @@ def find_modes(
     found = sorted(units(per_run, passes), key=lambda u: u.median)
     if len(found) < 2:
         return ()
-    medians = [u.median for u in found]
-    gaps = np.diff(medians).tolist()
+    gaps = np.diff([u.median for u in found]).tolist()
     cut = int(np.argmax(gaps)) + 1
     low, high = found[:cut], found[cut:]
     low_logs = [x for u in low for x in u.logs]

@@ -33,15 +33,13 @@ from tilegate.judge.results import Row, Run, describe_gpu, gpu_json, gpu_mismatc
 from tilegate.markdown import listing
 
 
-def _same(runs: Sequence[Run], what: str, get: Any) -> Any:
+def _same(runs: Sequence[Run], what: str, get: Any) -> None:
     values = {r.path.name: get(r) for r in runs}
-    distinct = set(map(repr, values.values()))
-    if len(distinct) > 1:
+    if len(set(map(repr, values.values()))) > 1:
         which = ", ".join(f"{v!r} ({name})" for name, v in values.items())
         raise InputError(
             f"the runs differ in {what}: {which}. A baseline is one environment: rebaseline from runs of one."
         )
-    return next(iter(values.values()))
 
 
 def _ensure_one_environment(runs: Sequence[Run]) -> None:
