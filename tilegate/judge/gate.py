@@ -72,13 +72,9 @@ class Judgement:
     def verdicts(self) -> dict[str, str]:
         """Each judged case's verdict word (A/B cases first, then the stored-baseline rows the
         A/B does not judge): what `tilegate explain` prints for the run."""
-        out: dict[str, str] = {}
-        if self.ab is not None:
-            out.update({c.key: c.verdict.name for c in self.ab.cases})
-        if self.comparison is not None:
-            for r in self.comparison.rows:
-                out.setdefault(r.key, r.verdict.name)
-        return out
+        out = {c.key: c.verdict.name for c in self.ab.cases} if self.ab is not None else {}
+        rows = self.comparison.rows if self.comparison is not None else ()
+        return out | {r.key: r.verdict.name for r in rows if r.key not in out}
 
     def record(self) -> dict[str, Any]:
         """The judgement as JSON (`VERDICTS`, beside the report): what `tilegate explain` reads
@@ -133,9 +129,8 @@ def _suspects(result: Outcome, cmp: Comparison | None, ab: ABComparison | None) 
     if result.smoke:
         return []
     cleared = ab.not_blamed if ab else frozenset()
-    return list(
-        dict.fromkeys([*(ab.suspects() if ab else []), *(cmp.suspects(cleared) if cmp else [])])
-    )
+    found = [*(ab.suspects() if ab else []), *(cmp.suspects(cleared) if cmp else [])]
+    return list(dict.fromkeys(found))
 
 
 def judgement(

@@ -253,12 +253,10 @@ class Run:
     def find(self, variant: str, group: str, *, side: str = "head") -> Row | None:
         """The row of `variant` in `group` (a group id, `Row.group`)."""
         rows = self.rows if side == "head" else self.base_rows
-        for row in rows.values():
-            if (row.variant, row.group) == (variant, group):
-                return row
-        if side == "base" and self.reference == variant:  # the reference is measured once
+        found = next((r for r in rows.values() if (r.variant, r.group) == (variant, group)), None)
+        if found is None and side == "base" and self.reference == variant:  # measured once
             return self.find(variant, group)
-        return None
+        return found
 
     def group_of(self, where: Mapping[str, Any]) -> str | None:
         """The one group whose parameters include `where` (None: none or several)."""
