@@ -155,13 +155,11 @@ def _aa_ratios(runs: Sequence[Run]) -> dict[str, list[float]]:
             raise InputError(f"results {run.path} is not an A/B run (no base rows)")
         if run.env.injected:
             raise InputError(f"results {run.path} ran with TEST-ONLY injections: not A/A")
-        budgeted = sorted(
-            k
-            for k, b in run.base_rows.items()
-            if k in run.rows
-            and b.timed_in is not None
-            and len(b.samples_s) < len(run.rows[k].samples_s)
-        )
+        rows, bases = run.rows, run.base_rows
+        short = [
+            k for k, b in bases.items() if k in rows and len(b.samples_s) < len(rows[k].samples_s)
+        ]
+        budgeted = sorted(k for k in short if bases[k].timed_in is not None)
         if budgeted:
             raise InputError(
                 f"results {run.path} timed the base side of {listing(budgeted)} in fewer rounds "

@@ -266,11 +266,8 @@ class Run:
     def ratio(self, variant: str, than: str, group: str, *, side: str = "head") -> float | None:
         """variant / than paired per round in this run (`side="base"`: the base's versions), never a
         number the file merely states; None unless both were measured."""
-        x = self.find(variant, group, side=side)
-        y = self.find(than, group, side=side)
-        if x is None or y is None:
-            return None
-        return paired(x, y)
+        x, y = self.find(variant, group, side=side), self.find(than, group, side=side)
+        return paired(x, y) if x is not None and y is not None else None
 
     @property
     def reference(self) -> str | None:
