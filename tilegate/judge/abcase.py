@@ -1,41 +1,25 @@
 """A/B: one case of the head against its base version, measured in the same rounds: its verdict.
 
-The pull-request verdict. A runner's drift, its power cap and the neighbours' share of it hit both
-sides of a pair alike (they run back to back in every round, on the same inputs and output
-buffer), so the per-round ratio head/base cancels them; a stored baseline cannot. Per case:
+A runner's drift, its power cap and the neighbours' share of it hit both sides of a pair alike
+(they run back to back in every round, on the same inputs and output buffer), so the per-round
+ratio head/base cancels them; a stored baseline cannot. docs/gate.md ("The verdict per case")
+gives the rule and its numbers:
 
-* compiled-code identity first: a case whose code hash is the same on both sides is UNCHANGED
-  CODE and cannot be blamed, whatever its ratio says (that ratio is reported as noise);
-* otherwise the per-round ratios r_i = head_i / base_i of every run, pooled: their median, a
-  distribution-free confidence interval of it, and one-sided Wilcoxon signed-rank tests on
-  log r_i (scipy), against a tolerance derived from the measured A/A noise of that same ratio
-  on this GPU (tilegate.judge.abnoise);
-* SLOWER (fails): the whole interval above +tolerance, significant, and slower than the
-  tolerance in a majority of the runs; FASTER likewise below -tolerance; SAME: the whole
-  interval inside +-tolerance; AMBIGUOUS otherwise: the data cannot decide, measure more
-  (`tilegate perf` re-measures SLOWER, AMBIGUOUS and UNSTABLE cases before they can fail, but
-  not a SLOWER case beyond doubt: tilegate.judge.confirm). A significant
-  change whose interval crosses the tolerance after the A/B budget's every round (its cap,
-  tilegate.harness.budget) is decided by its median: the sequential test's boundaries meet at
-  its last look;
-* UNSTABLE: its rounds fall into two modes beyond the A/A noise (tilegate.judge.modes), or the
-  ratio of the medians of head and base (the same pooled rounds as the ratio) and the median
-  ratio differ by more than MIXTURE_MIN (a FASTER or SLOWER case whose medians point the other
-  way by less is AMBIGUOUS): never decided FASTER or SLOWER on the mixture (tilegate.judge.outcome: fails if a
-  mode alone is slower, else exit 2);
-* UNCHANGED CODE whose ratio moved more than A/A noise can (> 5 x tolerance and > 3 %) is
-  SAME CODE, TIME MOVED: exit 2, something outside the identity changed.
+* the same compiled-code identity on both sides: UNCHANGED CODE, never blamed (its ratio is
+  noise), or SAME CODE, TIME MOVED (exit 2) where the ratio moved more than A/A noise can;
+* otherwise the pooled per-round ratios: their median, its distribution-free interval and
+  one-sided Wilcoxon tests on log r_i against the A/A tolerance (tilegate.judge.abnoise) give
+  SLOWER, FASTER, SAME or AMBIGUOUS (`stats.interval_verdict`); a significant change whose
+  interval still crosses the tolerance at the A/B budget's cap is decided by its median;
+* UNSTABLE: two modes (tilegate.judge.modes), or the ratio of the medians and the median ratio
+  of the same rounds apart by more than MIXTURE_MIN; never decided on the mixture.
 
-Autotuned kernels (tilegate.judge.autotune): the identity is the source and the config space,
-the pick is recorded beside it. Same identity, another pick: a TUNER FLIP, UNCHANGED (never
-blamed, never INCONSISTENT: the time moved with the pick), its why line names the picks. Where
-the measurer re-timed it with both sides on the base's pick (Row.pinned), the verdict is on that
-time (`_retimed`): SAME there, a tuner flip; SLOWER or FASTER there, a code change the identity
-does not see, judged on it; another verdict there, that verdict (re-measured). Another
-identity and another pick: a CODE CHANGE, judged, its note naming the picks; one side whose
-processes (the run and its confirmations) picked differently: UNSTABLE with the picks named.
-
-The words (ABVerdict) are tilegate.judge.vocabulary's; the exit rule is tilegate.judge.outcome.
+Autotuned kernels (tilegate.judge.autotune): the same identity with another pick is a TUNER
+FLIP, UNCHANGED; where the measurer re-timed it with both sides on the base's pick (Row.pinned)
+the verdict is on that time (`_retimed`): SAME there, a tuner flip; SLOWER or FASTER, a code
+change the identity does not see. Another identity and another pick: a CODE CHANGE, judged; one
+side whose processes picked differently: UNSTABLE. The words (ABVerdict) are
+tilegate.judge.vocabulary's; the exit rule is tilegate.judge.outcome.
 """
 
 from __future__ import annotations
@@ -51,14 +35,13 @@ from tilegate.judge import autotune, stats
 from tilegate.judge.abnoise import ABPolicy, aligned_pair, pooled_medians
 from tilegate.judge.modes import Mode, find_modes
 from tilegate.judge.results import Row, Run
+from tilegate.judge.rounds import common_rounds
 from tilegate.judge.vocabulary import ABVerdict
 from tilegate.markdown import listing
 
 # the consistency rule: an UNCHANGED CODE case whose paired ratio moved by more than this many
 # of its tolerances and more than MOVED_MIN is not noise: something outside the identity changed
 MOVED_TOLERANCES = 5.0
-
-
 MOVED_MIN = 0.03
 
 
@@ -79,30 +62,25 @@ class ABCase:
     note: str = ""
     acknowledged: bool = False  # REMOVED: a maintainer accepted it (--accept-baseline-change)
     by_median: bool = False  # decided by its median at the budget's cap (interval crosses tol)
-    # the medians of the same paired rounds the ratio pools (every run): the row's numbers all
-    # come from one set of samples
+    # the medians of the paired rounds the ratio pools (every run): one set of samples
     head_median_s: float | None = None
     base_median_s: float | None = None
     modes: tuple[Mode, ...] = ()  # UNSTABLE: its two modes, the faster first (judge.modes)
-    # autotuned: "tuner flip" or "code change" where the sides picked differently
-    # (tilegate.judge.autotune), and the why line naming the picks
+    # autotuned, picked apart: TUNER_FLIP or CODE_CHANGE (judge.autotune), the why line
     explained_by: str | None = None
     picks: str | None = None
-    # which time bounds the call and was judged: "gpu" or "host" (tilegate.harness.timing);
-    # the other one's paired ratio, reported
+    # the time that bounds the call, judged: "gpu" or "host"; the other's paired ratio, reported
     judged_on: str = "gpu"
     host_ratio: float | None = None
     gpu_ratio: float | None = None
     # judged on the host: the GPU time's medians over the same paired rounds (base, head), the
     # table's base and head columns (head_median_s / base_median_s are then the host time's)
     gpu_medians_s: tuple[float, float] | None = None
-    # a tuner flip re-timed with both sides on one config (Row.pinned): the config both ran
-    # (`BK=64, num_warps=4`) and the ratio as each side picked; `ratio`, `ci` and the verdict
-    # are then the re-time's
+    # a tuner flip re-timed on one config (Row.pinned): that config (`BK=64, num_warps=4`) and
+    # the ratio as each side picked; `ratio`, `ci` and the verdict are then the re-time's
     pinned: str | None = None
     picked_ratio: float | None = None
-    # a SLOWER verdict a second run cannot overturn (tilegate.judge.confirm.beyond_doubt), set
-    # once by the Judgement (tilegate.judge.gate.judgement): the report reads it
+    # SLOWER beyond doubt (judge.confirm), set once by the Judgement (judge.gate.judgement)
     beyond_doubt: bool = False
 
     @property
@@ -137,62 +115,37 @@ class ABCase:
         return row.variant
 
 
-def _wilcoxon(logs: np.ndarray, alternative: str) -> float:
-    nonzero = logs[logs != 0]
-    if len(nonzero) < 2:
-        return 1.0
-    p = float(stats.scipy_stats().wilcoxon(nonzero, alternative=alternative).pvalue)
-    return 1.0 if math.isnan(p) else p
-
-
 def _measured(
     key: str, pairs: Sequence[tuple[Run, Row, Row]], tolerance: float, source: str, policy: ABPolicy
 ) -> tuple[ABCase, list[np.ndarray]]:
-    """The case's numbers over all its runs (AMBIGUOUS until decided) and each run's per-round
-    ratios: the pooled median ratio, its interval, the one-sided tests, the medians."""
+    """The case's pooled numbers over all its runs (AMBIGUOUS until decided), each run's ratios."""
     _, head, base = pairs[0]
     changed = head.code_hash != base.code_hash if head.code_hash and base.code_hash else None
     sides = [aligned_pair(run, h, b) for run, h, b in pairs]
     per_run = [h / b for h, b in sides]
     pooled = np.concatenate(per_run)
     lo, hi = stats.median_ci(sorted(pooled.tolist()), policy.confidence)
-    logs = np.log(pooled)
-    base_median, head_median = pooled_medians(sides)
-    return ABCase(
-        key,
-        ABVerdict.AMBIGUOUS,
-        head,
-        base,
-        ratio=float(np.median(pooled)),
-        ci=(lo, hi),
-        run_ratios=tuple(float(np.median(r)) for r in per_run),
-        p_slower=_wilcoxon(logs, "greater"),
-        p_faster=_wilcoxon(logs, "less"),
-        tolerance=tolerance,
-        tolerance_source=source,
-        code_changed=changed,
-        base_median_s=base_median,
-        head_median_s=head_median,
-    ), per_run
+    logs, ratio = np.log(pooled), float(np.median(pooled))
+    ps = (stats.wilcoxon_p(logs, "greater"), stats.wilcoxon_p(logs, "less"))
+    runs = tuple(float(np.median(r)) for r in per_run)
+    case = ABCase(key, ABVerdict.AMBIGUOUS, head, base, ratio, (lo, hi), runs, *ps, tolerance)
+    base_s, head_s = pooled_medians(sides)
+    got = replace(case, tolerance_source=source, code_changed=changed)
+    return replace(got, base_median_s=base_s, head_median_s=head_s), per_run
 
 
 def _same_code(measured: ABCase, pairs: Sequence[tuple[Run, Row, Row]], policy: ABPolicy) -> ABCase:
-    """A tuner flip (judged on its re-time on one config where it has one) or the same code:
-    UNCHANGED, or SAME CODE, TIME MOVED when the ratio moved more than noise can."""
+    """A tuner flip (judged on its re-time where it has one), UNCHANGED or SAME CODE, TIME MOVED."""
     assert measured.ratio is not None and measured.tolerance is not None
     ratio, tolerance, smoke = measured.ratio, measured.tolerance, pairs[0][0].env.smoke
     if measured.explained_by == autotune.TUNER_FLIP:
         # re-timed with both sides on one config (tilegate.harness.measure): judged on that
-        on_one = [
-            (run, h.pinned, b.pinned)
-            for run, h, b in pairs
-            if h.pinned is not None and b.pinned is not None
-        ]
+        on_one = [(run, h.pinned, b.pinned) for run, h, b in pairs if h.pinned and b.pinned]
         if len(on_one) == len(pairs):
-            judged = judge_case(
-                measured.key, on_one, tolerance, measured.tolerance_source, policy, as_changed=True
+            said = (tolerance, measured.tolerance_source, policy)
+            return _retimed(
+                measured, judge_case(measured.key, on_one, *said, as_changed=True), smoke=smoke
             )
-            return _retimed(measured, judged, smoke=smoke)
         note = (
             f"tuner flip ({measured.picks}): the same source and configs, another pick; its "
             f"{ratio - 1:+.1%} is the pick's, not this change's (not blamed; not re-timed on "
@@ -235,22 +188,11 @@ def _decided(
     m = measured
     assert m.ci and m.tolerance is not None and m.ratio and m.p_slower is not None
     assert m.p_faster is not None
-    (lo, hi), tolerance, ratio, p_slower, p_faster = (
-        m.ci,
-        m.tolerance,
-        m.ratio,
-        m.p_slower,
-        m.p_faster,
-    )
-    runs_slower = stats.majority([r - 1 > tolerance for r in measured.run_ratios])
-    runs_faster = stats.majority([r - 1 < -tolerance for r in measured.run_ratios])
-    if lo - 1 > tolerance and p_slower < policy.alpha and runs_slower:
-        return measured, ABVerdict.SLOWER, "slower than the tolerance over the whole interval"
-    if hi - 1 < -tolerance and p_faster < policy.alpha and runs_faster:
-        return measured, ABVerdict.FASTER, "faster than the tolerance over the whole interval"
-    if lo - 1 >= -tolerance and hi - 1 <= tolerance:
-        return measured, ABVerdict.SAME, ""
-    if not ((lo > 1 and p_slower < policy.alpha) or (hi < 1 and p_faster < policy.alpha)):
+    (lo, hi), tolerance, ratio, p = m.ci, m.tolerance, m.ratio, (m.p_slower, m.p_faster)
+    verdict = stats.interval_verdict(m.ci, tolerance, p, m.run_ratios, policy.alpha)
+    if verdict is not ABVerdict.AMBIGUOUS:
+        return measured, verdict, _DECIDED[verdict]
+    if not ((lo > 1 and p[0] < policy.alpha) or (hi < 1 and p[1] < policy.alpha)):
         return measured, ABVerdict.AMBIGUOUS, "the interval crosses the tolerance: measure more"
     # significant, but by about the tolerance: more rounds narrow the interval around the
     # tolerance and seldom decide it; say what is known (a change of that size, and its side)
@@ -262,9 +204,18 @@ def _decided(
     if not any(h.budget_stopped == "cap" for _, h, _ in pairs):
         return measured, ABVerdict.AMBIGUOUS, f"{about}: the interval crosses it"
     # its rounds are spent: the boundaries meet at the cap, the median decides
-    majority = runs_slower if side == "slower" else runs_faster
+    majority = stats.majority(
+        [(r - 1) * (1 if side == "slower" else -1) > tolerance for r in m.run_ratios]
+    )
     verdict, note = _at_cap(ratio, tolerance, side, majority, about)
     return replace(measured, by_median=verdict is not ABVerdict.AMBIGUOUS), verdict, note
+
+
+_DECIDED = {
+    ABVerdict.SLOWER: "slower than the tolerance over the whole interval",
+    ABVerdict.FASTER: "faster than the tolerance over the whole interval",
+    ABVerdict.SAME: "",
+}
 
 
 def judge_case(
@@ -276,9 +227,8 @@ def judge_case(
     *,
     as_changed: bool = False,
 ) -> ABCase:
-    """The verdict of one case measured in one or more runs (the first, then confirmations).
-    `as_changed`: judged on its time as a changed case is, whatever its identity (a tuner
-    flip's re-time on one config, `_retimed`)."""
+    """The verdict of one case measured in one or more runs (the first, then confirmations);
+    `as_changed`: judged as a changed case whatever its identity (`_retimed`)."""
     measured, per_run = _measured(key, pairs, tolerance, tolerance_source, policy)
     if as_changed:
         measured = replace(measured, code_changed=True)
@@ -299,12 +249,13 @@ def judge_case(
     measured, verdict, note = _decided(measured, pairs, policy)
     if _mixed(measured):
         return _mixture(measured, note)
-    if verdict in (ABVerdict.SLOWER, ABVerdict.FASTER) and not _agrees(measured, verdict):
-        verdict = ABVerdict.AMBIGUOUS
-        note = (
-            f"{note}; but the medians of the same rounds point the other way "
-            f"({_medians_change(measured):+.2%}): measure more"
-        )
+    known = measured.head_median_s is not None and measured.base_median_s is not None
+    if known and verdict in (ABVerdict.SLOWER, ABVerdict.FASTER):
+        change = _medians_change(measured)  # the medians must lie on the ratio's side of 1
+        if change <= 0 if verdict is ABVerdict.SLOWER else change >= 0:
+            verdict = ABVerdict.AMBIGUOUS
+            note = f"{note}; but the medians of the same rounds point the other way "
+            note += f"({change:+.2%}): measure more"
     if changed is None:
         note = "; ".join(filter(None, [note, "no code hash on a side: identity unknown"]))
     if flip == autotune.CODE_CHANGE:
@@ -313,13 +264,9 @@ def judge_case(
 
 
 def _retimed(picked: ABCase, on_one: ABCase, *, smoke: bool = False) -> ABCase:
-    """A tuner flip's verdict from its re-time with both sides on one config (`on_one`, judged
-    as a changed case is): within the tolerance there, the pick explains the difference (a
-    tuner flip: UNCHANGED, never blamed); SLOWER or FASTER there, it does not (a code change
-    the identity does not see, judged on the re-time); undecided there, neither is shown. The
-    verdict, ratio and interval are the re-time's; the as-picked ratio is kept beside them.
-    A smoke run's times (the CPU interpreter) cannot show what the identity does not see (as
-    for SAME CODE, TIME MOVED): its flip stays a tuner flip, the re-time's number shown."""
+    """A tuner flip's verdict from its re-time with both sides on one config (`on_one`, judged as
+    a changed case; the module's docstring), its ratio as picked kept beside. A smoke run's times
+    cannot show what the identity does not see: its flip stays a tuner flip."""
     assert on_one.head is not None and on_one.ratio is not None and picked.ratio is not None
     config = "; ".join(autotune.config_text(p["config"]) for p in on_one.head.autotune)
     got = replace(
@@ -363,8 +310,7 @@ def _retimed(picked: ABCase, on_one: ABCase, *, smoke: bool = False) -> ABCase:
 
 
 def _split_picks(pairs: Sequence[tuple[Run, Row, Row]]) -> str | None:
-    """UNSTABLE's note when one side's processes (a run and its confirmations) picked
-    differently, or a tuner re-tuned in the identity's call; None otherwise."""
+    """UNSTABLE's note where a side's processes picked apart or a tuner re-tuned; else None."""
     retuned = sorted({k for _, h, b in pairs for k in autotune.retuned(h.autotune + b.autotune)})
     if retuned:
         return (
@@ -394,8 +340,6 @@ def _passes(head: Row, base: Row) -> list[int] | None:
     if not head.sweeps:
         return None
     per_pass = len(head.samples_s) // head.sweeps
-    from tilegate.judge.rounds import common_rounds
-
     rounds = common_rounds(head.timed_in, len(head.samples_s), base.timed_in, len(base.samples_s))
     return [r // per_pass for r in rounds]
 
@@ -408,21 +352,15 @@ def _unstable(
 ) -> ABCase | None:
     """UNSTABLE when its rounds fall into two modes (tilegate.judge.modes), else None."""
     assert case.tolerance is not None
+    ratios, p = [r.tolist() for r in per_run], policy
     modes = find_modes(
-        [r.tolist() for r in per_run],
-        case.tolerance,
-        passes=passes,
-        confidence=policy.confidence,
-        alpha=policy.alpha,
+        ratios, case.tolerance, passes=passes, confidence=p.confidence, alpha=p.alpha
     )
     if not modes:
         return None
-    slow = [m for m in modes if m.slower]
-    verdict = (
-        "a mode is slower than the tolerance on its own rounds: a regression"
-        if slow
-        else "no mode is slower on its own rounds: it cannot be judged"
-    )
+    verdict = "no mode is slower on its own rounds: it cannot be judged"
+    if any(m.slower for m in modes):
+        verdict = "a mode is slower than the tolerance on its own rounds: a regression"
     note = (
         f"two modes beyond the A/A noise: {modes[0].describe()} and {modes[1].describe()}; "
         f"not decided on the mixture; {verdict}; {UNSTABLE_TODO}"
@@ -449,20 +387,9 @@ def _mixed(case: ABCase) -> bool:
     return abs(math.log1p(_medians_change(case)) - math.log(case.ratio)) > MIXTURE_MIN
 
 
-def _agrees(case: ABCase, verdict: ABVerdict) -> bool:
-    """The row's head and base medians (the same pooled rounds as the ratio) on the side of 1
-    that the ratio and its interval are on."""
-    if case.head_median_s is None or case.base_median_s is None:
-        return True
-    if verdict is ABVerdict.SLOWER:
-        return case.head_median_s > case.base_median_s
-    return case.head_median_s < case.base_median_s
-
-
 def _mixture(case: ABCase, note: str) -> ABCase:
-    """The median of the per-round ratios and the ratio of the medians of the same rounds far
-    apart: the rounds are a mixture (a round's speed moves both sides by more than the change),
-    which no verdict on either number can stand on."""
+    """The medians and the per-round ratio of the same rounds far apart: a mixture (a round's
+    speed moves both sides by more than the change), which no verdict can stand on."""
     said = (
         f"{note}; but the medians (head {(case.head_median_s or 0) * 1e3:.4g} ms, base "
         f"{(case.base_median_s or 0) * 1e3:.4g} ms: {_medians_change(case):+.1%}) and the "
@@ -476,10 +403,8 @@ def _mixture(case: ABCase, note: str) -> ABCase:
 def _at_cap(
     ratio: float, tolerance: float, side: str, majority: bool, about: str
 ) -> tuple[ABVerdict, str]:
-    """A significant change whose interval still crosses the tolerance after every round the
-    budget allows (the cap): decided by its median, as a sequential test whose boundaries meet
-    at its last look. Its interval says it is within about a half-width of the tolerance, so a
-    change of that size may go either way; one that is not significant stays AMBIGUOUS."""
+    """A significant change still crossing the tolerance at the budget's cap: decided by its
+    median, a sequential test whose boundaries meet at its last look."""
     beyond = ratio - 1 > tolerance if side == "slower" else ratio - 1 < -tolerance
     how = f"{about}; its rounds reached the cap, so its median ({ratio - 1:+.2%}) decides"
     if not beyond:

@@ -1,28 +1,19 @@
 """A/B: every case of an A/B run judged against its base (an `ABComparison`), on the time that
-bounds its call.
+bounds its call; a variant only the head has is NEW, one only the base has REMOVED (fails unless
+acknowledged), a renamed one (`renamed_from=`) paired with its old self.
 
-A variant only the head has is NEW (not judged), one only the base has is REMOVED: it fails
-(its cases and the expectations they carry would escape the gate) unless acknowledged; a
-renamed variant (`renamed_from=`, tilegate.harness.base.renames) is paired with its old self.
-Each case's verdict is tilegate.judge.abcase's, its tolerance the A/A noise's
-(tilegate.judge.abnoise).
-
-Host-bound calls (tilegate.harness.timing: host time per call at or above the GPU time): the
-verdict is on the time that bounds the call. A case either side of which is host-bound is judged
-on its paired per-round host times, against the host tolerance from its own A/A noise (the noise
-file's `<case>#host` rows, HOST_POLICY), and on its GPU time too: its kernels slower than their
-tolerance fail it (a head whose kernels outgrow its host time is no longer host-bound, and
-outside a benchmark's loop the host runs ahead of the kernels; judged on the host time alone, a
-+27 % kernel of fla's gla backward, host 1.3 ms for a 1.18 ms GPU time, would pass). A GPU-bound
-case is judged on its GPU time and a host time beyond its host tolerance is reported in its
-note, never failed.
+A host-bound case (host time per call at or above the GPU time, on either side) is judged on its
+paired per-round host times against its `<case>#host` A/A tolerance, and on its GPU time too:
+its kernels slower than their tolerance fail it (a head whose kernels outgrow its host time is no
+longer host-bound, and outside a benchmark's loop the host runs ahead of the kernels; judged on
+the host time alone, a +27 % kernel of fla's gla backward, host 1.3 ms for a 1.18 ms GPU time,
+would pass). A GPU-bound case's host time beyond its tolerance is reported, never failed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
@@ -41,7 +32,7 @@ from tilegate.judge.abnoise import (
     per_round,
     pooled_medians,
 )
-from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, row_order
+from tilegate.judge.results import Row, Run
 from tilegate.judge.vocabulary import ABVerdict
 
 
@@ -72,22 +63,18 @@ class ABComparison:
         return [c for c in self.cases if c.verdict in verdicts]
 
     def suspects(self) -> list[str]:
-        """The cases a re-measurement could still decide otherwise (tilegate.judge.confirm says
-        which of them are already beyond doubt)."""
+        """The cases a re-measurement could still decide otherwise (judge.confirm)."""
         return [c.key for c in self.by(ABVerdict.SLOWER, ABVerdict.AMBIGUOUS, ABVerdict.UNSTABLE)]
 
     @property
     def same_code(self) -> frozenset[str]:
-        """The cases whose compiled code is the base's: never blamed, and a stored-baseline
-        slowdown of theirs is drift, not this pull request's (tilegate.judge.outcome)."""
+        """The cases whose compiled code is the base's: never blamed (judge.outcome)."""
         return frozenset(c.key for c in self.cases if c.code_changed is False)
 
     @property
     def no_slower(self) -> frozenset[str]:
-        """The cases whose code changed that the A/B decided no slower than their base on their
-        GPU time (SAME or FASTER: timed beside the base in the same rounds). A stored-baseline
-        slowdown of theirs is the base's too: drift since the baseline, not this pull request's
-        (tilegate.judge.outcome). Not a host-judged case: the stored baseline is GPU time."""
+        """Changed cases the A/B decided SAME or FASTER on their GPU time (the stored baseline's
+        time): a stored-baseline slowdown of theirs is the base's too, drift since the baseline."""
         return frozenset(
             c.key
             for c in self.cases
@@ -98,9 +85,7 @@ class ABComparison:
 
     @property
     def not_blamed(self) -> frozenset[str]:
-        """The cases a stored-baseline slowdown cannot be blamed on this pull request for:
-        its code is the base's (same_code), or the A/B found it no slower than the base
-        (no_slower)."""
+        """The cases a stored slowdown is not this pull request's: same_code | no_slower."""
         return self.same_code | self.no_slower
 
     @property
@@ -109,20 +94,13 @@ class ABComparison:
         return sorted({c.variant for c in self.cases if c.code_changed})
 
 
-def _host_bound(pairs: Sequence[tuple[Run, Row, Row]]) -> bool:
-    """Whether the host bounds the call: either side host-bound in the first run."""
-    _, head, base = pairs[0]
-    return bool(head.host_bound or base.host_bound) and on_host(head, base) is not None
-
-
 def judge_bound(
     key: str,
     pairs: Sequence[tuple[Run, Row, Row]],
     noise: Noise | None,
     policy: ABPolicy,
 ) -> ABCase:
-    """The verdict on the time that bounds the call (module docstring): GPU time, or host time
-    for a host-bound case; the other time's paired ratio reported beside it."""
+    """The verdict on the time that bounds the call (the module's docstring)."""
 
     def tolerance(k: str) -> tuple[float, str]:
         if noise is not None:
@@ -142,16 +120,17 @@ def judge_bound(
         else None
     )
     procs = hostprocs.judge(key, pairs, *tolerance(host_key(key)), HOST_POLICY) if apart else None
-    if procs is None and (not _host_bound(pairs) or len(hosts) != len(pairs) or apart):
+    _, head, base = pairs[0]  # host-bound: either side in the first run
+    if procs is None and (
+        not (head.host_bound or base.host_bound) or len(hosts) != len(pairs) or apart
+    ):
         judged = judge_case(key, pairs, *tolerance(key), policy)
         judged = replace(judged, host_ratio=host_ratio)
         host_tol, _ = tolerance(host_key(key))
         host_bound = any(h.host_bound or b.host_bound for _, h, b in pairs)
-        unpaired = (
-            "the sides are two processes, whose host times do not pair"
-            if apart
-            else "its host samples do not cover its rounds"
-        )
+        unpaired = "its host samples do not cover its rounds"
+        if apart:
+            unpaired = "the sides are two processes, whose host times do not pair"
         said = None
         if host_ratio is not None and host_ratio - 1 > host_tol and judged.verdict in _TIMED:
             why = unpaired if host_bound else "the GPU bounds the call"
@@ -172,7 +151,6 @@ def judge_bound(
     on_gpu = judge_case(key, pairs, *tolerance(key), policy)
     if procs is not None and on_gpu.verdict not in _TIMED:  # the same code: the GPU's word
         return replace(on_gpu, host_ratio=procs.ratio, note=f"{on_gpu.note}; {procs.note}")
-    _, head, base = pairs[0]
     gpu_sides = [aligned_pair(run, h, b) for run, h, b in pairs]
     gpu_ratio = float(np.median(np.concatenate([h / b for h, b in gpu_sides])))
     bound = (
@@ -180,10 +158,7 @@ def judge_bound(
         if head.host_s
         else "host-bound (the interpreter's calls are all host time)"
     )
-    if on_gpu.fails and not judged.fails:
-        # its kernels slower beyond the GPU tolerance: they bound the call once slow enough
-        # (a head whose kernels outgrow its host time is no longer host-bound), and outside a
-        # benchmark's loop the host runs ahead of them; the host time hides no kernel slowdown
+    if on_gpu.fails and not judged.fails:  # the host time hides no kernel slowdown (module doc)
         said = (
             f"{bound}: judged on both times, its kernels' time slower (host "
             f"{judged.ratio - 1:+.1%}, within its {judged.tolerance:.1%} host tolerance)"
@@ -222,28 +197,24 @@ def compare_ab(
     """Judge every case of an A/B run; confirmation runs re-measure some of its groups."""
     if run.env.ab is None:
         raise InputError(f"results {run.path} is not an A/B run (`tilegate perf --ab REF`)")
-    if noise is not None and noise.gpu.get("slug") != run.env.gpu.slug:
+    record = "record one on this GPU with `tilegate ab-noise --measure 4`"
+    if noise is not None and noise.slug != run.env.gpu.slug:
         raise InputError(
-            f"A/B noise file {noise.path} is for {noise.gpu.get('slug')}, the run for "
-            f"{run.env.gpu.slug}: record one on this GPU with `tilegate ab-noise --measure 4`"
+            f"A/B noise file {noise.path} is for {noise.slug}, the run for {run.env.gpu.slug}: "
+            f"{record}"
         )
-    differs = gpu_mismatch(noise.gpu, run.env.gpu) if noise is not None else []
-    if noise is not None and differs:
+    if noise is not None:
+        remedy = "Another GPU's noise is not this one's: fix the label, or record its noise with"
+        noise.ensure_gpu_of(run, "A/B noise file", f"{remedy} `tilegate ab-noise --measure 4`")
+    for conf in (c for c in confirmations if (c.env.ab or {}).get("sha") != run.env.ab.get("sha")):
         raise InputError(
-            f"A/B noise file {noise.path} was recorded on {describe_gpu(noise.gpu)} but results "
-            f"{run.path} on {describe_gpu(run.env.gpu)}, both labelled {run.env.gpu.slug}: "
-            f"{', '.join(differs)}. Another GPU's noise is not this one's: fix the label, or "
-            "record its noise with `tilegate ab-noise --measure 4`"
+            f"confirmation {conf.path} is not an A/B run against the same base as {run.path}"
         )
-    for conf in confirmations:
-        if (conf.env.ab or {}).get("sha") != run.env.ab.get("sha"):
-            raise InputError(
-                f"confirmation {conf.path} is not an A/B run against the same base as {run.path}"
-            )
     policy = policy or (noise.policy if noise is not None else ABPolicy())
     cases = []
     reference = {r.variant for r in run.rows.values() if r.reference}
-    for key in sorted(set(run.rows) | set(run.base_rows), key=_order(run)):
+    keys = set(run.rows) | set(run.base_rows)
+    for key in sorted(keys, key=lambda k: run.sort_key(run.rows.get(k) or run.base_rows[k])):
         head, base = run.rows.get(key), run.base_rows.get(key)
         if head is not None and head.variant in reference:
             continue  # measured once, on neither side: judged by the stored baseline
@@ -256,20 +227,15 @@ def compare_ab(
             continue  # the head has the variant but no row of the case (it failed or was
             # skipped): not removed; the coverage names it and why (tilegate.judge.coverage)
         if head is None:
-            note = (
-                f"variant {base.variant} is in the base, not in the head (removed, not renamed: "
-                "a rename says `renamed_from=`)"
-                + (": acknowledged" if accept_removed else ": fails until acknowledged")
-            )
+            how = "acknowledged" if accept_removed else "fails until acknowledged"
+            note = f"variant {base.variant} is in the base, not in the head (removed, not renamed: "
+            note += f"a rename says `renamed_from=`): {how}"
             cases.append(
                 ABCase(key, ABVerdict.REMOVED, None, base, note=note, acknowledged=accept_removed)
             )
             continue
-        pairs = [(run, head, base)]
-        for conf in confirmations:
-            pair = pair_of(conf, key)
-            if pair is not None:
-                pairs.append((conf, *pair))
+        again = [(conf, *pair) for conf in confirmations if (pair := pair_of(conf, key))]
+        pairs = [(run, head, base), *again]
         judged = judge_bound(key, pairs, noise, policy)
         olds = getattr(run.env, "renamed", {}).get(head.variant)
         if olds:
@@ -277,13 +243,3 @@ def compare_ab(
             judged = replace(judged, note="; ".join(filter(None, [renamed, judged.note])))
         cases.append(judged)
     return ABComparison(run, tuple(confirmations), tuple(cases), noise, policy)
-
-
-def _order(run: Run) -> Any:
-    order = run.variant_order
-
-    def key(case_id: str) -> tuple[Any, ...]:
-        row = run.rows.get(case_id) or run.base_rows[case_id]
-        return row_order(row.params, row.variant, run.env.axes, order)
-
-    return key

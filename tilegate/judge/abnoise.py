@@ -1,35 +1,31 @@
 """A/B noise: the A/A paired ratios of a GPU (`baselines/<gpu>.ab.json`, `tilegate ab-noise`) and
-the tolerance each case gets from them; how an A/B pair's rounds are paired.
-
-The noise file: per case, the A/A paired ratio of each of several runs with REF = HEAD (both
-sides the same code), its noise (the `noise_confidence` upper bound of the RMS of r_j - 1:
-tilegate.judge.stats.rms_upper_bound) and tolerance = clamp(multiple x noise, floor, ceiling), so
-more runs give a tighter tolerance, never a looser one; a case seen in fewer than
-MIN_NOISE_RUNS runs gets at least the largest tolerance of the cases seen that often (POOLED).
-A case it lacks gets the ceiling, marked uncalibrated. A case's host time has rows of its own
+the tolerance each case gets from them (docs/gate.md, "A/B": the rule and its calibration); how
+an A/B pair's rounds are paired. A case's noise is the `noise_confidence` upper bound of the RMS
+of its A/A ratios' r - 1, its tolerance clamp(multiple x noise, floor, ceiling); a case seen in
+fewer than MIN_NOISE_RUNS runs gets at least the largest tolerance of those seen that often
+(POOLED), one the file lacks the ceiling (uncalibrated); its host time has rows of its own
 (`<case>#host`, HOST_POLICY). The file is read and written by tilegate.store.files.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.fileio import is_finite_number
 from tilegate.judge import hostprocs, stats
 from tilegate.judge.policy import TolerancePolicy
-from tilegate.judge.results import Row, Run, gpu_mismatch
+from tilegate.judge.results import GpuFile, Row, Run, gpu_json, gpu_mismatch, provenance_of
+from tilegate.judge.rounds import aligned
 from tilegate.markdown import listing
 
 NOISE_SCHEMA = "tilegate.ab-noise/1"
-
 
 HOST = "#host"  # a noise row of a case's host time: "<case id>#host"
 
@@ -49,35 +45,16 @@ class ABPolicy(TolerancePolicy):
     confidence: float = 0.99  # of the interval of the median ratio
     noise_confidence: float = 0.9  # of the upper bound of the A/A ratios' RMS (the noise)
 
-    def as_json(self) -> dict[str, float]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_json(cls, data: Any, where: str) -> ABPolicy:
-        if not isinstance(data, dict):
-            raise InputError(f"{where}: policy must be an object")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise InputError(f"{where}: unknown policy key(s) {unknown}; known: {sorted(known)}")
-        for k, v in data.items():
-            if not is_finite_number(v) or not 0 < v < (100 if k == "multiple" else 1):
-                raise InputError(f"{where}: policy {k} = {v!r} is out of range")
-        policy = cls(**{k: float(v) for k, v in data.items()})
-        if policy.floor > policy.ceiling:
-            raise InputError(f"{where}: floor {policy.floor} > ceiling {policy.ceiling}")
-        return policy
+    _SAID: ClassVar[str] = "policy "
 
 
 # Host times move between processes far more than GPU times (Liger's norm ops: up to 50 %), so
 # a host verdict gets its own, wider bounds on the same shape of policy
 HOST_POLICY = ABPolicy(floor=0.02, ceiling=0.25)
 
-
 # A case's own A/A spread counts from this many runs on; below, its tolerance is at least the
 # largest of the cases measured that often (source POOLED): one run's ratio says little of the next
 MIN_NOISE_RUNS = 3
-
 
 POOLED = "pooled"
 
@@ -93,10 +70,7 @@ class NoiseRow:
 
 
 @dataclass(frozen=True)
-class Noise:
-    path: Path
-    gpu: Mapping[str, Any]
-    provenance: Mapping[str, Any]
+class Noise(GpuFile):
     policy: ABPolicy
     rows: Mapping[str, NoiseRow]
 
@@ -114,12 +88,9 @@ def pair_of(run: Run, key: str) -> tuple[Row, Row] | None:
 
 
 def aligned_pair(run: Run, head: Row, base: Row) -> tuple[np.ndarray, np.ndarray]:
-    """The head's and the base's samples of every round both were timed in (an A/B budget times
-    some base rows in fewer rounds: Row.timed_in, tilegate.harness.budget); InputError when they
-    share none or, with no round ranges, the counts differ."""
+    """The head's and base's samples of the rounds both were timed in (Row.timed_in: an A/B
+    budget's shorter rows); InputError when they share none or their counts differ."""
     if head.timed_in is not None or base.timed_in is not None:
-        from tilegate.judge.rounds import aligned
-
         h, b = aligned(head.samples_s, head.timed_in, base.samples_s, base.timed_in)
         if not h:
             raise InputError(
@@ -165,8 +136,7 @@ def on_host(head: Row, base: Row) -> tuple[Row, Row] | None:
 
 
 def _aa_ratios(runs: Sequence[Run]) -> dict[str, list[float]]:
-    """Each case's A/A paired ratio per run (its host time's under `<case>#host`); InputError
-    for anything that is not A/A."""
+    """Each case's A/A ratio per run (its host time's: `<case>#host`); InputError unless A/A."""
     if not runs:
         raise InputError("ab-noise needs A/A results files (`tilegate perf --ab HEAD`)")
     slugs = {r.env.gpu.slug for r in runs}
@@ -185,23 +155,20 @@ def _aa_ratios(runs: Sequence[Run]) -> dict[str, list[float]]:
             raise InputError(f"results {run.path} is not an A/B run (no base rows)")
         if run.env.injected:
             raise InputError(f"results {run.path} ran with TEST-ONLY injections: not A/A")
-        budgeted = sorted(
-            k
-            for k, b in run.base_rows.items()
-            if k in run.rows
-            and b.timed_in is not None
-            and len(b.samples_s) < len(run.rows[k].samples_s)
-        )
+        rows, bases = run.rows, run.base_rows
+        short = [
+            k for k, b in bases.items() if k in rows and len(b.samples_s) < len(rows[k].samples_s)
+        ]
+        budgeted = sorted(k for k in short if bases[k].timed_in is not None)
         if budgeted:
             raise InputError(
                 f"results {run.path} timed the base side of {listing(budgeted)} in fewer rounds "
                 "(the A/B budget): A/A calibration needs both sides every round; measure with "
                 "--perf-ab-full (`tilegate ab-noise --measure N` does)"
             )
+        rows = run.rows
         changed = [
-            k
-            for k, base in run.base_rows.items()
-            if k in run.rows and run.rows[k].code_hash != base.code_hash
+            k for k, b in run.base_rows.items() if k in rows and rows[k].code_hash != b.code_hash
         ]
         if changed:
             raise InputError(
@@ -234,25 +201,21 @@ def _noise_rows(per_key: Mapping[str, list[float]], policy: ABPolicy) -> dict[st
     # A case seen in fewer than MIN_NOISE_RUNS runs (a default-profile case beside quick runs)
     # has a spread that says too little: it gets at least the largest tolerance of the cases
     # that were seen often enough, or the ceiling when none was.
+    often = [
+        (k.endswith(HOST), t.value) for k, t in own.items() if len(per_key[k]) >= MIN_NOISE_RUNS
+    ]
     pooled = {
         host: max(
-            (
-                t.value
-                for key, t in own.items()
-                if len(per_key[key]) >= MIN_NOISE_RUNS and key.endswith(HOST) == host
-            ),
-            default=(HOST_POLICY if host else policy).ceiling,
+            (v for h, v in often if h == host), default=(HOST_POLICY if host else policy).ceiling
         )
         for host in (False, True)
     }
     rows = {}
     for key, ratios in sorted(per_key.items()):
         spread, tol, least = max(abs(r - 1.0) for r in ratios), own[key], pooled[key.endswith(HOST)]
-        value, source = (
-            (least, POOLED)
-            if len(ratios) < MIN_NOISE_RUNS and tol.value < least
-            else (tol.value, tol.bound)
-        )
+        value, source = tol.value, tol.bound
+        if len(ratios) < MIN_NOISE_RUNS and tol.value < least:
+            value, source = least, POOLED
         rows[key] = NoiseRow(key, tuple(ratios), spread, value, source, noise_of[key])
     return rows
 
@@ -261,48 +224,29 @@ def build_noise(runs: Sequence[Run], out: Path, policy: ABPolicy = ABPolicy()) -
     """The noise file from A/A runs (REF = HEAD); InputError for anything that is not A/A."""
     rows = _noise_rows(_aa_ratios(runs), policy)
     env = runs[0].env
-    provenance = {
-        "tool": f"tilegate {__version__}",
-        "software": dict(env.software),
-        "driver": env.gpu.driver,
-        "cuda": env.gpu.cuda,
-        "profiles": sorted({r.env.profile for r in runs}),
-        "runs": [
-            {"file": r.path.name, "datetime": r.env.datetime, "commit": r.env.commit} for r in runs
-        ],
-    }
-    gpu = {
-        "name": env.gpu.name,
-        "slug": env.gpu.slug,
-        "sm_count": env.gpu.sm_count,
-        "capability": list(env.gpu.capability) if env.gpu.capability else None,
-    }
-    return Noise(out, MappingProxyType(gpu), MappingProxyType(provenance), policy, rows)
+    provenance = provenance_of(runs)
+    return Noise(
+        out, MappingProxyType(gpu_json(env.gpu)), MappingProxyType(provenance), policy, rows
+    )
 
 
 def noise_json(noise: Noise) -> dict[str, Any]:
     """The noise file's JSON (tilegate.store.files writes it)."""
-    return {
-        "schema": NOISE_SCHEMA,
-        "gpu": dict(noise.gpu),
-        "provenance": dict(noise.provenance),
-        "policy": noise.policy.as_json(),
-        "rows": {
-            k: {
-                "run_ratios": [round(r, 5) for r in row.run_ratios],
-                "spread": round(row.spread, 5),
-                "noise": round(row.noise, 5),
-                "tolerance": round(row.tolerance, 4),
-                "source": row.source,
-            }
-            for k, row in noise.rows.items()
-        },
+    rows = {
+        k: {
+            "run_ratios": [round(r, 5) for r in row.run_ratios],
+            "spread": round(row.spread, 5),
+            "noise": round(row.noise, 5),
+            "tolerance": round(row.tolerance, 4),
+            "source": row.source,
+        }
+        for k, row in noise.rows.items()
     }
+    return noise.json_of(("schema", NOISE_SCHEMA), policy=noise.policy.as_json(), rows=rows)
 
 
 def parse_noise(data: Any, path: Path) -> Noise:
-    """Validate a noise file's JSON (read by tilegate.store.files); InputError naming the file
-    (and row) on any problem."""
+    """Validate a noise file's JSON; InputError naming the file (and row) on any problem."""
     where = f"A/B noise file {path}"
     if not isinstance(data, dict) or data.get("schema") != NOISE_SCHEMA:
         raise InputError(
@@ -331,14 +275,9 @@ def parse_noise(data: Any, path: Path) -> Noise:
                 f"{where}, row {key}: needs run_ratios, spread, a tolerance in (0, 1) and a "
                 "finite noise; re-record it with `tilegate ab-noise --measure 4`"
             )
-        rows[key] = NoiseRow(
-            key,
-            tuple(float(r) for r in raw["run_ratios"]),
-            float(raw["spread"]),
-            float(raw["tolerance"]),
-            str(raw.get("source", "")),
-            float(raw["noise"]),
-        )
+        ratios, source = tuple(map(float, raw["run_ratios"])), str(raw.get("source", ""))
+        spread, tolerance, noise = (float(raw[k]) for k in ("spread", "tolerance", "noise"))
+        rows[key] = NoiseRow(key, ratios, spread, tolerance, source, noise)
     raw_prov = data.get("provenance")
     provenance: dict[str, Any] = raw_prov if isinstance(raw_prov, dict) else {}
     if not isinstance(provenance.get("runs") or [], list):

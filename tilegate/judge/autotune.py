@@ -1,21 +1,17 @@
 """Autotuner picks as explanations (plain data in, words out; no torch, no Triton).
 
-A row's `autotune` (extra_info.tilegate.autotune, tilegate.harness.autotune) lists each pick its
-call used: the kernel, the key it was picked for, the config (kwargs, num_warps, num_stages,
-num_ctas, maxnreg), the size and digest of the config space, and how it was chosen. The identity
-of a case is its source and config space, so:
-
-* two sides with the same identity and another pick: a TUNER FLIP (the pull request did not
-  change what the tuner chooses from; its time difference is the pick's): never blamed on the
-  change, re-timed on one config where the engine can (`retime_config`);
-* another identity and another pick: a CODE CHANGE whose pick is part of the change;
-* one side whose processes picked differently (a confirmation, a rebaseline's runs): UNSTABLE
-  with the picks named, never SLOWER.
+A row's `autotune` (tilegate.harness.autotune) lists each pick its call used: the kernel, the key,
+the config (kwargs, num_warps, num_stages, num_ctas, maxnreg), the size and digest of the config
+space, how it was chosen. A case's identity is its source and config space, so the same identity
+with another pick is a TUNER FLIP (never blamed; re-timed on one config, `retime_config`),
+another identity and another pick a CODE CHANGE, and one side whose processes picked differently
+UNSTABLE (tilegate.judge.abcase).
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -73,10 +69,9 @@ def _key_change(base: Mapping[str, Any], head: Mapping[str, Any]) -> str:
 
 
 def changes(base: Picks | None, head: Picks | None) -> list[str]:
-    """Per tuned kernel (and key) whose pick differs: `kernel: BK=64 -> BK=32`; a kernel tuned
-    on one side only: `kernel: tuned in the head only`. A kernel tuned once on each side for
-    keys of another shape (the head's key adds K and V: fla-core 0.5.2 -> 0.6.0) is one kernel:
-    `kernel: BK=32 -> BK=64 (its key: + K, V)`, nothing when it picked the same."""
+    """Per tuned kernel (and key) whose pick differs, `kernel: BK=64 -> BK=32`, or `kernel: tuned
+    in the head only`; one tuned once a side for keys of another shape (fla-core 0.5.2 -> 0.6.0)
+    is one kernel: `kernel: BK=32 -> BK=64 (its key: + K, V)`."""
     b, h = _table(base), _table(head)
     only_b = [k for k in b if k not in h]
     only_h = [k for k in h if k not in b]
@@ -89,24 +84,14 @@ def changes(base: Picks | None, head: Picks | None) -> list[str]:
         and sum(k[0] == kb[0] for k in only_h) == 1
     }
     out = []
-    for k in dict.fromkeys([*b, *h]):
-        kernel = k[0]
-        if k in rekeyed:
-            kh = rekeyed[k]
-            if _flat(b[k]["config"]) != _flat(h[kh]["config"]):
-                change = config_change(b[k]["config"], h[kh]["config"])
-                out.append(
-                    f"{kernel}: {change} ({_key_change(b[k], h[kh])})" + _space_change(b[k], h[kh])
-                )
-        elif k in rekeyed.values():
-            continue
-        elif k not in b or k not in h:
-            out.append(f"{kernel}: tuned in the {'head' if k in h else 'base'} only")
-        elif _flat(b[k]["config"]) != _flat(h[k]["config"]):
-            out.append(
-                f"{kernel}: {config_change(b[k]['config'], h[k]['config'])}"
-                + _space_change(b[k], h[k])
-            )
+    for k in (k for k in dict.fromkeys([*b, *h]) if k not in rekeyed.values()):
+        kh = rekeyed.get(k, k)
+        if k not in b or kh not in h:
+            out.append(f"{k[0]}: tuned in the {'head' if k in h else 'base'} only")
+        elif _flat(b[k]["config"]) != _flat(h[kh]["config"]):
+            key = f" ({_key_change(b[k], h[kh])})" if kh != k else ""
+            change = config_change(b[k]["config"], h[kh]["config"])
+            out.append(f"{k[0]}: {change}{key}" + _space_change(b[k], h[kh]))
     return out
 
 
@@ -160,12 +145,10 @@ def retime_config(
 def unstable(picks_per_process: Sequence[Picks | None]) -> str | None:
     """Where one side's processes picked differently: `kernel: BK=64 (2 runs), BK=32 (1 run)`
     per kernel and key; None when every process picked the same."""
-    seen: dict[tuple[str, str], dict[str, int]] = {}
+    seen: dict[tuple[str, str], Counter[str]] = {}
     for picks in picks_per_process:
         for k, p in _table(picks).items():
-            text = config_text(p["config"])
-            seen.setdefault(k, {})
-            seen[k][text] = seen[k].get(text, 0) + 1
+            seen.setdefault(k, Counter())[config_text(p["config"])] += 1
     split = [
         f"{k[0]}: " + ", ".join(f"{t} ({n} run{'s' if n > 1 else ''})" for t, n in configs.items())
         for k, configs in seen.items()
@@ -183,9 +166,9 @@ def retuned(picks: Picks | None) -> list[str]:
 def per_run(picks_per_process: Sequence[Picks | None]) -> tuple[str, ...]:
     """Each distinct pick of a row's runs, `kernel: BK=64, num_warps=4 (3 runs)` (a baseline
     row's `autotune`)."""
-    seen: dict[str, int] = {}
-    for picks in picks_per_process:
-        for k, p in _table(picks).items():
-            text = f"{k[0]}: {config_text(p['config'])}"
-            seen[text] = seen.get(text, 0) + 1
+    seen = Counter(
+        f"{k[0]}: {config_text(p['config'])}"
+        for picks in picks_per_process
+        for k, p in _table(picks).items()
+    )
     return tuple(f"{t} ({n} run{'s' if n > 1 else ''})" for t, n in seen.items())

@@ -1,54 +1,8 @@
 """Baselines: one reviewed JSON file per GPU model, built from repeated runs, never overwritten silently.
 
-File: ``baselines/<gpu-slug>.json`` (the slug is ``machine_info.tilegate.gpu.slug``). Written by
-`tilegate rebaseline` with sorted keys, 2-space indent and number lists on one line, so that a
-rebaseline reads as a reviewable diff. Schema version 1::
-
-    {
-      "schema_version": 1,
-      "gpu": {"name": "NVIDIA H200", "slug": "nvidia-h200", "sm_count": 132,
-              "capability": [9, 0], "memory_gib": 139.8},
-      "provenance": {                      # the environment of the latest rebaseline
-        "created": "<latest run's datetime>", "tool": "tilegate 0.1.0",
-        "mode": "gpu", "profiles": ["quick"], "harness_version": "0.1.0",
-        "driver": "...", "cuda": "13.0", "software": {"torch": "...", "triton": "...", "python": "..."},
-        "M": 16384, "N": 16384, "rounds": 40, "timer": "cuda-event", "l2_flush": true,
-        "runs": [{"file": "rebaseline-1.json", "datetime": "...", "commit": "...", "dirty": false,
-                  "profile": "quick", "throttled": false}],
-        "tolerances_file": "baselines/tolerances.toml"
-      },
-      "policy": {"multiple": 3.0, "floor": 0.04, "ceiling": 0.08, "alpha": 0.01, ...},
-      "rows": {
-        "<case id>": {
-          "variant": "xtile_persistent", "group": "fp16-nt-K128",
-          "params": {"dtype": "fp16", "layout": "nt", "K": 128, "M": 16384, "N": 16384},
-                                          # (files before "params": the five of them flat)
-          "median_s": 0.0003105,          # median of the per-run medians
-          "run_medians_s": [...],         # one per rebaseline run
-          "drift": 0.0061,                # spread of the run medians on a 3-run range scale
-          "drift_source": "3 runs",       # or "1 run (95% CI of the median)"
-          "tolerance": 0.04,              # the row's allowed relative slowdown
-          "tolerance_source": "floor",    # noise | floor | ceiling, or "override [variant=...]: <reason>"
-          "too_noisy": false,             # needed more than the ceiling
-          "samples_s": [...],             # quantile summary of the pooled rounds (Mann-Whitney)
-          "n_samples": 120,               # how many rounds that summary stands for
-          "twin": "swizzle_persistent", "ratio_to_twin": 0.7254, "ratio_to_twin_runs": [...],
-          "tflops": 226.7,
-          "ratio_to_reference": 1.234,    # same-run ratio to the reference row (median over runs)
-          "code_hash": "sha256:...",      # the compiled code measured (absent: not known)
-          "memory": {"peak_bytes": 67108864, "held_bytes": 33554432, "repeats": true,
-                     "tolerance": "0"},   # peak GPU memory of one call (tilegate.judge.memory)
-          "measured": {"date": "...", "commit": "...", "triton": "...", "torch": "..."}
-        }
-      },
-      "expectations": [                    # relations between variants, checked on same-run ratios
-        {"id": "xtile_persistent-beats-swizzle_persistent-fp16-nt",
-         "faster": "xtile_persistent", "than": "swizzle_persistent",
-         "dtype": "fp16", "layout": "nt",  # where: any other key is a parameter it holds at
-         "checks": [{"K": 128, "max_ratio": 0.762, "measured": [0.7245, 0.7254, 0.7261]}, ...]}
-      ]                                    # a check's one other key: the axis it runs along
-    }
-
+File: ``baselines/<gpu-slug>.json`` (the slug is ``machine_info.tilegate.gpu.slug``), schema
+version 1 (docs/architecture.md, "Baselines", shows it). Written by `tilegate rebaseline` with
+sorted keys, 2-space indent and number lists on one line: a rebaseline is a reviewable diff.
 This module is the model and its JSON; `tilegate.judge.rebaselining` builds one from runs,
 `tilegate.judge.policy` holds the policy that derives each row's tolerance.
 """
@@ -68,7 +22,7 @@ from tilegate.fileio import is_finite_number, is_finite_positive
 from tilegate.judge.memory import Memory
 from tilegate.judge.memory import parse as parse_memory
 from tilegate.judge.policy import Policy
-from tilegate.judge.results import SMOKE_SLUG
+from tilegate.judge.results import SMOKE_SLUG, GpuFile
 
 SCHEMA_VERSION = 1
 DEFAULT_DIR = Path("baselines")
@@ -116,14 +70,11 @@ class BaselineRow:
     ratio_to_twin: float | None = None
     ratio_to_twin_runs: tuple[float, ...] = ()
     tflops: float | None = None
-    # same-run ratio to the reference row (cuBLAS), median over the rebaseline runs: what lets
-    # the gate tell a row's own change from a shift of the whole machine (docs/gate.md)
+    # what tells a row's own change from a shift of the whole machine (judge.shift)
     ratio_to_reference: float | None = None
-    code_hash: str | None = None  # the compiled code measured (tilegate.harness.identity)
-    # the autotuner picks of its runs, `kernel: BK=64, num_warps=4 (3 runs)`, each distinct
-    # pick once (tilegate.judge.autotune): more than one per kernel where the runs picked apart
+    code_hash: str | None = None
+    # each distinct pick of its runs, `kernel: BK=64, num_warps=4 (3 runs)` (judge.autotune)
     autotune: tuple[str, ...] = ()
-    # peak GPU memory of one call and its tolerance (tilegate.judge.memory): "memory" in the JSON
     memory: Memory | None = None
 
 
@@ -155,17 +106,10 @@ class Expectation:
 
 
 @dataclass(frozen=True)
-class Baseline:
-    path: Path
-    gpu: Mapping[str, Any]
-    provenance: Mapping[str, Any]
+class Baseline(GpuFile):
     policy: Policy
     rows: Mapping[str, BaselineRow]
     expectations: tuple[Expectation, ...]
-
-    @property
-    def slug(self) -> str:
-        return str(self.gpu["slug"])
 
     @property
     def mode(self) -> str:
@@ -174,9 +118,6 @@ class Baseline:
 
 def expectation_id(faster: str, than: str, where: Mapping[str, Any]) -> str:
     return "-".join([f"{faster}-beats-{than}", *(str(v) for v in where.values())])
-
-
-# --- JSON in and out -------------------------------------------------------------------------
 
 
 def _sig(x: float, digits: int = 6) -> float:
@@ -222,13 +163,11 @@ def _row_json(row: BaselineRow) -> dict[str, Any]:
 
 
 def to_json(b: Baseline) -> dict[str, Any]:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "gpu": dict(b.gpu),
-        "provenance": dict(b.provenance),
-        "policy": b.policy.as_json(),
-        "rows": {key: _row_json(row) for key, row in b.rows.items()},
-        "expectations": [
+    return b.json_of(
+        ("schema_version", SCHEMA_VERSION),
+        policy=b.policy.as_json(),
+        rows={key: _row_json(row) for key, row in b.rows.items()},
+        expectations=[
             {
                 "id": e.id,
                 "faster": e.faster,
@@ -245,7 +184,7 @@ def to_json(b: Baseline) -> dict[str, Any]:
             }
             for e in sorted(b.expectations, key=lambda e: e.id)
         ],
-    }
+    )
 
 
 def _need(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -280,18 +219,10 @@ def _parse_row(key: str, raw: Any, where_file: str) -> BaselineRow:
     measured: dict[str, Any] = raw["measured"] if isinstance(raw.get("measured"), dict) else {}
     params = raw.get("params")
     if params is None:  # written before "params": the matmul benchmark's, flat
-        params = {
-            "dtype": _need(raw, "dtype", str, where),
-            "layout": _need(raw, "layout", str, where),
-            "M": _need(raw, "M", int, where),
-            "N": _need(raw, "N", int, where),
-            "K": _need(raw, "K", int, where),
-        }
-    if (
-        not isinstance(params, dict)
-        or not params
-        or not all(isinstance(v, (str, int, float)) for v in params.values())
-    ):
+        kinds = {"dtype": str, "layout": str, "M": int, "N": int, "K": int}
+        params = {k: _need(raw, k, kind, where) for k, kind in kinds.items()}
+    ok = isinstance(params, dict) and all(isinstance(v, (str, int, float)) for v in params.values())
+    if not ok or not params:
         raise InputError(f"{where}: params must map each parameter to a string or number")
     group = raw.get("group")
     if group is None and "params" not in raw:
@@ -380,13 +311,7 @@ def _parse_expectation(i: int, raw: Any, where_file: str) -> Expectation:
                 f"{where}, check {axis}={c[axis]}: measured must be a list of the positive ratios "
                 f"measured at rebaseline, got {measured!r}"
             )
-        checks.append(
-            Bound(
-                value=c[axis],
-                max_ratio=float(c["max_ratio"]),
-                measured=tuple(float(m) for m in measured),
-            )
-        )
+        checks.append(Bound(c[axis], float(c["max_ratio"]), tuple(map(float, measured))))
     if len(axes) > 1:
         raise InputError(f"{where}: its checks run along several axes {sorted(axes)}; one only")
     kinds = {isinstance(b.value, str) for b in checks}
@@ -442,13 +367,10 @@ def _check_provenance(prov: Mapping[str, Any], where: str) -> None:
 
 
 def parse_baseline(data: Any, p: Path) -> Baseline:
-    """Validate a baseline's JSON (read by tilegate.store.files); every problem is an
-    InputError naming the file (and row)."""
+    """Validate a baseline's JSON; InputError naming the file (and row) on any problem."""
     where = f"baseline {p}"
-    remedy = (
-        f"restore it from git (`git checkout -- {p}`) or record a new one with `tilegate rebaseline --measure 3` "
-        "on that GPU"
-    )
+    remedy = f"restore it from git (`git checkout -- {p}`) or record a new one with "
+    remedy += "`tilegate rebaseline --measure 3` on that GPU"
     if not isinstance(data, dict):
         kind = "a JSON array" if isinstance(data, list) else f"a JSON {type(data).__name__}"
         raise InputError(
@@ -474,11 +396,5 @@ def parse_baseline(data: Any, p: Path) -> Baseline:
         _parse_expectation(i, e, where)
         for i, e in enumerate(_need(data, "expectations", list, where))
     )
-    return Baseline(
-        path=p,
-        gpu=MappingProxyType(dict(gpu)),
-        provenance=MappingProxyType(dict(provenance)),
-        policy=policy,
-        rows=MappingProxyType(rows),
-        expectations=exps,
-    )
+    recorded = (MappingProxyType(dict(gpu)), MappingProxyType(dict(provenance)))
+    return Baseline(p, *recorded, policy=policy, rows=MappingProxyType(rows), expectations=exps)

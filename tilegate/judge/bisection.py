@@ -1,12 +1,9 @@
-"""Bisect's decisions, pure: a step's answer from its interval, and the search over identity groups.
-
-`tilegate bisect` (tilegate.run.culprit) times the first commit of each identity group (a run of
-commits whose cases compile to the same code: they cannot differ in speed) against GOOD in paired
-rounds. Per case, from the interval of the median per-round ratio (judge.abcase), never a median:
-DIFFERENT when it lies beyond the tolerance on the side the range moved (GOOD vs BAD), SAME within
-+-tolerance, UNKNOWN otherwise: measured again with twice the rounds up to a cap (`attempts`), then
-its median decides the side (`settle`) and the bisect is ambiguous. A group's state is which cases
-moved; a change lies between known groups of different states, halved until they are adjacent.
+"""Bisect's decisions, pure (docs/bisect.md): a step's answer from its interval, and the search
+over identity groups. Per case, from the interval of the median per-round ratio against GOOD:
+DIFFERENT beyond the tolerance on the side the range moved, SAME within, UNKNOWN otherwise
+(measured again with twice the rounds up to a cap, `attempts`; then its median decides, `settle`,
+and the bisect is ambiguous). A change lies between known groups of different states (which
+cases moved), halved until they are adjacent.
 """
 
 from __future__ import annotations
@@ -46,9 +43,7 @@ def settle(ratio: float, tolerance: float) -> bool:
 
 
 @dataclass(frozen=True)
-class Read:
-    """One case read in one attempt of a step."""
-
+class Read:  # one case read in one attempt of a step
     key: str
     ratio: float
     ci: tuple[float, float]

@@ -1,28 +1,15 @@
 """What the confirmation re-measures: only what a second run could still decide otherwise.
 
-`tilegate perf` measures, judges, and then measures the suspects again before accusing them
-(tilegate.run.loop). In A/B mode (a pull request against its base) the rule is here, as plain
-functions of the verdicts, so that it is tested on recorded results (tests/test_confirm.py):
-
-* the suspects: A/B cases SLOWER, AMBIGUOUS or UNSTABLE, and the stored-baseline rows that could
-  fail (REGRESSED or UNSURE, their code changed by the pull request) with both rows of a broken
-  expectation (`Comparison.suspects`);
-* beyond doubt, not re-measured (`beyond_doubt`): an A/B SLOWER case whose whole 99 % interval
-  lies beyond BEYOND_DOUBT_TOLERANCES x its tolerance (the tolerance plus a margin of one more
-  tolerance), with a one-sided Wilcoxon p below BEYOND_DOUBT_P, decided on its interval (not by
-  its median at the round cap), with a known code change and a tolerance calibrated by A/A
-  noise. docs/measuring.md, "The confirmation", gives the A/A arithmetic;
-* settled: when one case is beyond doubt, nothing is re-measured: the run fails on it (exit 1)
-  whatever a second run would say of the other suspects, which then stand on the first run
-  (the report says "in one run (not re-measured: the run fails on the cases beyond doubt)");
-* what is timed (`confirmation_cases`): each remaining A/B suspect with its base partner
-  (`<case>`, `<case>@base`: the pair's per-round ratio is the verdict), each remaining stored
-  suspect alone, plus the reference row of its group where its verdict needs the ratio to the
-  reference (a slowdown of a row whose code did not change, or not known to, is SHIFTED or not
-  by that ratio, tilegate.judge.verdict). Not their whole groups, not the other variants.
-
-Stored-baseline mode (no A/B) keeps re-timing whole groups (`--perf-groups-of`): its verdicts
-read ratios to the reference and to twins inside a group.
+`tilegate perf` measures, judges, and measures the suspects again before accusing them
+(tilegate.run.loop); in A/B mode the rule is here, plain functions of the verdicts tested on
+recorded results (tests/test_confirm.py; the rule and its A/A arithmetic: docs/measuring.md,
+"The confirmation"). The suspects (A/B SLOWER, AMBIGUOUS or UNSTABLE cases; stored REGRESSED or
+UNSURE rows the pull request can be blamed for, and both rows of a broken expectation) are timed
+each with its base partner (`<case>@base`), a stored one with the reference row of its group
+where its verdict needs the ratio to the reference (SHIFTED or not, tilegate.judge.shift); not
+their groups. When an A/B SLOWER case is beyond doubt (`beyond_doubt`) nothing is re-measured:
+the run fails on it, and the other suspects stand on the first run. Stored-baseline mode keeps
+re-timing whole groups (`--perf-groups-of`): its verdicts read ratios inside a group.
 """
 
 from __future__ import annotations
@@ -77,25 +64,14 @@ def confirmation_cases(ab: ABComparison, cmp: Comparison | None = None) -> Confi
     decided = [c.key for c in ab.cases if beyond_doubt(c)]
     if decided:  # the run fails on them whatever a second run says of any other case
         return Confirmation((), tuple(decided))
-    out: list[str] = []
-    for key in ab.suspects():
-        if key not in decided:
-            out += [key, f"{key}{BASE_SUFFIX}"]
+    out = [k for key in ab.suspects() for k in (key, f"{key}{BASE_SUFFIX}")]
     if cmp is not None:
-        rows = {r.key: r for r in cmp.rows}
-        reference = ab.run.reference
-        for key in cmp.suspects(ab.not_blamed):
-            if key in decided or key not in ab.run.rows:
-                continue
+        rows, reference = {r.key: r for r in cmp.rows}, ab.run.reference
+        for key in (k for k in cmp.suspects(ab.not_blamed) if k in ab.run.rows):
             out.append(key)
             v = rows.get(key)
-            needs_ref = (
-                v is not None
-                and v.verdict in (Verdict.REGRESSED, Verdict.UNSURE)
-                and v.code_changed is not True
-            )
-            if needs_ref and reference is not None:
+            could_fail = v is not None and v.verdict in (Verdict.REGRESSED, Verdict.UNSURE)
+            if could_fail and v is not None and v.code_changed is not True and reference:
                 ref = ab.run.find(reference, ab.run.rows[key].group)
-                if ref is not None:
-                    out.append(ref.key)
+                out += [ref.key] if ref is not None else []
     return Confirmation(tuple(dict.fromkeys(out)), tuple(decided))

@@ -1,18 +1,13 @@
 """Coverage: did the run measure every case and check every expectation it had to?
 
-What a run must measure is the protocol's (perf_tests/): in an A/B run the BASE's protocol,
-evaluated with the base's variants (a pull request cannot drop a case by editing what it is
-measured under), else the run's own. The plugin records it in machine_info.tilegate.coverage
-(tilegate.plugin): the expected cases with their parameters and the declared expectations, the
-run's own grid before narrowing, the cases a person left out (--perf-variants, --perf-axis,
---perf-set, --perf-groups-of) and each case skipped or failed with why.
-
-Every expected case, and every stored-baseline row of a grid point the profile has, must be in
-the results, else the run fails (exit 1, tilegate.judge.outcome), each case named with why:
-the variant is gone, an axis value is gone, a fixed parameter changed, it was skipped, it failed
-its correctness check. Likewise an expectation the protocol declares that the run no longer
-checks. A case left out on purpose by the command line is "not selected": reported, never a
-failure (perf.yml never narrows). Plain facts: the report renders them.
+What a run must measure is the protocol's (perf_tests/): in an A/B run the BASE's, evaluated with
+the base's variants (a pull request cannot drop a case by editing what it is measured under),
+else the run's own. The plugin records it in machine_info.tilegate.coverage: the expected cases
+and expectations, the run's grid before narrowing, the cases left out on purpose (--perf-variants,
+--perf-axis, --perf-set, --perf-groups-of) and each case skipped or failed with why. An expected
+case or stored-baseline row of the profile's grid not in the results, and a declared expectation
+not checked, fail the run (tilegate.judge.outcome), each named with why; a case left out by the
+command line is "not selected", never a failure (perf.yml never narrows).
 """
 
 from __future__ import annotations
@@ -20,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-NOT_SELECTED = "not selected"
 
 
 @dataclass(frozen=True)
@@ -52,24 +45,20 @@ class Coverage:
     @property
     def parts(self) -> list[str]:
         """The headline's words for what fails."""
-        out = []
-        if self.missing:
-            n = len(self.missing)
-            out.append(f"{n} case{'s' if n != 1 else ''} of the protocol not measured")
-        if self.expectations:
-            n = len(self.expectations)
-            out.append(f"{n} expectation{'s' if n != 1 else ''} of the protocol not checked")
-        return out
+        counts = (
+            (len(self.missing), "case", "measured"),
+            (len(self.expectations), "expectation", "checked"),
+        )
+        return [
+            f"{n} {what}{'s' if n != 1 else ''} of the protocol not {done}"
+            for n, what, done in counts
+            if n
+        ]
 
 
 def _expectation_key(e: Mapping[str, Any]) -> tuple[Any, ...]:
-    where = e.get("where") or {}
-    return (
-        e.get("faster"),
-        e.get("than"),
-        e.get("per"),
-        tuple(sorted((str(k), tuple(v)) for k, v in where.items())),
-    )
+    where = tuple(sorted((str(k), tuple(v)) for k, v in (e.get("where") or {}).items()))
+    return (e.get("faster"), e.get("than"), e.get("per"), where)
 
 
 def describe(e: Mapping[str, Any]) -> str:
@@ -107,14 +96,9 @@ def coverage(
     renamed: Mapping[str, Iterable[str]] | None = None,
     baseline: Mapping[str, tuple[str, str, Mapping[str, Any]]] | None = None,
 ) -> Coverage | None:
-    """The coverage of a run (None: its results record no coverage facts, an older tilegate's).
-
-    facts: machine_info.tilegate.coverage. measured: the case ids with a (correct) row.
-    checked: the expectations the run checked (machine_info.tilegate.expectations).
-    registry / renamed: the head's variant names and renames. baseline: the stored baseline's
-    rows, {key: (variant, group, params)}; those of a grid point the expected profile has
-    must be measured too.
-    """
+    """A run's coverage (None: no facts, an older tilegate's). `facts`: machine_info.tilegate.
+    coverage; `measured`: the case ids with a row; `checked`: the expectations checked; `registry`,
+    `renamed`: the head's; `baseline`: {key: (variant, group, params)}, required where expected."""
     if not isinstance(facts, Mapping) or not isinstance(facts.get("expected"), Mapping):
         return None
     expected = facts["expected"]
@@ -144,14 +128,10 @@ def coverage(
         k: (str(c.get("variant")), c.get("params") or {}) for k, c in cases.items()
     }
     for key, (variant, group, params) in (baseline or {}).items():
-        if group in groups and key not in required:
-            new = old_names.get(variant)
-            if new is not None:
-                key = f"{new}-{group}"
-                variant = new
-                if key in required:
-                    continue
-            required[key] = (variant, params)
+        new = old_names.get(variant)  # a renamed variant's row, under its new name
+        if group not in groups or key in required or (new and f"{new}-{group}" in required):
+            continue
+        required[f"{new}-{group}" if new else key] = (new or variant, params)
 
     missing: list[Missing] = []
     left_out: list[str] = []
@@ -194,19 +174,10 @@ def coverage(
 
 
 def of_run(run: Any, baseline: Any = None) -> Coverage | None:
-    """The coverage of a loaded results file (tilegate.judge.results.Run) against its baseline
-    (tilegate.judge.baseline.Baseline, or None)."""
+    """The coverage of a loaded results file (a Run) against its Baseline, or None."""
     env = run.env
-    rows = (
-        {k: (r.variant, r.group, dict(r.params)) for k, r in baseline.rows.items()}
-        if baseline is not None and getattr(baseline, "mode", env.mode) == env.mode
-        else None
-    )
-    return coverage(
-        env.coverage,
-        run.rows,
-        env.expectations,
-        registry=env.registry,
-        renamed=env.renamed,
-        baseline=rows,
-    )
+    rows = None
+    if baseline is not None and getattr(baseline, "mode", env.mode) == env.mode:
+        rows = {k: (r.variant, r.group, dict(r.params)) for k, r in baseline.rows.items()}
+    facts = (env.coverage, run.rows, env.expectations)
+    return coverage(*facts, registry=env.registry, renamed=env.renamed, baseline=rows)

@@ -2,18 +2,16 @@
 
 An expectation ("`tma_xtile_persistent` takes at most 0.70 of `tma_swizzle_persistent`'s time
 at fp16 nt K = 128") pairs two variants the benchmark declares (tilegate.declare.Expectation);
-its bounds, one per value of its axis, are baseline data. It is checked on the ratio measured in
-the same rounds of the same run, so runner drift can neither break nor fake it; it is broken
-when the ratio exceeds max_ratio in a majority of the runs (the first run and its
-confirmations). A pair is the two variants at one setting of the other axes, with their ratio
-per value now and at rebaseline, and the crossover: the first value where `faster` stops winning.
-Its words (Status: PASS, FAIL, NOT MEASURED) are tilegate.judge.vocabulary's.
+its bounds, one per value of its axis, are baseline data. Checked on the ratio of the same rounds
+of the same run, so runner drift can neither break nor fake it. A pair is the two variants at
+one setting of the other axes, their ratio per value now and at rebaseline, and the crossover:
+the first value where `faster` stops winning.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tilegate.judge import stats
@@ -48,27 +46,26 @@ class ExpectationResult:
         return (f"{e.faster}-{group}", f"{e.than}-{group}")
 
 
+def same_run_ratios(
+    runs: Sequence[Run], faster: str, than: str, at: Mapping[str, Any]
+) -> list[tuple[float, str]]:
+    """(faster / than, its group) in each run that measured both at `at`, in the runs' order."""
+    groups = [(run, run.group_of(at)) for run in runs]
+    got = [(run.ratio(faster, than, g), g) for run, g in groups if g is not None]
+    return [(r, g) for r, g in got if r is not None]
+
+
 def check_expectation(
     e: Expectation, value: Any, max_ratio: float, runs: Sequence[Run], baseline_ratio: float | None
 ) -> ExpectationResult:
     """Broken when the same-run ratio exceeds max_ratio in a majority of the runs."""
-    ratios = []
-    group = None
-    for run in runs:
-        g = run.group_of(e.at(value))
-        r = run.ratio(e.faster, e.than, g) if g is not None else None
-        if r is not None:
-            ratios.append(r)
-            group = group or g
-    if not ratios:
-        return ExpectationResult(
-            e,
-            value,
-            max_ratio,
-            Status.NOT_MEASURED,
-            baseline_ratio=baseline_ratio,
-            note="both rows needed in the same run",
-        )
+    found = same_run_ratios(runs, e.faster, e.than, e.at(value))
+    result = ExpectationResult(
+        e, value, max_ratio, Status.NOT_MEASURED, baseline_ratio=baseline_ratio
+    )
+    if not found:
+        return replace(result, note="both rows needed in the same run")
+    ratios = [r for r, _ in found]
     broken = stats.majority([r > max_ratio for r in ratios])
     ratio = stats.median(ratios)
     note = ""
@@ -80,16 +77,9 @@ def check_expectation(
         )
     elif any(r > max_ratio for r in ratios):
         note = f"broken in {sum(r > max_ratio for r in ratios)} of {len(ratios)} runs, not in most"
-    return ExpectationResult(
-        e,
-        value,
-        max_ratio,
-        Status.FAIL if broken else Status.PASS,
-        ratio,
-        tuple(ratios),
-        baseline_ratio,
-        note,
-        group,
+    status = Status.FAIL if broken else Status.PASS
+    return replace(
+        result, status=status, ratio=ratio, run_ratios=tuple(ratios), note=note, group=found[0][1]
     )
 
 
@@ -125,11 +115,6 @@ class Pair:
 CrossTilePair = Pair  # its name when the only pairs were cross-tile kernels and their twins
 
 
-def _allowed(params: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
-    """A declared expectation's `where`: each named parameter one of its values."""
-    return all(params.get(k) in tuple(v) for k, v in where.items())
-
-
 def relation_points(
     run: Run, faster: str, than: str, per: str, where: Mapping[str, Any]
 ) -> dict[tuple[tuple[str, Any], ...], dict[Any, str]]:
@@ -137,7 +122,9 @@ def relation_points(
     out: dict[tuple[tuple[str, Any], ...], dict[Any, str]] = {}
     others = run.series(per)
     for row in run.rows.values():
-        if row.variant != faster or per not in row.params or not _allowed(row.params, where):
+        # a declared expectation's `where`: each named parameter one of its values
+        allowed = all(row.params.get(k) in tuple(v) for k, v in where.items())
+        if row.variant != faster or per not in row.params or not allowed:
             continue
         if run.find(than, row.group) is None:
             continue
@@ -152,50 +139,30 @@ def crosstile_pairs(run: Run, baseline: Baseline | None) -> list[Pair]:
     for faster, than, per, where in run.relations():
         for setting, groups in sorted(relation_points(run, faster, than, per, where).items()):
             at = dict(setting)
-            now: dict[Any, float] = {}
-            ab_base: dict[Any, float] = {}
+            ratios = {
+                v: (run.ratio(faster, than, g), run.ratio(faster, than, g, side="base"))
+                for v, g in groups.items()
+            }
+            now = {v: r for v, (r, _) in ratios.items() if r is not None}
+            if not now:
+                continue
+            ab_base = {v: r for v, (_, r) in ratios.items() if r is not None}
+            base = {
+                b.params[per]: b.ratio_to_twin
+                for b in (baseline.rows.values() if baseline is not None else ())
+                if (b.variant, b.twin) == (faster, than)
+                and matches(b.params, at)
+                and b.ratio_to_twin
+                and per in b.params
+            }
+            medians: dict[Any, tuple[float | None, float | None]] = {}
             for value, group in groups.items():
-                ratio = run.ratio(faster, than, group)
-                if ratio is not None:
-                    now[value] = ratio
-                theirs = run.ratio(faster, than, group, side="base")
-                if theirs is not None:
-                    ab_base[value] = theirs
-            base: dict[Any, float] = {}
-            if baseline is not None:
-                for b in baseline.rows.values():
-                    if (
-                        b.variant == faster
-                        and b.twin == than
-                        and matches(b.params, at)
-                        and b.ratio_to_twin
-                        and per in b.params
-                    ):
-                        base[b.params[per]] = b.ratio_to_twin
-            if now:
-                medians: dict[Any, tuple[float | None, float | None]] = {}
-                for value, group in groups.items():
-                    slow, fast = run.find(than, group), run.find(faster, group)
-                    medians[value] = (
-                        slow.median_s if slow else None,
-                        fast.median_s if fast else None,
-                    )
-                top = max(now)
-                out.append(
-                    Pair(
-                        faster,
-                        than,
-                        at,
-                        per,
-                        tuple(sorted(now)),
-                        now,
-                        base,
-                        ab_base,
-                        medians,
-                        Pair.crossover(now),
-                        Pair.crossover({k: r for k, r in base.items() if k <= top}),
-                    )
-                )
+                slow, fast = run.find(than, group), run.find(faster, group)
+                medians[value] = (slow.median_s if slow else None, fast.median_s if fast else None)
+            top, values = max(now), tuple(sorted(now))
+            was = Pair.crossover({k: r for k, r in base.items() if k <= top})
+            pair = (faster, than, at, per, values, now, base, ab_base, medians)
+            out.append(Pair(*pair, Pair.crossover(now), was))
     order = {v: i for i, v in enumerate(run.variant_order)}
     out.sort(key=lambda p: (order.get(p.faster, 99), tuple(p.where.values())))
     return out

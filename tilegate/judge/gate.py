@@ -1,14 +1,11 @@
 """Judge one results file (and its re-measurements) against its GPU's baseline: the facts.
 
 `judge` takes the loaded inputs (tilegate.store.files reads them), compares (stored baseline,
-A/B) and applies the one exit rule (tilegate.judge.outcome); it returns a `Judgement`, plain
-data, and writes nothing. The Judgement holds everything a reader is told: the outcome and its
-exit code, the headline (the report's first line, the PR comment's, the job summary's and
-`tilegate explain`'s: the same words everywhere), the integrity, the coverage, the
-confirmations, the declared pairs and the cases to measure again. Every renderer renders it and
-decides nothing (tilegate.report). A problem it cannot judge is an InputError naming the file
-and what to do. tilegate.run.gate writes the report (tilegate.report.render renders it), the
-plots and the suspects, and turns an InputError into exit 2.
+A/B) and applies the one exit rule (tilegate.judge.outcome); it returns a `Judgement`, plain data
+holding everything a reader is told (the headline is the report's, the PR comment's, the job
+summary's and `tilegate explain`'s first line), and writes nothing. Every renderer renders it and
+decides nothing (tilegate.report); tilegate.run.gate writes the report, plots and suspects, and
+turns an InputError (naming the file and what to do) into exit 2.
 """
 
 from __future__ import annotations
@@ -29,15 +26,14 @@ from tilegate.judge.integrity import Integrity, check_baseline, check_noise
 from tilegate.judge.memory import MemoryCase, judge_memory
 from tilegate.judge.outcome import Outcome, headline, outcome
 from tilegate.judge.policy import Tolerances
-from tilegate.judge.results import Run, row_order
+from tilegate.judge.results import Run
 from tilegate.judge.verdict import Comparison, compare
 from tilegate.peaks import percent, row_of
 
 
 @dataclass(frozen=True)
 class Judgement:
-    """The facts of judging one run, everything a reader is told: the run, its comparisons, the
-    outcome (exit code), the headline, and what to say beside. Build one with `judgement`."""
+    """Everything a reader is told of one run, plain data; build one with `judgement`."""
 
     run: Run
     comparison: Comparison | None
@@ -50,16 +46,13 @@ class Judgement:
     notes: tuple[str, ...] = ()  # what the caller should tell the user beside the report
     coverage: Coverage | None = None  # what the protocol said to measure (judge.coverage)
     confirmations: tuple[Path, ...] = ()  # the re-measurements judged with the run
-    # the run's case ids in the order every table shows them (tilegate.judge.results.row_order)
-    order: tuple[str, ...] = ()
-    # the declared pairs the run measured, with their ratios now and at rebaseline
-    pairs: tuple[Pair, ...] = ()
+    order: tuple[str, ...] = ()  # the run's case ids in the order every table shows them
+    pairs: tuple[Pair, ...] = ()  # the declared pairs the run measured (judge.crosstile)
     memory: tuple[MemoryCase, ...] = ()  # each case's peak GPU memory judged (judge.memory)
     # each row's (fraction, bound) of the bound its declared work gives (tilegate.peaks)
     percent: Mapping[str, tuple[float, str]] = field(default_factory=dict)
     peaks: Mapping[str, float] | None = None  # the GPU's row of tilegate.peaks (None: unknown)
-    # the case ids to measure again, decided once (`_suspects`): suspects.txt, the report
-    suspects: tuple[str, ...] = ()
+    suspects: tuple[str, ...] = ()  # the case ids to measure again, decided once (`_suspects`)
 
     @property
     def code(self) -> int:
@@ -79,13 +72,9 @@ class Judgement:
     def verdicts(self) -> dict[str, str]:
         """Each judged case's verdict word (A/B cases first, then the stored-baseline rows the
         A/B does not judge): what `tilegate explain` prints for the run."""
-        out: dict[str, str] = {}
-        if self.ab is not None:
-            out.update({c.key: c.verdict.name for c in self.ab.cases})
-        if self.comparison is not None:
-            for r in self.comparison.rows:
-                out.setdefault(r.key, r.verdict.name)
-        return out
+        out = {c.key: c.verdict.name for c in self.ab.cases} if self.ab is not None else {}
+        rows = self.comparison.rows if self.comparison is not None else ()
+        return out | {r.key: r.verdict.name for r in rows if r.key not in out}
 
     def record(self) -> dict[str, Any]:
         """The judgement as JSON (`VERDICTS`, beside the report): what `tilegate explain` reads
@@ -112,11 +101,9 @@ def _headline(
     coverage: Coverage | None,
 ) -> str:
     """The run in one line, from its outcome: the word of its exit code and what failed."""
-    narrowed = (
-        f" (NARROWED by {', '.join(coverage.narrowed)}: not every case of the profile)"
-        if coverage is not None and coverage.narrowed
-        else ""
-    )
+    narrowed = ""
+    if coverage is not None and coverage.narrowed:
+        narrowed = f" (NARROWED by {', '.join(coverage.narrowed)}: not every case of the profile)"
     uncovered = coverage is not None and coverage.fails
     if cmp is None and ab is None and not uncovered and not result.integrity:
         return "tilegate: REPORT ONLY (no baseline, no verdict)" + narrowed
@@ -137,16 +124,13 @@ def _headline(
 
 
 def _suspects(result: Outcome, cmp: Comparison | None, ab: ABComparison | None) -> list[str]:
-    """The case ids to measure again: the A/B's, then the stored baseline's; none in a smoke
-    run (its timings set no verdict: there is nothing to confirm). In A/B mode a stored-baseline
-    slowdown of a case whose code is the base's, or that the A/B found no slower than the base,
-    is drift (tilegate.judge.outcome): a confirmation run would spend its rounds for nothing."""
+    """The case ids to measure again: the A/B's, then the stored baseline's less those a slowdown
+    cannot be blamed on (drift: nothing to confirm); none in a smoke run."""
     if result.smoke:
         return []
     cleared = ab.not_blamed if ab else frozenset()
-    return list(
-        dict.fromkeys([*(ab.suspects() if ab else []), *(cmp.suspects(cleared) if cmp else [])])
-    )
+    found = [*(ab.suspects() if ab else []), *(cmp.suspects(cleared) if cmp else [])]
+    return list(dict.fromkeys(found))
 
 
 def judgement(
@@ -161,8 +145,7 @@ def judgement(
     confirmations: Sequence[Path] = (),
     notes: Sequence[str] = (),
 ) -> Judgement:
-    """The Judgement of `run` from its comparisons: the outcome (tilegate.judge.outcome, with the
-    smoke rule for an interpreter run) and the headline, decided here once."""
+    """The Judgement of `run` from its comparisons: outcome and headline, decided here once."""
     failing = integrity.failing if integrity is not None else ()
     if ab is not None:  # which SLOWER cases a second run cannot overturn: decided here, once
         cases = tuple(replace(c, beyond_doubt=beyond_doubt(c)) for c in ab.cases)
@@ -170,10 +153,7 @@ def judgement(
     memory = judge_memory(run, cmp.baseline if cmp is not None else None)
     peaks = row_of(run.env)
     result = outcome(cmp, ab, failing, coverage, smoke=run.env.smoke, memory=memory)
-    axes, variants = run.env.axes, run.variant_order
-    order = sorted(
-        run.rows, key=lambda k: row_order(run.rows[k].params, run.rows[k].variant, axes, variants)
-    )
+    order = sorted(run.rows, key=lambda k: run.sort_key(run.rows[k]))
     return Judgement(
         run,
         cmp,
@@ -210,9 +190,8 @@ def judge(
     no_baseline: str | None = None,
     notes: Sequence[str] = (),
 ) -> Judgement:
-    """Judge `run` (and its re-measurements) against its stored baseline and, in an A/B run,
-    its base with the A/A `noise` (tilegate.store.files.judge_files reads them). Raises
-    InputError for what cannot be judged."""
+    """Judge `run` (and its re-measurements) against its stored baseline and, in an A/B run, its
+    base with the A/A `noise`; InputError for what cannot be judged."""
     ab: ABComparison | None = None
     if run.env.ab is not None:
         if noise is not None:

@@ -1,12 +1,10 @@
 """The host verdict of a two-process A/B over worker processes (tilegate.harness.hostworkers).
 
-Worker i of the head and of the base are a pair: one log-ratio log(head_i / base_i) each, the
-pairs of every run (the first, then its confirmations) pooled. Their mean, its Student t
-interval and a one-sided t-test (each number a median of many calls; a Wilcoxon test needs 7
-pairs to reach p < 0.01 at all) are decided as the GPU time is (tilegate.judge.abcase.judge_case)
-against the case's host tolerance; the note names the functions that grew per call, base to
-head (their profiles). A call that waits on the GPU inside (`syncs_inside`) is not judged here:
-its "host" time is its wall time (`waits_inside`).
+Worker i of the head and of the base are a pair: one log(head_i / base_i) each, every run's
+pooled; their mean, its Student t interval and a one-sided t-test (a Wilcoxon test needs 7 pairs
+to reach p < 0.01 at all) are decided as the GPU time is, against the host tolerance; the note
+names the functions that grew per call. A call that waits on the GPU inside (`syncs_inside`) is
+not judged here: its "host" time is its wall time (`waits_inside`).
 """
 
 from __future__ import annotations
@@ -37,8 +35,7 @@ def judge(
     tolerance_source: str,
     policy: ABPolicy,
 ) -> ABCase | None:
-    """The host verdict over process pairs (module doc); None where no run has them, or a side
-    waits on the GPU inside its call."""
+    """The host verdict over process pairs; None without them or where a call waits inside."""
     from tilegate.judge.abcase import ABCase
 
     got = [
@@ -55,22 +52,9 @@ def judge(
     log_mean, log_lo, log_hi, p_slower, p_faster = stats.mean_t_test(logs, policy.confidence)
     mean, lo, hi = math.exp(log_mean), math.exp(log_lo), math.exp(log_hi)
     run_ratios = tuple(math.exp(float(np.mean(r))) for r in per_run)
-    if (
-        lo - 1 > tolerance
-        and p_slower < policy.alpha
-        and stats.majority([r - 1 > tolerance for r in run_ratios])
-    ):
-        verdict = ABVerdict.SLOWER
-    elif (
-        hi - 1 < -tolerance
-        and p_faster < policy.alpha
-        and stats.majority([r - 1 < -tolerance for r in run_ratios])
-    ):
-        verdict = ABVerdict.FASTER
-    elif lo - 1 >= -tolerance and hi - 1 <= tolerance:
-        verdict = ABVerdict.SAME
-    else:
-        verdict = ABVerdict.AMBIGUOUS
+    verdict = stats.interval_verdict(
+        (lo, hi), tolerance, (p_slower, p_faster), run_ratios, policy.alpha
+    )
     _, head, base = pairs[0]
     note = (
         f"host time over {len(logs)} process pairs (fresh workers, alternated): "
@@ -104,10 +88,8 @@ def grew(
 ) -> list[tuple[str, float]]:
     """The functions whose cumulative seconds per call grew most from the base's profile to the
     head's (a function only the head calls grew from 0), the largest first."""
-    if not base or not head:
-        return []
     before = dict(base)
-    up = [(name, s - before.get(name, 0.0)) for name, s in head]
+    up = [(name, s - before.get(name, 0.0)) for name, s in head] if base else []
     return sorted((u for u in up if u[1] > 0), key=lambda u: -u[1])[:GREW_SHOWN]
 
 

@@ -1,22 +1,14 @@
 """Who may change the judge: a pull request's edits to baselines/, judged against the base's.
 
-In a pull request the gate reads baselines/ (stored baselines, tolerances.toml, the A/B noise
-files, the compile fingerprints) from the base commit, and this module diffs the pull request's
-own baselines/ against it (`diff_file`; tilegate.store.files reads them). Every change that lets slower code pass is a
-*loosening*: a tolerance raised, a policy bound widened, a stored median made slower, a row,
-an expectation or one of its checks removed, a max_ratio raised, a noise row widened or
-dropped, a fingerprint file re-recorded, added or removed, any other file changed or removed.
-Loosenings are listed at the top of the report and fail the run (exit 1, a broken expectation
-of the gate itself) unless a maintainer acknowledged them (`--accept-baseline-change`, passed
-by perf.yml when the label `perf-baseline-change` is on the pull request; docs/ci.md). Changes
-that only tighten (a tolerance lowered, a new baseline for a new GPU) are listed, never fail.
-
-`check_consistent` is the other half, in every mode: a file whose values contradict its own
-policy (a row's tolerance outside [floor, ceiling] with no override of tolerances.toml to
-explain it, a max_ratio above ratio_cap, a noise row wider than its policy's ceiling) cannot
-be judged with: InputError (exit 2) naming the file and the row.
-
-`tilegate baseline-diff --base-ref REF` is the command line (perf.yml and ci.yml use it).
+In a pull request the gate reads baselines/ from the base commit, and `diff_file` diffs the pull
+request's own (tilegate.store.files reads both; `tilegate baseline-diff --base-ref REF`). Every
+change that lets slower code pass is a *loosening*: a tolerance raised, a policy bound widened,
+a stored median made slower, a row, an expectation or one of its checks removed, a max_ratio
+raised, a noise row widened or dropped, a fingerprint file re-recorded, added or removed, any
+other file changed or removed. Loosenings fail the run (exit 1) unless a maintainer acknowledged
+them (`--accept-baseline-change`: the label ACK_LABEL; docs/ci.md, "What the gate trusts");
+changes that only tighten are listed, never fail. `check_baseline` / `check_noise`, in every
+mode: a file that contradicts its own policy cannot be judged with (InputError, exit 2).
 """
 
 from __future__ import annotations
@@ -32,23 +24,13 @@ from tilegate.judge.baseline import Baseline, BaselineRow
 from tilegate.judge.policy import Policy, Tolerances
 
 DIR = "baselines"
-ACK_FLAG = "--accept-baseline-change"
 ACK_LABEL = "perf-baseline-change"
 _EPS = 1e-4  # files round tolerances to 4 digits
 
-# which way each policy value loosens the gate: +1 when a larger value lets more through
-_POLICY_LOOSER = {
-    "multiple": +1,
-    "floor": +1,
-    "ceiling": +1,
-    "alpha": -1,  # a smaller alpha makes "significantly slower" harder to reach
-    "unsure_band": 0,  # never fails either way: listed
-    "quantiles": 0,
-    "win_below": 0,
-    "ratio_slack": +1,
-    "ratio_cap": +1,
-    "confidence": +1,  # A/B: a wider interval is harder to put wholly above the tolerance
-}
+# which way each policy value loosens the gate: +1 when a larger value lets more through (A/B
+# confidence: a wider interval is harder to put wholly above the tolerance), -1 for alpha (a
+# smaller one makes "significantly slower" harder to reach), 0 when it never fails either way
+_POLICY_LOOSER = {"alpha": -1, "unsure_band": 0, "quantiles": 0, "win_below": 0}
 
 # how to make a ref's commit available (the A/B base: tilegate.harness.base; its baselines/: here)
 FETCH_HINT = (
@@ -69,9 +51,6 @@ class Change:
     def line(self) -> str:
         mark = "LOOSENS" if self.loosens else "tightens or neutral"
         return f"`{DIR}/{self.file}`: {self.what} ({mark})"
-
-
-# --- consistency of one file with its own policy ---------------------------------------------
 
 
 def _override_explains(tols: Tolerances, row: BaselineRow, tolerance: float) -> bool:
@@ -121,9 +100,6 @@ def check_noise(noise: Noise) -> None:
             )
 
 
-# --- the diff ----------------------------------------------------------------------------------
-
-
 def _policy_changes(file: str, old: object, new: object, keys: Sequence[str]) -> list[Change]:
     out = []
     for k in keys:
@@ -131,8 +107,7 @@ def _policy_changes(file: str, old: object, new: object, keys: Sequence[str]) ->
         if a == b:
             continue
         if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-            sign = _POLICY_LOOSER.get(k, 1)
-            loosens = (b - a) * sign > 0 if sign else False
+            loosens = (b - a) * _POLICY_LOOSER.get(k, +1) > 0
         else:  # e.g. reference_variants: a row that never fails the gate is a loosening
             loosens = bool(set(b) - set(a)) if isinstance(b, tuple) else True
         out.append(Change(file, f"policy {k} {a!r} -> {b!r}", loosens))
@@ -146,26 +121,16 @@ def _diff_baseline(file: str, old: Baseline, new: Baseline) -> list[Change]:
         if n is None:
             out.append(Change(file, f"row {key} removed (no longer judged)", True))
             continue
-        if n.tolerance > o.tolerance + _EPS:
-            out.append(
-                Change(file, f"row {key}: tolerance {o.tolerance:g} -> {n.tolerance:g}", True)
-            )
-        elif n.tolerance < o.tolerance - _EPS:
-            out.append(
-                Change(file, f"row {key}: tolerance {o.tolerance:g} -> {n.tolerance:g}", False)
-            )
+        if abs(n.tolerance - o.tolerance) > _EPS:
+            what = f"row {key}: tolerance {o.tolerance:g} -> {n.tolerance:g}"
+            out.append(Change(file, what, n.tolerance > o.tolerance))
         mem = memory.baseline_change(o.memory, n.memory)
         if mem is not None:
             out.append(Change(file, f"row {key}: {mem[0]}", mem[1]))
         if n.median_s > o.median_s * (1 + _EPS):
-            out.append(
-                Change(
-                    file,
-                    f"row {key}: stored median {o.median_s:.6g} s -> {n.median_s:.6g} s "
-                    f"({n.median_s / o.median_s - 1:+.1%}: slower code passes)",
-                    True,
-                )
-            )
+            what = f"stored median {o.median_s:.6g} s -> {n.median_s:.6g} s"
+            why = f"{n.median_s / o.median_s - 1:+.1%}: slower code passes"
+            out.append(Change(file, f"row {key}: {what} ({why})", True))
     for key in sorted(set(new.rows) - set(old.rows)):
         out.append(Change(file, f"row {key} added", False))
     new_e = {e.id: e for e in new.expectations}
@@ -180,46 +145,40 @@ def _diff_baseline(file: str, old: Baseline, new: Baseline) -> list[Change]:
             if nb is None:
                 out.append(Change(file, f"expectation {e.id} at {e.per}={b.value} removed", True))
             elif nb.max_ratio > b.max_ratio + _EPS:
-                out.append(
-                    Change(
-                        file,
-                        f"expectation {e.id} at {e.per}={b.value}: max_ratio {b.max_ratio:g} -> "
-                        f"{nb.max_ratio:g} (relaxed)",
-                        True,
-                    )
-                )
+                what = f"max_ratio {b.max_ratio:g} -> {nb.max_ratio:g} (relaxed)"
+                out.append(Change(file, f"expectation {e.id} at {e.per}={b.value}: {what}", True))
     return out
 
 
 def _diff_noise(file: str, old: Noise, new: Noise) -> list[Change]:
-    out = _policy_changes(file, old.policy, new.policy, [f.name for f in fields(ABPolicy)])
-    for key, o in old.rows.items():
-        n = new.rows.get(key)
-        if n is None:
-            out.append(Change(file, f"noise row {key} removed (the ceiling applies)", True))
-        elif n.tolerance > o.tolerance + _EPS:
-            out.append(
-                Change(file, f"noise row {key}: tolerance {o.tolerance:g} -> {n.tolerance:g}", True)
-            )
-    return out
+    widened = [
+        f"noise row {key}: tolerance {o.tolerance:g} -> {n.tolerance:g}"
+        if (n := new.rows.get(key)) is not None
+        else f"noise row {key} removed (the ceiling applies)"
+        for key, o in old.rows.items()
+        if key not in new.rows or new.rows[key].tolerance > o.tolerance + _EPS
+    ]
+    policy = _policy_changes(file, old.policy, new.policy, [f.name for f in fields(ABPolicy)])
+    return policy + [Change(file, what, True) for what in widened]
 
 
 def _diff_tolerances(file: str, old: Tolerances, new: Tolerances) -> list[Change]:
     out = _policy_changes(file, old.policy, new.policy, [f.name for f in fields(Policy)])
-    if old.overrides != new.overrides:
-        gone = [o for o in old.overrides if o not in new.overrides]
-        added = [o for o in new.overrides if o not in old.overrides]
-        for o in added:
-            out.append(Change(file, f"{o.describe()} added or changed", True))
-        for o in gone:
-            out.append(Change(file, f"{o.describe()} removed", False))
-    return out
+    out += [
+        Change(file, f"{o.describe()} added or changed", True)
+        for o in new.overrides
+        if o not in old.overrides
+    ]
+    return out + [
+        Change(file, f"{o.describe()} removed", False)
+        for o in old.overrides
+        if o not in new.overrides
+    ]
 
 
 def diff_file(rel: str, old: object, new: object) -> list[Change]:
-    """One file of the pull request's baselines/ that differs from the base's: `old` and `new`
-    its parsed contents (a Baseline, a Noise, Tolerances; any other file: its path), None where
-    the side has no such file (tilegate.store.files.diff_dirs reads them)."""
+    """One differing file of the pull request's baselines/: `old` and `new` parsed (a Baseline, a
+    Noise, Tolerances; else its path), None where that side lacks it."""
     finger = rel.startswith("fingerprints/")
     if new is None:
         return [Change(rel, "removed", True)]
@@ -236,9 +195,6 @@ def diff_file(rel: str, old: object, new: object) -> list[Change]:
     if isinstance(old, Tolerances) and isinstance(new, Tolerances):
         return _diff_tolerances(rel, old, new)
     return [Change(rel, "changed", True)]
-
-
-# --- the base's baselines/ -------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -263,18 +219,17 @@ class Integrity:
         """The markdown the report leads with ('' when baselines/ is the base's)."""
         if not self.changes:
             return ""
-        head = f"## This pull request changes baselines/ (against {self.ref})\n\n" + (
-            f"Acknowledged by a maintainer (`{ACK_LABEL}`): the pull request's baselines/ "
-            "judge this run.\n\n"
-            if self.acknowledged
-            else (
-                f"Judged with the base's baselines/. {len(self.loosened)} change(s) loosen "
-                f"the gate and fail it until a maintainer adds the label `{ACK_LABEL}` "
-                "(docs/ci.md, 'What the gate trusts').\n\n"
-                if self.loosened
-                else "Judged with the base's baselines/; nothing loosens the gate.\n\n"
+        said = "Judged with the base's baselines/; nothing loosens the gate."
+        if self.acknowledged:
+            said = f"Acknowledged by a maintainer (`{ACK_LABEL}`): the pull request's baselines/ "
+            said += "judge this run."
+        elif self.loosened:
+            said = f"Judged with the base's baselines/. {len(self.loosened)} change(s) loosen the "
+            said += (
+                f"gate and fail it until a maintainer adds the label `{ACK_LABEL}` (docs/ci.md, "
             )
-        )
+            said += "'What the gate trusts')."
+        head = f"## This pull request changes baselines/ (against {self.ref})\n\n{said}\n\n"
         return head + "".join(f"- {c.line()}\n" for c in self.changes) + "\n"
 
     @property

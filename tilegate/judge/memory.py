@@ -1,13 +1,11 @@
 """Peak GPU memory per case, judged exactly: no statistics, a tolerance in bytes or percent.
 
-A row's memory (extra_info.tilegate.memory, tilegate.harness.memory): the peak bytes one call
-allocates above what was allocated before it, the bytes it holds after, whether the peak
-repeated exactly within the run. An A/B run: each head row against its base row, with the
-tolerance its protocol declares (machine_info.tilegate.memory_tolerance, tilegate.declare's
-`Benchmark.memory_tolerance`, "0" by default); a stored-baseline run: against the baseline row,
-with the tolerance rebaseline recorded. More than the tolerance above: MORE MEMORY (fails,
-tilegate.judge.outcome, except in a smoke run); below: LESS MEMORY; else SAME. A peak that did
-not repeat (on either side) is PEAK VARIES, never gated. A tolerance of None: recorded, no verdict.
+A row's memory (tilegate.harness.memory): the peak bytes one call allocates above what was
+allocated before it, the bytes it holds after, whether the peak repeated exactly within the run.
+Judged against its base row (A/B: the protocol's `memory_tolerance`, "0" by default) or its
+baseline row (the tolerance rebaseline recorded): MORE MEMORY above the tolerance (fails, except
+in a smoke run), LESS MEMORY below, else SAME; a peak that did not repeat on either side is
+PEAK VARIES, never gated; a tolerance of None: recorded, no verdict.
 """
 
 from __future__ import annotations

@@ -1,40 +1,17 @@
 """Modes: a case whose runs, or whose blocks of rounds within a run, fall into separate modes.
 
-An A/B case's per-round ratios head_i / base_i are pooled over its runs (the first run and its
-confirmations) and judged on their median (tilegate.judge.abcase). That median only means something
-when the rounds come from one distribution. A kernel that switches between two speeds from one
-process to the next, or part way through a run (an autotuner's pick, a clock state, a different
-SM placement), gives a mixture: its pooled median lands wherever the mixing proportion puts it,
-and deciding FASTER or SLOWER on it is deciding on the proportion (an outside repository's
-softmax read +9.2 % in one run and -25.7 % in the next).
-
-The rule (`find_modes`), on the log of the per-round ratios:
-
-* units: every run is cut into its timing passes (sweeps: a pass times each group's
-  rounds_per_pass rounds in a row, and a row records how many passes it was timed in,
-  `pass_medians_s`), neighbouring passes merged until a unit holds MIN_BLOCK_ROUNDS rounds; a
-  file without that record is cut into at most BLOCKS equal blocks of consecutive rounds; a
-  unit is (run, passes or rounds) and its median;
-* the units sorted by median, the split at their largest gap between neighbours: the units
-  below are one candidate mode, the units above the other;
-* two modes when all of: that gap is wider than GAP_TOLERANCES x the case's tolerance and
-  GAP_MIN (no unit bridges the modes: a drift or a spread is continuous, a mode switch is not);
-  the modes' medians differ by more than SPLIT_TOLERANCES x the tolerance and SPLIT_MIN; the
-  rounds of the two modes differ by a one-sided Mann-Whitney U test (scipy) at p < MODE_P; each
-  mode holds at least MIN_MODE_ROUNDS rounds.
-
-Why both a multiple of the tolerance and a floor: the tolerance is 3.5 x the A/A noise of the
-same code on both sides (the H200 noise file's A/A runs stay within 0.68 of a tolerance of 1, so
-two A/A units differ by at most about 1.4 tolerances), but a changed case pairs two different
-kernels, and the GPU's power-cap swings move two different kernels apart from pass to pass: in
-the recorded H200 quick run (tests/fixtures/recorded-h200-quick.json) the block medians of the
-ratio of any two of its variants in one group span up to 5.7 % (largest empty gap 3.6 %,
-`tma_xtile_persistent` against `grouped` at K = 4096). The floors sit above that: a mode is a
-switch of 10 % or more (the outside repository's softmax: 35 %).
-
-Each mode is then judged on its own rounds alone (`Mode.slower`: its whole 99 % interval beyond
-the tolerance, Wilcoxon p < alpha): what the exit code makes of that is tilegate.judge.outcome.
-Pure functions of the samples; tests/test_modes.py holds the synthetic bimodal cases.
+A pooled median ratio (tilegate.judge.abcase) only means something when the rounds come from one
+distribution. A kernel that switches between two speeds from one process to the next, or part
+way through a run (an autotuner's pick, a clock state, SM placement), gives a mixture whose
+median lands where the mixing proportion puts it (an outside repository's softmax read +9.2 % in
+one run and -25.7 % in the next). `find_modes`, on the log of the per-round ratios: each run cut
+into units at its timing passes (merged up to MIN_BLOCK_ROUNDS rounds; without that record, at
+most BLOCKS blocks), the units sorted by median and split at their widest gap; two modes when the
+gap, the modes' distance, a one-sided Mann-Whitney U test and each mode's rounds all pass the
+bounds below. A multiple of the tolerance (3.5 x the A/A noise: two A/A units differ by at most
+about 1.4 tolerances) and a floor above what two different kernels drift apart by under the
+H200's power cap (docs/measuring.md, "Unstable cases", gives the recorded figures). Each mode is
+judged on its own rounds (`Mode.slower`); the exit code: tilegate.judge.outcome.
 """
 
 from __future__ import annotations
@@ -96,9 +73,8 @@ class Mode:
 def units(
     per_run: Sequence[Sequence[float]], passes: Sequence[Sequence[int] | None] | None = None
 ) -> list[Unit]:
-    """Every run's per-round ratios cut into blocks of consecutive rounds: its timing passes
-    where `passes` gives each round's pass (neighbouring passes merged until a block holds
-    MIN_BLOCK_ROUNDS), else at most BLOCKS equal blocks."""
+    """Every run's per-round ratios cut into blocks: its timing passes (`passes`: each round's,
+    merged up to MIN_BLOCK_ROUNDS rounds), else at most BLOCKS equal blocks."""
     out: list[Unit] = []
     for j, ratios in enumerate(per_run):
         logs = [math.log(r) for r in ratios]
@@ -143,11 +119,7 @@ def _mode(group: Sequence[Unit], tolerance: float, confidence: float, alpha: flo
     logs = np.asarray([x for u in group for x in u.logs])
     ratios = sorted(np.exp(logs).tolist())
     lo, hi = stats.median_ci(ratios, confidence)
-    nonzero = logs[logs != 0]
-    p_up = p_down = 1.0
-    if len(nonzero) >= 2:
-        p_up = float(stats.scipy_stats().wilcoxon(nonzero, alternative="greater").pvalue)
-        p_down = float(stats.scipy_stats().wilcoxon(nonzero, alternative="less").pvalue)
+    p_up, p_down = stats.wilcoxon_p(logs, "greater"), stats.wilcoxon_p(logs, "less")
     return Mode(
         ratio=float(np.exp(np.median(logs))),
         ci=(lo, hi),
@@ -166,14 +138,12 @@ def find_modes(
     confidence: float = 0.99,
     alpha: float = 0.01,
 ) -> tuple[Mode, ...]:
-    """The two modes of a case's per-round ratios (one sequence per run, in round order; with
-    `passes`, each round's timing pass), the faster mode first; () when they are one population
-    as far as the rule above can tell."""
+    """The two modes of a case's per-round ratios (a sequence per run; `passes`: each round's
+    timing pass), the faster first; () when the rule above finds one population."""
     found = sorted(units(per_run, passes), key=lambda u: u.median)
     if len(found) < 2:
         return ()
-    medians = [u.median for u in found]
-    gaps = np.diff(medians).tolist()
+    gaps = np.diff([u.median for u in found]).tolist()
     cut = int(np.argmax(gaps)) + 1
     low, high = found[:cut], found[cut:]
     low_logs = [x for u in low for x in u.logs]
@@ -188,7 +158,4 @@ def find_modes(
     p = float(stats.scipy_stats().mannwhitneyu(low_logs, high_logs, alternative="less").pvalue)
     if not p < MODE_P:
         return ()
-    return (
-        _mode(low, tolerance, confidence, alpha),
-        _mode(high, tolerance, confidence, alpha),
-    )
+    return tuple(_mode(m, tolerance, confidence, alpha) for m in (low, high))

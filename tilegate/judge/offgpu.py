@@ -21,11 +21,8 @@ class OffGpu:
 def off_gpus(
     shifts: Mapping[int, Sequence[float]], tolerance: float, serials: Mapping[int, str | None]
 ) -> list[OffGpu]:
-    """The GPUs whose reference rows moved away from the others' by more than `tolerance`.
-
-    `shifts` maps a GPU index to its reference rows' changes against the baseline (now / then -
-    1). With two GPUs that disagree neither can be told right: both are named.
-    """
+    """The GPUs whose reference rows' changes against the baseline (`shifts`, by GPU index) sit
+    beyond `tolerance` of the others'; with two that disagree neither can be told right: both."""
     import statistics
 
     med = {i: statistics.median(s) for i, s in shifts.items() if s}
@@ -35,32 +32,16 @@ def off_gpus(
         (i, a), (j, b) = sorted(med.items())
         if abs(a - b) <= tolerance:
             return []
-        why = "{} against the baseline, the other GPU's {}; with two GPUs, which one is off cannot be told"
+        why = "its reference rows moved {:+.1%} against the baseline, the other GPU's {:+.1%}; "
+        why += "with two GPUs, which one is off cannot be told"
         return [
-            OffGpu(
-                i,
-                serials.get(i),
-                a,
-                b,
-                why.format(f"its reference rows moved {a:+.1%}", f"{b:+.1%}"),
-            ),
-            OffGpu(
-                j,
-                serials.get(j),
-                b,
-                a,
-                why.format(f"its reference rows moved {b:+.1%}", f"{a:+.1%}"),
-            ),
+            OffGpu(i, serials.get(i), a, b, why.format(a, b)),
+            OffGpu(j, serials.get(j), b, a, why.format(b, a)),
         ]
     center = statistics.median(med.values())  # the model's level on this host, robust to one
+    why = "its reference rows moved {:+.1%} against the baseline, the host's GPUs {:+.1%}"
     return [
-        OffGpu(
-            i,
-            serials.get(i),
-            m,
-            center,
-            f"its reference rows moved {m:+.1%} against the baseline, the host's GPUs {center:+.1%}",
-        )
+        OffGpu(i, serials.get(i), m, center, why.format(m, center))
         for i, m in sorted(med.items())
         if abs(m - center) > tolerance
     ]

@@ -1,42 +1,23 @@
-"""What fails a run: the one rule that turns the verdicts into an exit code (and the headline).
+"""What fails a run: the one rule that turns the verdicts into an exit code (and the headline);
+docs/gate.md ("The decision rule", "What fails") gives the measurements behind each.
 
-* Stored-baseline mode (a push to main, a new GPU, an environment change): a REGRESSED row
-  fails, unless it is the reference; a broken expectation fails.
-* Several GPUs of one host (`tilegate perf --gpus N`): the rows of a GPU whose cuBLAS rows sit
-  away from the other GPUs' are not judged (GPU OFF); if nothing else fails, the run is exit 2,
-  cannot judge, naming that GPU.
-* A/B mode (a pull request against its base): a case SLOWER than its base fails; a broken
-  expectation (checked on the head) fails; a stored-baseline REGRESSED row fails only if the
-  pull request changed its compiled code (A/B code hashes differ, or cannot be compared) and the
-  A/B did not find it no slower than its base: a row whose code is the base's cannot have been
-  slowed by this pull request, and a row the A/B decided SAME or FASTER on its GPU time, timed
-  beside the base in the same rounds, is as far from the stored baseline as the base is (a
-  matmul's host-code change on the H200 read +10.1 % against a two-day-old baseline and +0.0 %
-  against its base: docs/results-h200.md, round 17). Either slowdown is drift since the
-  baseline, reported, not this pull request's fault; slow creep over many pull requests is
-  caught where the stored baseline alone judges (a push to main).
-* Every mode: a case the protocol says to measure (in A/B mode the base's protocol), or a
-  stored-baseline row of a grid point of its profile, that the run did not measure fails, and so
-  does an expectation it declares that the run no longer checks (tilegate.judge.coverage; a case
-  left out by the command line is "not selected", not a failure).
-* A/B mode, UNSTABLE (a changed case whose rounds fall into two modes, tilegate.judge.modes):
-  fails when one of its modes, on its own rounds, is slower than the tolerance (the pull
-  request's code is that much slower whenever the kernel is in that mode); otherwise it is
-  exit 2, cannot judge, unless something else fails: an unstable changed case never passes
-  unnoticed, and it is never decided FASTER or SLOWER on the mixture.
-* Every mode: a variant the head removed (not renamed) fails while the baseline holds its rows
-  or expectations (A/B: while not acknowledged); an unacknowledged loosening of baselines/ by the
-  pull request fails (tilegate.judge.integrity); the same identity on both sides with a ratio
-  A/A noise cannot give is exit 2 (the identity missed something).
-* Upgrade A/B (`tilegate upgrade-ab`): an A/B of one tree under two environments, judged as
-  every A/B (no stored baseline).
-* Every mode: a case whose peak GPU memory of one call is MORE MEMORY than its base's (A/B) or
-  its baseline's (stored) beyond the declared tolerance fails (tilegate.judge.memory).
-* Every mode, a smoke run (an interpreter profile: the CPU interpreter, whose timings mean
-  nothing; `timings_not_judged`): the verdicts are shown, but no timing verdict sets the exit
-  code (SLOWER, REGRESSED, a broken expectation, UNSTABLE, SAME CODE TIME MOVED, GPU OFF); it
-  fails only on what is not a timing: a case or expectation not measured or checked (a failed
-  correctness check among them), a removed variant, an unacknowledged baseline change.
+* Stored baseline: a REGRESSED row (not the reference's) or a broken expectation fails. Several
+  GPUs of one host (`--gpus N`): a GPU whose cuBLAS rows sit away from the others' is not judged
+  (GPU OFF), exit 2 if nothing else fails.
+* A/B (a pull request against its base; an upgrade A/B likewise): a case SLOWER than its base
+  fails, and a broken expectation (checked on the head); a stored REGRESSED row fails only if the
+  pull request changed its code (hashes differ or cannot be compared) and the A/B did not find it
+  no slower than its base: else it is drift since the baseline, reported (creep is caught where
+  the stored baseline alone judges, a push to main). An UNSTABLE case fails when a mode on its
+  own rounds is slower than the tolerance, else it is exit 2 unless something else fails.
+* Every mode: a case or expectation of the protocol (A/B: the base's) not measured or checked
+  (tilegate.judge.coverage; one "not selected" by the command line is no failure), a variant
+  removed, not renamed, while the baseline holds its rows (A/B: unacknowledged), an
+  unacknowledged loosening of baselines/ (tilegate.judge.integrity) and MORE MEMORY
+  (tilegate.judge.memory) fail; the same identity with a ratio A/A noise cannot give is exit 2.
+* A smoke run (`timings_not_judged`: the CPU interpreter's timings mean nothing): the verdicts
+  are shown, but no timing verdict sets the exit code; it fails only on what is not a timing
+  (coverage, a failed correctness check among it, a removed variant, a baseline change).
 
 The words the verdicts give, and what each means: tilegate.judge.vocabulary.
 """
@@ -77,47 +58,35 @@ class Outcome:
 
     @property
     def structural(self) -> bool:
-        """Whether something that is not a timing fails the run: a case or expectation of the
-        protocol not measured or checked, a removed variant, an unacknowledged baseline change."""
+        """Whether something that is not a timing fails the run (Outcome.timings_not_judged)."""
         uncovered = self.coverage is not None and self.coverage.fails
         return bool(uncovered or self.integrity or self.removed or self.gone)
 
     @property
     def parts(self) -> list[str]:
         """The headline's list of what failed."""
+        counts = [(len(getattr(self, name)), one, many) for name, one, many in _PARTS]
         out = list(self.coverage.parts) if self.coverage is not None else []
+        return out + [f"{n} {one if n == 1 else many}" for n, one, many in counts if n]
 
-        def count(n: int, one: str, many: str) -> None:
-            if n:
-                out.append(f"{n} {one if n == 1 else many}")
 
-        count(
-            len(self.integrity), "unacknowledged baseline change", "unacknowledged baseline changes"
-        )
-        count(len(self.slower), "case slower than its base", "cases slower than their base")
-        count(
-            len(self.unstable_slower),
-            "unstable case with a slower mode",
-            "unstable cases with a slower mode",
-        )
-        count(len(self.removed), "case of a removed variant", "cases of removed variants")
-        count(
-            len(self.gone), "baseline row of a removed variant", "baseline rows of removed variants"
-        )
-        count(len(self.regressions), "regression", "regressions")
-        count(len(self.more_memory), "case with more memory", "cases with more memory")
-        count(len(self.broken), "broken expectation", "broken expectations")
-        count(
-            len(self.inconsistent),
-            "case with the same code whose time moved",
-            "cases with the same code whose time moved",
-        )
-        count(
-            len(self.unstable),
-            "unstable case that cannot be judged",
-            "unstable cases that cannot be judged",
-        )
-        return out
+# what fails a run, in the headline's order: the Outcome's field, its words for one and many
+_PARTS = (
+    ("integrity", "unacknowledged baseline change", "unacknowledged baseline changes"),
+    ("slower", "case slower than its base", "cases slower than their base"),
+    ("unstable_slower", "unstable case with a slower mode", "unstable cases with a slower mode"),
+    ("removed", "case of a removed variant", "cases of removed variants"),
+    ("gone", "baseline row of a removed variant", "baseline rows of removed variants"),
+    ("regressions", "regression", "regressions"),
+    ("more_memory", "case with more memory", "cases with more memory"),
+    ("broken", "broken expectation", "broken expectations"),
+    (
+        "inconsistent",
+        "case with the same code whose time moved",
+        "cases with the same code whose time moved",
+    ),
+    ("unstable", "unstable case that cannot be judged", "unstable cases that cannot be judged"),
+)
 
 
 def outcome(
@@ -129,12 +98,9 @@ def outcome(
     smoke: bool = False,
     memory: tuple[MemoryCase, ...] = (),
 ) -> Outcome:
-    """The exit code (`smoke`: the run's timings mean nothing, `timings_not_judged`): 2 when the identity proved untrustworthy (SAME CODE, TIME MOVED) or a GPU
-    was off or an UNSTABLE case has no slower mode, and nothing else failed (the identity: even
-    then); 1 for a measured regression (SLOWER, or an UNSTABLE case with a mode slower on its
-    own rounds), a broken expectation, a removed variant, a case or expectation of the protocol
-    not measured or an unacknowledged baseline
-    loosening; else 0."""
+    """The exit code by the module's rule: 2 when the identity proved untrustworthy (SAME CODE,
+    TIME MOVED) even if something failed, or when a GPU was off or an UNSTABLE case has no
+    slower mode and nothing failed; 1 when something failed; else 0."""
     base = _outcome(cmp, ab)
     gone = tuple(r for r in base.regressions if r.verdict is Verdict.GONE)
     regressions = tuple(r for r in base.regressions if r.verdict is not Verdict.GONE)
@@ -150,16 +116,13 @@ def outcome(
     unstable = tuple(c for c in ab.by(ABVerdict.UNSTABLE) if not c.fails) if ab else ()
     code = base.code
     more_memory = tuple(m for m in memory if m.fails)
-    if (
-        integrity or more_memory or (coverage is not None and coverage.fails)
-    ) and code != EXIT_FAIL:
+    if integrity or more_memory or (coverage is not None and coverage.fails):
         code = EXIT_FAIL
     if unstable and code == EXIT_OK:
         code = EXIT_CANNOT_JUDGE
     if inconsistent:
         code = EXIT_CANNOT_JUDGE
-    result = Outcome(
-        code,
+    found = (
         regressions,
         base.drift,
         base.cleared,
@@ -168,19 +131,15 @@ def outcome(
         removed,
         gone,
         inconsistent,
-        integrity,
-        coverage=coverage,
-        unstable_slower=unstable_slower,
-        unstable=unstable,
-        more_memory=more_memory,
     )
+    unjudged = (unstable_slower, unstable, more_memory)
+    result = Outcome(code, *found, integrity, coverage, *unjudged)
     return timings_not_judged(result) if smoke else result
 
 
 def timings_not_judged(result: Outcome) -> Outcome:
-    """A smoke run's outcome (an interpreter profile: its timings mean nothing): every verdict
-    kept, to be shown; the exit code 1 only for what is not a timing (`Outcome.structural`),
-    else 0. The one smoke rule of every mode: stored baseline, A/B and upgrade."""
+    """A smoke run's outcome, the one smoke rule of every mode: every verdict kept, the exit
+    code 1 only for what is not a timing (`Outcome.structural`), else 0."""
     return replace(result, code=EXIT_FAIL if result.structural else EXIT_OK, smoke=True)
 
 

@@ -1,10 +1,7 @@
-"""Tolerance policy and reviewed overrides: `baselines/tolerances.toml`.
-
-A row's tolerance (allowed relative slowdown of its median) is ``clamp(multiple x drift, floor,
-ceiling)`` where drift is the spread of the row's per-run medians over the rebaseline runs; the
-policy's defaults are the fields of `Policy` (the one place they are written), the file changes
-them and adds `[[override]]` tables (docs/gate.md, "Tolerances file"). The policy that produced a
-baseline is stored in it, so the file is read only at rebaseline.
+"""Tolerance policy and reviewed overrides: `baselines/tolerances.toml` (docs/gate.md,
+"Tolerances file"). A row's tolerance is ``clamp(multiple x drift, floor, ceiling)``; the defaults
+are the fields of `Policy` (the one place they are written). The policy that produced a baseline
+is stored in it, so the file is read only at rebaseline.
 """
 
 from __future__ import annotations
@@ -12,29 +9,61 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from tilegate.errors import InputError
 from tilegate.fileio import is_finite_number
 from tilegate.judge import stats
 
+_P = TypeVar("_P", bound="TolerancePolicy")
+
 
 @dataclass(frozen=True)
 class TolerancePolicy:
-    """The one shape of every tolerance of the gate: the stored baseline's (`Policy`, noise = the
-    drift of the run medians) and the A/B's (`tilegate.judge.abnoise.ABPolicy`, noise = the A/A
-    spread of the run ratios; an upgrade's too): tolerance = clamp(multiple x noise, floor,
-    ceiling), and a change must also be significant at alpha."""
+    """The one shape of every tolerance: clamp(multiple x noise, floor, ceiling), significant at
+    alpha; noise is the run medians' drift (`Policy`) or the A/A run ratios' spread (`ABPolicy`)."""
 
     multiple: float = 3.0  # tolerance = multiple x noise ...
     floor: float = 0.04  # ... at least this (relative slowdown) ...
     ceiling: float = 0.08  # ... at most this; a row that needs more is reported too noisy
     alpha: float = 0.01  # one-sided significance level of "slower" / "faster"
+    _SAID: ClassVar[str] = ""
 
     def tolerance(self, noise: float) -> stats.Tolerance:
         return stats.derive_tolerance(
             noise, multiple=self.multiple, floor=self.floor, ceiling=self.ceiling
         )
+
+    def as_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls: type[_P], data: Any, where: str) -> _P:
+        """The policy of a file's JSON; `_SAID` prefixes a value's name in an error."""
+        if not isinstance(data, dict):
+            raise InputError(f"{where}: policy must be an object")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InputError(f"{where}: unknown policy key(s) {unknown}; known: {sorted(known)}")
+        values: dict[str, Any] = {}
+        for name, value in data.items():
+            if name == "reference_variants":
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    raise InputError(f"{where}: reference_variants must be a list of variant names")
+                values[name] = tuple(value)
+            elif name == "quantiles":
+                if not isinstance(value, int) or isinstance(value, bool) or value < 5:
+                    raise InputError(f"{where}: quantiles must be an integer >= 5, got {value!r}")
+                values[name] = value
+            elif not _in_range(name, value):
+                raise InputError(f"{where}: {cls._SAID}{name} = {value!r} is out of range")
+            else:
+                values[name] = float(value)
+        policy = cls(**values)
+        if policy.floor > policy.ceiling:
+            raise InputError(f"{where}: floor {policy.floor} > ceiling {policy.ceiling}")
+        return policy
 
 
 @dataclass(frozen=True)
@@ -55,48 +84,21 @@ class Policy(TolerancePolicy):
     reference_variants: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["reference_variants"] = list(self.reference_variants)
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any], where: str) -> Policy:
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise InputError(f"{where}: unknown policy key(s) {unknown}; known: {sorted(known)}")
-        values: dict[str, Any] = {}
-        for name, value in data.items():
-            if name == "reference_variants":
-                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                    raise InputError(f"{where}: reference_variants must be a list of variant names")
-                values[name] = tuple(value)
-            elif name == "quantiles":
-                if not isinstance(value, int) or isinstance(value, bool) or value < 5:
-                    raise InputError(f"{where}: quantiles must be an integer >= 5, got {value!r}")
-                values[name] = value
-            else:
-                if not is_finite_number(value) or not 0 < value < (
-                    100 if name == "multiple" else 1
-                ):
-                    raise InputError(f"{where}: {name} = {value!r} is out of range")
-                values[name] = float(value)
-        policy = cls(**values)
-        if policy.floor > policy.ceiling:
-            raise InputError(f"{where}: floor {policy.floor} > ceiling {policy.ceiling}")
-        return policy
+        return {**super().as_json(), "reference_variants": list(self.reference_variants)}
 
 
 _SET_KEYS = ("tolerance", "floor", "ceiling", "multiple")
 
 
+def _in_range(name: str, value: Any) -> bool:
+    """A policy value's range: a fraction in (0, 1), a multiple in (0, 100)."""
+    return is_finite_number(value) and 0 < value < (100 if name == "multiple" else 1)
+
+
 @dataclass(frozen=True)
 class Override:
-    """One [[override]] of tolerances.toml: which rows (all given keys must match), what to set, why.
-
-    It matches on `variant` and on any of the benchmark's parameters (`dtype`, `K`, ...); a
-    parameter's value may be one value or a list of them.
-    """
+    """One [[override]] of tolerances.toml: which rows (`variant` and any of the benchmark's
+    parameters, each one value or a list; all must match), what to set, why."""
 
     reason: str
     variant: str | None = None
@@ -129,11 +131,8 @@ class Tolerances:
 
     def override_for(self, variant: str, params: Mapping[str, Any]) -> Override | None:
         """The most specific matching override; among equals, the last in the file."""
-        best: Override | None = None
-        for ov in self.overrides:
-            if ov.matches(variant, params) and (best is None or ov.specificity >= best.specificity):
-                best = ov
-        return best
+        matching = [ov for ov in self.overrides if ov.matches(variant, params)]
+        return max(reversed(matching), key=lambda ov: ov.specificity, default=None)
 
     def tolerance(
         self, variant: str, params: Mapping[str, Any], drift: float
@@ -173,17 +172,12 @@ def parse_tolerances(data: Mapping[str, Any], p: Path) -> Tolerances:
             raise InputError(f"{where}: matches every row; change [policy] instead")
         if not any(k in raw for k in _SET_KEYS):
             raise InputError(f"{where}: sets nothing; give one of {list(_SET_KEYS)}")
-        for k in _SET_KEYS:
-            if k in raw and (
-                not is_finite_number(raw[k]) or not 0 < raw[k] < (100 if k == "multiple" else 1)
-            ):
-                raise InputError(f"{where}: {k} = {raw[k]!r} is out of range")
+        for k in (k for k in _SET_KEYS if k in raw and not _in_range(k, raw[k])):
+            raise InputError(f"{where}: {k} = {raw[k]!r} is out of range")
         if "variant" in raw and not isinstance(raw["variant"], str):
             raise InputError(f"{where}: variant must be a string")
         params: dict[str, tuple[Any, ...]] = {}
-        for k in matching:
-            if k == "variant":
-                continue
+        for k in (k for k in matching if k != "variant"):
             values = raw[k] if isinstance(raw[k], list) else [raw[k]]
             if not values or not all(
                 isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in values
@@ -192,12 +186,6 @@ def parse_tolerances(data: Mapping[str, Any], p: Path) -> Tolerances:
                     f"{where}: {k} must be a parameter value (string or number) or a list of them"
                 )
             params[k] = tuple(values)
-        overrides.append(
-            Override(
-                reason=raw["reason"].strip(),
-                variant=raw.get("variant"),
-                params=params,
-                **{k: float(raw[k]) for k in _SET_KEYS if k in raw},
-            )
-        )
+        sets = {k: float(raw[k]) for k in _SET_KEYS if k in raw}
+        overrides.append(Override(raw["reason"].strip(), raw.get("variant"), params, **sets))
     return Tolerances(policy=policy, overrides=tuple(overrides), source=str(p))

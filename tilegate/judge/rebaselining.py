@@ -1,22 +1,21 @@
-"""Rebaseline: a new baseline from repeated runs of the suite, and the reviewable diff against the old.
+"""Rebaseline: a new baseline from repeated runs of the suite (docs/gate.md, "Baselines").
 
-Rows are measured again (median of the per-run medians, drift from their spread, a tolerance
-from the policy), the old baseline's rows that were not measured are kept, expectation checks
-are derived for the benchmark's declared pairs where `faster` beat `than` clearly in EVERY run
-(ratio <= win_below; max_ratio is the worst measured ratio plus `ratio_slack`, capped), and a run slower than the old baseline
-allows is refused unless accepted (tilegate.judge.rebasereview: what the reviewer reads). docs/gate.md, "Baselines", is the user's view.
+Rows are measured again (median of the per-run medians, drift from their spread, a tolerance from
+the policy), the old baseline's unmeasured rows kept, expectation checks derived for the declared
+pairs where `faster` beat `than` clearly in EVERY run (ratio <= win_below; max_ratio the worst
+ratio plus `ratio_slack`, capped); a run slower than the old baseline allows is refused unless
+accepted (tilegate.judge.rebasereview: what the reviewer reads).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.judge import autotune, memory, stats
 from tilegate.judge.baseline import (
@@ -27,21 +26,20 @@ from tilegate.judge.baseline import (
     baseline_path,
     expectation_id,
 )
+from tilegate.judge.crosstile import relation_points, same_run_ratios
 from tilegate.judge.policy import Policy, Tolerances
 from tilegate.judge.rebasereview import Rebaseline, review, run_warnings
-from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch
+from tilegate.judge.results import Row, Run, describe_gpu, gpu_json, gpu_mismatch, provenance_of
 from tilegate.markdown import listing
 
 
-def _same(runs: Sequence[Run], what: str, get: Any) -> Any:
+def _same(runs: Sequence[Run], what: str, get: Any) -> None:
     values = {r.path.name: get(r) for r in runs}
-    distinct = set(map(repr, values.values()))
-    if len(distinct) > 1:
+    if len(set(map(repr, values.values()))) > 1:
         which = ", ".join(f"{v!r} ({name})" for name, v in values.items())
         raise InputError(
             f"the runs differ in {what}: {which}. A baseline is one environment: rebaseline from runs of one."
         )
-    return next(iter(values.values()))
 
 
 def _ensure_one_environment(runs: Sequence[Run]) -> None:
@@ -82,20 +80,18 @@ def _measured_row(key: str, per_run: list[tuple[Run, Row]], tolerances: Toleranc
     else:
         drift, source = stats.single_run_drift(first.samples_s), "1 run (95% CI of the median)"
     tol, tol_source, noisy = tolerances.tolerance(first.variant, first.params, drift)
-    ratios = []
-    if first.twin is not None:
-        for run, row in per_run:
-            ratio = run.ratio(row.variant, first.twin, row.group)
-            if ratio is not None:
-                ratios.append(ratio)
+    twin = first.twin
+    ratios = [
+        r
+        for run, row in per_run
+        if twin and (r := run.ratio(row.variant, twin, row.group)) is not None
+    ]
     to_ref = [
         r
-        for r in (
-            run.ratio(row.variant, run.reference, row.group)
-            for run, row in per_run
-            if run.reference and not row.reference
-        )
-        if r is not None
+        for run, row in per_run
+        if run.reference
+        and not row.reference
+        and (r := run.ratio(row.variant, run.reference, row.group)) is not None
     ]
     hashes = {row.code_hash for _, row in per_run}
     if len(hashes) > 1:
@@ -138,23 +134,12 @@ def _measured_row(key: str, per_run: list[tuple[Run, Row]], tolerances: Toleranc
     )
 
 
-def _retolerance(row: BaselineRow, tolerances: Tolerances) -> BaselineRow:
-    tol, source, noisy = tolerances.tolerance(row.variant, row.params, row.drift)
-    return replace(row, tolerance=tol, tolerance_source=source, too_noisy=noisy)
-
-
-def _ceil3(x: float) -> float:
-    return math.ceil(x * 1000 - 1e-9) / 1000
-
-
 Slot = tuple[str, str, str, tuple[tuple[str, Any], ...]]  # faster, than, per, where
 
 
 def _derive_bounds(runs: Sequence[Run], policy: Policy) -> dict[Slot, dict[Any, Bound | None]]:
     """Per declared pair and setting of the other axes, per measured value of its axis: a Bound
     where `faster` clearly won in every run, else None."""
-    from tilegate.judge.crosstile import relation_points
-
     points: dict[Slot, dict[Any, list[tuple[Run, str]]]] = {}
     for run in runs:
         for faster, than, per, where in run.relations():
@@ -166,31 +151,15 @@ def _derive_bounds(runs: Sequence[Run], policy: Policy) -> dict[Slot, dict[Any, 
     for key in sorted(points, key=repr):
         faster, than, _, _ = key
         for value in sorted(points[key]):
-            ratios = [
-                r
-                for r in (run.ratio(faster, than, group) for run, group in points[key][value])
-                if r is not None
-            ]
+            got = (run.ratio(faster, than, group) for run, group in points[key][value])
+            ratios = tuple(r for r in got if r is not None)
             if not ratios:
                 continue
-            bounds = found.setdefault(key, {})
-            worst = max(ratios)
-            bounds[value] = None
-            if worst <= policy.win_below:
-                max_ratio = min(_ceil3(worst * (1 + policy.ratio_slack)), policy.ratio_cap)
-                bounds[value] = Bound(value=value, max_ratio=max_ratio, measured=tuple(ratios))
+            worst, bounds = max(ratios), found.setdefault(key, {})
+            up = math.ceil(worst * (1 + policy.ratio_slack) * 1000 - 1e-9) / 1000  # 3 digits
+            won = worst <= policy.win_below
+            bounds[value] = Bound(value, min(up, policy.ratio_cap), ratios) if won else None
     return found
-
-
-def _run_ratios(runs: Sequence[Run], faster: str, than: str, at: Mapping[str, Any]) -> list[float]:
-    """The same-run ratio faster / than in each run that measured both at `at`."""
-    out = []
-    for run in runs:
-        group = run.group_of(at)
-        ratio = run.ratio(faster, than, group) if group is not None else None
-        if ratio is not None:
-            out.append(ratio)
-    return out
 
 
 def _merge_expectations(
@@ -202,8 +171,7 @@ def _merge_expectations(
     old_exps = {e.id: e for e in old.expectations} if old is not None else {}
     lines: list[str] = []
     refusals: list[str] = []
-    merged = []
-    loosened = 0
+    merged, loosened = [], 0
     keys: dict[str, Slot] = {
         e.id: (e.faster, e.than, e.per, tuple(e.where.items())) for e in old_exps.values()
     }
@@ -214,19 +182,16 @@ def _merge_expectations(
         before = old_exps.get(eid)
         old_checks = {c.value: c for c in before.bounds} if before else {}
         measured = derived.get((faster, than, per, setting), {})
-        checks = {
-            v: c for v, c in old_checks.items() if v not in measured
-        }  # unmeasured: kept as reviewed
+        # an unmeasured check is kept as reviewed
+        checks = {v: c for v, c in old_checks.items() if v not in measured}
         checks.update({v: c for v, c in measured.items() if c is not None})
-        for value in sorted(set(measured) | set(old_checks)):
-            was, fresh = old_checks.get(value), measured.get(value)
-            if value not in measured:
-                continue
+        for value in sorted(measured):
+            was, fresh = old_checks.get(value), measured[value]
             at = f"{per}={value}"
             got = (
                 fresh.measured
                 if fresh is not None
-                else tuple(_run_ratios(runs, faster, than, {**where, per: value}))
+                else tuple(r for r, _ in same_run_ratios(runs, faster, than, {**where, per: value}))
             )
             if was is None and fresh is not None:
                 lines.append(
@@ -237,11 +202,7 @@ def _merge_expectations(
                     f"- {eid} {at}: REMOVED, {faster} no longer wins clearly (measured {_ratios(got)}, "
                     f"was max_ratio {was.max_ratio:.3f})"
                 )
-            elif (
-                was is not None
-                and fresh is not None
-                and abs(was.max_ratio - fresh.max_ratio) >= 0.0005
-            ):
+            elif was and fresh and abs(was.max_ratio - fresh.max_ratio) >= 0.0005:
                 tag = "  LOOSENED" if fresh.max_ratio > was.max_ratio else ""
                 loosened += bool(tag)
                 lines.append(
@@ -253,16 +214,8 @@ def _merge_expectations(
                     f"max_ratio {was.max_ratio:.3f}); a run where {faster} stopped winning must not remove it silently"
                 )
         if checks:
-            merged.append(
-                Expectation(
-                    eid,
-                    faster,
-                    than,
-                    MappingProxyType(where),
-                    per,
-                    tuple(sorted(checks.values(), key=lambda c: c.value)),
-                )
-            )
+            bounds = tuple(sorted(checks.values(), key=lambda c: c.value))
+            merged.append(Expectation(eid, faster, than, MappingProxyType(where), per, bounds))
     return merged, lines, refusals, loosened
 
 
@@ -272,40 +225,21 @@ def _provenance(
     """(gpu, provenance) of a baseline built from these (already checked to agree) runs."""
     env = runs[0].env
     last = max(runs, key=lambda r: r.env.datetime or "")
-    gpu = {
-        "name": env.gpu.name,
-        "slug": env.gpu.slug,
-        "sm_count": env.gpu.sm_count,
-        "capability": list(env.gpu.capability) if env.gpu.capability else None,
-        "memory_gib": env.gpu.memory_gib,
-    }
-    provenance: dict[str, Any] = {
-        "created": last.env.datetime,
-        "tool": f"tilegate {__version__}",
-        "mode": env.mode,
-        "profiles": sorted({r.env.profile for r in runs}),
-        "harness_version": env.harness_version,
-        "driver": env.gpu.driver,
-        "cuda": env.gpu.cuda,
-        "software": dict(env.software),
-        "benchmark": env.benchmark,
-        "fixed": dict(env.fixed),
-        "rounds": env.rounds,
-        "timer": env.timer,
-        "l2_flush": env.l2_flush,
-        "runs": [
-            {
-                "file": r.path.name,
-                "datetime": r.env.datetime,
-                "commit": r.env.commit,
-                "dirty": r.env.dirty,
-                "profile": r.env.profile,
-                "throttled": r.env.throttled,
-            }
-            for r in runs
-        ],
-        "tolerances_file": tolerances_path,
-    }
+    gpu = {**gpu_json(env.gpu), "memory_gib": env.gpu.memory_gib}
+    provenance = provenance_of(runs)
+    for entry, r in zip(provenance["runs"], runs, strict=True):
+        entry.update(dirty=r.env.dirty, profile=r.env.profile, throttled=r.env.throttled)
+    provenance.update(
+        created=last.env.datetime,
+        mode=env.mode,
+        harness_version=env.harness_version,
+        benchmark=env.benchmark,
+        fixed=dict(env.fixed),
+        rounds=env.rounds,
+        timer=env.timer,
+        l2_flush=env.l2_flush,
+        tolerances_file=tolerances_path,
+    )
     return gpu, provenance
 
 
@@ -341,39 +275,43 @@ def _ensure_old_fits(runs: Sequence[Run], old: Baseline | None, out: Path) -> li
     _ensure_one_environment(runs)
     env = runs[0].env
     named = listing([str(r.path) for r in runs], limit=3)
-    if old is not None and old.slug != env.gpu.slug:
+    warnings = []
+    if out.name != f"{env.gpu.slug}.json":
+        warnings.append(
+            f"the runs are on {env.gpu.slug}, but the output file is {out} "
+            f"(expected {env.gpu.slug}.json)"
+        )
+    if old is None:
+        return warnings
+    if old.slug != env.gpu.slug:
         raise InputError(
             f"old baseline {old.path} is for {old.slug}, the runs ({named}) for {env.gpu.slug}: a "
             f"baseline holds one GPU model (write {baseline_path(env.gpu.slug, out.parent)} instead)"
         )
-    differs = gpu_mismatch(old.gpu, env.gpu) if old is not None else []
-    if old is not None and differs:
+    differs = gpu_mismatch(old.gpu, env.gpu)
+    if differs:
         raise InputError(
             f"old baseline {old.path} was recorded on {describe_gpu(old.gpu)}, the runs "
             f"({named}) on {describe_gpu(env.gpu)}, both labelled {env.gpu.slug}: "
             f"{', '.join(differs)}. A baseline holds one GPU: fix the label, or write a new "
             "baseline for this GPU (--out elsewhere, no --old)"
         )
-    if old is not None and old.mode != env.mode:
+    if old.mode != env.mode:
         raise InputError(
             f"old baseline {old.path} is a {old.mode} baseline, the runs ({named}) are "
             f"{env.mode} runs"
         )
     for setting, now, then in (
-        ("L2 flush", env.l2_flush, old.provenance.get("l2_flush") if old else None),
-        ("timer", env.timer, old.provenance.get("timer") if old else None),
+        ("L2 flush", env.l2_flush, old.provenance.get("l2_flush")),
+        ("timer", env.timer, old.provenance.get("timer")),
     ):
-        if old is not None and now is not None and then is not None and now != then:
+        if now is not None and then is not None and now != then:
             raise InputError(
                 f"the runs ({named}) were timed with {setting} = {now!r}, old baseline {old.path} "
                 f"with {then!r}: its kept rows and the new ones would not be comparable. Measure "
                 "with the baseline's settings, or write a new baseline (--out elsewhere)"
             )
-    if out.name != f"{env.gpu.slug}.json":
-        return [
-            f"the runs are on {env.gpu.slug}, but the output file is {out} (expected {env.gpu.slug}.json)"
-        ]
-    return []
+    return warnings
 
 
 def rebaseline(
@@ -384,11 +322,8 @@ def rebaseline(
     tolerances: Tolerances,
     tolerances_path: str | None = None,
 ) -> Rebaseline:
-    """Build the new baseline from runs (plus the old one's unmeasured rows) and explain the change.
-
-    With no runs, the old baseline's rows are kept and only their tolerances are derived again
-    from their stored drift and the current tolerances file.
-    """
+    """Build the new baseline from runs (plus the old one's unmeasured rows) and explain the
+    change. With no runs, the old rows' tolerances are derived again from their stored drift."""
     if not runs and old is None:
         raise InputError(
             "rebaseline needs results files, or --old BASELINE to re-derive tolerances"
@@ -408,9 +343,9 @@ def rebaseline(
             per_key.setdefault(row.key, []).append((run, row))
     rows = {key: _measured_row(key, per_run, tolerances) for key, per_run in per_key.items()}
     kept = [key for key in (old.rows if old is not None else {}) if key not in rows]
-    for key in kept:
-        assert old is not None
-        rows[key] = _retolerance(old.rows[key], tolerances)
+    for b in (old.rows[key] for key in kept if old is not None):  # tolerance from its drift
+        tol, source, noisy = tolerances.tolerance(b.variant, b.params, b.drift)
+        rows[b.key] = replace(b, tolerance=tol, tolerance_source=source, too_noisy=noisy)
     rows = dict(sorted(rows.items()))
     warnings += run_warnings(runs, rows, per_key, policy)
     expectations, exp_lines, refusals, loosened_checks = _merge_expectations(runs, old, policy)

@@ -53,9 +53,7 @@ def run_warnings(
             + ". Lock clocks or run more rounds, or accept it with a reviewed override in tolerances.toml."
         )
     split = {
-        k: why
-        for k, v in per_key.items()
-        if (why := autotune.unstable([r.autotune for _, r in v])) is not None
+        k: w for k, v in per_key.items() if (w := autotune.unstable([r.autotune for _, r in v]))
     }
     if split:
         warnings.append(
@@ -79,20 +77,14 @@ def run_warnings(
     return warnings
 
 
-def _env_lines(old: Baseline, new_prov: Mapping[str, Any]) -> list[str]:
-    lines = []
-    old_p = old.provenance
-    for label, get in (
-        ("driver", lambda p: p.get("driver")),
-        ("CUDA", lambda p: p.get("cuda")),
-        ("torch", lambda p: (p.get("software") or {}).get("torch")),
-        ("Triton", lambda p: (p.get("software") or {}).get("triton")),
-        ("harness", lambda p: p.get("harness_version")),
-    ):
-        a, b = get(old_p), get(new_prov)
-        if a != b:
-            lines.append(f"- {label}: {a} -> {b}")
-    return lines
+# the environment a baseline's provenance records, as the review names it
+_ENV = (
+    ("driver", lambda p: p.get("driver")),
+    ("CUDA", lambda p: p.get("cuda")),
+    ("torch", lambda p: (p.get("software") or {}).get("torch")),
+    ("Triton", lambda p: (p.get("software") or {}).get("triton")),
+    ("harness", lambda p: p.get("harness_version")),
+)
 
 
 def review(
@@ -116,32 +108,19 @@ def review(
         f"Tolerances: {tolerances.source} (multiple {policy.multiple:g} x drift, floor {policy.floor:.1%}, "
         f"ceiling {policy.ceiling:.1%})",
     ]
-    sw = provenance.get("software") or {}
     # only what the runs recorded: a smoke run (the CPU interpreter) has no SMs, driver or CUDA
     facts = [
         f"{gpu.get('name')}" + (f" ({gpu['sm_count']} SMs)" if gpu.get("sm_count") else ""),
-        *(
-            f"{label} {value}"
-            for label, value in (
-                ("driver", provenance.get("driver")),
-                ("CUDA", provenance.get("cuda")),
-                ("torch", sw.get("torch")),
-                ("Triton", sw.get("triton")),
-                ("harness", provenance.get("harness_version")),
-            )
-            if value
-        ),
+        *(f"{label} {value}" for label, get in _ENV if (value := get(provenance))),
         f"profile(s) {', '.join(provenance.get('profiles') or [])}",
     ]
     lines.append("Environment: " + ", ".join(facts))
     if old is None:
         lines.append(f"No previous baseline at {out}: every row is new.")
     else:
-        lines += [
-            "",
-            "## Environment vs the old baseline",
-            *(_env_lines(old, provenance) or ["- unchanged"]),
-        ]
+        was = [(what, get(old.provenance), get(provenance)) for what, get in _ENV]
+        changed = [f"- {what}: {a} -> {b}" for what, a, b in was if a != b] or ["- unchanged"]
+        lines += ["", "## Environment vs the old baseline", *changed]
     axes = runs[0].env.axes if runs else ()
     reference = set(policy.reference_variants)  # never "too noisy": as the warnings
     row_lines, loosened, slower = _row_diff(new.rows, old, per_key, kept, axes, reference)
@@ -176,10 +155,10 @@ def _row_diff(
             notes.append("kept: not measured this time")
         elif before is None:
             notes.append("new")
-        if before is not None and row.tolerance > before.tolerance + 5e-5:
+        if before and row.tolerance > before.tolerance + 5e-5:
             loosened += 1
             notes.append(f"**LOOSENED** ({row.tolerance_source})")
-        elif before is not None and row.tolerance < before.tolerance - 5e-5:
+        elif before and row.tolerance < before.tolerance - 5e-5:
             notes.append("tightened")
         if row.too_noisy and row.variant not in reference:
             notes.append("too noisy")
@@ -193,27 +172,11 @@ def _row_diff(
                     f"row {key}: new median {ms(row.median_s, unit=True)} is {pct(delta)} against "
                     f"the old {ms(before.median_s, unit=True)} (tolerance {before.tolerance:.1%})"
                 )
-        cells.append(
-            [
-                key,
-                ms(before.median_s, unit=True) if before else "",
-                ms(row.median_s, unit=True),
-                change,
-                f"{before.tolerance:.1%}" if before else "",
-                f"{row.tolerance:.1%}",
-                "; ".join(notes),
-            ]
-        )
-    header = [
-        "case",
-        "median old",
-        "median new",
-        "change",
-        "tolerance old",
-        "tolerance new",
-        "note",
-    ]
-    return table(header, "lrrrrrl", cells), loosened, refusals
+        was = [ms(before.median_s, unit=True), f"{before.tolerance:.1%}"] if before else ["", ""]
+        now = [ms(row.median_s, unit=True), f"{row.tolerance:.1%}"]
+        cells.append([key, was[0], now[0], change, was[1], now[1], "; ".join(notes)])
+    header = ["case", "median old", "median new", "change", "tolerance old", "tolerance new"]
+    return table([*header, "note"], "lrrrrrl", cells), loosened, refusals
 
 
 def finish(
@@ -224,12 +187,8 @@ def finish(
     accept_slower: bool,
     tolerances_missing: Path | None = None,
 ) -> tuple[int, list[str]]:
-    """The exit code and text of a rebaseline; the caller writes `plan.baseline` to `out` when
-    the code is 0 and `write` (tilegate.store.files.save_baseline).
-
-    Exit 1 (nothing to write) when the runs are slower than the old baseline allows and
-    `accept_slower` is not given: a rebaseline must not hide a regression.
-    """
+    """The exit code and text of a rebaseline: 1 when the runs are slower than the old baseline
+    allows without `accept_slower`; the caller writes `plan.baseline` on 0 with `write`."""
     text = list(plan.lines)
     warnings = list(plan.warnings)
     if tolerances_missing is not None:
@@ -254,14 +213,9 @@ def finish(
     if code == EXIT_OK and not write:
         text += ["", f"--check: {out} not written."]
     elif code == EXIT_OK:
-        then = (
-            "A smoke baseline proves the pipeline: do not commit it."
-            if plan.baseline.mode == "smoke"
-            else "Review `git diff` and commit it."
-        )
-        text += [
-            "",
-            f"Wrote {out} ({len(plan.baseline.rows)} rows, {len(plan.baseline.expectations)} "
-            f"expectations). {then}",
-        ]
+        then = "Review `git diff` and commit it."
+        if plan.baseline.mode == "smoke":
+            then = "A smoke baseline proves the pipeline: do not commit it."
+        written = f"{len(plan.baseline.rows)} rows, {len(plan.baseline.expectations)} expectations"
+        text += ["", f"Wrote {out} ({written}). {then}"]
     return code, text

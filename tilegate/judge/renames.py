@@ -14,8 +14,7 @@ from tilegate.judge.vocabulary import Status
 
 
 def renamed_baseline(baseline: Baseline, run: Run) -> Baseline:
-    """The baseline under the head's names: a renamed variant's rows and expectations (the
-    results' `renamed`, from the registry's `renamed_from`) judge it under its new name."""
+    """The baseline under the head's names (the results' `renamed`, from `renamed_from`)."""
     stored = {b.variant for b in baseline.rows.values()}
     stored |= {v for e in baseline.expectations for v in (e.faster, e.than)}
     moves = {
@@ -27,28 +26,19 @@ def renamed_baseline(baseline: Baseline, run: Run) -> Baseline:
     if not moves:
         return baseline
 
-    def name(v: str | None) -> str | None:
-        return moves.get(v, v) if v is not None else None
-
     rows = {}
     for key, row in baseline.rows.items():
-        new = moves.get(row.variant)
-        if new is not None:
-            key = new + key[len(row.variant) :]
-            row = replace(row, key=key, variant=new, twin=name(row.twin))
-        elif row.twin in moves:
-            row = replace(row, twin=name(row.twin))
-        rows[key] = row
-    expectations = tuple(
-        replace(
-            e,
-            id=expectation_id(str(name(e.faster)), str(name(e.than)), e.where),
-            faster=str(name(e.faster)),
-            than=str(name(e.than)),
+        new = moves.get(row.variant, row.variant)
+        key = new + key[len(row.variant) :] if new != row.variant else key
+        twin = moves.get(row.twin, row.twin) if row.twin is not None else None
+        rows[key] = replace(row, key=key, variant=new, twin=twin)
+    expectations = []
+    for e in baseline.expectations:
+        faster, than = moves.get(e.faster, e.faster), moves.get(e.than, e.than)
+        expectations.append(
+            replace(e, id=expectation_id(faster, than, e.where), faster=faster, than=than)
         )
-        for e in baseline.expectations
-    )
-    return replace(baseline, rows=MappingProxyType(rows), expectations=expectations)
+    return replace(baseline, rows=MappingProxyType(rows), expectations=tuple(expectations))
 
 
 def removed_variants(baseline: Baseline, run: Run) -> set[str]:

@@ -1,7 +1,5 @@
-"""A run: its environment, its rows (both sides of an A/B), their order, their same-run ratios.
-
-Frozen objects, built once from a results file (tilegate.judge.resultsjson validates the JSON
-into them, tilegate.store.files reads it); `checked` holds a run's rows to being one run.
+"""A run: its environment, its rows (both sides of an A/B), their order, their same-run ratios;
+frozen, built once from a results file (tilegate.judge.resultsjson), `checked` as one run.
 """
 
 from __future__ import annotations
@@ -12,9 +10,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from tilegate import __version__
 from tilegate.errors import InputError
 from tilegate.judge import stats
 from tilegate.judge.memory import Memory
+from tilegate.judge.rounds import aligned
 
 SMOKE_SLUG = "smoke"  # the "GPU" of a smoke run (CPU interpreter): no GPU facts exist
 
@@ -30,15 +30,69 @@ class Gpu:
     memory_gib: float | None = None
 
 
-def describe_gpu(gpu: Gpu | Mapping[str, Any]) -> str:
-    """'NVIDIA H200 (sm_90, 132 SMs)', for a run's Gpu or a GPU recorded in a file."""
-    name: Any
-    cap: tuple[int, ...] | None
-    sms: Any
+@dataclass(frozen=True)
+class GpuFile:
+    """A file of one GPU model (a baseline, an A/B noise file): where, the GPU, its provenance."""
+
+    path: Path
+    gpu: Mapping[str, Any]
+    provenance: Mapping[str, Any]
+
+    @property
+    def slug(self) -> str:
+        return str(self.gpu["slug"])
+
+    def ensure_gpu_of(self, run: Run, what: str, remedy: str) -> None:
+        """InputError unless `run`'s GPU is the one the file's label names (`gpu_mismatch`)."""
+        gpu, differs = run.env.gpu, gpu_mismatch(self.gpu, run.env.gpu)
+        if differs:
+            raise InputError(
+                f"{what} {self.path} was recorded on {describe_gpu(self.gpu)} but results "
+                f"{run.path} on {describe_gpu(gpu)}, both labelled {gpu.slug}: "
+                f"{', '.join(differs)}. {remedy}"
+            )
+
+    def json_of(self, schema: tuple[str, Any], **rest: Any) -> dict[str, Any]:
+        """The file's JSON: its schema key, the GPU, the provenance, then `rest` in order."""
+        return {
+            schema[0]: schema[1],
+            "gpu": dict(self.gpu),
+            "provenance": dict(self.provenance),
+            **rest,
+        }
+
+
+def _facts(gpu: Gpu | Mapping[str, Any]) -> tuple[Any, tuple[int, ...] | None, Any]:
+    """(name, capability, SM count) of a run's Gpu or a GPU recorded in a file."""
     if isinstance(gpu, Gpu):
-        name, cap, sms = gpu.name, gpu.capability, gpu.sm_count
-    else:
-        name, cap, sms = gpu.get("name"), capability(gpu.get("capability")), gpu.get("sm_count")
+        return gpu.name, gpu.capability, gpu.sm_count
+    return gpu.get("name"), capability(gpu.get("capability")), gpu.get("sm_count")
+
+
+def gpu_json(gpu: Gpu) -> dict[str, Any]:
+    """The GPU as a baseline or noise file records it."""
+    cap = list(gpu.capability) if gpu.capability else None
+    return {"name": gpu.name, "slug": gpu.slug, "sm_count": gpu.sm_count, "capability": cap}
+
+
+def provenance_of(runs: Sequence[Run]) -> dict[str, Any]:
+    """What a file built from `runs` (a baseline, a noise file) records of them."""
+    env = runs[0].env
+    return {
+        "tool": f"tilegate {__version__}",
+        "software": dict(env.software),
+        "driver": env.gpu.driver,
+        "cuda": env.gpu.cuda,
+        "profiles": sorted({r.env.profile for r in runs}),
+        "runs": [
+            {"file": r.path.name, "datetime": r.env.datetime, "commit": r.env.commit} for r in runs
+        ],
+    }
+
+
+def describe_gpu(gpu: Gpu | Mapping[str, Any]) -> str:
+    """'NVIDIA H200 (sm_90, 132 SMs)'."""
+    name, cap, sms = _facts(gpu)
     facts = [_show(cap) if cap else None, f"{sms} SMs" if sms else None]
     return f"{name} ({', '.join(f for f in facts if f) or 'no details'})"
 
@@ -55,28 +109,14 @@ def capability(value: Any) -> tuple[int, ...] | None:
 
 
 def gpu_mismatch(recorded: Gpu | Mapping[str, Any], gpu: Gpu) -> list[str]:
-    """How a GPU recorded in a file (a baseline's or noise file's `gpu`), or another run's,
-    differs from `gpu`.
-
-    The slug is a label (from the name, or a runner's): the name, the compute capability and
-    the SM count say which GPU it is. Only facts that both sides record are compared.
-    """
-    then: tuple[Any, Any, Any]
-    if isinstance(recorded, Gpu):
-        then = (recorded.name, recorded.capability, recorded.sm_count)
-    else:
-        cap = capability(recorded.get("capability"))
-        then = (recorded.get("name"), cap, recorded.get("sm_count"))
-    out = []
-    pairs = (
-        ("name", then[0], gpu.name),
-        ("compute capability", then[1], gpu.capability),
-        ("SM count", then[2], gpu.sm_count),
-    )
-    for what, was, now in pairs:
-        if was is not None and now is not None and was != now:
-            out.append(f"{what} {_show(was)} vs {_show(now)}")
-    return out
+    """How a GPU recorded in a file, or another run's, differs from `gpu`: the slug is a label,
+    name, capability and SM count say which GPU it is (facts both sides record)."""
+    whats = ("name", "compute capability", "SM count")
+    return [
+        f"{what} {_show(was)} vs {_show(now)}"
+        for what, was, now in zip(whats, _facts(recorded), _facts(gpu), strict=True)
+        if was is not None and now is not None and was != now
+    ]
 
 
 def _show(value: Any) -> str:
@@ -92,8 +132,7 @@ class Environment:
     harness_version: str
     mode: str  # "gpu" or "smoke"
     profile: str
-    # the profile's fixed parameters as measured (M, N for matmul; files before "fixed": M, N)
-    fixed: Mapping[str, Any]
+    fixed: Mapping[str, Any]  # the profile's fixed parameters as measured
     l2_flush: bool | None
     timer: str | None
     rounds: int | None
@@ -106,27 +145,20 @@ class Environment:
     dirty: bool | None
     datetime: str | None
     ab: Mapping[str, Any] | None = None  # an A/B run: {"ref", "sha", "variants"} of its base
-    # an A/B run's budget: how its rounds were spent (tilegate.harness.budget.summarize)
-    budget: Mapping[str, Any] | None = None
-    # Triton / torch warnings of the run (recorded by the suite, not raised): category, message,
-    # source, count, first_case
-    warnings: tuple[Mapping[str, Any], ...] = ()
-    # several GPUs of one host (tilegate.run.shard): each {"gpu": {..., "index", "serial"}, "state"}
+    budget: Mapping[str, Any] | None = None  # how an A/B run's rounds were spent (harness.budget)
+    warnings: tuple[Mapping[str, Any], ...] = ()  # Triton / torch warnings, recorded (warnlog)
+    # several GPUs of one host (run.shard): each {"gpu": {..., "index", "serial"}, "state"}
     gpus: tuple[Mapping[str, Any], ...] = ()
-    # the variants the run was asked to measure (--perf-variants, else all); None: the file does
-    # not say (written before the suite recorded it), so every variant counts as selected
+    # asked to measure (--perf-variants, else all); None: not recorded, every variant selected
     variants: tuple[str, ...] | None = None
     # every variant of the head's registry (None: not recorded) and its renames {new: (old, ...)}
     registry: tuple[str, ...] | None = None
     renamed: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
-
-    benchmark: str | None = None  # the declared benchmark's name (None: not recorded)
-    # the declared expectations (tilegate.declare.Expectation): {"faster", "than", "per",
-    # "where"}; None: not recorded (older files), every twin pair along K
+    benchmark: str | None = None  # the declared benchmark's name
+    # the declared expectations {"faster", "than", "per", "where"} (None: `Run.relations`)
     expectations: tuple[Mapping[str, Any], ...] | None = None
     # the grid's axes in order (files without the key: the matmul benchmark's)
     axes: tuple[str, ...] = ("dtype", "layout", "K")
-    # what the run had to measure (tilegate.judge.coverage; None: an older tilegate's results)
     coverage: Mapping[str, Any] | None = None
     memory_tolerance: str | None = "0"  # the protocol's (tilegate.judge.memory)
     peaks: Mapping[str, float] | None = None  # the GPU's row of tilegate.peaks, if known
@@ -138,7 +170,7 @@ class Environment:
 
 @dataclass(frozen=True)
 class Row:
-    """One benchmark case of one run."""
+    """One benchmark case of one run (its extra_info.tilegate: docs/architecture.md, "Results")."""
 
     key: str
     variant: str
@@ -158,46 +190,34 @@ class Row:
     gpu_index: int | None = None  # `tilegate perf --gpus N`: which GPU of the host measured it
     gpu_serial: str | None = None
     ratio_to_base: float | None = None  # A/B head rows: head / base, paired per round
-    # which of its group's rounds the samples are (half-open ranges, tilegate.harness.budget);
-    # None: every round of the group. An A/B run's budget times some base rows in fewer rounds
+    # which of its group's rounds the samples are (half-open ranges; None: every round): an
+    # A/B run's budget (tilegate.harness.budget) times some base rows in fewer rounds
     timed_in: tuple[tuple[int, int], ...] | None = None
     # why the A/B budget stopped timing it (extra_info.tilegate.budget.stopped): "cap" when a
     # changed pair used every round it may have (tilegate.harness.budget.CAP_FACTOR)
     budget_stopped: str | None = None
-    # how many timing sweeps (passes) its samples came from (len(extra_info.tilegate.
-    # pass_medians_s)); each sweep times rounds_per_pass rounds of its group, so round r of the
-    # group is in sweep r // (len(samples_s) // sweeps). None: not recorded (or inconsistent)
+    # how many timing sweeps its samples came from (len(pass_medians_s); None: not recorded):
+    # round r of the group is in sweep r // (len(samples_s) // sweeps)
     sweeps: int | None = None
-    # the autotuner picks its call used (tilegate.harness.autotune; tilegate.judge.autotune)
     autotune: tuple[Mapping[str, Any], ...] = ()
-    # host seconds per call (tilegate.harness.timing.host_info): the median, one per round of
-    # samples_s, whether the host bounds the call (its verdict is then on the host time), and
-    # whether its GPU samples were held (their kernels' time)
+    # host seconds per call: the median, one per round of samples_s; host-bound, held
     host_s: float | None = None
     host_samples_s: tuple[float, ...] | None = None
     host_bound: bool | None = None
     held: bool = False
-    # a host-bound case of a two-process A/B (tilegate.harness.hostworkers): its host seconds
-    # per call in each fresh worker process (pair order), the first worker's profile (function,
-    # cumulative seconds per call), whether its call waits on the GPU inside
+    # a host-bound case of a two-process A/B (tilegate.harness.hostworkers)
     host_procs_s: tuple[float, ...] | None = None
     host_profile: tuple[tuple[str, float], ...] = ()
     syncs_inside: bool | None = None
-    # a tuner flip re-timed with both sides on one config (extra_info.tilegate.pinned, written
-    # by tilegate.harness.measure): this case on that config, as a row of its own (its
-    # `autotune` the picks both sides ran); None: not re-timed
-    pinned: Row | None = None
+    pinned: Row | None = None  # a tuner flip re-timed on the base's pick, as a row of its own
     memory: Memory | None = None  # peak GPU memory of one call (tilegate.judge.memory)
     work_dtype: str | None = None  # the precision of its declared FLOPs (tilegate.peaks)
 
 
 def param_order(params: Mapping[str, Any], axes: Sequence[str]) -> tuple[Any, ...]:
-    """How rows sort: by the grid's `axes` in their order, then every other parameter by name.
-
-    Never by a mapping's own key order: a baseline's rows come back from its file with their
-    parameters in the file's (sorted) key order, a results file's in the suite's, and sorting
-    both together by their values compared "fp16" with 128 (a crash of every GPU run judged
-    against a baseline written with "params"). Numbers sort before text at one position."""
+    """How rows sort: the grid's `axes` in order, then the other parameters by name, numbers before
+    text. Never by a mapping's key order: sorting a baseline's (sorted) and a results file's rows
+    by their values compared "fp16" with 128 (a crash of every GPU run judged against it)."""
     names = [a for a in axes if a in params] + sorted(k for k in params if k not in axes)
     return tuple(
         (name, 0, v, "") if isinstance(v, (int, float)) else (name, 1, 0, str(v))
@@ -233,12 +253,10 @@ class Run:
     def find(self, variant: str, group: str, *, side: str = "head") -> Row | None:
         """The row of `variant` in `group` (a group id, `Row.group`)."""
         rows = self.rows if side == "head" else self.base_rows
-        for row in rows.values():
-            if (row.variant, row.group) == (variant, group):
-                return row
-        if side == "base" and self.reference == variant:  # the reference is measured once
+        found = next((r for r in rows.values() if (r.variant, r.group) == (variant, group)), None)
+        if found is None and side == "base" and self.reference == variant:  # measured once
             return self.find(variant, group)
-        return None
+        return found
 
     def group_of(self, where: Mapping[str, Any]) -> str | None:
         """The one group whose parameters include `where` (None: none or several)."""
@@ -246,18 +264,10 @@ class Run:
         return found.pop() if len(found) == 1 else None
 
     def ratio(self, variant: str, than: str, group: str, *, side: str = "head") -> float | None:
-        """variant / than measured in the same rounds of this run; None unless both were measured.
-
-        `side="base"`: the same, for the base commit's versions in an A/B run.
-        Always the paired per-round median of the samples (`stats.paired_ratio`), never a number
-        the file merely states: `load_results` has checked that the rows of a group share their
-        rounds and that every recorded ratio agrees with its samples.
-        """
-        x = self.find(variant, group, side=side)
-        y = self.find(than, group, side=side)
-        if x is None or y is None:
-            return None
-        return paired(x, y)
+        """variant / than paired per round in this run (`side="base"`: the base's versions), never a
+        number the file merely states; None unless both were measured."""
+        x, y = self.find(variant, group, side=side), self.find(than, group, side=side)
+        return paired(x, y) if x is not None and y is not None else None
 
     @property
     def reference(self) -> str | None:
@@ -283,6 +293,10 @@ class Run:
         """The axes other than `per`: what holds still along one expectation's or plot's line."""
         return tuple(a for a in self.env.axes if a != per)
 
+    def sort_key(self, row: Row | Any) -> tuple[Any, ...]:
+        """Where `row` (or a verdict of one) stands in every table of this run (`row_order`)."""
+        return row_order(row.params, row.variant, self.env.axes, self.variant_order)
+
     @property
     def variant_order(self) -> list[str]:
         """Variants in the order the suite ran them (the registry's order)."""
@@ -299,29 +313,23 @@ RATIO_AGREEMENT = 5e-4
 
 def paired(x: Row, y: Row) -> float:
     """x / y over the rounds both rows were timed in (`stats.paired_ratio`)."""
-    from tilegate.judge.rounds import aligned
-
     return stats.paired_ratio(*aligned(x.samples_s, x.timed_in, y.samples_s, y.timed_in))
 
 
 def _ensure_paired(path: Path, sides: Mapping[str, Mapping[str, Row]]) -> None:
-    """The rows of a group (both sides of an A/B run) were timed in the same rounds: same count.
-
-    A row that says which of the group's rounds it was timed in (`timed_in`, an A/B budget's
-    sentinel or stopped base) is checked against the group's rounds instead: within them, and
-    sharing rounds with the group's rows timed in all of them."""
-    groups: dict[str, list[tuple[str, int]]] = {}
+    """A group's rows (both sides) were timed in the same rounds: the same count, but for a row
+    timed in some of them (`timed_in`), paired over the rounds it shares."""
+    every = [(side, row) for side, rows in sides.items() for row in rows.values()]
     spans: dict[str, int] = {}
-    for rows in sides.values():
-        for row in rows.values():
-            if row.timed_in is not None:
-                spans[row.group] = max(spans.get(row.group, 0), row.timed_in[-1][1])
-    for side, rows in sides.items():
-        for row in rows.values():
-            if row.timed_in is not None and row.timed_in != ((0, spans[row.group]),):
-                continue  # budgeted into some rounds: paired over the rounds it shares
-            name = row.key + ("@base" if side == "base" else "")
-            groups.setdefault(row.group, []).append((name, len(row.samples_s)))
+    for _, row in every:
+        if row.timed_in is not None:
+            spans[row.group] = max(spans.get(row.group, 0), row.timed_in[-1][1])
+    groups: dict[str, list[tuple[str, int]]] = {}
+    for side, row in every:
+        if row.timed_in is not None and row.timed_in != ((0, spans[row.group]),):
+            continue  # budgeted into some rounds: paired over the rounds it shares
+        name = row.key + ("@base" if side == "base" else "")
+        groups.setdefault(row.group, []).append((name, len(row.samples_s)))
     for group, members in groups.items():
         if len({n for _, n in members}) > 1:
             counts = ", ".join(f"{name} {n}" for name, n in members)
@@ -336,9 +344,8 @@ def _ensure_paired(path: Path, sides: Mapping[str, Mapping[str, Row]]) -> None:
 def _ensure_same_params(
     path: Path, env: Environment, sides: Mapping[str, Mapping[str, Row]]
 ) -> None:
-    """Every row holds the run's fixed parameters, and the rows of a group (both sides) hold the
-    same parameters: a row whose M or K was edited would otherwise be judged, or baselined, as a
-    case it was not measured as."""
+    """Every row holds the run's fixed parameters and a group's rows one set: an edited row would
+    otherwise be judged, or baselined, as a case it was not measured as."""
     first: dict[str, Row] = {}
     for rows in sides.values():
         for row in rows.values():
@@ -375,7 +382,7 @@ def _checked_ratios(
             "ratio_to_twin": by_variant.get((row.twin, row.group)) if row.twin else None,
             "ratio_to_base": sides["base"].get(key) if side == "head" else None,
         }
-        derived: dict[str, float | None] = {}
+        derived: dict[str, Any] = {}
         for name, other in against.items():
             recorded = getattr(row, name)
             if other is None:
@@ -402,20 +409,14 @@ def _checked_ratios(
                     "or assembled by hand; measure again."
                 )
             derived[name] = now
-        out[key] = replace(
-            row,
-            ratio_to_reference=derived["ratio_to_reference"],
-            ratio_to_twin=derived["ratio_to_twin"],
-            ratio_to_base=derived["ratio_to_base"],
-        )
+        out[key] = replace(row, **derived)
     return out
 
 
 def checked(
     path: Path, env: Environment, sides: Mapping[str, Mapping[str, Row]]
 ) -> dict[str, dict[str, Row]]:
-    """A run's rows (both sides) checked as one run: each group timed in the same rounds, with
-    one set of parameters, its recorded ratios what the samples say (then derived from them)."""
+    """A run's rows (both sides) checked as one run and their ratios derived from the samples."""
     _ensure_paired(path, sides)
     _ensure_same_params(path, env, sides)
     return {side: _checked_ratios(path, side, sides) for side in sides}

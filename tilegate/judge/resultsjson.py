@@ -1,9 +1,6 @@
-"""A results file's JSON (pytest-benchmark's, with tilegate's keys) validated into a `Run`.
-
-The contract is in docs/architecture.md. Everything the gate needs is read here, once, into the
-frozen objects of tilegate.judge.results; every problem is an `InputError` naming the file and,
-where there is one, the case id. tilegate.store.files reads the file; nothing downstream looks
-at the raw JSON again.
+"""A results file's JSON (pytest-benchmark's, with tilegate's keys; docs/architecture.md) validated
+once into a `Run` (tilegate.judge.results); every problem is an `InputError` naming the file and
+the case. tilegate.store.files reads the file; nothing downstream looks at the raw JSON again.
 """
 
 from __future__ import annotations
@@ -87,87 +84,56 @@ def _gpu(path: Path, tg: Mapping[str, Any], mode: str) -> Gpu:
         return Gpu(name="CPU interpreter (smoke)", slug=SMOKE_SLUG)
     need(isinstance(raw, dict), where, "machine_info.tilegate.gpu is missing in a GPU run")
     slug, cap = raw.get("slug"), raw.get("capability")
-    need(
-        isinstance(slug, str) and bool(slug),
-        where,
-        "machine_info.tilegate.gpu.slug is missing; cannot pick a baseline",
-    )
-    need(
-        cap is None or capability(cap) is not None,
-        where,
-        f"machine_info.tilegate.gpu.capability is {cap!r}; expected [major, minor], e.g. [9, 0]",
-    )
-    memory = raw.get("memory_gib")
-    return Gpu(
-        name=str(raw.get("name") or slug),
-        slug=slug,
-        sm_count=_opt_int(raw, "sm_count"),
-        capability=capability(cap),
-        driver=_opt_str(raw, "driver"),
-        cuda=_opt_str(raw, "cuda"),
-        memory_gib=memory if is_finite_number(memory) else None,
-    )
+    ok = isinstance(slug, str) and bool(slug)
+    need(ok, where, "machine_info.tilegate.gpu.slug is missing; cannot pick a baseline")
+    expected = "expected [major, minor], e.g. [9, 0]"
+    ok = cap is None or capability(cap) is not None
+    need(ok, where, f"machine_info.tilegate.gpu.capability is {cap!r}; {expected}")
+    memory, sms = raw.get("memory_gib"), _opt_int(raw, "sm_count")
+    driver, cuda = _opt_str(raw, "driver"), _opt_str(raw, "cuda")
+    gib = memory if is_finite_number(memory) else None
+    return Gpu(str(raw.get("name") or slug), slug, sms, capability(cap), driver, cuda, gib)
 
 
 def _check_env(path: Path, tg: Mapping[str, Any]) -> None:
     """The lists and objects of machine_info.tilegate have their shapes."""
     where, ab, warned = f"results file {path}", tg.get("ab"), tg.get("warnings") or []
-    need(
-        ab is None or (isinstance(ab, dict) and isinstance(ab.get("sha"), str)),
-        where,
-        "machine_info.tilegate.judge.ab must name the base's sha",
+    mi = "machine_info.tilegate"
+    ok = ab is None or (isinstance(ab, dict) and isinstance(ab.get("sha"), str))
+    need(ok, where, f"{mi}.judge.ab must name the base's sha")
+    ok = isinstance(warned, list) and all(
+        isinstance(w, dict) and isinstance(w.get("message"), str) for w in warned
     )
-    need(
-        isinstance(warned, list)
-        and all(isinstance(w, dict) and isinstance(w.get("message"), str) for w in warned),
-        where,
-        "machine_info.tilegate.warnings must be a list of warnings "
-        "({category, message, source, count, first_case})",
-    )
+    fields = "({category, message, source, count, first_case})"
+    need(ok, where, f"{mi}.warnings must be a list of warnings {fields}")
     gpus = tg.get("gpus") or []
-    need(
-        isinstance(gpus, list)
-        and all(isinstance(g, dict) and isinstance(g.get("gpu"), dict) for g in gpus),
-        where,
-        "machine_info.tilegate.gpus must list the GPUs",
+    ok = isinstance(gpus, list) and all(
+        isinstance(g, dict) and isinstance(g.get("gpu"), dict) for g in gpus
     )
+    need(ok, where, f"{mi}.gpus must list the GPUs")
     variants = tg.get("variants")
-    need(
-        variants is None or _names(variants),
-        where,
-        f"machine_info.tilegate.variants is {variants!r}; expected the list of variant names "
-        "the suite was asked to measure",
-    )
+    asked = "expected the list of variant names the suite was asked to measure"
+    need(variants is None or _names(variants), where, f"{mi}.variants is {variants!r}; {asked}")
     registry, renamed = tg.get("registry"), tg.get("renamed") or {}
-    need(
-        (registry is None or _names(registry))
-        and isinstance(renamed, dict)
-        and all(_names(v) for v in renamed.values()),
-        where,
-        "machine_info.tilegate.registry must list variant names and "
-        "machine_info.tilegate.renamed map a variant to the names it had before",
-    )
+    ok = (registry is None or _names(registry)) and isinstance(renamed, dict)
+    before = f"{mi}.renamed map a variant to the names it had before"
+    ok = ok and all(_names(v) for v in renamed.values())
+    need(ok, where, f"{mi}.registry must list variant names and {before}")
     cov = tg.get("coverage")
-    need(
-        cov is None or (isinstance(cov, dict) and isinstance(cov.get("expected"), dict)),
-        where,
-        "machine_info.tilegate.coverage must be an object with the expected cases "
-        "(tilegate.judge.coverage); measure again with this tilegate",
-    )
+    ok = cov is None or (isinstance(cov, dict) and isinstance(cov.get("expected"), dict))
+    again = "(tilegate.judge.coverage); measure again with this tilegate"
+    need(ok, where, f"{mi}.coverage must be an object with the expected cases {again}")
 
 
 def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -> Environment:
     tg: Any = mi.get("tilegate")
-    need(
-        isinstance(tg, dict),
-        f"results file {path}",
-        "machine_info has no 'tilegate' section, so this is not a tilegate perf run (a plain "
-        f"pytest-benchmark file?). {_PRODUCE}",
-    )
+    where, plain = f"results file {path}", "a plain pytest-benchmark file?"
+    no_tg = f"machine_info has no 'tilegate' section, so this is not a tilegate perf run ({plain})"
+    need(isinstance(tg, dict), where, f"{no_tg}. {_PRODUCE}")
     mode = tg.get("mode")
     need(
         mode in ("gpu", "smoke"),
-        f"results file {path}",
+        where,
         f"machine_info.tilegate.mode is {mode!r}; expected 'gpu' or 'smoke'",
     )
     _check_env(path, tg)
@@ -201,9 +167,7 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
         software=MappingProxyType({str(k): str(v) for k, v in _obj(tg.get("software")).items()}),
         throttled=throttled if isinstance(throttled, bool) else None,
         state_notes=tuple(str(n) for n in state.get("notes") or []),
-        injected=tuple(str(i) for i in injected)
-        if isinstance(injected, list)
-        else (str(injected),),
+        injected=tuple(map(str, injected if isinstance(injected, list) else [injected])),
         commit=_opt_str(ci, "id"),
         dirty=ci.get("dirty") if isinstance(ci.get("dirty"), bool) else None,
         datetime=str(when) if when is not None else None,
@@ -211,8 +175,7 @@ def _parse_env(path: Path, mi: Mapping[str, Any], commit_info: Any, when: Any) -
 
 
 def parse_results(data: Any, p: Path) -> Run:
-    """Validate one results file's JSON (read by tilegate.store.files.load_results); raise
-    InputError naming the file and row on any problem."""
+    """Validate one results file's JSON; InputError naming the file (and row) on any problem."""
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
         raise InputError(
             f"results file {p} is not pytest-benchmark JSON (no 'benchmarks' list). {_PRODUCE}"

@@ -51,31 +51,24 @@ def check_ranges(ranges: Any, samples: int) -> Ranges:
     return out
 
 
+def _rounds(ranges: Ranges | None, n: int) -> list[int]:
+    """The group's round numbers of a row's samples, in order (None: every round, 0..n)."""
+    return [r for a, b in (ranges if ranges is not None else ((0, n),)) for r in range(a, b)]
+
+
 def common_rounds(x_in: Ranges | None, nx: int, y_in: Ranges | None, ny: int) -> list[int]:
     """The group's round numbers both rows were timed in, in order: the rounds `aligned` pairs."""
-    x_in = x_in if x_in is not None else ((0, nx),)
-    y_in = y_in if y_in is not None else ((0, ny),)
-    xs = {r for a, b in x_in for r in range(a, b)}
-    return sorted(r for a, b in y_in for r in range(a, b) if r in xs)
+    xs = set(_rounds(x_in, nx))
+    return [r for r in _rounds(y_in, ny) if r in xs]
 
 
 def aligned(
     x: Sequence[float], x_in: Ranges | None, y: Sequence[float], y_in: Ranges | None
 ) -> tuple[list[float], list[float]]:
     """The samples of x and y in the rounds both were timed in (None: every round, 0..len)."""
-    x_in = x_in if x_in is not None else ((0, len(x)),)
-    y_in = y_in if y_in is not None else ((0, len(y)),)
     if x_in == y_in:
         return list(x), list(y)
-
-    def index(ranges: Ranges) -> dict[int, int]:
-        out, i = {}, 0
-        for a, b in ranges:
-            for r in range(a, b):
-                out[r] = i
-                i += 1
-        return out
-
-    xi, yi = index(x_in), index(y_in)
+    xi = {r: i for i, r in enumerate(_rounds(x_in, len(x)))}
+    yi = {r: i for i, r in enumerate(_rounds(y_in, len(y)))}
     common = sorted(set(xi) & set(yi))
     return [x[xi[r]] for r in common], [y[yi[r]] for r in common]

@@ -16,6 +16,7 @@ from tilegate.errors import InputError
 from tilegate.fileio import is_finite_positive
 from tilegate.judge.memory import parse as parse_memory
 from tilegate.judge.results import Row
+from tilegate.judge.rounds import check_ranges
 
 
 def _is_number(x: Any) -> TypeGuard[int | float]:
@@ -52,24 +53,16 @@ def need(ok: bool, where: str, what: str) -> None:
 
 
 def _row_tg(path: Path, index: int, bench: Any) -> tuple[str, dict[str, Any]]:
-    """Where a row is (for messages) and its extra_info.tilegate: a correct case's, or an
-    InputError."""
+    """Where a row is (for messages) and its extra_info.tilegate: a correct case's."""
     need(isinstance(bench, dict), f"results file {path}", f"benchmarks[{index}] is not an object")
     name = bench.get("param") or bench.get("name") or f"benchmarks[{index}]"
     extra = bench.get("extra_info")
     tg: Any = extra.get("tilegate") if isinstance(extra, dict) else None
-    need(
-        isinstance(tg, dict),
-        f"results file {path}, row {name}",
-        "no extra_info.tilegate; every benchmark in a results file must come from tilegate's "
-        "perf suite",
-    )
+    row = f"results file {path}, row {name}"
+    from_suite = "every benchmark in a results file must come from tilegate's perf suite"
+    need(isinstance(tg, dict), row, f"no extra_info.tilegate; {from_suite}")
     key = tg.get("key")
-    need(
-        isinstance(key, str) and bool(key),
-        f"results file {path}, row {name}",
-        "extra_info.tilegate.key is missing",
-    )
+    need(isinstance(key, str) and bool(key), row, "extra_info.tilegate.key is missing")
     where = f"results file {path}, row {key}"
     if tg.get("correct") is not True:
         why = tg.get("error") or (
@@ -81,10 +74,9 @@ def _row_tg(path: Path, index: int, bench: Any) -> tuple[str, dict[str, Any]]:
             f"{where}: failed its correctness check ({why}). A wrong kernel's time means nothing: "
             "fix the kernel (see the pytest log of the perf run) before the gate can judge this run."
         )
+    variant = tg.get("variant")
     need(
-        isinstance(tg.get("variant"), str) and bool(tg["variant"]),
-        where,
-        "extra_info.tilegate.variant is missing",
+        isinstance(variant, str) and bool(variant), where, "extra_info.tilegate.variant is missing"
     )
     if "ratio_to_reference" not in tg and "ratio_to_torch" in tg:  # its name before
         tg = {**tg, "ratio_to_reference": tg["ratio_to_torch"]}
@@ -102,18 +94,12 @@ def _params(where: str, tg: Mapping[str, Any]) -> dict[str, Any]:
             )
         for k in ("M", "N", "K"):
             v = tg.get(k)
-            need(
-                isinstance(v, int) and not isinstance(v, bool) and v >= 1,
-                where,
-                f"extra_info.tilegate.{k} is {v!r}; expected a positive integer",
-            )
+            ok = isinstance(v, int) and not isinstance(v, bool) and v >= 1
+            need(ok, where, f"extra_info.tilegate.{k} is {v!r}; expected a positive integer")
         params = {k: tg[k] for k in _LEGACY_PARAMS}
-    need(
-        isinstance(params, dict) and bool(params) and all(scalar(v) for v in params.values()),
-        where,
-        f"extra_info.tilegate.params is {params!r}; expected the case's parameters "
-        "(name -> string or number)",
-    )
+    ok = isinstance(params, dict) and bool(params) and all(scalar(v) for v in params.values())
+    expected = "expected the case's parameters (name -> string or number)"
+    need(ok, where, f"extra_info.tilegate.params is {params!r}; {expected}")
     return dict(params)
 
 
@@ -125,13 +111,10 @@ def _samples(where: str, tg: Mapping[str, Any], bench: Mapping[str, Any]) -> lis
         samples = stats.get("data") if isinstance(stats, dict) else None
     need(isinstance(samples, list), where, "extra_info.tilegate.samples_s is missing or not a list")
     problem = _timing_problem(samples)
-    if problem is None:
-        recorded = [tg.get("median_s")]
-        if isinstance(stats, dict) and "median" in stats:
-            recorded.append(stats["median"])
-        for value in recorded:
-            if value is not None and not is_finite_positive(value):
-                problem = f"has a recorded median of {value!r}"
+    recorded = [tg.get("median_s"), stats.get("median") if isinstance(stats, dict) else None]
+    bad = [v for v in recorded if v is not None and not is_finite_positive(v)]
+    if problem is None and bad:
+        problem = f"has a recorded median of {bad[-1]!r}"
     if problem is not None:
         raise InputError(
             f"{where} {problem}. The timer produced an impossible value: re-run the suite; if it "
@@ -157,17 +140,11 @@ def _numbers(where: str, tg: Mapping[str, Any]) -> dict[str, Any]:
     )
     for k in ("code_hash", "code_hash_kind"):
         v = out[k] = tg.get(k)
-        need(
-            v is None or (isinstance(v, str) and bool(v)),
-            where,
-            f"extra_info.tilegate.{k} is {v!r}; expected a string",
-        )
-    gpu_index = out["gpu_index"] = tg.get("gpu_index")
-    need(
-        gpu_index is None or (isinstance(gpu_index, int) and not isinstance(gpu_index, bool)),
-        where,
-        f"extra_info.tilegate.gpu_index is {gpu_index!r}; expected an integer",
-    )
+        ok = v is None or (isinstance(v, str) and bool(v))
+        need(ok, where, f"extra_info.tilegate.{k} is {v!r}; expected a string")
+    index = out["gpu_index"] = tg.get("gpu_index")
+    ok = index is None or (isinstance(index, int) and not isinstance(index, bool))
+    need(ok, where, f"extra_info.tilegate.gpu_index is {index!r}; expected an integer")
     return out
 
 
@@ -175,50 +152,30 @@ def _timing(where: str, tg: Mapping[str, Any], samples: list[float]) -> dict[str
     """How the row was timed: its rounds (an A/B budget's), picks, host times, re-time."""
     timed_in = None
     if tg.get("timed_in") is not None:
-        from tilegate.judge.rounds import check_ranges
-
         try:
             timed_in = check_ranges(tg["timed_in"], len(samples))
         except ValueError as err:
             raise InputError(f"{where}: extra_info.tilegate.{err}") from err
     budget = tg.get("budget")
     stopped = budget.get("stopped") if isinstance(budget, dict) else None
-    need(
-        stopped is None or isinstance(stopped, str),
-        where,
-        f"extra_info.tilegate.budget.stopped is {stopped!r}; expected a string",
-    )
+    ok = stopped is None or isinstance(stopped, str)
+    need(ok, where, f"extra_info.tilegate.budget.stopped is {stopped!r}; expected a string")
     autotune = tg.get("autotune", [])
-    need(
-        isinstance(autotune, list)
-        and all(
-            isinstance(p, dict)
-            and isinstance(p.get("kernel"), str)
-            and isinstance(p.get("config"), dict)
-            for p in autotune
-        ),
-        where,
-        f"extra_info.tilegate.autotune is {autotune!r}; expected a list of picks (kernel, key, config)",
+    ok = isinstance(autotune, list) and all(
+        _is_pick(p) and isinstance(p.get("kernel"), str) for p in autotune
     )
+    picks = "expected a list of picks (kernel, key, config)"
+    need(ok, where, f"extra_info.tilegate.autotune is {autotune!r}; {picks}")
     host = tg.get("host_samples_s")
-    need(
-        host is None
-        or (
-            isinstance(host, list)
-            and len(host) == len(samples)
-            and all(is_finite_positive(h) for h in host)
-        ),
-        where,
-        "extra_info.tilegate.host_samples_s must be one positive host time per "
-        f"sample ({len(samples)}); re-run the suite",
+    ok = host is None or (
+        isinstance(host, list) and len(host) == len(samples) and all(map(is_finite_positive, host))
     )
+    per = f"one positive host time per sample ({len(samples)}); re-run the suite"
+    need(ok, where, f"extra_info.tilegate.host_samples_s must be {per}")
     probe = tg.get("host_s")  # a call not held: its host time with nothing queued ahead
-    need(
-        probe is None or is_finite_positive(probe),
-        where,
-        f"extra_info.tilegate.host_s is {probe!r}; expected the host seconds per call (a "
-        "positive number); re-run the suite",
-    )
+    per = "expected the host seconds per call (a positive number); re-run the suite"
+    ok = probe is None or is_finite_positive(probe)
+    need(ok, where, f"extra_info.tilegate.host_s is {probe!r}; {per}")
     pass_medians = tg.get("pass_medians_s")
     sweeps = None
     if isinstance(pass_medians, list) and pass_medians and len(samples) % len(pass_medians) == 0:
@@ -261,23 +218,20 @@ def parse_row(path: Path, index: int, bench: Any) -> Row:
     if pinned is None:
         return row
     samples_p, host_p, picks = pinned
-    return replace(
-        row,
-        pinned=replace(
-            row,
-            samples_s=samples_p,
-            median_s=float(statistics.median(samples_p)),
-            host_samples_s=host_p,
-            host_s=float(statistics.median(host_p)) if host_p else None,
-            autotune=picks,
-            timed_in=None,
-            budget_stopped=None,
-            sweeps=None,
-            ratio_to_base=None,
-            ratio_to_reference=None,
-            ratio_to_twin=None,
-        ),
+    unset: dict[str, Any] = dict.fromkeys(
+        (
+            "timed_in",
+            "budget_stopped",
+            "sweeps",
+            "ratio_to_base",
+            "ratio_to_reference",
+            "ratio_to_twin",
+        )
     )
+    host_s = float(statistics.median(host_p)) if host_p else None
+    median_s = float(statistics.median(samples_p))
+    again = replace(row, samples_s=samples_p, median_s=median_s, host_samples_s=host_p, **unset)
+    return replace(row, pinned=replace(again, host_s=host_s, autotune=picks))
 
 
 def _host_procs(where: str, tg: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -289,12 +243,15 @@ def _host_procs(where: str, tg: Mapping[str, Any]) -> Mapping[str, Any]:
             f"{where}: extra_info.tilegate.host_procs_s / host_profile are {procs!r} / {prof!r}; "
             "expected host seconds per worker process, [function, seconds] pairs; re-run the suite"
         )
-    out: dict[str, Any] = {
+    return {
         "host_procs_s": tuple(map(float, procs)) if procs else None,
         "host_profile": tuple((n, float(t)) for n, t in prof),
         "syncs_inside": tg["syncs_inside"] if isinstance(tg.get("syncs_inside"), bool) else None,
     }
-    return out
+
+
+def _is_pick(p: Any) -> bool:
+    return isinstance(p, dict) and isinstance(p.get("config"), dict)
 
 
 def _pair(p: Any) -> bool:
@@ -311,11 +268,7 @@ def _parse_pinned(
     samples = pinned.get("samples_s") if isinstance(pinned, dict) else None
     picks = pinned.get("autotune") if isinstance(pinned, dict) else None
     problem = _timing_problem(samples) if isinstance(samples, list) else "has no samples_s"
-    if problem is None and not (
-        isinstance(picks, list)
-        and picks
-        and all(isinstance(p, dict) and isinstance(p.get("config"), dict) for p in picks)
-    ):
+    if problem is None and not (isinstance(picks, list) and picks and all(map(_is_pick, picks))):
         problem = "names no picks (autotune)"
     host = pinned.get("host_samples_s") if isinstance(pinned, dict) else None
     if problem is None and host is not None:

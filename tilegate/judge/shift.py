@@ -1,9 +1,8 @@
 """SHIFTED: whether a stored-baseline slowdown is the row's own or a shift of the machine.
-
-Kernels timed in the same rounds share the GPU's power budget: one kernel's change moves
-cuBLAS and unchanged neighbours too (4-5 % on the power-capped H200, docs/gate.md). A
-REGRESSED row whose code is the baseline's and whose same-run ratio to the reference held is
-SHIFTED: reported, never failed (`blame`).
+Kernels timed in the same rounds share the GPU's power budget: one kernel's change moves cuBLAS
+and unchanged neighbours too (4-5 % on the power-capped H200, docs/gate.md). A REGRESSED row
+whose code is the baseline's and whose same-run ratio to the reference held is SHIFTED:
+reported, never failed (`blame`).
 """
 
 from __future__ import annotations
@@ -34,22 +33,16 @@ def base_ratio_to_reference(base: BaselineRow, baseline: Baseline, reference: st
 
 
 def blame(v: RowVerdict, runs: Sequence[Run], baseline: Baseline) -> RowVerdict:
-    """Keep a REGRESSED row only if its code changed or it also slowed against the reference.
-
-    Kernels timed in the same rounds share the GPU's power budget: one kernel's change moves
-    cuBLAS and unchanged neighbours too (4-5 % on the power-capped H200, docs/gate.md). A row
-    whose code hash is the baseline's and whose same-run ratio to the reference held is SHIFTED:
-    reported, never failed. The reference row itself is judged on its own.
-    """
+    """Keep a REGRESSED row only if its code changed or it also slowed against the reference
+    (the module's docstring); the reference row itself is judged on its own."""
     if v.base is None or v.now is None or v.reference or v.verdict is not Verdict.REGRESSED:
         return v
     row, base = v.now, v.base
     changed = None
     # Hashes compare code only under the same compiler: a Triton upgrade changes every hash,
     # and then only the ratio to the reference can tell which rows the upgrade slowed.
-    same_triton = runs[0].env.software.get("triton") == (
-        baseline.provenance.get("software") or {}
-    ).get("triton")
+    then_triton = (baseline.provenance.get("software") or {}).get("triton")
+    same_triton = runs[0].env.software.get("triton") == then_triton
     if (
         row.code_hash
         and base.code_hash
@@ -59,11 +52,11 @@ def blame(v: RowVerdict, runs: Sequence[Run], baseline: Baseline) -> RowVerdict:
         changed = row.code_hash != base.code_hash
     reference = runs[0].reference
     then = base_ratio_to_reference(base, baseline, reference) if reference else None
-    now = (
-        [r for r in (run.ratio(row.variant, reference, row.group) for run in runs) if r is not None]
-        if reference
-        else []
-    )
+    now = [
+        r
+        for run in runs
+        if reference and (r := run.ratio(row.variant, reference, row.group)) is not None
+    ]
     if then is None or not now:
         return replace(v, code_changed=changed, note=v.note + "; no reference row to tell a shift")
     rel = [stats.rel_change(r, then) for r in now]
@@ -76,20 +69,14 @@ def blame(v: RowVerdict, runs: Sequence[Run], baseline: Baseline) -> RowVerdict:
         return replace(
             v, note=v.note + f"; also against {reference} in the same rounds ({rel_delta:+.1%})"
         )
-    return replace(
-        v,
-        verdict=Verdict.SHIFTED,
-        note=f"slower by {v.delta:+.1%}, but its ratio to {reference} in the same rounds moved "
-        f"{rel_delta:+.1%} and its code "
-        + (
-            "is unchanged"
-            if changed is False
-            else "has no hash to compare"
-            if same_triton
-            else "was compiled by another Triton than the baseline's"
-        )
-        + ": a machine or neighbour shift, not this row",
+    code = "was compiled by another Triton than the baseline's"
+    if changed is False or same_triton:
+        code = "is unchanged" if changed is False else "has no hash to compare"
+    note = (
+        f"slower by {v.delta:+.1%}, but its ratio to {reference} in the same rounds moved "
+        f"{rel_delta:+.1%} and its code {code}: a machine or neighbour shift, not this row"
     )
+    return replace(v, verdict=Verdict.SHIFTED, note=note)
 
 
 def same_scheme(a: str, b: str) -> bool:

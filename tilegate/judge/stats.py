@@ -1,16 +1,7 @@
-"""The statistics of the gate: noise, tolerance, significance and paired ratios.
-
-The noise model follows what the H200 calibration measured (docs/gate.md has the numbers):
-
-* single calls jitter a lot inside a run (IQR up to ~19 % at 0.2 ms), so one sample means
-  nothing and the per-round samples are compared as distributions (Mann-Whitney U);
-* a row's median moves between processes by ~1 % (Triton) to ~3 % (compute-bound rows), which
-  no within-run test can see, so a row's tolerance comes from the spread of per-run medians
-  over repeated rebaseline runs;
-* a ratio of two rows measured in the same rounds moves by < 1 %, so expectations between
-  variants are checked on same-run ratios, never on stored absolute times.
-
-Pure functions on sequences of floats; no I/O.
+"""The statistics of the gate: noise, tolerance, significance and paired ratios, pure functions
+on sequences of floats. The noise model is the H200 calibration's (docs/gate.md, "The noise this
+is built on"): per-round samples compared as distributions (Mann-Whitney U), a row's tolerance
+from the spread of its per-run medians, expectations on same-run ratios.
 """
 
 from __future__ import annotations
@@ -23,11 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from tilegate.judge.vocabulary import ABVerdict
+
 
 def scipy_stats() -> Any:
-    """scipy.stats, imported where a test or quantile is computed, not with this module: its
-    import costs about 1 s of CPU, in every perf-suite process, which on the smoke profile (5
-    rounds a case: too few for median_ci) computes none of it."""
+    """scipy.stats, imported where a test is computed, not with this module: about 1 s of CPU in
+    every perf-suite process, which on the smoke profile (5 rounds a case) computes none of it."""
     from scipy import stats
 
     return stats
@@ -50,11 +42,8 @@ def median(values: Sequence[float]) -> float:
 
 
 def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
-    """Distribution-free confidence interval of the median from order statistics.
-
-    The number of samples below the true median is Binomial(n, 1/2); the interval runs between
-    the order statistics that cover `confidence` of it. No resampling, no randomness.
-    """
+    """Distribution-free confidence interval of the median from order statistics (the samples
+    below it are Binomial(n, 1/2)): no resampling, no randomness."""
     xs = sorted(samples)
     n = len(xs)
     if n == 0:
@@ -67,14 +56,9 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
 
 
 def rms_upper_bound(deviations: Sequence[float], confidence: float) -> float:
-    """Upper `confidence` bound of the root mean square of deviations from a known centre.
-
-    sum(d^2) / sigma^2 is chi-square with n degrees of freedom when the deviations are normal
-    with mean 0, so sigma <= sqrt(sum(d^2) / chi2.ppf(1 - confidence, n)) holds with that
-    confidence. Few deviations give a wide bound (3: 2.3 x their RMS at 90 %), many a tight one
-    (22: 1.25 x), so a tolerance built on it tightens as runs are added instead of growing with
-    the largest of them.
-    """
+    """Upper `confidence` bound of the RMS of deviations from a known centre (sum(d^2) / sigma^2
+    is chi-square, n degrees of freedom, for normal ones of mean 0): 3 give a wide bound (2.3 x
+    their RMS at 90 %), 22 a tight one (1.25 x), so a tolerance on it tightens as runs are added."""
     d = np.asarray(deviations, dtype=float)
     if d.size == 0:
         raise ValueError("rms_upper_bound of no deviations")
@@ -84,11 +68,8 @@ def rms_upper_bound(deviations: Sequence[float], confidence: float) -> float:
 
 
 def run_drift(run_medians: Sequence[float]) -> float:
-    """Relative spread of per-run medians, as the range 3 runs would show ((max - min) / median).
-
-    For R runs the range is scaled by d2(3) / d2(R), so that adding runs sharpens the estimate
-    instead of inflating it. Needs at least 2 runs.
-    """
+    """Relative spread of per-run medians as the range 3 runs would show ((max - min) / median,
+    scaled by d2(3) / d2(R) so more runs sharpen it instead of inflating it); 2 runs at least."""
     r = len(run_medians)
     if r < 2:
         raise ValueError("run_drift needs at least 2 run medians")
@@ -99,11 +80,8 @@ def run_drift(run_medians: Sequence[float]) -> float:
 
 
 def single_run_drift(samples: Sequence[float]) -> float:
-    """Stand-in for run_drift from one run: the 95 % CI of its median, on the same 3-run scale.
-
-    It sees only the jitter inside the run, not the drift between processes (2-3 % on
-    compute-bound rows), which is why a baseline from a single run warns.
-    """
+    """Stand-in for run_drift from one run: its median's 95 % CI on the same 3-run scale; blind to
+    the drift between processes (2-3 % on compute-bound rows): why a one-run baseline warns."""
     lo, hi = median_ci(samples)
     width = (hi - lo) / median(samples)
     return width * _D2[3] / (2 * 1.96)  # CI width is 2 x 1.96 sigma of the median
@@ -134,13 +112,9 @@ def derive_tolerance(drift: float, *, multiple: float, floor: float, ceiling: fl
 
 
 def quantile_summary(samples: Sequence[float], count: int) -> list[float]:
-    """`count` evenly spaced quantiles (mid-point plotting positions) standing in for the samples.
-
-    A baseline keeps this summary of its pooled rounds instead of every round: the file stays
-    reviewable, and Mann-Whitney on a regular grid of quantiles is conservative (the grid has
-    less scatter than a real sample of that size, so the test sees less evidence, not more).
-    With no more samples than `count`, the sorted samples themselves are kept.
-    """
+    """`count` evenly spaced quantiles (mid-point plotting positions) standing in for the samples
+    (all of them, sorted, when no more): a baseline's reviewable summary of its pooled rounds, on
+    which Mann-Whitney is conservative (a regular grid has less scatter than a real sample)."""
     xs = np.sort(np.asarray(samples, dtype=float))
     if len(xs) <= count:
         return [float(x) for x in xs]
@@ -167,17 +141,19 @@ def _mwu(x: Sequence[float], y: Sequence[float], alternative: str) -> float:
     return 1.0 if math.isnan(p) else p
 
 
+def wilcoxon_p(logs: np.ndarray, alternative: str) -> float:
+    """One-sided Wilcoxon signed-rank p-value of log ratios (1.0 with fewer than 2 nonzero)."""
+    nonzero = logs[logs != 0]
+    if len(nonzero) < 2:
+        return 1.0
+    p = float(scipy_stats().wilcoxon(nonzero, alternative=alternative).pvalue)
+    return 1.0 if math.isnan(p) else p
+
+
 def min_samples_rank_sum(alpha: float, others: int) -> int:
     """The fewest samples for which a one-sided Mann-Whitney U test against `others` samples can
-    reach p < alpha at all.
-
-    The smallest p-value there is belongs to complete separation (every sample beyond every one
-    of the others): one arrangement of the C(n + m, n) equally likely under the null, so
-    p_min = 1 / C(n + m, n) (exact; scipy's normal approximation, used when samples tie, gives
-    about the same: 0.0098 at n = 2, m = 41). A row with fewer samples can never be significantly
-    slower, so it can never fail: it cannot be judged. Against a baseline's 41-quantile summary
-    at alpha = 0.01: n = 1 gives 1/42 = 0.024, n = 2 gives 1/903 = 0.0011, so 2.
-    """
+    reach p < alpha at all: complete separation gives p_min = 1 / C(n + m, n), so a row with fewer
+    can never fail (docs/gate.md, "Minimum samples": 2 against a 41-quantile baseline at 0.01)."""
     if not 0 < alpha < 1 or others < 1:
         raise ValueError(f"need 0 < alpha < 1 and others >= 1, got {alpha}, {others}")
     n = 1
@@ -187,24 +163,17 @@ def min_samples_rank_sum(alpha: float, others: int) -> int:
 
 
 def min_pairs_signed_rank(alpha: float) -> int:
-    """The fewest paired rounds for which a one-sided Wilcoxon signed-rank test can reach p < alpha.
-
-    Its smallest p-value (every per-round ratio on one side of 1) is exactly 2^-n, so n is the
-    smallest with 2^n > 1 / alpha: 7 at alpha = 0.01 (6 rounds: 1/64 = 0.016).
-    """
+    """The fewest paired rounds for which a one-sided Wilcoxon signed-rank test can reach p < alpha:
+    its smallest p (every ratio on one side of 1) is 2^-n, so 7 at alpha = 0.01."""
     if not 0 < alpha < 1:
         raise ValueError(f"need 0 < alpha < 1, got {alpha}")
     return math.floor(math.log2(1 / alpha)) + 1
 
 
 def paired_ratio(x: Sequence[float], ref: Sequence[float]) -> float:
-    """x / ref measured in the same rounds: the median over rounds of x_i / ref_i.
-
-    Rounds are interleaved, so sample i of both rows saw the same GPU state and the per-round
-    ratio cancels what drifted between rounds. The only same-run ratio of the project: the suite
-    records it, the gate recomputes it. Raises ValueError unless both have the same number of
-    samples (the same rounds) and every reference sample is positive.
-    """
+    """x / ref measured in the same rounds, the only same-run ratio of the project (the suite
+    records it, the gate recomputes it): the median over rounds of x_i / ref_i, which cancels what
+    drifted between rounds; ValueError unless the same rounds and a positive reference."""
     if not x or not ref:
         raise ValueError("paired_ratio of an empty row")
     if len(x) != len(ref):
@@ -217,9 +186,8 @@ def paired_ratio(x: Sequence[float], ref: Sequence[float]) -> float:
 
 
 def mean_t_test(values: Sequence[float], confidence: float) -> tuple[float, ...]:
-    """For a few values that are each an average of many (a process's median host time per
-    call): their mean, the two-sided Student t interval of it at `confidence` (lo, hi), and the
-    one-sided t-test p-values of "the mean is above 0" and "below 0"."""
+    """For a few values each an average of many (a process's median host time per call): their
+    mean, its two-sided Student t interval (lo, hi) and one-sided p-values of above / below 0."""
     x = np.asarray(values, dtype=float)
     mean, sem = float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
     if sem <= 1e-12 * abs(mean):  # all alike: no spread to weigh the mean against
@@ -227,6 +195,24 @@ def mean_t_test(values: Sequence[float], confidence: float) -> tuple[float, ...]
     t, df = scipy_stats().t, x.size - 1
     half, stat = float(t.ppf((1 + confidence) / 2, df)) * sem, mean / sem
     return mean, mean - half, mean + half, float(t.sf(stat, df)), float(t.cdf(stat, df))
+
+
+def interval_verdict(
+    ci: tuple[float, float],
+    tolerance: float,
+    p: tuple[float, float],
+    run_ratios: Sequence[float],
+    alpha: float,
+) -> ABVerdict:
+    """A paired ratio's verdict: SLOWER (FASTER) when its whole interval `ci` is beyond the
+    tolerance, significant (`p`: slower, faster) and so in a majority of the runs; SAME when the
+    whole interval is within; else AMBIGUOUS."""
+    lo, hi = ci[0] - 1, ci[1] - 1
+    if lo > tolerance and p[0] < alpha and majority([r - 1 > tolerance for r in run_ratios]):
+        return ABVerdict.SLOWER
+    if hi < -tolerance and p[1] < alpha and majority([r - 1 < -tolerance for r in run_ratios]):
+        return ABVerdict.FASTER
+    return ABVerdict.SAME if -tolerance <= lo and hi <= tolerance else ABVerdict.AMBIGUOUS
 
 
 def majority(flags: Sequence[bool]) -> bool:

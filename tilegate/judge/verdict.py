@@ -1,22 +1,14 @@
-"""Verdicts: each row against its baseline, the expectations (tilegate.judge.crosstile), the exit code.
+"""Verdicts: each row against its baseline, the expectations (tilegate.judge.crosstile).
 
-The decision rule (docs/gate.md explains the numbers):
-
-* a row is REGRESSED when its median is slower than the baseline by more than the row's
-  tolerance AND its per-round samples are significantly slower than the baseline's
-  (one-sided Mann-Whitney U, p < alpha);
-* slower than the tolerance but not significant, or significantly slower and close to the
-  tolerance (within `unsure_band` of it), is UNSURE: measure it again before accusing;
-* faster than the tolerance and significant is IMPROVED (a hint to rebaseline, never a failure);
-* with confirmation runs a suspect row is judged on all its runs: it must be slower than the
-  tolerance in a majority of them (ties acquit) and significant on the pooled samples, so one
-  noisy run can neither accuse nor acquit alone;
-* an expectation "cross-tile takes at most max_ratio of its twin's time at K" is checked on the
-  ratio measured in the same run (rounds interleaved), broken when it exceeds max_ratio in a
-  majority of the runs; absolute times of the baseline do not enter it, so runner drift cannot
-  break or fake it.
-
-The words (Verdict, Status) are tilegate.judge.vocabulary's; the exit rule is tilegate.judge.outcome.
+The decision rule (docs/gate.md, "The decision rule", explains the numbers): REGRESSED when the
+median is slower than the baseline by more than the row's tolerance AND its per-round samples
+are significantly slower (one-sided Mann-Whitney U, p < alpha); UNSURE when slower than the
+tolerance but not significant, or significant within `unsure_band` below it; IMPROVED when
+faster than the tolerance and significant. With confirmation runs a suspect is judged on all its
+runs: slower than the tolerance in a majority of them (ties acquit) and significant on the
+pooled samples. An expectation is checked on the ratio measured in the same run, broken when it
+exceeds max_ratio in a majority of the runs. The words (Verdict, Status) are
+tilegate.judge.vocabulary's; the exit rule is tilegate.judge.outcome.
 """
 
 from __future__ import annotations
@@ -27,17 +19,12 @@ from typing import Any
 
 from tilegate.errors import InputError
 from tilegate.judge import stats
-from tilegate.judge.baseline import (
-    Baseline,
-    BaselineRow,
-    baseline_path,
-    how_to_create,
-)
+from tilegate.judge.baseline import Baseline, BaselineRow, baseline_path, how_to_create
 from tilegate.judge.crosstile import ExpectationResult, Status, check_expectation
 from tilegate.judge.offgpu import OffGpu, off_gpus
 from tilegate.judge.policy import Policy
 from tilegate.judge.renames import gone_check, removed_variants, renamed_baseline
-from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch, row_order
+from tilegate.judge.results import Row, Run, describe_gpu, gpu_mismatch
 from tilegate.judge.shift import blame
 from tilegate.judge.vocabulary import Verdict
 from tilegate.markdown import listing
@@ -81,9 +68,8 @@ class RowVerdict:
 
     @property
     def fails(self) -> bool:
-        return (
-            self.verdict is Verdict.REGRESSED and not self.reference
-        ) or self.verdict is Verdict.GONE
+        regressed = self.verdict is Verdict.REGRESSED and not self.reference
+        return regressed or self.verdict is Verdict.GONE
 
 
 @dataclass(frozen=True)
@@ -94,9 +80,7 @@ class Comparison:
     rows: tuple[RowVerdict, ...]
     expectations: tuple[ExpectationResult, ...]
     missing_allowed: tuple[str, ...] = ()  # baseline rows of measured groups absent from the run
-    off_gpus: tuple[
-        OffGpu, ...
-    ] = ()  # GPUs of the host whose rows were not judged (tilegate.judge.offgpu)
+    off_gpus: tuple[OffGpu, ...] = ()  # the host's GPUs whose rows were not judged (offgpu)
 
     def by(self, *verdicts: Verdict) -> list[RowVerdict]:
         return [r for r in self.rows if r.verdict in verdicts]
@@ -108,9 +92,7 @@ class Comparison:
 
     def suspects(self, cannot_fail: Collection[str] = ()) -> list[str]:
         """Case ids to measure again: regressed or unsure rows, and both rows of a broken
-        expectation. `cannot_fail`: rows whose slowdown is drift, never a failure (an A/B run's
-        cases whose code is the base's, tilegate.judge.outcome): measuring them again decides
-        nothing, so they are not, unless a broken expectation names them."""
+        expectation; not `cannot_fail`'s (drift, judge.outcome) unless an expectation names them."""
         keys = [
             r.key
             for r in self.by(Verdict.REGRESSED, Verdict.UNSURE)
@@ -121,17 +103,11 @@ class Comparison:
         return list(dict.fromkeys(keys))
 
 
-# --- one row --------------------------------------------------------------------------------
-
-
 def judge_row(
     base: BaselineRow, runs: Sequence[Sequence[float]], policy: Policy
 ) -> tuple[Verdict, float, tuple[float, ...], float | None, float | None]:
-    """(verdict, delta, run deltas, p_slower, p_faster) of one row measured in one or more runs.
-
-    Only the p-value in the direction of the change is computed (the other one is None): a
-    majority of runs beyond the tolerance, or the unsure band, both imply the median's sign.
-    """
+    """(verdict, delta, run deltas, p_slower, p_faster) of one row measured in one or more runs;
+    only the p-value in the direction of the change is computed (the other one is None)."""
     tol = base.tolerance
     run_deltas = tuple(stats.rel_change(stats.median(s), base.median_s) for s in runs)
     delta = stats.median(run_deltas)
@@ -173,9 +149,6 @@ def _row_note(
     return ""
 
 
-# --- the comparison ------------------------------------------------------------------------------
-
-
 def ensure_comparable(run: Run, baseline: Baseline) -> None:
     """Refuse (InputError) a baseline that cannot judge this run."""
     slug = run.env.gpu.slug
@@ -186,14 +159,11 @@ def ensure_comparable(run: Run, baseline: Baseline) -> None:
             f"were measured on {slug} ({run.env.gpu.name}). Times of different GPU models cannot be compared: "
             f"use {right}. " + (how_to_create(slug, right) if not right.exists() else "")
         )
-    differs = gpu_mismatch(baseline.gpu, run.env.gpu)
-    if differs:
-        raise InputError(
-            f"baseline {baseline.path} was recorded on {describe_gpu(baseline.gpu)} but results "
-            f"{run.path} on {describe_gpu(run.env.gpu)}, both labelled {slug}: {', '.join(differs)}. "
-            "These are different GPUs: fix the label (the runner's, or machine_info.tilegate.gpu."
-            "slug), or record a baseline on this GPU with `tilegate rebaseline --measure 3`."
-        )
+    remedy = (
+        "These are different GPUs: fix the label (the runner's, or machine_info.tilegate.gpu."
+        "slug), or record a baseline on this GPU with `tilegate rebaseline --measure 3`."
+    )
+    baseline.ensure_gpu_of(run, "baseline", remedy)
     if baseline.mode != run.env.mode:
         raise InputError(
             f"results {run.path} is a {run.env.mode} run but baseline {baseline.path} is a {baseline.mode} baseline"
@@ -219,26 +189,26 @@ def _ensure_same_setup(run: Run, conf: Run) -> None:
             f"{run.env.gpu.slug} ({describe_gpu(run.env.gpu)}): a confirmation must re-measure on the "
             "same GPU model"
         )
-    for key, row in conf.rows.items():
-        first = run.rows.get(key)
-        if first is not None and first.params != row.params:
-            raise InputError(
-                f"confirmation run {conf.path}, row {key}: its parameters differ from results {run.path}"
-            )
+    for key in (
+        k for k, row in conf.rows.items() if k in run.rows and run.rows[k].params != row.params
+    ):
+        raise InputError(
+            f"confirmation run {conf.path}, row {key}: its parameters differ from results "
+            f"{run.path}"
+        )
 
 
 def _ensure_enough_samples(runs: Sequence[Run], baseline: Baseline) -> None:
     """Refuse rows with too few samples to ever be significantly slower (they could never fail)."""
     alpha = baseline.policy.alpha
     for run in runs:
-        few = []
-        for key, row in run.rows.items():
-            base = baseline.rows.get(key)
-            if base is None:
-                continue
-            need = stats.min_samples_rank_sum(alpha, len(base.samples_s))
-            if len(row.samples_s) < need:
-                few.append(f"{key} ({len(row.samples_s)} of {need})")
+        few = [
+            f"{key} ({len(row.samples_s)} of {need})"
+            for key, row in run.rows.items()
+            if (base := baseline.rows.get(key)) is not None
+            and len(row.samples_s)
+            < (need := stats.min_samples_rank_sum(alpha, len(base.samples_s)))
+        ]
         if few:
             raise InputError(
                 f"results {run.path}: {len(few)} row(s) have too few samples to be judged: "
@@ -260,12 +230,9 @@ def _ensure_shared(run: Run, baseline: Baseline) -> None:
     for key in shared:
         r, b = run.rows[key], baseline.rows[key]
         if dict(r.params) != dict(b.params):
-            differ = ", ".join(
-                f"{k}={r.params.get(k)}" for k in r.params if r.params.get(k) != b.params.get(k)
-            )
-            held = ", ".join(
-                f"{k}={b.params.get(k)}" for k in b.params if r.params.get(k) != b.params.get(k)
-            )
+            apart = {k for k in {**r.params, **b.params} if r.params.get(k) != b.params.get(k)}
+            differ = ", ".join(f"{k}={r.params[k]}" for k in r.params if k in apart)
+            held = ", ".join(f"{k}={b.params[k]}" for k in b.params if k in apart)
             raise InputError(
                 f"results {run.path}, row {key}: measured at {differ}, but baseline {baseline.path} holds "
                 f"{held}. Run the baseline's shape, or rebaseline."
@@ -275,19 +242,12 @@ def _ensure_shared(run: Run, baseline: Baseline) -> None:
 def _missing(
     run: Run, baseline: Baseline, gone: set[str], accounted: frozenset[str], allow: bool
 ) -> list[str]:
-    """A baseline row whose group ran is missing, unless the run was not asked for its variant
-    (--perf-variants): that one was left out on purpose; a selected one that is absent stopped
-    running (crashed, skipped) and would escape the gate. InputError unless `allow`."""
+    """Baseline rows of groups that ran, missing though their variant was selected: they stopped
+    running and would escape the gate (InputError unless `allow`)."""
     selected = run.env.variants
-    missing = sorted(
-        k
-        for k, b in baseline.rows.items()
-        if k not in run.rows
-        and b.group in run.groups
-        and (selected is None or b.variant in selected)
-        and b.variant not in gone
-        and k not in accounted
-    )
+    asked = {k for k, b in baseline.rows.items() if selected is None or b.variant in selected}
+    ran = {k for k, b in baseline.rows.items() if b.group in run.groups and b.variant not in gone}
+    missing = sorted((asked & ran) - set(run.rows) - accounted)
     if missing and not allow:
         raise InputError(
             f"results {run.path} lack {len(missing)} row(s) that baseline {baseline.path} holds, although their "
@@ -306,8 +266,7 @@ def _unmeasured(
     accounted: frozenset[str],
     reference: set[str],
 ) -> RowVerdict:
-    """The verdict of a baseline row the run has not: GONE with its variant, else NOT MEASURED
-    and why."""
+    """A baseline row the run lacks: GONE with its variant, else NOT MEASURED and why."""
     is_ref = base.variant in reference
     if base.variant in gone:
         note = (
@@ -368,17 +327,11 @@ def compare(
     _ensure_enough_samples([run, *confirmations], baseline)
     missing = _missing(run, baseline, gone, accounted, allow_missing)
     policy, reference = baseline.policy, set(baseline.policy.reference_variants)
+    new = "not in the baseline: rebaseline to start judging it"
     verdicts = [
         _judge(key, row, base, [row.samples_s], policy, row.variant in reference)
         if (base := baseline.rows.get(key)) is not None
-        else RowVerdict(
-            key,
-            Verdict.NEW,
-            None,
-            row,
-            row.variant in reference,
-            note="not in the baseline: rebaseline to start judging it",
-        )
+        else RowVerdict(key, Verdict.NEW, None, row, row.variant in reference, note=new)
         for key, row in run.rows.items()
     ]
     verdicts += [
@@ -386,41 +339,24 @@ def compare(
         for key, base in baseline.rows.items()
         if key not in run.rows
     ]
-    checks = [
-        gone_check(
-            check_expectation(
-                e, c.value, c.max_ratio, [run], stats.median(c.measured) if c.measured else None
-            ),
-            gone,
-        )
-        for e in baseline.expectations
-        for c in e.bounds
-    ]
+    checks = []
+    for e in baseline.expectations:
+        for c in e.bounds:
+            then = stats.median(c.measured) if c.measured else None
+            checks.append(gone_check(check_expectation(e, c.value, c.max_ratio, [run], then), gone))
     verdicts = [blame(v, [run], baseline) for v in verdicts]
     if confirmations:
         first = Comparison(run, baseline, (), tuple(verdicts), tuple(checks))
         verdicts, checks = _confirmed(first, confirmations, gone)
     off = _off_gpus(run, baseline)
     bad = {g.index: g for g in off}
-    verdicts = [
-        replace(
-            v, verdict=Verdict.OFF_GPU, note=f"GPU {v.now.gpu_index}: {bad[v.now.gpu_index].why}"
-        )
-        if v.now is not None and v.now.gpu_index in bad
-        else v
-        for v in verdicts
-    ]
-    order, axes = run.variant_order, run.env.axes
-    verdicts.sort(key=lambda v: row_order(v.params, v.variant, axes, order))
-    return Comparison(
-        run,
-        baseline,
-        tuple(confirmations),
-        tuple(verdicts),
-        tuple(checks),
-        tuple(missing),
-        tuple(off),
-    )
+    for i, v in enumerate(verdicts):
+        if v.now is not None and v.now.gpu_index in bad:
+            g = bad[v.now.gpu_index]
+            verdicts[i] = replace(v, verdict=Verdict.OFF_GPU, note=f"GPU {g.index}: {g.why}")
+    verdicts.sort(key=run.sort_key)
+    found = (tuple(verdicts), tuple(checks), tuple(missing), tuple(off))
+    return Comparison(run, baseline, tuple(confirmations), *found)
 
 
 def _off_gpus(run: Run, baseline: Baseline) -> list[OffGpu]:
@@ -459,19 +395,7 @@ def _judge(
     if is_ref and verdict is Verdict.REGRESSED:
         note += "; reference row: never fails the gate, but says the machine or the reference's libraries changed"
     now = stats.median([stats.median(s) for s in runs])
-    return RowVerdict(
-        key,
-        verdict,
-        base,
-        row,
-        is_ref,
-        now_median_s=now,
-        delta=delta,
-        run_deltas=run_deltas,
-        p_slower=ps,
-        p_faster=pf,
-        note=note,
-    )
+    return RowVerdict(key, verdict, base, row, is_ref, now, delta, run_deltas, ps, pf, note)
 
 
 def _confirm(v: RowVerdict, run: Run, confirmations: Sequence[Run], policy: Policy) -> RowVerdict:

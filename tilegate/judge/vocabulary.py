@@ -1,68 +1,57 @@
 """The verdict vocabulary: every word a judgement can give, defined once, and what it means.
 
-Five judgements give words; the exit rule that turns them into an exit code, and the exit
-code into the run's headline word, is tilegate.judge.outcome (the only one). Each judgement
-has its own `str` Enum below, whose members are words of `Word`: a word two judgements share
-(NEW, NOT MEASURED, PASS, FAIL) is one word with one
-meaning, spelled once.
+Five judgements give words, each its own `str` Enum whose members are words of `Word`: a word two
+judgements share (NEW, NOT MEASURED, PASS, FAIL) is one word with one meaning, spelled once. The
+exit rule, verdicts to exit code to the headline word, is tilegate.judge.outcome's alone.
 
 * stored: a row against the stored baseline (`Verdict`, tilegate.judge.verdict);
-* ab: a case of the head against its base, in the same rounds (`ABVerdict`, tilegate.judge.abcase;
-  an upgrade is an A/B of one tree under two environments);
-* expectation: a relational expectation at one value of its axis (`Status`,
-  tilegate.judge.crosstile);
-* memory: a case's peak GPU memory of one call against its base or baseline, exact
-  (`MemoryVerdict`, tilegate.judge.memory);
-* outcome: the whole run, from its exit code (`Headline`, tilegate.judge.outcome.headline):
-  the report's first line.
+* ab: a case of the head against its base in the same rounds (`ABVerdict`, judge.abcase), an
+  upgrade's too;
+* expectation: a relational expectation at one value of its axis (`Status`, judge.crosstile);
+* memory: a case's peak GPU memory of one call, exact (`MemoryVerdict`, judge.memory);
+* outcome: the whole run, from its exit code (`Headline`, judge.outcome): the report's first line.
 
 The words (the value, as the JSON files and the reports spell it; the judgements using it):
 
-* ``REGRESSED`` (stored): slower than the baseline beyond the row's tolerance and significantly
-  so (in a majority of the runs, with confirmations). Fails, unless it is the reference row or,
-  in A/B mode, the pull request did not change its compiled code (drift).
-* ``UNSURE`` (stored): slower than the tolerance but not significant, or significantly slower
-  and close to the tolerance: measure it again before accusing. Never fails.
+* ``REGRESSED`` (stored): slower than the baseline beyond the row's tolerance, significantly
+  (in a majority of the runs). Fails, unless the reference row or A/B drift (code unchanged).
+* ``UNSURE`` (stored): slower but not significant, or significant close to the tolerance:
+  measure again before accusing. Never fails.
 * ``IMPROVED`` (stored): faster beyond the tolerance, significant: a hint to rebaseline.
 * ``OK`` (stored): within the tolerance.
-* ``NEW`` (stored, ab): measured on the new side only (not in the baseline; only in the head):
-  not judged.
-* ``NOT MEASURED`` (stored, expectation): the baseline holds it but this run did not measure it
-  (a row; an expectation: both its rows are needed in the same run). Not judged.
-* ``SHIFTED`` (stored): slower beyond the tolerance, but so was the reference in the same rounds
-  and the row's code did not change: the machine or a neighbour moved, not this row. Never fails.
+* ``NEW`` (stored, ab): not in the baseline, or only in the head: not judged.
+* ``NOT MEASURED`` (stored, expectation): in the baseline, not in this run (an expectation:
+  both its rows are needed in the same run). Not judged.
+* ``SHIFTED`` (stored): slower, but so was the reference in the same rounds and the row's code
+  did not change: the machine or a neighbour moved. Never fails.
 * ``GPU OFF`` (stored): measured on a GPU of the host whose reference rows sit away from the
-  other GPUs': not judged; the run is exit 2 (cannot judge) if nothing else fails.
-* ``VARIANT REMOVED`` (stored): in the baseline, but its variant is no longer in the registry
-  (removed, not renamed). Fails, with the expectations it takes with it, until the baseline
-  drops it.
-* ``SLOWER`` (ab): slower than the tolerance, significant (the whole interval of the median
-  ratio, and a majority of the runs). Fails.
+  others': not judged; exit 2 if nothing else fails.
+* ``VARIANT REMOVED`` (stored): its variant is no longer in the registry (not renamed). Fails,
+  with its expectations, until the baseline drops it.
+* ``SLOWER`` (ab): slower than the tolerance, significant (the whole interval, a majority of
+  the runs). Fails.
 * ``FASTER`` (ab): faster than the tolerance, likewise significant. Never fails.
 * ``SAME`` (ab, memory): within the tolerance (A/B: the whole interval). Never fails.
-* ``MORE MEMORY`` (memory): the peak bytes of one call above the base's or baseline's by more
-  than the declared tolerance (0 bytes by default). Fails, except in a smoke run.
+* ``MORE MEMORY`` (memory): a call's peak bytes above the base's or baseline's by more than the
+  declared tolerance (0 bytes by default). Fails, except in a smoke run.
 * ``LESS MEMORY`` (memory): below by more than the tolerance. Never fails.
 * ``PEAK VARIES`` (memory): the peak did not repeat exactly within a run: not gated.
 * ``AMBIGUOUS`` (ab): neither: the data cannot decide, measure more. Never fails.
-* ``UNCHANGED CODE`` (ab): the same compiled-code identity on both sides: cannot be blamed,
-  whatever its ratio says (the ratio is noise).
-* ``REMOVED`` (ab): a variant only the base has (removed, not renamed). Fails unless
-  acknowledged (--accept-baseline-change).
-* ``SAME CODE, TIME MOVED`` (ab): the same identity on both sides, but a ratio A/A noise cannot
-  give: something outside the identity changed. Exit 2 (cannot judge).
-* ``UNSTABLE`` (ab): its runs, or passes within a run, fall into two modes beyond
-  the A/A noise (tilegate.judge.modes), or the ratio of its medians and its median per-round
-  ratio of the same rounds differ by more than 5 % (a mixture): never decided FASTER or SLOWER on the mixture. Its code changed (an
-  unchanged case is UNCHANGED CODE first). Fails when a mode on its own rounds is slower than
-  the tolerance (whole interval, significant); otherwise exit 2 (cannot judge) unless something
+* ``UNCHANGED CODE`` (ab): the same compiled-code identity on both sides: never blamed (the
+  ratio is noise).
+* ``REMOVED`` (ab): a variant only the base has (not renamed). Fails unless acknowledged.
+* ``SAME CODE, TIME MOVED`` (ab): the same identity, but a ratio A/A noise cannot give:
+  something outside the identity changed. Exit 2.
+* ``UNSTABLE`` (ab): a changed case whose rounds fall into two modes (tilegate.judge.modes), or
+  whose ratio of medians and median ratio differ by more than 5 %: never decided on the mixture.
+  Fails when a mode on its own rounds is slower than the tolerance, else exit 2 unless something
   else fails. Re-measured by the confirmation.
-* ``PASS`` (expectation, outcome): it holds: the expectation's same-run ratio its bound in a
+* ``PASS`` (expectation, outcome): the expectation's same-run ratio within its bound in a
   majority of the runs; the run: nothing failed (exit 0).
-* ``FAIL`` (expectation, outcome): it does not: the expectation's ratio exceeds its bound in a
-  majority of the runs (broken: the run fails); the run: something failed (exit 1).
-* ``CANNOT JUDGE`` (outcome): the run cannot be judged (exit 2): bad input, a GPU off, the
-  same identity with a ratio A/A noise cannot give, an UNSTABLE case with no slower mode.
+* ``FAIL`` (expectation, outcome): the expectation's ratio beyond its bound in a majority of
+  the runs (the run fails); the run: something failed (exit 1).
+* ``CANNOT JUDGE`` (outcome): exit 2: bad input, a GPU off, the same identity with a ratio A/A
+  noise cannot give, an UNSTABLE case with no slower mode.
 """
 
 from __future__ import annotations
@@ -70,12 +59,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
 
 class Word(str, enum.Enum):
     """Every word of every judgement, once (the module's docstring says what each means)."""
 
-    # stored
     REGRESSED = "REGRESSED"
     UNSURE = "UNSURE"
     IMPROVED = "IMPROVED"
@@ -83,90 +72,55 @@ class Word(str, enum.Enum):
     SHIFTED = "SHIFTED"
     OFF_GPU = "GPU OFF"
     GONE = "VARIANT REMOVED"
-    # stored and ab
     NEW = "NEW"
-    # stored and expectation
     NOT_MEASURED = "NOT MEASURED"
-    # ab
     SLOWER = "SLOWER"
     FASTER = "FASTER"
     SAME = "SAME"
     AMBIGUOUS = "AMBIGUOUS"
-    # ab
     UNCHANGED = "UNCHANGED CODE"
     REMOVED = "REMOVED"
     INCONSISTENT = "SAME CODE, TIME MOVED"
     UNSTABLE = "UNSTABLE"
-    # memory
     MORE_MEMORY = "MORE MEMORY"
     LESS_MEMORY = "LESS MEMORY"
     PEAK_VARIES = "PEAK VARIES"
-    # expectation and outcome
     PASS = "PASS"
     FAIL = "FAIL"
-    # outcome
     CANNOT_JUDGE = "CANNOT JUDGE"
 
 
-class Verdict(str, enum.Enum):
-    """A row against the stored baseline (tilegate.judge.verdict)."""
+class _Judgement(str, enum.Enum):
+    """A judgement's enum: each member is the Word of its name (`_words`)."""
 
-    REGRESSED = Word.REGRESSED.value
-    UNSURE = Word.UNSURE.value
-    IMPROVED = Word.IMPROVED.value
-    OK = Word.OK.value
-    NEW = Word.NEW.value  # measured, not in the baseline
-    NOT_MEASURED = Word.NOT_MEASURED.value  # in the baseline, not in this run
-    # slower beyond the tolerance, but so was the reference in the same rounds and the row's
-    # code did not change: the machine or a neighbour moved, not this row (never fails)
-    SHIFTED = Word.SHIFTED.value
-    # measured on a GPU of the host that is off (its cuBLAS rows outside the others'): not judged
-    OFF_GPU = Word.OFF_GPU.value
-    # in the baseline, but its variant is no longer in the registry (removed, not renamed):
-    # fails, with the expectations it takes with it, until the baseline drops it (reviewed)
-    GONE = Word.GONE.value
+    @staticmethod
+    def _generate_next_value_(name: str, start: int, count: int, last_values: list[Any]) -> str:
+        return Word[name].value
 
 
-class ABVerdict(str, enum.Enum):
-    """A case of the head against its base, measured in the same rounds (tilegate.judge.abcase)."""
-
-    SLOWER = Word.SLOWER.value
-    FASTER = Word.FASTER.value
-    SAME = Word.SAME.value
-    AMBIGUOUS = Word.AMBIGUOUS.value
-    UNCHANGED = Word.UNCHANGED.value
-    NEW = Word.NEW.value
-    REMOVED = Word.REMOVED.value
-    # the same identity on both sides, but a ratio A/A noise cannot give: cannot judge (exit 2)
-    INCONSISTENT = Word.INCONSISTENT.value
-    # two modes beyond the A/A noise, or medians and ratio pointing opposite ways: not decided
-    # on the mixture; fails if a mode alone is slower, else cannot judge (exit 2)
-    UNSTABLE = Word.UNSTABLE.value
+def _words(n: int) -> tuple[Any, ...]:
+    """`n` members, each spelled as the Word of its name."""
+    return tuple(enum.auto() for _ in range(n))
 
 
-class Status(str, enum.Enum):
-    """An expectation at one value of its axis (tilegate.judge.crosstile)."""
-
-    PASS = Word.PASS.value
-    FAIL = Word.FAIL.value
-    NOT_MEASURED = Word.NOT_MEASURED.value
+class Verdict(_Judgement):
+    REGRESSED, UNSURE, IMPROVED, OK, NEW, NOT_MEASURED, SHIFTED, OFF_GPU, GONE = _words(9)
 
 
-class MemoryVerdict(str, enum.Enum):
-    """A case's peak GPU memory against its base or baseline (tilegate.judge.memory)."""
-
-    MORE_MEMORY = Word.MORE_MEMORY.value
-    LESS_MEMORY = Word.LESS_MEMORY.value
-    SAME = Word.SAME.value
-    PEAK_VARIES = Word.PEAK_VARIES.value
+class ABVerdict(_Judgement):
+    SLOWER, FASTER, SAME, AMBIGUOUS, UNCHANGED, NEW, REMOVED, INCONSISTENT, UNSTABLE = _words(9)
 
 
-class Headline(str, enum.Enum):
-    """The whole run, from its exit code (tilegate.judge.outcome.headline)."""
+class Status(_Judgement):
+    PASS, FAIL, NOT_MEASURED = _words(3)
 
-    PASS = Word.PASS.value
-    FAIL = Word.FAIL.value
-    CANNOT_JUDGE = Word.CANNOT_JUDGE.value
+
+class MemoryVerdict(_Judgement):
+    MORE_MEMORY, LESS_MEMORY, SAME, PEAK_VARIES = _words(4)
+
+
+class Headline(_Judgement):
+    PASS, FAIL, CANNOT_JUDGE = _words(3)
 
 
 # each judgement by the name the module's docstring gives it
