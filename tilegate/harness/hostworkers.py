@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.harness.measure import group_seed
-from tilegate.harness.sides import _wire_case, unwire_case
+from tilegate.harness.sides import local, portable
 from tilegate.judge.hostprocs import MIN_PAIRS
 
 HOST_CALLS_S = 0.2  # each worker times each call for about this long ...
@@ -56,7 +56,7 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
         return
     t0 = time.perf_counter()
     groups = {
-        side: [(g, [_wire_case(c) for c in cs], group_seed(g)) for g, cs in by.items()]
+        side: [(g, [portable(c) for c in cs], group_seed(g)) for g, cs in by.items()]
         for side, by in todo.items()
     }
     logs = measurer.sides["head"].log_path.parent / "host"
@@ -92,7 +92,7 @@ def time_host(
     "host_profile" and (a GPU) "syncs_inside"}} (module doc)."""
     out: dict[tuple[str, str], Any] = {}
     for group, wired, seed in groups:
-        cases = [unwire_case(c) for c in wired]
+        cases = [local(c) for c in wired]
         params = cases[0].params
         inputs = measurer.benchmark.inputs(params, measurer.device, seed)
         for case in cases:

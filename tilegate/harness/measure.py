@@ -3,7 +3,7 @@
 A group is every variant at one grid point of the declared benchmark. Only variants that passed
 their check are timed, all together, round by round, so the ratios between them are paired;
 each group's rounds are spread over several sweeps of the whole run (see GroupMeasurer). What
-touches the code under test is a side's (tilegate.harness.side); in an A/B run every round
+touches the code under test is a side's (tilegate.harness.sides); in an A/B run every round
 times both sides back to back, in a balanced random order (`paired_rounds`), and a tuner flip
 is re-timed with both sides on the base's pick (`_retime`).
 """
@@ -24,8 +24,7 @@ from typing import Any
 from tilegate.cases import BASE_SUFFIX, Case
 from tilegate.fingerprint.record import spent_s as explain_spent_s
 from tilegate.harness.budget import GroupBudget, Tolerances, aligned
-from tilegate.harness.side import CaseResult, SideMeasurer
-from tilegate.harness.sides import SideFailure
+from tilegate.harness.sides import CaseResult, SideFailure, SideMeasurer
 from tilegate.harness.timing import host_info
 from tilegate.judge.autotune import retime_config
 from tilegate.judge.stats import paired_ratio

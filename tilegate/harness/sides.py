@@ -1,38 +1,337 @@
-"""The sides of an A/B run, each a checkout and a process: started, asked, paired, stopped.
+"""A run's sides: one side's calls measured where they were imported, or in a process of its own.
 
-A side is a source tree (a checkout of the base commit, the pull request's tree, or one tree
-under another environment for an upgrade) measured in a worker process of its own
-(tilegate.harness.worker): that tree first on `sys.path`, its package imported by its own name
-(absolute imports, `importlib.import_module("pkg.x")`, a `src/` layout, package data all work:
-nothing is renamed), Triton's cache its own, and the gate's tilegate (the one running this
-process: in a pull request the base's) doing the measuring. The coordinator, the suite's process
-(tilegate.harness.measure.GroupMeasurer), tells each worker what to prepare and which slots to
-time for how many rounds, one worker at a time: the GPU is never shared mid-round.
+`SideMeasurer` does, for the slots of its side, everything that touches that code: it draws a
+group's inputs (a fixed seed per group, the same on every side), checks each call against the
+declared reference output before any of its timings count, records the compiled-code identity
+of a second call, and times the calls with its own timer. It decides nothing about other sides:
+the coordinator (tilegate.harness.measure.GroupMeasurer) says what to prepare and time, and
+pairs the samples, one side at a time: the GPU is never shared mid-round. In a stored-baseline
+run it lives in the suite's process.
 
-`RemoteSide` is the coordinator's handle on one worker (the wire: tilegate.harness.worker; its
-log: `<log dir>/<side>.log`). A worker that cannot import its side's code, or dies, is a
+In an A/B run a side is a source tree (a checkout of the base commit, the pull request's tree,
+or one tree under another environment for an upgrade) measured in a worker process of its own
+(tilegate.harness.worker, holding a SideMeasurer): that tree first on `sys.path`, its package
+imported by its own name (absolute imports, `importlib.import_module("pkg.x")`, a `src/` layout,
+package data all work: nothing is renamed), Triton's cache its own, and the gate's tilegate (the
+one running this process: in a pull request the base's) doing the measuring. `RemoteSide` is
+the coordinator's handle on one worker, asked the SideMeasurer's verbs (its log:
+`<log dir>/<side>.log`). A worker that cannot import its side's code, or dies, is a
 `SideFailure` naming the side, the tree, and the error or the end of its log: exit 2.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-import pickle
-import struct
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, BinaryIO
 
+from tilegate import warnlog
 from tilegate.cases import Case
 from tilegate.errors import InputError
-from tilegate.harness.side import CaseResult, Timed, unwire_result
+from tilegate.fingerprint.record import compile_launches
+from tilegate.harness import memory
+from tilegate.harness.correctness import check_call
+from tilegate.harness.identity import Identity, capture, identity
+from tilegate.harness.timing import round_order
+from tilegate.harness.worker import FORWARDED, receive, send
+from tilegate.warnlog import Warned
 
-_FRAME = struct.Struct("!Q")
 SIDE_FAILURE_FILE = "failure.txt"  # in the sides' log directory: why a side's process failed
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    skip_reason: str | None = None
+    correct: bool | None = None
+    rel_err: float | None = None
+    error: str | None = None
+    samples_s: list[float] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+    identity: Identity | None = None  # the compiled code the correctness call ran
+    # what Triton or torch warned while this case was compiled and checked: recorded, not raised
+    warnings: list[Warned] = field(default_factory=list)
+    tolerance: float = 0.0  # the relative error allowed (the declaration's)
+    # the variant's `unsupported_reason` keeps it off this machine (a skip that is no one's doing)
+    unsupported: bool = False
+    memory: dict[str, Any] | None = None  # peak GPU memory of one call (tilegate.harness.memory)
+
+    @property
+    def failure(self) -> str | None:
+        """Why this case must fail its test, or None."""
+        if self.error is not None:
+            return f"{self.case.id}: {self.error}"
+        if self.correct is False:
+            return (
+                f"{self.case.id}: wrong result: relative error {self.rel_err:.3g} > "
+                f"{self.tolerance:g} against the reference; its timing does not count"
+            )
+        return None
+
+
+def _made_and_called(variant: Any, params: Any, inputs: Any) -> Any:
+    return variant.make(params, inputs)()
+
+
+@dataclass
+class Timed:
+    """What one `time` request measured: per slot its samples (one per round, in round order),
+    and the first call after a hand-over from another side (timed, never counted)."""
+
+    samples: dict[str, list[float]]
+    handover: tuple[str, float] | None = None  # (slot, seconds)
+    host: dict[str, list[float]] = field(default_factory=dict)  # held slots' host s per call
+    held: dict[str, bool] = field(default_factory=dict)  # timed held (host-bound: timing.py)
+    # every slot's host seconds per call with nothing queued ahead (CudaTimer.host_probe_s)
+    host_probe: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class _Group:
+    inputs: Any
+    fns: dict[str, Callable[[], Any]] = field(default_factory=dict)
+    identities: dict[str, Identity] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True, eq=False)
+class SideMeasurer:
+    """The slots of one side (`registry`: slot -> variant) and their calls, group by group."""
+
+    benchmark: Any
+    registry: Mapping[str, Any]
+    timer: Any
+    device: str
+    capability: tuple[int, int] | None
+    # > 1: each group's kernels are compiled in this many threads before its checks
+    # (tilegate.harness.precompile); on a GPU only (the interpreter compiles nothing)
+    compile_threads: int = 0
+
+    def __post_init__(self) -> None:
+        import torch
+
+        self.torch = torch
+        # the code under test: the host-code part of the identity
+        self._owners = tuple(getattr(v, "make", v) for v in self.registry.values())
+        self.compile_threads = self.compile_threads if self.device == "cuda" else 0
+        self.compile_warnings: list[Warned] = []  # what the side-by-side compiles warned
+        self.timing_warnings: list[Warned] = []  # Triton / torch warnings while timing
+        self._groups: dict[str, _Group] = {}
+
+    # -- preparing ---------------------------------------------------------------------------
+
+    def runnable(
+        self, slot: str, variant_name: str, params: Any = None
+    ) -> tuple[Any, str | None, bool]:
+        """The variant that runs `slot` (at `params`) here, or None, why it cannot, and whether
+        that is its `unsupported_reason` (this machine), not a missing variant."""
+        variant = self.registry.get(slot)
+        if variant is None:
+            return None, f"variant {slot!r} is not in benchmark {self.benchmark.name}", False
+        reason = variant.unsupported_reason(self.capability, params)
+        if reason:
+            return None, f"{variant_name} cannot run here: {reason}", True
+        return variant, None, False
+
+    def prepare(
+        self, group: str, cases: Sequence[Case], seed: int
+    ) -> tuple[dict[str, CaseResult], dict[str, float], list[str]]:
+        """Draw the group's inputs and check each case's call; the checked ones can be timed.
+        Returns the results by slot, where the seconds went (inputs, compile, checks,
+        identity) and the slots that can be timed."""
+        t0 = time.perf_counter()
+        params = cases[0].params
+        tol = self.benchmark.tolerance_for(params)
+        results: dict[str, CaseResult] = {}
+        runnable = {}
+        for case in cases:
+            res = results[case.slot] = CaseResult(case, tolerance=tol)
+            runnable[case.slot], res.skip_reason, res.unsupported = self.runnable(
+                case.slot, case.variant, params
+            )
+        if not any(runnable.values()):  # no inputs nor reference for a group nothing runs in
+            return results, {"inputs": time.perf_counter() - t0}, []
+        inputs = self.benchmark.inputs(params, self.device, seed)
+        ref = self.benchmark.reference_output(params, inputs)
+        metric = getattr(self.benchmark, "error", None)  # None: relative_error
+        phases = {"inputs": time.perf_counter() - t0}
+        if self.compile_threads > 1:
+            t_compile = time.perf_counter()
+            self._compile_first(cases, params, inputs)
+            phases["compile"] = time.perf_counter() - t_compile
+        phases |= {"checks": 0.0, "identity": 0.0}
+        held = self._groups[group] = _Group(inputs)
+        for case in cases:
+            res, variant = results[case.slot], runnable[case.slot]
+            if variant is None:
+                continue
+            warned: list[Warned] = []
+            t_case = time.perf_counter()
+            t_second = None
+            try:
+                # the correctness call: its host code counts; its torch ops and GPU activity
+                # would be the first call's (compiling), so they come from the second call only
+                # and are not recorded here (a CUDA profiler session per case saved)
+                with (
+                    warnlog.recording() as seen_warnings,
+                    capture(*self._owners, host_only=True) as first,
+                ):
+                    call = variant.make(params, inputs)
+                    got = check_call(call, ref, tol, error=metric, params=params)
+                warned += seen_warnings
+                launches = first
+                t_second = time.perf_counter()
+                if got.error is None:
+                    # the identity of a second call: what is timed, in steady state. A first call
+                    # also does what a process does once (compiling, a library's cache filled,
+                    # and the torch ops those run). The host code counts from both calls and make.
+                    with warnlog.recording() as seen_warnings, capture(*self._owners) as launches:
+                        call()
+                    warned += [w for w in seen_warnings if w not in warned]  # once per case
+                    launches.code = first.code + launches.code
+                    if self.device == "cuda":  # calls of their own, after the identity's
+                        res.memory = memory.measure(self.torch, call)
+            except Exception as exc:  # a kernel that raises fails its own case, not the group
+                res.error = f"{type(exc).__name__}: {exc}"
+                continue
+            finally:
+                res.warnings = list(warned)
+                t_end = time.perf_counter()
+                phases["checks"] += (t_second or t_end) - t_case
+                phases["identity"] += t_end - (t_second or t_end)
+            res.correct, res.rel_err, res.error = got.correct, got.rel_err, got.error
+            res.identity = identity(launches)
+            injected = getattr(call, "injected", None) or getattr(variant, "injected", None)
+            if injected:  # tilegate.plugin --inject: test-only changes
+                res.identity = res.identity.marked(str(injected))
+            held.identities[case.slot] = res.identity
+            # A wrong kernel is still timed (its row is written, marked incorrect, and refused
+            # by the gate); a kernel that errored or wrote nothing is not.
+            if got.error is None:
+                held.fns[case.slot] = call
+        del ref
+        return results, phases, list(held.fns)
+
+    def explain(self, group: str, slots: Sequence[str]) -> dict[str, dict[str, Any] | None]:
+        """The compile facts of these slots' interpreter launches (ahead of time; a GPU's
+        launches have theirs already): what explains a changed case. Never raises."""
+        out: dict[str, dict[str, Any] | None] = {}
+        held = self._groups.get(group)
+        for slot in slots:
+            ident = held.identities.get(slot) if held is not None else None
+            if ident is None:
+                continue
+            try:
+                if ident.handles and any(h is not None for h in ident.handles):
+                    compile_launches(ident.explain, list(ident.handles))
+            except Exception:
+                pass
+            out[slot] = ident.explain
+        return out
+
+    def release(self, group: str) -> None:
+        """The group is done: its inputs and calls go (the GPU memory they hold)."""
+        self._groups.pop(group, None)
+
+    def _compile_first(self, cases: Sequence[Case], params: Any, inputs: Any) -> None:
+        """Compile the group's kernels side by side (tilegate.harness.precompile); the first
+        group also starts the CUDA profiler meanwhile, for the identities that follow."""
+        from tilegate.harness.identity import start_profiler
+        from tilegate.harness.precompile import first_calls
+
+        variants = [self.runnable(c.slot, c.variant, params)[0] for c in cases]
+        with warnlog.recording() as warned:
+            first_calls(
+                [
+                    functools.partial(_made_and_called, v, params, inputs)
+                    for v in variants
+                    if v is not None
+                ],
+                self.compile_threads,
+                beside=start_profiler,  # once per process
+            )
+            self.torch.cuda.synchronize()
+        self.compile_warnings += warned
+
+    # -- timing ------------------------------------------------------------------------------
+
+    def _fns(self, group: str, names: Sequence[str]) -> dict[str, Callable[[], Any]]:
+        held = self._groups[group]
+        return {n: held.fns[n] for n in names}
+
+    def warm(
+        self,
+        group: str,
+        names: Sequence[str],
+        seconds: float,
+        pinned: Sequence[Mapping[str, Any]] | None = None,
+    ) -> tuple[float, list[str]]:
+        """Run the slots' calls in turn for about `seconds` (at least 3 rounds); seconds per
+        round of these slots, and those the timer holds from now on (host-bound). `pinned`:
+        the autotuner picks every call runs (a tuner flip's re-time on one config: `time`)."""
+        fns = self._fns(group, names)
+        with warnlog.recording() as warned, _pinned(pinned):
+            pace = float(self.timer.warm(fns, seconds))
+        self.timing_warnings += warned
+        return pace, [n for n, fn in fns.items() if self._held(fn)]
+
+    def hold(self, group: str, names: Sequence[str]) -> None:
+        """Time these slots held from now on: their partner on another side is host-bound."""
+        for fn in self._fns(group, names).values():
+            self.timer.hold(fn)
+
+    def time(
+        self,
+        group: str,
+        names: Sequence[str],
+        rounds: int,
+        *,
+        first_round: int = 0,
+        handover: bool = False,
+        pairs: Mapping[str, str] | None = None,
+        pinned: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Timed:
+        """`rounds` rounds of the slots' calls, interleaved (the order of round `first_round`
+        and on). `handover`: another side used the GPU just before: one call of the first slot
+        runs first and is timed apart, never counted (tilegate.harness.sides). `pinned`: every
+        autotuner these calls run uses the config these picks name
+        (tilegate.harness.autotune.pinned; a tuner flip re-timed with both sides on one config,
+        tilegate.harness.measure)."""
+        fns = self._fns(group, names)
+        with warnlog.recording() as warned, _pinned(pinned):
+            first = None
+            if handover and fns:
+                order = round_order(list(fns), first_round)
+                first = (order[0], float(self.timer.once(fns[order[0]])))
+            samples = self.timer.time(fns, rounds, pairs or None, first_round=first_round)
+        self.timing_warnings += warned
+        host = dict(getattr(self.timer, "host_samples", {}))
+        probe = dict(getattr(self.timer, "host_probe_s", {}))
+        held = {n: self._held(fn) for n, fn in fns.items()}
+        return Timed(samples, first, host, held, {n: probe[n] for n in fns if n in probe})
+
+    def _held(self, fn: Any) -> bool:
+        return bool(getattr(self.timer, "is_held", lambda fn: False)(fn))
+
+    def warnings_seen(self) -> tuple[list[Warned], list[Warned]]:
+        """(while compiling side by side, while timing)."""
+        return list(self.compile_warnings), list(self.timing_warnings)
+
+
+def _pinned(picks: Sequence[Mapping[str, Any]] | None) -> Any:
+    """`tilegate.harness.autotune.pinned(picks)`, or nothing where no picks are given."""
+    if not picks:
+        return contextlib.nullcontext()
+    from tilegate.harness.autotune import pinned
+
+    return pinned(picks)
 
 
 class SideFailure(InputError):
@@ -110,9 +409,8 @@ def _gate_dir() -> str:
 class RemoteSide:
     """One side's worker process (module doc)."""
 
-    def __init__(self, spec: SideSpec, log_dir: Path, *, python: str | None = None) -> None:
+    def __init__(self, spec: SideSpec, log_dir: Path) -> None:
         self.spec = spec
-        self.name = spec.name
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = log_dir / f"{spec.name}.log"
         self._log = self.log_path.open("wb")
@@ -138,7 +436,7 @@ class RemoteSide:
         )
         try:
             self._proc = subprocess.Popen(
-                [python or sys.executable, "-c", boot, _gate_dir(), str(write_fd)],
+                [sys.executable, "-c", boot, _gate_dir(), str(write_fd)],
                 stdin=subprocess.PIPE,
                 stdout=self._log,
                 stderr=subprocess.STDOUT,
@@ -151,7 +449,9 @@ class RemoteSide:
         self._answers: BinaryIO = os.fdopen(read_fd, "rb")
         self._closed = False
         self._alias_says: str | None = None  # the base's label, when this process holds it too
-        self._replay: list[tuple[str, dict[str, Any]]] = []  # hello and setup: for `fresh`
+        self._replay: list[
+            tuple[str, tuple[Any, ...], dict[str, Any]]
+        ] = []  # hello and setup: for `fresh`
 
     # -- the wire ----------------------------------------------------------------------------
 
@@ -175,40 +475,41 @@ class RemoteSide:
             f" while {doing} (exit {code}); the end of its log ({self.log_path}):\n{self._tail()}"
         )
 
-    def request(self, verb: str, **kwargs: Any) -> Any:
+    def request(self, verb: str, *args: Any, **kwargs: Any) -> Any:
         """Send one request and wait for its answer; SideFailure when the process fails."""
         if self._closed:
             raise SideFailure(f"{self.spec.says()}: its process was already stopped")
         if verb in ("hello", "setup"):
-            self._replay.append((verb, kwargs))
-        data = pickle.dumps((verb, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+            self._replay.append((verb, args, kwargs))
         try:
             assert self._proc.stdin is not None
-            self._proc.stdin.write(_FRAME.pack(len(data)) + data)
-            self._proc.stdin.flush()
-            head = self._answers.read(_FRAME.size)
-            if len(head) < _FRAME.size:
-                raise self._died(verb)
-            (size,) = _FRAME.unpack(head)
-            body = self._answers.read(size)
-            if len(body) < size:
-                raise self._died(verb)
-        except (BrokenPipeError, OSError) as err:
+            send(self._proc.stdin, (verb, args, kwargs))
+            answer = receive(self._answers)
+        except OSError as err:
             raise self._died(verb) from err
-        status, value = pickle.loads(body)
+        if answer is None:
+            raise self._died(verb)
+        status, value = answer
         if status == "error":
             raise SideFailure(f"{self.spec.says()}: {value}")
         if status == "alias-error":  # the base's code, loaded in this process beside the head's
             raise SideFailure(f"{self._alias_says or 'the base'}: {value}")
         return value
 
+    def __getattr__(self, verb: str) -> Any:
+        """setup (its slots, timer, device: the measurer's), explain, warm, hold, time,
+        release, warnings_seen: the worker's SideMeasurer answers them as asked."""
+        if verb not in _VERBS:
+            raise AttributeError(verb)
+        return functools.partial(self.request, verb)
+
     def fresh(self, log_dir: Path) -> RemoteSide:
         """Another process of this side, loaded and set up as this one was (its hello and setup
         replayed): tilegate.harness.hostworkers times the host in several."""
         other = RemoteSide(self.spec, log_dir)
         try:
-            for verb, kwargs in self._replay:
-                other.request(verb, **kwargs)
+            for verb, args, kwargs in self._replay:
+                other.request(verb, *args, **kwargs)
         except BaseException:
             other.kill()
             raise
@@ -270,101 +571,32 @@ class RemoteSide:
         )
         return facts
 
-    def setup(self, **kwargs: Any) -> None:
-        """Its slots ({slot: variant name there}), timer config, device: the measurer's."""
-        self.request("setup", **kwargs)
-
     def prepare(
         self, group: str, cases: Sequence[Case], seed: int
     ) -> tuple[dict[str, CaseResult], dict[str, float], list[str]]:
-        wired = [_wire_case(c) for c in cases]
-        results, phases, timed = self.request("prepare", group=group, cases=wired, seed=seed)
-        by_slot = {c.slot: c for c in cases}
-        return (
-            {slot: unwire_result(by_slot[slot], data) for slot, data in results.items()},
-            phases,
-            timed,
-        )
-
-    def explain(self, group: str, slots: Sequence[str]) -> dict[str, dict[str, Any] | None]:
-        out: dict[str, dict[str, Any] | None] = self.request(
-            "explain", group=group, slots=list(slots)
-        )
-        return out
-
-    def warm(
-        self,
-        group: str,
-        names: Sequence[str],
-        seconds: float,
-        pinned: Sequence[Mapping[str, Any]] | None = None,
-    ) -> tuple[float, list[str]]:
-        pace, held = self.request(
-            "warm",
-            group=group,
-            names=list(names),
-            seconds=seconds,
-            pinned=[dict(p) for p in pinned or ()],
-        )
-        return float(pace), list(held)
-
-    def hold(self, group: str, names: Sequence[str]) -> None:
-        self.request("hold", group=group, names=list(names))
-
-    def time(
-        self,
-        group: str,
-        names: Sequence[str],
-        rounds: int,
-        *,
-        first_round: int = 0,
-        handover: bool = False,
-        pairs: Mapping[str, str] | None = None,
-        pinned: Sequence[Mapping[str, Any]] | None = None,
-    ) -> Timed:
-        got: Timed = self.request(
-            "time",
-            group=group,
-            names=list(names),
-            rounds=rounds,
-            first_round=first_round,
-            handover=handover,
-            pairs=dict(pairs or {}),
-            pinned=[dict(p) for p in pinned or ()],
-        )
-        return got
-
-    def release(self, group: str) -> None:
-        self.request("release", group=group)
-
-    def warnings_seen(self) -> tuple[list[Any], list[Any]]:
-        got: tuple[list[Any], list[Any]] = self.request("warnings")
-        return got
+        results, phases, timed = self.request("prepare", group, [portable(c) for c in cases], seed)
+        by_slot = {c.slot: c for c in cases}  # the results of this process's own cases
+        return {s: replace(r, case=by_slot[s]) for s, r in results.items()}, phases, timed
 
 
-def _wire_case(case: Case) -> dict[str, Any]:
-    """A case as another process rebuilds it (its params are a read-only mapping: not pickled)."""
-    return {
-        "variant": case.variant,
-        "labels": case.labels,
-        "params": dict(case.params),
-        "order": case.order,
-        "variant_rank": case.variant_rank,
-        "base": case.base,
-    }
+_VERBS = FORWARDED | {"setup", "warnings_seen"}
 
 
-def unwire_case(data: Mapping[str, Any]) -> Case:
-    from types import MappingProxyType
+def portable(case: Case) -> Case:
+    """`case` as another process receives it: its params a dict (a read-only mapping does not
+    pickle); `local` makes them read-only again."""
+    return replace(case, params=dict(case.params))
 
-    return Case(
-        data["variant"],
-        tuple(data["labels"]),
-        MappingProxyType(dict(data["params"])),
-        tuple(data["order"]),
-        int(data["variant_rank"]),
-        bool(data["base"]),
-    )
+
+def local(case: Case) -> Case:
+    return replace(case, params=MappingProxyType(dict(case.params)))
+
+
+def wire_result(res: CaseResult) -> CaseResult:
+    """A case result as another process receives it: the identity without its AOT handles,
+    which stay in this process."""
+    ident = replace(res.identity, handles=()) if res.identity is not None else None
+    return replace(res, case=portable(res.case), identity=ident)
 
 
 @dataclass(frozen=True)

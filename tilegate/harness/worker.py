@@ -3,12 +3,13 @@
 Started by tilegate.harness.sides.RemoteSide as `python -c BOOT GATE_DIR FD`: the boot line
 imports this module (the gate's tilegate) from GATE_DIR and takes that directory off sys.path
 again, so the tilegate that measures is always the gate's, whichever tilegate/ or package the
-side's tree holds. Requests come as length-prefixed pickles on stdin; each answer goes to file
-descriptor FD as ("ok", value) or ("error", message). stdout and stderr are the side's log.
+side's tree holds. Requests (verb, args, kwargs) come on stdin (`receive`); each answer goes to
+file descriptor FD as ("ok", value) or ("error", message). stdout and stderr are the side's log.
 
 The verbs: hello (set sys.path, import the side's package and its protocol: what it declares),
-setup (the slots, the timer, the device), prepare / explain / warm / time / release (the
-side's tilegate.harness.side.SideMeasurer), host (tilegate.harness.hostworkers), warnings, bye.
+setup (the slots, the timer, the device), prepare / explain / warm / hold / time / release /
+warnings_seen (the side's tilegate.harness.sides.SideMeasurer), host
+(tilegate.harness.hostworkers), bye.
 """
 
 from __future__ import annotations
@@ -22,19 +23,26 @@ import sys
 import traceback
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any
 
-_FRAME_SIZE = 8
+_FRAME_SIZE = 8  # each message: its length (8 bytes, big-endian), then its pickle
 
 
-def _read(stream: BinaryIO, size: int) -> bytes | None:
-    data = b""
-    while len(data) < size:
-        chunk = stream.read(size - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data
+def send(stream: IO[bytes], message: Any) -> None:
+    """One message (pickled first: one that cannot be pickled writes nothing)."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(len(data).to_bytes(_FRAME_SIZE, "big") + data)
+    stream.flush()
+
+
+def receive(stream: IO[bytes]) -> Any:
+    """The next message, or None where the stream ends first."""
+    head = stream.read(_FRAME_SIZE)
+    if len(head) < _FRAME_SIZE:
+        return None
+    size = int.from_bytes(head, "big")
+    body = stream.read(size)
+    return pickle.loads(body) if len(body) == size else None
 
 
 def _paths(roots: list[str], drop: list[str]) -> None:
@@ -173,7 +181,7 @@ class Worker:
         inject: list[str],
     ) -> None:
         from tilegate.cases import BASE_SUFFIX
-        from tilegate.harness.side import SideMeasurer
+        from tilegate.harness.sides import SideMeasurer
         from tilegate.harness.timing import CudaTimer, HostTimer
 
         variants = dict(self.bench.variant_map)
@@ -203,14 +211,12 @@ class Worker:
             device=device,
             capability=capability,
             compile_threads=compile_threads,
-            name=os.environ.get("TILEGATE_SIDE", "side"),
         )
 
-    def prepare(self, group: str, cases: list[dict[str, Any]], seed: int) -> Any:
-        from tilegate.harness.side import wire_result
-        from tilegate.harness.sides import unwire_case
+    def prepare(self, group: str, cases: list[Any], seed: int) -> Any:
+        from tilegate.harness.sides import local, wire_result
 
-        results, phases, timed = self.measurer.prepare(group, [unwire_case(c) for c in cases], seed)
+        results, phases, timed = self.measurer.prepare(group, [local(c) for c in cases], seed)
         return {s: wire_result(r) for s, r in results.items()}, phases, timed
 
     def __getattr__(self, verb: str) -> Any:
@@ -224,7 +230,7 @@ class Worker:
 
         return time_host(self.measurer, groups, self.root, first=first)
 
-    def warnings(self) -> Any:
+    def warnings_seen(self) -> Any:
         if self.measurer is None:
             return [], []
         return self.measurer.warnings_seen()
@@ -293,19 +299,13 @@ def main(answer_fd: int) -> None:
     answers = os.fdopen(answer_fd, "wb")
     requests = sys.stdin.buffer
     worker = Worker()
-    while True:
-        head = _read(requests, _FRAME_SIZE)
-        if head is None:
-            return  # the coordinator is gone
-        body = _read(requests, int.from_bytes(head, "big"))
-        if body is None:
-            return
-        verb, kwargs = pickle.loads(body)
+    while (request := receive(requests)) is not None:  # None: the coordinator is gone
+        verb, args, kwargs = request
         if verb == "bye":
             answer: tuple[str, Any] = ("ok", None)
         else:
             try:
-                answer = ("ok", getattr(worker, verb)(**kwargs))
+                answer = ("ok", getattr(worker, verb)(*args, **kwargs))
             except Exception as err:
                 traceback.print_exc()
                 what = str(err) if isinstance(err, LookupError) and str(err) else _short(err)
@@ -315,11 +315,9 @@ def main(answer_fd: int) -> None:
                     else ("error", f"{verb}: {what}")
                 )
         try:
-            data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+            send(answers, answer)
         except Exception as err:  # an answer that cannot travel: say so, do not die
-            data = pickle.dumps(("error", f"{verb}: its answer cannot be sent: {_short(err)}"))
-        answers.write(len(data).to_bytes(_FRAME_SIZE, "big") + data)
-        answers.flush()
+            send(answers, ("error", f"{verb}: its answer cannot be sent: {_short(err)}"))
         sys.stdout.flush()
         if verb == "bye":
             return
