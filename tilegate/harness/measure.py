@@ -25,7 +25,7 @@ from tilegate.cases import BASE_SUFFIX, Case
 from tilegate.fingerprint.record import spent_s as explain_spent_s
 from tilegate.harness.budget import GroupBudget, Tolerances, aligned
 from tilegate.harness.sides import CaseResult, SideFailure, SideMeasurer
-from tilegate.harness.timing import host_info
+from tilegate.harness.timing import Samples, host_info
 from tilegate.judge.autotune import retime_config
 from tilegate.judge.stats import paired_ratio
 from tilegate.warnlog import Warned, unique
@@ -358,18 +358,11 @@ class GroupMeasurer:
                 out[side] = mine
         return out
 
-    def _warm(
-        self,
-        prep: _Prepared,
-        names: Sequence[str],
-        seconds: float,
-        pinned: Sequence[Mapping[str, Any]] | None = None,
-    ) -> float:
+    def _warm(self, prep: _Prepared, names: Sequence[str], seconds: float, **pin: Any) -> float:
         """Each side runs its slots' calls in turn (`seconds` shared out); seconds per round of
-        all of them. `pinned`: their autotuners on these picks (`_retime`)."""
+        all of them. `pinned=`: their autotuners on these picks (`_retime`)."""
         split = self._split(prep, names)
         found: set[str] = set()
-        pin: dict[str, Any] = {"pinned": pinned} if pinned else {}
         for side, mine in split.items():
             prep.pace[side], held = self.sides[side].warm(
                 prep.group, mine, seconds / len(split), **pin
@@ -385,30 +378,23 @@ class GroupMeasurer:
             self.sides["base"].hold(prep.group, [prep.shadow])
         return sum(prep.pace.get(side, 0.0) for side in split)
 
-    def _timed(
-        self,
-        prep: _Prepared,
-        names: Sequence[str],
-        rounds: int,
-        pinned: Sequence[Mapping[str, Any]] | None = None,
-    ) -> dict[str, list[float]]:
+    def _timed(self, prep: _Prepared, names: Sequence[str], rounds: int, **pin: Any) -> Samples:
         """`rounds` rounds of `names`. One side: its own interleaved rounds. Two sides: paired
         rounds across the processes, block by block (HANDOVER_BLOCK_S), each block timing one
         side's slots and then the other's (`paired_rounds`); a side waits until its work has
         finished before it hands the GPU over, and its first call after a hand-over is timed
-        apart and not counted. `pinned`: the autotuners of the calls on these picks, the host
+        apart and not counted. `pinned=`: the autotuners of the calls on these picks, the host
         seconds kept apart (`_retime`)."""
         split = self._split(prep, names)
         out: dict[str, list[float]] = {n: [] for n in names}
         first = prep.rounds_done
         prep.rounds_done += rounds
-        more: dict[str, Any] = {"pinned": pinned} if pinned else {}
-        host = prep.pinned_host if pinned else prep.host
+        host = prep.pinned_host if pin else prep.host
         if len(split) == 1:
             ((side, mine),) = split.items()
             pairs = {h: b for h, b in prep.pairs.items() if h in mine and b in mine}
             got = self.sides[side].time(
-                prep.group, mine, rounds, first_round=first, pairs=pairs, **more
+                prep.group, mine, rounds, first_round=first, pairs=pairs, **pin
             )
             self._took(prep, got, out, host)
             return out
@@ -421,7 +407,7 @@ class GroupMeasurer:
             self.blocks[f"{order[0]}-first"] = self.blocks.get(f"{order[0]}-first", 0) + 1
             for side in order:
                 got = self.sides[side].time(
-                    prep.group, split[side], k, first_round=first, handover=True, **more
+                    prep.group, split[side], k, first_round=first, handover=True, **pin
                 )
                 self._took(prep, got, out, host)
                 if got.handover is not None:

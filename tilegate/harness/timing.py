@@ -24,6 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 L2_FLUSH_MIN_BYTES = 256 * 2**20
+Calls = Mapping[str, Callable[[], Any]]  # slot name -> its call
+Pairs = Mapping[str, str] | None  # an A/B's head slot -> its base slot
+Samples = dict[str, list[float]]  # slot name -> seconds, one per round
 
 
 @dataclass(frozen=True)
@@ -133,12 +136,7 @@ class CudaTimer:
         if self._flush_buf is not None:
             self._flush_buf.zero_()
 
-    def warm(
-        self,
-        fns: Mapping[str, Callable[[], Any]],
-        seconds: float,
-        pairs: Mapping[str, str] | None = None,
-    ) -> float:
+    def warm(self, fns: Calls, seconds: float, pairs: Pairs = None) -> float:
         """Run the callables in turn for about `seconds` (at least 3 rounds); return seconds per round."""
         torch = self._torch
         names = list(fns)
@@ -172,21 +170,14 @@ class CudaTimer:
         self._find_host_bound(fns, pairs)
         return paced
 
-    def _probe(
-        self, fns: Mapping[str, Callable[[], Any]], pairs: Mapping[str, str] | None
-    ) -> dict[str, list[float]]:
+    def _probe(self, fns: Calls, pairs: Pairs) -> Samples:
         """`_probe_host` of these calls, each call's median kept by callable (slot names recur
         in every group; a group's callables live for the whole run)."""
         got = self._probe_host(fns, pairs)
         self._host_s.update({id(fns[n]): statistics.median(xs) for n, xs in got.items() if xs})
         return got
 
-    def _probe_host(
-        self,
-        fns: Mapping[str, Callable[[], Any]],
-        pairs: Mapping[str, str] | None,
-        rounds: int = HOST_PROBE_ROUNDS,
-    ) -> dict[str, list[float]]:
+    def _probe_host(self, fns: Calls, pairs: Pairs, rounds: int = HOST_PROBE_ROUNDS) -> Samples:
         """Each call's host seconds with nothing queued ahead of it (`rounds` calls each, the
         GPU waited for before each): back to back, a launch into a full queue waits for the
         GPU, and a GPU-bound call's host time reads as its GPU time (module doc)."""
@@ -202,9 +193,7 @@ class CudaTimer:
         torch.cuda.synchronize()
         return got
 
-    def _find_host_bound(
-        self, fns: Mapping[str, Callable[[], Any]], pairs: Mapping[str, str] | None
-    ) -> None:
+    def _find_host_bound(self, fns: Calls, pairs: Pairs) -> None:
         """The calls held from now on: host-bound in their first warm-up (HOST_BOUND_RATIO),
         each with its A/B partner (both sides of a pair are timed alike); a call decided in an
         earlier warm-up keeps that decision."""
@@ -229,9 +218,7 @@ class CudaTimer:
                 found = (found | late) if id(fns[old]) in self._held else (found - late)
         self._held |= {id(fns[n]) for n in found if n in fns}
 
-    def host_times(
-        self, fns: Mapping[str, Callable[[], Any]], rounds: int
-    ) -> dict[str, list[float]]:
+    def host_times(self, fns: Calls, rounds: int) -> Samples:
         """`rounds` host times per call, nothing queued ahead (tilegate.harness.hostworkers)."""
         return self._probe_host(fns, None, rounds)
 
@@ -245,13 +232,8 @@ class CudaTimer:
         self._held.add(id(fn))
 
     def time(
-        self,
-        fns: Mapping[str, Callable[[], Any]],
-        rounds: int | None = None,
-        pairs: Mapping[str, str] | None = None,
-        *,
-        first_round: int = 0,
-    ) -> dict[str, list[float]]:
+        self, fns: Calls, rounds: int = 0, pairs: Pairs = None, *, first_round: int = 0
+    ) -> Samples:
         """Seconds per call for each callable, one sample per round, rounds interleaved (in the
         order of round `first_round` and on: a sweep timed in blocks goes on rotating)."""
         torch = self._torch
@@ -313,7 +295,7 @@ class CudaTimer:
     def hold_cycles(self, names: list[str]) -> int:
         return int(self.hold_seconds(names) * HOLD_CLOCK_HZ)
 
-    def _held_cycles(self, name: str, pairs: Mapping[str, str] | None) -> int:
+    def _held_cycles(self, name: str, pairs: Pairs) -> int:
         """A held call's hold: twice the longer host time of it and its A/B partner."""
         partner = {**(pairs or {}), **{b: h for h, b in (pairs or {}).items()}}.get(name)
         return self.hold_cycles([n for n in (name, partner) if n])
@@ -335,12 +317,7 @@ class HostTimer:
     def hold(self, fn: Any) -> None:
         """Nothing to hold: the interpreter's calls are synchronous."""
 
-    def warm(
-        self,
-        fns: Mapping[str, Callable[[], Any]],
-        seconds: float,
-        pairs: Mapping[str, str] | None = None,
-    ) -> float:
+    def warm(self, fns: Calls, seconds: float, pairs: Pairs = None) -> float:
         """One round, whose time is the pace; none for a re-warm (`seconds` 0, between passes):
         it brings a GPU's clocks back up, and the CPU interpreter has none (its cases compiled in
         their checks): a case of the smoke profile runs 7 times instead of 8."""
@@ -352,13 +329,8 @@ class HostTimer:
         return time.perf_counter() - t0
 
     def time(
-        self,
-        fns: Mapping[str, Callable[[], Any]],
-        rounds: int | None = None,
-        pairs: Mapping[str, str] | None = None,
-        *,
-        first_round: int = 0,
-    ) -> dict[str, list[float]]:
+        self, fns: Calls, rounds: int = 0, pairs: Pairs = None, *, first_round: int = 0
+    ) -> Samples:
         names = list(fns)
         out: dict[str, list[float]] = {n: [] for n in names}
         for r in range(first_round, first_round + (rounds or self.config.rounds)):
@@ -368,9 +340,7 @@ class HostTimer:
                 out[name].append(time.perf_counter() - t0)
         return out
 
-    def host_times(
-        self, fns: Mapping[str, Callable[[], Any]], rounds: int
-    ) -> dict[str, list[float]]:
+    def host_times(self, fns: Calls, rounds: int) -> Samples:
         """The interpreter's calls are synchronous: their time is their host time."""
         return self.time(fns, rounds)
 
