@@ -23,7 +23,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,6 @@ from tilegate.harness.autotune import strip_docstrings
 
 PROFILE_ENV = "TILEGATE_IDENTITY_PROFILER"  # "0": no CUDA profiler in the identity (GPU only)
 
-KINDS = ("ttir", "sass", "ptx", "source", "reference")
 SCHEME = "case2"  # the prefix of a whole-case hash: hashes of other schemes are not compared
 # the profiler could not be read: the identity is unknown (no hash: never "unchanged", judged
 # on its time as a changed case is), its kind UNKNOWN so the report says why
@@ -89,7 +88,7 @@ class Identity:
     """The identity of one variant's compiled code: `hash` is what two sides compare."""
 
     hash: str  # "sha256:<hex>"
-    kind: str  # one of KINDS: how it was taken (comparable only within a kind)
+    kind: str  # ttir, sass, ptx, source, reference: how it was taken (compared within a kind)
     launches: int  # Triton launches per call
     # what the hash is made of, each part's own short digest (which part differs when two
     # sides' hashes do): "triton" (compiled code, grids, launch metadata), "torch_ops",
@@ -119,15 +118,7 @@ class Identity:
     def marked(self, what: str) -> Identity:
         """This identity with a test-only injection folded in: injected code is changed code."""
         digest = _sha(self.hash, what)
-        return Identity(
-            f"{SCHEME}:sha256:{digest}",
-            f"{self.kind}+injected",
-            self.launches,
-            self.parts,
-            self.explain,
-            self.handles,
-            self.autotune,
-        )
+        return replace(self, hash=f"{SCHEME}:sha256:{digest}", kind=f"{self.kind}+injected")
 
 
 def _sha(*parts: Any) -> str:
@@ -698,21 +689,19 @@ def identity(captured: Captured) -> Identity:
         ("host_code", host_code_hash(captured.code, _roots(captured))[:16]),
     )
     whole = tuple(v for _, v in parts)
-    explained = _explained(captured)
-    handles = tuple(captured.handles)
-    picks = tuple(captured.autotune)
+    kinds = sorted({launch.kind for launch in captured.launches})
+    digest = _sha(whole) if kinds else _sha("reference", torch.__version__, whole)
+    hashed, kind = f"{SCHEME}:sha256:{digest}", "+".join(kinds) or "reference"
     if any(k.startswith(UNREADABLE) for k in captured.kernels):
-        return Identity("", UNKNOWN, len(captured.launches), parts, explained, handles, picks)
-    if not captured.launches:
-        digest = _sha("reference", torch.__version__, whole)
-        return Identity(
-            f"{SCHEME}:sha256:{digest}", "reference", 0, parts, explained, handles, picks
-        )
-    kinds = {launch.kind for launch in captured.launches}
-    kind = kinds.pop() if len(kinds) == 1 else "+".join(sorted(kinds))
-    digest = _sha(whole)
+        hashed, kind = "", UNKNOWN
     return Identity(
-        f"{SCHEME}:sha256:{digest}", kind, len(captured.launches), parts, explained, handles, picks
+        hashed,
+        kind,
+        len(captured.launches),
+        parts,
+        _explained(captured),
+        tuple(captured.handles),
+        tuple(captured.autotune),
     )
 
 
