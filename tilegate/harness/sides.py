@@ -1,22 +1,18 @@
 """A run's sides: one side's calls measured where they were imported, or in a process of its own.
 
-`SideMeasurer` does, for the slots of its side, everything that touches that code: it draws a
-group's inputs (a fixed seed per group, the same on every side), checks each call against the
-declared reference output before any of its timings count, records the compiled-code identity
-of a second call, and times the calls with its own timer. It decides nothing about other sides:
-the coordinator (tilegate.harness.measure.GroupMeasurer) says what to prepare and time, and
-pairs the samples, one side at a time: the GPU is never shared mid-round. In a stored-baseline
-run it lives in the suite's process.
+`SideMeasurer` does everything that touches a side's code: it draws a group's inputs (a fixed
+seed per group, the same on every side), checks each call against the declared reference output
+before any of its timings count, records the identity of a second call, and times the calls. The
+coordinator (tilegate.harness.measure.GroupMeasurer) says what to prepare and time, one side at
+a time (the GPU is never shared mid-round), and pairs the samples.
 
-In an A/B run a side is a source tree (a checkout of the base commit, the pull request's tree,
-or one tree under another environment for an upgrade) measured in a worker process of its own
-(tilegate.harness.worker, holding a SideMeasurer): that tree first on `sys.path`, its package
-imported by its own name (absolute imports, `importlib.import_module("pkg.x")`, a `src/` layout,
-package data all work: nothing is renamed), Triton's cache its own, and the gate's tilegate (the
-one running this process: in a pull request the base's) doing the measuring. `RemoteSide` is
-the coordinator's handle on one worker, asked the SideMeasurer's verbs (its log:
-`<log dir>/<side>.log`). A worker that cannot import its side's code, or dies, is a
-`SideFailure` naming the side, the tree, and the error or the end of its log: exit 2.
+In an A/B run a side is a source tree (the base's checkout, the pull request's tree, or one tree
+under another environment) measured in a worker process (tilegate.harness.worker): that tree
+first on `sys.path`, its package imported by its own name (nothing is renamed), Triton's cache
+its own, the gate's tilegate measuring. `RemoteSide`, the coordinator's handle on a worker, asks
+it the SideMeasurer's verbs (its log: `<log dir>/<side>.log`). A worker that cannot import its
+side's code, or dies, is a `SideFailure` naming the side, the tree, and the error or the end of
+its log: exit 2.
 """
 
 from __future__ import annotations
@@ -27,7 +23,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -37,7 +33,7 @@ from tilegate import warnlog
 from tilegate.cases import Case
 from tilegate.errors import InputError
 from tilegate.fingerprint.record import compile_launches
-from tilegate.harness import memory
+from tilegate.harness import autotune, memory
 from tilegate.harness.correctness import check_call
 from tilegate.harness.identity import Identity, capture, identity
 from tilegate.harness.timing import round_order
@@ -57,11 +53,9 @@ class CaseResult:
     samples_s: list[float] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     identity: Identity | None = None  # the compiled code the correctness call ran
-    # what Triton or torch warned while this case was compiled and checked: recorded, not raised
-    warnings: list[Warned] = field(default_factory=list)
+    warnings: list[Warned] = field(default_factory=list)  # Triton's / torch's, while checked
     tolerance: float = 0.0  # the relative error allowed (the declaration's)
-    # the variant's `unsupported_reason` keeps it off this machine (a skip that is no one's doing)
-    unsupported: bool = False
+    unsupported: bool = False  # skipped by its `unsupported_reason` (no one's doing)
     memory: dict[str, Any] | None = None  # peak GPU memory of one call (tilegate.harness.memory)
 
     @property
@@ -83,15 +77,13 @@ def _made_and_called(variant: Any, params: Any, inputs: Any) -> Any:
 
 @dataclass
 class Timed:
-    """What one `time` request measured: per slot its samples (one per round, in round order),
-    and the first call after a hand-over from another side (timed, never counted)."""
+    """What one `time` request measured (the timer's, timing.py), per slot."""
 
-    samples: dict[str, list[float]]
-    handover: tuple[str, float] | None = None  # (slot, seconds)
+    samples: dict[str, list[float]]  # one per round, in round order
+    handover: tuple[str, float] | None = None  # (slot, seconds) of the first call after another
     host: dict[str, list[float]] = field(default_factory=dict)  # held slots' host s per call
-    held: dict[str, bool] = field(default_factory=dict)  # timed held (host-bound: timing.py)
-    # every slot's host seconds per call with nothing queued ahead (CudaTimer.host_probe_s)
-    host_probe: dict[str, float] = field(default_factory=dict)
+    held: dict[str, bool] = field(default_factory=dict)
+    host_probe: dict[str, float] = field(default_factory=dict)  # CudaTimer.host_probe_s
 
 
 @dataclass
@@ -110,15 +102,12 @@ class SideMeasurer:
     timer: Any
     device: str
     capability: tuple[int, int] | None
-    # > 1: each group's kernels are compiled in this many threads before its checks
-    # (tilegate.harness.precompile); on a GPU only (the interpreter compiles nothing)
-    compile_threads: int = 0
+    compile_threads: int = 0  # > 1, a GPU: tilegate.harness.precompile's threads a group
 
     def __post_init__(self) -> None:
         import torch
 
         self.torch = torch
-        # the code under test: the host-code part of the identity
         self._owners = tuple(getattr(v, "make", v) for v in self.registry.values())
         self.compile_threads = self.compile_threads if self.device == "cuda" else 0
         self.compile_warnings: list[Warned] = []  # what the side-by-side compiles warned
@@ -143,9 +132,8 @@ class SideMeasurer:
     def prepare(
         self, group: str, cases: Sequence[Case], seed: int
     ) -> tuple[dict[str, CaseResult], dict[str, float], list[str]]:
-        """Draw the group's inputs and check each case's call; the checked ones can be timed.
-        Returns the results by slot, where the seconds went (inputs, compile, checks,
-        identity) and the slots that can be timed."""
+        """Draw the group's inputs and check each case's call: the results by slot, where the
+        seconds went (inputs, compile, checks, identity) and the slots that can be timed."""
         t0 = time.perf_counter()
         params = cases[0].params
         tol = self.benchmark.tolerance_for(params)
@@ -177,8 +165,7 @@ class SideMeasurer:
             t_second = None
             try:
                 # the correctness call: its host code counts; its torch ops and GPU activity
-                # would be the first call's (compiling), so they come from the second call only
-                # and are not recorded here (a CUDA profiler session per case saved)
+                # (compiling) do not: they come from the second call (a profiler session saved)
                 with (
                     warnlog.recording() as seen_warnings,
                     capture(*self._owners, host_only=True) as first,
@@ -189,9 +176,8 @@ class SideMeasurer:
                 launches = first
                 t_second = time.perf_counter()
                 if got.error is None:
-                    # the identity of a second call: what is timed, in steady state. A first call
-                    # also does what a process does once (compiling, a library's cache filled,
-                    # and the torch ops those run). The host code counts from both calls and make.
+                    # the identity of a second call: what is timed, in steady state (a first
+                    # call also compiles, fills caches); the host code counts from both
                     with warnlog.recording() as seen_warnings, capture(*self._owners) as launches:
                         call()
                     warned += [w for w in seen_warnings if w not in warned]  # once per case
@@ -212,16 +198,15 @@ class SideMeasurer:
             if injected:  # tilegate.plugin --inject: test-only changes
                 res.identity = res.identity.marked(str(injected))
             held.identities[case.slot] = res.identity
-            # A wrong kernel is still timed (its row is written, marked incorrect, and refused
-            # by the gate); a kernel that errored or wrote nothing is not.
+            # a wrong kernel is timed (its row is refused by the gate); one that errored is not
             if got.error is None:
                 held.fns[case.slot] = call
         del ref
         return results, phases, list(held.fns)
 
     def explain(self, group: str, slots: Sequence[str]) -> dict[str, dict[str, Any] | None]:
-        """The compile facts of these slots' interpreter launches (ahead of time; a GPU's
-        launches have theirs already): what explains a changed case. Never raises."""
+        """The AOT compile facts of these slots' interpreter launches (a GPU's have theirs):
+        what explains a changed case. Never raises."""
         out: dict[str, dict[str, Any] | None] = {}
         held = self._groups.get(group)
         for slot in slots:
@@ -237,12 +222,12 @@ class SideMeasurer:
         return out
 
     def release(self, group: str) -> None:
-        """The group is done: its inputs and calls go (the GPU memory they hold)."""
+        """The group is done: its inputs and calls free their GPU memory."""
         self._groups.pop(group, None)
 
     def _compile_first(self, cases: Sequence[Case], params: Any, inputs: Any) -> None:
-        """Compile the group's kernels side by side (tilegate.harness.precompile); the first
-        group also starts the CUDA profiler meanwhile, for the identities that follow."""
+        """Compile the group's kernels side by side (tilegate.harness.precompile), starting the
+        CUDA profiler meanwhile."""
         from tilegate.harness.identity import start_profiler
         from tilegate.harness.precompile import first_calls
 
@@ -273,17 +258,15 @@ class SideMeasurer:
         seconds: float,
         pinned: Sequence[Mapping[str, Any]] | None = None,
     ) -> tuple[float, list[str]]:
-        """Run the slots' calls in turn for about `seconds` (at least 3 rounds); seconds per
-        round of these slots, and those the timer holds from now on (host-bound). `pinned`:
-        the autotuner picks every call runs (a tuner flip's re-time on one config: `time`)."""
+        """The timer's warm-up (its pace) and the slots it holds from now on (host-bound).
+        `pinned`: as in `time`."""
         fns = self._fns(group, names)
-        with warnlog.recording() as warned, _pinned(pinned):
+        with self._timing(pinned):
             pace = float(self.timer.warm(fns, seconds))
-        self.timing_warnings += warned
         return pace, [n for n, fn in fns.items() if self._held(fn)]
 
     def hold(self, group: str, names: Sequence[str]) -> None:
-        """Time these slots held from now on: their partner on another side is host-bound."""
+        """Time these slots held from now on (their partner on another side is host-bound)."""
         for fn in self._fns(group, names).values():
             self.timer.hold(fn)
 
@@ -298,20 +281,16 @@ class SideMeasurer:
         pairs: Mapping[str, str] | None = None,
         pinned: Sequence[Mapping[str, Any]] | None = None,
     ) -> Timed:
-        """`rounds` rounds of the slots' calls, interleaved (the order of round `first_round`
-        and on). `handover`: another side used the GPU just before: one call of the first slot
-        runs first and is timed apart, never counted (tilegate.harness.sides). `pinned`: every
-        autotuner these calls run uses the config these picks name
-        (tilegate.harness.autotune.pinned; a tuner flip re-timed with both sides on one config,
-        tilegate.harness.measure)."""
+        """`rounds` interleaved rounds of the slots' calls (from round `first_round`).
+        `handover`: another side had the GPU: one call of the first slot is timed apart, never
+        counted. `pinned`: every autotuner on these picks (a tuner flip's re-time)."""
         fns = self._fns(group, names)
-        with warnlog.recording() as warned, _pinned(pinned):
+        with self._timing(pinned):
             first = None
             if handover and fns:
                 order = round_order(list(fns), first_round)
                 first = (order[0], float(self.timer.once(fns[order[0]])))
             samples = self.timer.time(fns, rounds, pairs or None, first_round=first_round)
-        self.timing_warnings += warned
         host = dict(getattr(self.timer, "host_samples", {}))
         probe = dict(getattr(self.timer, "host_probe_s", {}))
         held = {n: self._held(fn) for n, fn in fns.items()}
@@ -320,18 +299,19 @@ class SideMeasurer:
     def _held(self, fn: Any) -> bool:
         return bool(getattr(self.timer, "is_held", lambda fn: False)(fn))
 
+    @contextlib.contextmanager
+    def _timing(self, picks: Sequence[Mapping[str, Any]] | None) -> Iterator[None]:
+        """Triton's and torch's warnings kept for the run; every autotuner on `picks`, if any."""
+        with (
+            warnlog.recording() as warned,
+            autotune.pinned(picks) if picks else contextlib.nullcontext(),
+        ):
+            yield
+        self.timing_warnings += warned
+
     def warnings_seen(self) -> tuple[list[Warned], list[Warned]]:
         """(while compiling side by side, while timing)."""
         return list(self.compile_warnings), list(self.timing_warnings)
-
-
-def _pinned(picks: Sequence[Mapping[str, Any]] | None) -> Any:
-    """`tilegate.harness.autotune.pinned(picks)`, or nothing where no picks are given."""
-    if not picks:
-        return contextlib.nullcontext()
-    from tilegate.harness.autotune import pinned
-
-    return pinned(picks)
 
 
 class SideFailure(InputError):
@@ -365,8 +345,8 @@ class SideSpec:
 
 @dataclass(frozen=True)
 class VariantFacts:
-    """What the coordinator knows of another process's variant: enough to pair, name and
-    cover it (tilegate.harness.base.renames reads the same attributes off a Variant)."""
+    """Another process's variant: enough to pair, name and cover it (the attributes of a
+    Variant that tilegate.harness.base.renames reads)."""
 
     name: str
     reference: bool = False
@@ -378,8 +358,7 @@ class VariantFacts:
 
 @dataclass(frozen=True)
 class SideFacts:
-    """What a side's process declares: its benchmark's name, variants, and (for coverage) the
-    cases and expectations of the profile asked for."""
+    """What a side's process declares (coverage: the cases and expectations of the profile)."""
 
     benchmark: str
     variants: dict[str, VariantFacts]
@@ -390,10 +369,8 @@ class SideFacts:
 
 
 def side_cache_dir(side: str) -> Path:
-    """A side's own caches (Triton's, its autotuner's, a library's tuning database:
-    tilegate.harness.autotune.side_cache_env): a directory of the Triton cache this process would
-    use (TRITON_CACHE_DIR, else ~/.triton/cache), one per side, kept from run to run (compiled
-    kernels are keyed by their source; a side's later runs start warm)."""
+    """A side's own caches (tilegate.harness.autotune.side_cache_env), beside the Triton cache
+    this process would use, kept from run to run (a side's later runs start warm)."""
     base = os.environ.get("TRITON_CACHE_DIR") or str(Path.home() / ".triton" / "cache")
     return Path(base) / f"tilegate-side-{side}"
 
@@ -546,8 +523,8 @@ class RemoteSide:
     # -- the side's verbs --------------------------------------------------------------------
 
     def hello(self, profile: str | None, alias: SideSpec | None = None, sha: str = "") -> SideFacts:
-        """Load the side's code and benchmark in its process; what it declares. `alias`: the
-        base's tree too, its package under another name (one process for both sides)."""
+        """Load the side's code and benchmark; what it declares. `alias`: the base's tree too,
+        its package under another name (one process for both sides)."""
         spec = self.spec
         self._alias_says = alias.says() if alias is not None else None
         facts: SideFacts = self.request(
@@ -601,8 +578,7 @@ def wire_result(res: CaseResult) -> CaseResult:
 
 @dataclass(frozen=True)
 class TimerFacts:
-    """The timer an A/B's sides time with, as the results file names it (the sides hold the
-    timers themselves)."""
+    """The timer the sides time with, as the results file names it."""
 
     config: Any
     name: str
@@ -628,9 +604,8 @@ def one_process(head: SideSpec, base: SideSpec) -> list[str]:
 def start(
     specs: Sequence[SideSpec], log_dir: Path, profile: str | None, *, sha: str = ""
 ) -> tuple[dict[str, RemoteSide], dict[str, SideFacts]]:
-    """Start the sides' processes and load their code: one for the head and one for the base,
-    or one for both where `one_process` allows it; SideFailure naming the first that fails
-    (the others are stopped)."""
+    """Start the sides' processes and load their code (one for both where `one_process`
+    allows it); SideFailure naming the first that fails (the others are stopped)."""
     sides: dict[str, RemoteSide] = {}
     facts: dict[str, SideFacts] = {}
     together = len(specs) == 2 and not one_process(specs[0], specs[1])
