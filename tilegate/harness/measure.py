@@ -1,11 +1,10 @@
 """Measure the groups of a run: same inputs per group, correctness first, then interleaved timing.
 
 A group is every variant at one grid point of the declared benchmark. Only variants that passed
-their check are timed, all together, round by round, so the ratios between them are paired;
-each group's rounds are spread over several sweeps of the whole run (see GroupMeasurer). What
-touches the code under test is a side's (tilegate.harness.sides); in an A/B run every round
-times both sides back to back, in a balanced random order (`paired_rounds`), and a tuner flip
-is re-timed with both sides on the base's pick (`_retime`).
+their check are timed, all together, round by round, so the ratios between them are paired.
+What touches the code under test is a side's (tilegate.harness.sides); in an A/B run every
+round times both sides back to back, in a balanced random order (`paired_rounds`), and a tuner
+flip is re-timed with both sides on the base's pick (`_retime`).
 """
 
 from __future__ import annotations
@@ -24,13 +23,12 @@ from typing import Any
 from tilegate.cases import BASE_SUFFIX, Case
 from tilegate.fingerprint.record import spent_s as explain_spent_s
 from tilegate.harness.budget import GroupBudget, Tolerances, aligned
+from tilegate.harness.identity import Identity
 from tilegate.harness.sides import CaseResult, SideFailure, SideMeasurer
 from tilegate.harness.timing import Samples, host_info
 from tilegate.judge.autotune import retime_config
 from tilegate.judge.stats import paired_ratio
 from tilegate.warnlog import Warned, unique
-
-__all__ = ["HANDOVER_BLOCK_S", "CaseResult", "GroupMeasurer", "group_seed", "paired_rounds"]
 
 # A side holds the GPU for at least this long before handing it to the other (whole rounds of
 # its slots): a hand-over costs a synchronise and a message through a pipe, ~0.1 ms, and its
@@ -66,15 +64,13 @@ class _Prepared:
     fns: dict[str, str]  # the slots that are timed, each with the side that times it
     pairs: dict[str, str] = field(default_factory=dict)  # A/B: slot -> its base slot
     rounds_per_pass: int = 0
-    rounds_done: int = 0  # rounds timed so far: the next round's number (its order)
+    rounds_done: int = 0  # the next round's number (its order)
     pace: dict[str, float] = field(default_factory=dict)  # per side: seconds per round (warm)
     samples: dict[str, list[float]] = field(default_factory=dict)
     pass_medians: dict[str, list[float]] = field(default_factory=dict)
     spans: list[tuple[float, float]] = field(default_factory=list)  # timed windows (perf_counter)
     seconds: float = 0.0
-    # where the preparing went: drawing the inputs and the reference output, the correctness
-    # calls (the first call compiles on a cold cache), the identity calls (a second call under
-    # the CUDA profiler): the progress line says it, so a slow run's minutes can be placed
+    # where the preparing went (inputs, compile, checks, identity): the progress line says it
     phases: dict[str, float] = field(default_factory=dict)
     budget: GroupBudget | None = None  # A/B: which slots each sweep times (tilegate.harness.budget)
     host: dict[str, list[float]] = field(default_factory=dict)  # host seconds per call, per round
@@ -85,12 +81,17 @@ class _Prepared:
     # change a process's host time: Liger's cross_entropy 1.9 -> 19 ms per call on the H200)
     shadow: str | None = None
     handovers: list[tuple[str, float]] = field(default_factory=list)  # (slot, first call's s)
-    # tuner flips (the same identity on both sides, another autotuner pick): head slot -> the
-    # picks both sides are re-timed with (tilegate.judge.autotune.retime_config: the base's)
+    # tuner flips: head slot -> the picks both sides are re-timed with (`_flips`), and per slot
+    # the re-time's GPU samples and host seconds, round by round
     retime: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    # their re-time on one config: per slot its GPU samples and host seconds, round by round
     pinned: dict[str, list[float]] = field(default_factory=dict)
     pinned_host: dict[str, list[float]] = field(default_factory=dict)
+
+    def identities(self) -> dict[str, tuple[Identity | None, Identity | None]]:
+        """Each pair's head slot -> (its identity, its base's)."""
+        return {
+            h: (self.results[h].identity, self.results[b].identity) for h, b in self.pairs.items()
+        }
 
 
 class GroupMeasurer:
@@ -101,10 +102,8 @@ class GroupMeasurer:
     seconds (power cap, temperature), shifting whole groups by +-0.5 % when each is timed in
     one go; spreading a group over the run averages that out.
 
-    `sides` (an A/B run: {"head": ..., "base": ...}, tilegate.harness.sides) measure the slots of
-    their cases (a base case's slot is "<variant>@base"); without it one side in this process
-    measures every slot of `registry` with `timer`. `registry` names each slot's variant (its
-    `twin_of` and `reference` are read here; the calls are the sides').
+    `sides` (A/B: {"head": ..., "base": ...}) measure their cases' slots (a base case's is
+    "<variant>@base"); without it one SideMeasurer here measures every slot of `registry`.
     """
 
     def __init__(
@@ -134,17 +133,14 @@ class GroupMeasurer:
             raise ValueError(f"soak_s must be >= 0, got {soak_s}")
         self.soak_s = soak_s
         self.sampler = sampler
-        self.soaked_s = 0.0
         self.benchmark = benchmark
         self.registry = registry
         # the variant every row's ratio_to_reference is measured against (Variant.reference)
         self.reference = next(
             (name for name, v in registry.items() if getattr(v, "reference", False)), None
         )
-        self.timer = timer
         self.config = timer.config
         self.device = device
-        self.capability = capability
         if sides is None:
             sides = {
                 "head": SideMeasurer(
@@ -161,26 +157,20 @@ class GroupMeasurer:
         self.passes = passes
         self.warmup_first_s = warmup_first_s
         self.on_group = on_group
-        # A/B: identity-aware budgeting (tilegate.harness.budget); False: both sides of every
-        # case timed every round (A/A calibration, --perf-ab-full)
+        # A/B: tilegate.harness.budget; False: both sides timed every round (--perf-ab-full)
         self.ab_budget = ab_budget
         self.ab_tolerances = ab_tolerances or Tolerances()
         self.on_progress = on_progress or (lambda line: None)
         self._pace: dict[str, float] = {}  # seconds per round of each group, from the soak
         self._results: dict[str, CaseResult] = {}
-        # the first call of a side after a hand-over, as a fraction above the slot's median
+        # a side's first call after a hand-over, as a fraction above the slot's median
         self.handover_offsets: list[float] = []
         self.blocks = {"head-first": 0, "base-first": 0}
         self.rounds_log: dict[str, list[tuple[float, str]]] = {}
         self._t0 = time.perf_counter()
         self.failure: str | None = None  # why a side's process failed (no results then)
-        # two processes: workers a side timing host-bound pairs (harness.hostworkers), their cost
         self.host_procs_per_side = host_procs
-        self.host_procs: dict[str, Any] | None = None
-
-    def side_of(self, case: Case) -> str:
-        """The side that measures `case`: the base's for its base slot in an A/B run."""
-        return "base" if case.base and "base" in self.sides else "head"
+        self.host_procs: dict[str, Any] | None = None  # what tilegate.harness.hostworkers took
 
     def warnings_seen(self) -> list[dict[str, Any]]:
         """Every distinct Triton / torch warning of the run: how often, and the first case."""
@@ -226,8 +216,9 @@ class GroupMeasurer:
         t0 = time.perf_counter()
         prep = _Prepared(group, {}, {})
         by_side: dict[str, list[Case]] = {}
-        for case in group_cases:
-            by_side.setdefault(self.side_of(case), []).append(case)
+        for case in group_cases:  # a base case: the base's side, where there is one
+            side = "base" if case.base and "base" in self.sides else "head"
+            by_side.setdefault(side, []).append(case)
         ref = next((c for c in group_cases if c.variant == self.reference and not c.base), None)
         shadow = None
         if ref is not None and "base" in by_side and "base" in self.sides:
@@ -259,12 +250,10 @@ class GroupMeasurer:
         """The pairs whose identities are the same and whose autotuner picks are not (a tuner
         flip), each with the picks both sides are re-timed with (the base's)."""
         out: dict[str, list[dict[str, Any]]] = {}
-        for head, base in prep.pairs.items():
-            h, b = prep.results[head].identity, prep.results[base].identity
+        for head, (h, b) in prep.identities().items():
             if h is None or b is None or not h.hash or not b.hash:
                 continue
-            picks = retime_config(h.hash == b.hash, b.autotune, h.autotune)
-            if picks:
+            if picks := retime_config(h.hash == b.hash, b.autotune, h.autotune):
                 out[head] = [dict(p) for p in picks]
         return out
 
@@ -272,12 +261,10 @@ class GroupMeasurer:
         """The compile facts that explain a changed pair (tilegate.explain; AOT under the
         interpreter), recorded by the side that ran each call."""
         want: dict[str, list[str]] = {}
-        for head, base in prep.pairs.items():
-            h, b = prep.results[head].identity, prep.results[base].identity
-            if h is None or b is None or h.hash == b.hash:
-                continue
-            for slot in (head, base):
-                want.setdefault(prep.fns[slot], []).append(slot)
+        for head, (h, b) in prep.identities().items():
+            if h is not None and b is not None and h.hash != b.hash:
+                for slot in (head, prep.pairs[head]):
+                    want.setdefault(prep.fns[slot], []).append(slot)
         for name, slots in want.items():
             for slot, facts in self.sides[name].explain(prep.group, slots).items():
                 res = prep.results[slot]
@@ -452,11 +439,11 @@ class GroupMeasurer:
         """The group's A/B plan, from the identities its correctness calls captured."""
         if not prep.pairs:
             return None
-        unchanged = set()
-        for head, base in prep.pairs.items():
-            h, b = prep.results[head].identity, prep.results[base].identity
-            if h is not None and b is not None and h.hash and b.hash and h.hash == b.hash:
-                unchanged.add(head)
+        unchanged = {
+            head
+            for head, (h, b) in prep.identities().items()
+            if h is not None and b is not None and h.hash and h.hash == b.hash
+        }
         return GroupBudget(
             list(prep.fns),
             pairs=prep.pairs,
@@ -488,10 +475,8 @@ class GroupMeasurer:
         """Run the groups' kernels in turn, untimed, for about `soak_s` seconds."""
         if self.soak_s <= 0 or not prepared:
             return
-        temp = self._temperature()
         self.on_progress(
-            f"soaking the GPU for {self.soak_s:g} s with the run's kernels"
-            + (f" (now {temp} C)" if temp is not None else "")
+            f"soaking the GPU for {self.soak_s:g} s with the run's kernels{self._now()}"
         )
         chunk = min(0.5, self.soak_s / len(prepared))
         t0 = time.perf_counter()
@@ -501,21 +486,18 @@ class GroupMeasurer:
                 self._pace[prep.group] = self._warm(prep, list(prep.fns), chunk)
                 if time.perf_counter() - t0 >= self.soak_s:
                     break
-        self.soaked_s = time.perf_counter() - t0
-        temp = self._temperature()
-        self.on_progress(
-            f"soaked {self.soaked_s:.1f} s" + (f" (now {temp} C)" if temp is not None else "")
-        )
+        self.on_progress(f"soaked {time.perf_counter() - t0:.1f} s{self._now()}")
 
-    def _temperature(self) -> int | None:
+    def _now(self) -> str:
+        """ " (now 61 C)": the GPU's temperature, where the sampler has it."""
         samples = getattr(self.sampler, "samples", None)
-        return samples[-1].temperature_c if samples else None
+        temp = samples[-1].temperature_c if samples else None
+        return f" (now {temp} C)" if temp is not None else ""
 
     def _retime(self, prep: _Prepared) -> None:
-        """Each tuner flip of the group timed again with both sides on one config (the base's
-        pick: `prep.retime`), in paired rounds of its own after the group's last sweep: as many
-        rounds as the profile gives the group, after a short warm-up that compiles the pinned
-        config where a side had not. Its samples are recorded beside the as-picked ones
+        """Each tuner flip of the group timed again with both sides on the base's pick, after
+        its last sweep: the profile's rounds in paired rounds of its own, after a short warm-up
+        (compiling the pinned config). Recorded beside the as-picked samples
         (`extra_info.tilegate.pinned`); the judge decides on them (tilegate.judge.abcase)."""
         by_pick: dict[str, list[str]] = {}
         for head, picks in prep.retime.items():
@@ -558,14 +540,13 @@ class GroupMeasurer:
     def _finish(self, prep: _Prepared) -> None:
         if prep.retime:
             self._retime(prep)
-        ref_samples = prep.samples.get(self.reference) if self.reference else None
         state = self.sampler.window(prep.spans) if self.sampler is not None else None
         ranges = (
             {n: s.ranges for n, s in prep.budget.slots.items()} if prep.budget is not None else {}
         )
         for name, res in prep.results.items():
             res.samples_s = prep.samples.get(name, [])
-            res.extra = self._extra(res, ref_samples, prep.samples, ranges)
+            res.extra = self._extra(res, prep.samples, ranges)
             res.extra.update(
                 host_info(
                     prep.host.get(name),
@@ -616,18 +597,17 @@ class GroupMeasurer:
         }
 
     def _extra(
-        self,
-        res: CaseResult,
-        ref_samples: list[float] | None,
-        samples: dict[str, list[float]],
-        ranges: Mapping[str, Any] | None = None,
+        self, res: CaseResult, samples: dict[str, list[float]], ranges: Mapping[str, Any]
     ) -> dict[str, Any]:
         case = res.case
-        ranges = ranges or {}
 
-        def paired(x: list[float], other: str | None, y: list[float]) -> float:
-            # rows budgeted into different rounds are paired over the rounds both were timed in
-            xs, ys = aligned(x, ranges.get(case.slot), y, ranges.get(other or ""))
+        def paired(other: str | None) -> float | None:
+            """This row's paired ratio to `other`'s (None where either has no samples); rows
+            budgeted into different rounds are paired over the rounds both were timed in."""
+            ys = samples.get(other or "")
+            if not ys or not res.samples_s:
+                return None
+            xs, ys = aligned(res.samples_s, ranges.get(case.slot), ys, ranges.get(other or ""))
             return paired_ratio(xs, ys)
 
         extra: dict[str, Any] = {
@@ -665,25 +645,13 @@ class GroupMeasurer:
             if work.bytes is not None:
                 extra["gbps"] = round(work.bytes / med / 1e9, 3)
             extra["ratio_to_reference"] = (
-                paired(res.samples_s, self.reference, ref_samples)
-                if ref_samples and case.variant != self.reference
-                else None
+                paired(self.reference) if case.variant != self.reference else None
             )
-        variant = self.registry.get(case.slot)
-        twin = getattr(variant, "twin_of", None)
+        twin = getattr(self.registry.get(case.slot), "twin_of", None)
         if twin:
             extra["twin"] = twin
-            twin_slot = f"{twin}{BASE_SUFFIX}" if case.base else twin
-            twin_samples = samples.get(twin_slot)
-            extra["ratio_to_twin"] = (
-                paired(res.samples_s, twin_slot, twin_samples)
-                if twin_samples and res.samples_s
-                else None
-            )
-        base_samples = None if case.base else samples.get(f"{case.variant}{BASE_SUFFIX}")
-        if base_samples and res.samples_s:
-            # A/B: head / base, paired round by round (the pair ran back to back every round)
-            extra["ratio_to_base"] = paired(
-                res.samples_s, f"{case.variant}{BASE_SUFFIX}", base_samples
-            )
+            extra["ratio_to_twin"] = paired(f"{twin}{BASE_SUFFIX}" if case.base else twin)
+        # A/B: head / base, paired round by round (the pair ran back to back every round)
+        if not case.base and (to_base := paired(f"{case.variant}{BASE_SUFFIX}")) is not None:
+            extra["ratio_to_base"] = to_base
         return extra
