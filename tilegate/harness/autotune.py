@@ -3,18 +3,11 @@ the interpreter, a pinned config for a re-time, and a side's own caches.
 
 An autotuner (Triton's `Autotuner`, and tuners built on it: fla's `CachedAutotuner`, FlagGems'
 `LibTuner`) keeps the fastest of its configs at the first call of a key; two processes can pick
-differently for the same source, so the pick is recorded beside the identity, never in it:
-
-* `watching()` wraps the `run` (and `_bench`) of every Autotuner class during a captured call:
-  an autotuned launch is identified by its kernel's source (`source_digest`) and config space,
-  its pick recorded in `Watch.picks`; launches made while a tuner benchmarks are not recorded.
-* Under the CPU interpreter a tuner cannot time anything: it runs its first config, or the one
-  INTERPRET_ENV names (`kernel=index,...` or `index`), and the pick says so (`how`).
-* `pinned(picks)`: every tuner named runs the picked config (the re-time of a tuner flip).
-* `side_cache_env(root)`: a side's process gets tuner caches of its own.
-
-What the judge makes of the picks (a tuner flip, a key that re-tunes in the timed rounds):
-docs/measuring.md, "Autotuned kernels" and "A tuner flip is re-timed on one config".
+differently for the same source, so the pick is recorded beside the identity, never in it.
+Launches made while a tuner benchmarks are not the call's. Under the CPU interpreter a tuner
+cannot time anything: it runs its first config, or the one INTERPRET_ENV names. What the judge
+makes of the picks: docs/measuring.md, "Autotuned kernels" and "A tuner flip is re-timed on one
+config".
 """
 
 from __future__ import annotations
@@ -33,9 +26,8 @@ from typing import Any
 
 from tilegate.judge.autotune import CONFIG_FIELDS
 
-INTERPRET_ENV = (
-    "TILEGATE_AUTOTUNE_CONFIG"  # the interpreter's config: "index" or "kernel=index,..."
-)
+# the interpreter's config of a tuned kernel: "index" or "kernel=index,..."
+INTERPRET_ENV = "TILEGATE_AUTOTUNE_CONFIG"
 
 
 class AutotuneFailed(RuntimeError):
@@ -81,16 +73,16 @@ def _sha(*parts: Any) -> str:
 # --- the tuner, its kernel, its key --------------------------------------------------------------
 
 
-def _base_fn(tuner: Any) -> Any:
-    fn = getattr(tuner, "base_fn", None) or getattr(tuner, "fn", None)
-    while fn is not None and not inspect.isfunction(fn) and hasattr(fn, "fn"):
-        fn = fn.fn
-    return fn
+def _unwrapped(obj: Any) -> Any:
+    """The Python function under a JITFunction / tuner (`.fn` chains), or where the chain ends."""
+    while obj is not None and not inspect.isfunction(obj) and hasattr(obj, "fn"):
+        obj = obj.fn
+    return obj
 
 
 def kernel_name(tuner: Any) -> str:
     """The tuned kernel's name (its Python function's), the same on both sides of an A/B."""
-    fn = _base_fn(tuner)
+    fn = _unwrapped(getattr(tuner, "base_fn", None) or getattr(tuner, "fn", None))
     return str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or "?")
 
 
@@ -135,8 +127,7 @@ def strip_docstrings(tree: ast.AST, *, decorators: bool = False) -> ast.AST:
 
 
 def _pyfn(obj: Any) -> Any:
-    while obj is not None and not inspect.isfunction(obj) and hasattr(obj, "fn"):
-        obj = obj.fn
+    obj = _unwrapped(obj)
     return obj if inspect.isfunction(obj) else None
 
 
@@ -184,7 +175,6 @@ class Active:
     """A tuner whose `run` is on the stack: the launches below it are its kernel's."""
 
     tuner: Any
-    kwargs: dict[str, Any]  # the caller's keyword arguments (not the config's)
     identity: str  # source + config space + the caller's constexprs and dtypes
 
 
@@ -286,11 +276,8 @@ def _wrap_run(orig: Any) -> Any:
         kept = self.configs
         if pin is not None:
             self.configs = [pin]
-        identity = _caller_identity(self, args, kwargs) if watch is not None else ""
-        active = Active(self, dict(kwargs), identity)
-        tuned = [False]
         if watch is not None:
-            watch.stack.append(active)
+            watch.stack.append(Active(self, _caller_identity(self, args, kwargs)))
         before = len(getattr(self, "cache", None) or {})
         try:
             ret = orig(self, *args, **kwargs)
@@ -312,12 +299,12 @@ def _wrap_run(orig: Any) -> Any:
                 self.configs = kept
             if watch is not None:
                 watch.stack.pop()
-            tuned[0] = len(getattr(self, "cache", None) or {}) > before
+            tuned = len(getattr(self, "cache", None) or {}) > before
         if watch is not None and len(self._tilegate_space) > 1:
             how = (
                 "pinned"
                 if pin is not None
-                else getattr(self, "_tilegate_how", None) or ("tuned" if tuned[0] else "autotuned")
+                else getattr(self, "_tilegate_how", None) or ("tuned" if tuned else "autotuned")
             )
             pick = {
                 "kernel": kernel_name(self),

@@ -104,34 +104,23 @@ class Tolerances:
 
     def moved(self, key: str) -> float:
         """The consistency rule's threshold for an UNCHANGED CODE case: max(5 x tol, 3 %)."""
-        k, least = MOVED_TOLERANCES, MOVED_MIN
-        tol = self.per_case.get(key, self.ceiling)
-        return max(k * tol, least)
+        return max(MOVED_TOLERANCES * self.per_case.get(key, self.ceiling), MOVED_MIN)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "schema": "tilegate.ab-tolerances/1",
-            "policy": {
-                "floor": self.floor,
-                "ceiling": self.ceiling,
-                "alpha": self.alpha,
-                "confidence": self.confidence,
-            },
+            "policy": {k: getattr(self, k) for k in _POLICY},
             "tolerances": dict(sorted(self.per_case.items())),
         }
+
+
+_POLICY = ("floor", "ceiling", "alpha", "confidence")
 
 
 def tolerances_from_noise(noise: Any, policy: Any = None) -> Tolerances:
     """The suite's tolerances from a loaded A/B noise file (tilegate.judge.abnoise.Noise) or none."""
     pol = policy or (noise.policy if noise is not None else None)
-    kw: dict[str, Any] = {}
-    if pol is not None:
-        kw = {
-            "floor": pol.floor,
-            "ceiling": pol.ceiling,
-            "alpha": pol.alpha,
-            "confidence": pol.confidence,
-        }
+    kw = {k: getattr(pol, k) for k in _POLICY} if pol is not None else {}
     per = {k: row.tolerance for k, row in noise.rows.items()} if noise is not None else {}
     return Tolerances(per, **kw)
 
@@ -381,6 +370,7 @@ def summarize(infos: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """machine_info.tilegate.budget: the run's totals from every slot's budget info."""
     changed = [i for i in infos if i.get("role") == "changed-base"]
     sentinel = [i for i in infos if i.get("role") == "sentinel-base"]
+    cut = [i for i in infos if i.get("role") == "head" and i.get("stopped") == "stored"]
     rounds = sorted(int(i["rounds"]) for i in changed)
     return {
         "enabled": not any(i.get("full") for i in infos),
@@ -394,20 +384,9 @@ def summarize(infos: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "unchanged_cases": len(sentinel),
         "sentinel_rounds": sorted({int(i["rounds"]) for i in sentinel}),
         "sentinel_full": sum(i.get("stopped") == "profile" for i in sentinel),
-        "heads_cut": sum(i.get("role") == "head" and i.get("stopped") == "stored" for i in infos),
-        "slower_heads_cut": sum(
-            i.get("role") == "head"
-            and i.get("stopped") == "stored"
-            and i.get("decision") == "SLOWER"
-            for i in infos
-        ),
-        "cut_sweeps": sorted(
-            {
-                int(i.get("sweeps", 0))
-                for i in infos
-                if i.get("stopped") == "stored" and i.get("role") == "head"
-            }
-        ),
+        "heads_cut": len(cut),
+        "slower_heads_cut": sum(i.get("decision") == "SLOWER" for i in cut),
+        "cut_sweeps": sorted({int(i.get("sweeps", 0)) for i in cut}),
         "profile_sweeps": max((int(i.get("profile_sweeps", 0)) for i in infos), default=0),
     }
 
