@@ -42,11 +42,8 @@ def _reasons(mask: int, names: dict[int, str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class StateSample:
-    """One NVML reading: perf_counter time, SM clock, power, temperature and clock-event reasons.
-
-    The fast reading (the sampler's) fills the first six fields; the full one (the log's) also
-    the slow-moving clocks and limit, every "other" reason, and the queries that failed.
-    """
+    """One NVML reading: the fast one (the sampler's) fills the first six fields; the full one
+    (the log's) also the slow-moving clocks and limit, every "other" reason, the failed queries."""
 
     t: float
     sm_clock_mhz: int | None
@@ -125,12 +122,11 @@ class Nvml:
         values: dict[str, Any] = {}
         errors = []
         for key, query in queries.items():
-            if not full:
-                values[key] = query()
-                continue
             try:
                 values[key] = query()
             except Exception as err:
+                if not full:
+                    raise
                 values[key] = None
                 errors.append(f"{'clock event reasons' if key == 'reasons' else key}: {err}")
         mask = values.pop("reasons")
@@ -164,11 +160,8 @@ class StateLog:
         return state
 
     def summary(self, while_running: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Start and end state, whether the GPU slowed down at any sample, and notes for the report.
-
-        `while_running` is a StateSampler summary: it is kept under that key, adds a note on the
-        clock, power and power cap seen while kernels ran, and a slowdown it saw counts too.
-        """
+        """Start and end state, whether the GPU slowed down at any sample, and notes for the report;
+        `while_running` (a StateSampler summary) is kept, noted, and its slowdown counts too."""
         if not self.samples:
             return {
                 "start": None,
@@ -250,13 +243,10 @@ def window_stats(samples: Sequence[StateSample]) -> dict[str, Any]:
 
 
 class StateSampler:
-    """Reads SM clock, power, temperature and clock-event reasons every `interval_s` in a thread.
-
-    The StateLog's readings are taken between groups, when the GPU idles; this one sees the GPU
-    while kernels run, so each group can carry the clock and power it was timed at (`window`),
-    and a run can say whether it was power-capped or throttled while measuring. Without NVML
-    (or with `reader=None` and no NVML) it records nothing and says so.
-    """
+    """Reads SM clock, power, temperature and clock-event reasons every `interval_s` in a thread:
+    the GPU while kernels run (the StateLog's readings are taken while it idles), so each group
+    carries the clock and power it was timed at (`window`). Without NVML it records nothing and
+    says so."""
 
     def __init__(
         self,

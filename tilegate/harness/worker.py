@@ -14,6 +14,7 @@ warnings_seen (the side's tilegate.harness.sides.SideMeasurer), host
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import importlib
 import os
@@ -21,6 +22,7 @@ import pickle
 import signal
 import sys
 import traceback
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
@@ -55,8 +57,6 @@ def _paths(roots: list[str], drop: list[str]) -> None:
 
 def _where(err: BaseException, root: Path) -> str:
     """` (at pkg/mod.py:12)`: the last place in the side's tree the error passed through."""
-    import traceback
-
     places = [(f.filename, f.lineno) for f in traceback.extract_tb(err.__traceback__)]
     if isinstance(err, SyntaxError) and err.filename:
         places.append((err.filename, err.lineno))
@@ -73,6 +73,15 @@ def _short(err: BaseException) -> str:
         if str(err)
         else type(err).__name__
     )
+
+
+@contextlib.contextmanager
+def _failing(what: str, root: Path) -> Iterator[None]:
+    """An error inside is a LookupError saying `what`, the error and where in `root` it was."""
+    try:
+        yield
+    except Exception as err:
+        raise LookupError(f"{what}: {_short(err)}{_where(err, root)}") from err
 
 
 class AliasError(LookupError):
@@ -111,13 +120,8 @@ class Worker:
             raise LookupError(
                 f"its tree {self.root} has no {source}/ ([tool.tilegate] source) to measure"
             )
-        try:
+        with _failing(f"its package {package!r} ({holder / package}) fails to import", self.root):
             module = importlib.import_module(package)
-        except Exception as err:
-            raise LookupError(
-                f"its package {package!r} ({holder / package}) fails to import: "
-                f"{_short(err)}{_where(err, self.root)}"
-            ) from err
         where = Path(getattr(module, "__file__", "") or "").resolve()
         if holder.resolve() not in where.parents:
             raise LookupError(
@@ -127,21 +131,12 @@ class Worker:
         variants = None
         if registry:
             mod_name, _, attr = registry.partition(":")
-            try:
+            with _failing(f"its registry {registry} fails to import", self.root):
                 found = getattr(importlib.import_module(mod_name), attr)
-            except Exception as err:
-                raise LookupError(
-                    f"its registry {registry} fails to import: {_short(err)}"
-                    f"{_where(err, self.root)}"
-                ) from err
             variants = tuple(found.values() if isinstance(found, dict) else found)
         directory = Path(protocol)
-        try:
+        with _failing(f"its protocol {directory}", self.root):
             benches = find_benchmarks(directory)
-        except Exception as err:
-            raise LookupError(
-                f"its protocol {directory}: {_short(err)}{_where(err, self.root)}"
-            ) from err
         self.bench = check(benches, directory, variants, registry)
         facts = _facts(self.bench, profile)
         if alias is not None:  # the base's package too, under another name (one process)
