@@ -75,10 +75,10 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
         for f in started:
             if f.exception() is None:
                 f.result().kill()
-    measurer.host_procs = {"per_side": procs, "seconds": round(time.perf_counter() - t0, 2)}
+    measurer.host_timing = {"per_side": procs, "seconds": round(time.perf_counter() - t0, 2)}
     measurer.on_progress(
         f"host time of {len(rows) // 2} host-bound pair(s) in {procs} processes per side: "
-        f"{measurer.host_procs['seconds']:.1f} s"
+        f"{measurer.host_timing['seconds']:.1f} s"
     )
 
 

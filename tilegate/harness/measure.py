@@ -94,6 +94,7 @@ class _Prepared:
         }
 
 
+@dataclass(kw_only=True, eq=False)
 class GroupMeasurer:
     """Measures every group of the run once, on the first request, and serves the results.
 
@@ -106,61 +107,45 @@ class GroupMeasurer:
     "<variant>@base"); without it one SideMeasurer here measures every slot of `registry`.
     """
 
-    def __init__(
-        self,
-        *,
-        benchmark: Any,
-        registry: Mapping[str, Any],
-        timer: Any,
-        device: str,
-        capability: tuple[int, int] | None,
-        groups: Mapping[str, list[Case]],
-        passes: int = 1,
-        warmup_first_s: float = 2.0,
-        soak_s: float = 0.0,
-        sampler: Any = None,
-        on_group: Callable[[str, dict[str, CaseResult], float], None] | None = None,
-        on_progress: Callable[[str], None] | None = None,
-        ab_budget: bool = True,
-        ab_tolerances: Tolerances | None = None,
-        compile_threads: int = 0,
-        sides: Mapping[str, Any] | None = None,
-        host_procs: int = 0,
-    ) -> None:
-        if passes < 1:
-            raise ValueError(f"passes must be >= 1, got {passes}")
-        if soak_s < 0:
-            raise ValueError(f"soak_s must be >= 0, got {soak_s}")
-        self.soak_s = soak_s
-        self.sampler = sampler
-        self.benchmark = benchmark
-        self.registry = registry
+    benchmark: Any
+    registry: Mapping[str, Any]
+    timer: Any
+    device: str
+    capability: tuple[int, int] | None
+    groups: Mapping[str, list[Case]]
+    passes: int = 1
+    warmup_first_s: float = 2.0
+    soak_s: float = 0.0
+    sampler: Any = None
+    on_group: Callable[[str, dict[str, CaseResult], float], None] | None = None
+    on_progress: Callable[[str], None] = lambda line: None
+    ab_budget: bool = True  # A/B: tilegate.harness.budget; False: --perf-ab-full
+    ab_tolerances: Tolerances = field(default_factory=Tolerances)
+    compile_threads: int = 0
+    sides: Any = None  # {name: side}; None: one SideMeasurer here
+    host_procs: int = 0  # two processes: tilegate.harness.hostworkers' workers a side
+
+    def __post_init__(self) -> None:
+        if self.passes < 1:
+            raise ValueError(f"passes must be >= 1, got {self.passes}")
+        if self.soak_s < 0:
+            raise ValueError(f"soak_s must be >= 0, got {self.soak_s}")
         # the variant every row's ratio_to_reference is measured against (Variant.reference)
         self.reference = next(
-            (name for name, v in registry.items() if getattr(v, "reference", False)), None
+            (name for name, v in self.registry.items() if getattr(v, "reference", False)), None
         )
-        self.config = timer.config
-        self.device = device
-        if sides is None:
-            sides = {
+        if self.sides is None:
+            self.sides = {
                 "head": SideMeasurer(
-                    benchmark=benchmark,
-                    registry=registry,
-                    timer=timer,
-                    device=device,
-                    capability=capability,
-                    compile_threads=compile_threads,
+                    benchmark=self.benchmark,
+                    registry=self.registry,
+                    timer=self.timer,
+                    device=self.device,
+                    capability=self.capability,
+                    compile_threads=self.compile_threads,
                 )
             }
-        self.sides = dict(sides)
-        self.groups = groups
-        self.passes = passes
-        self.warmup_first_s = warmup_first_s
-        self.on_group = on_group
-        # A/B: tilegate.harness.budget; False: both sides timed every round (--perf-ab-full)
-        self.ab_budget = ab_budget
-        self.ab_tolerances = ab_tolerances or Tolerances()
-        self.on_progress = on_progress or (lambda line: None)
+        self.sides = dict(self.sides)
         self._pace: dict[str, float] = {}  # seconds per round of each group, from the soak
         self._results: dict[str, CaseResult] = {}
         # a side's first call after a hand-over, as a fraction above the slot's median
@@ -169,8 +154,7 @@ class GroupMeasurer:
         self.rounds_log: dict[str, list[tuple[float, str]]] = {}
         self._t0 = time.perf_counter()
         self.failure: str | None = None  # why a side's process failed (no results then)
-        self.host_procs_per_side = host_procs
-        self.host_procs: dict[str, Any] | None = None  # what tilegate.harness.hostworkers took
+        self.host_timing: dict[str, Any] | None = None  # what the host workers took
 
     def warnings_seen(self) -> list[dict[str, Any]]:
         """Every distinct Triton / torch warning of the run: how often, and the first case."""
@@ -287,17 +271,17 @@ class GroupMeasurer:
                 + (f"; first: {shorten(failures[0], 300)}" if failures else "")
             )
         self._time(prepared)
-        if len(self.sides) > 1 and self.host_procs_per_side:
+        if len(self.sides) > 1 and self.host_procs:
             from tilegate.harness import hostworkers
 
-            hostworkers.measure(self, prepared, self.host_procs_per_side)
+            hostworkers.measure(self, prepared, self.host_procs)
         if len(self.sides) == 1:  # the side is this process (an A/B's sides log their own)
             self.on_progress(
                 f"recording what explains each case took {explain_spent_s():.2f} s in this process"
             )
 
     def _time(self, prepared: list[_Prepared]) -> None:
-        config = self.config
+        config = self.timer.config
         self._soak([p for p in prepared if p.fns])
         for p in range(self.passes):
             self.on_progress(f"timing pass {p + 1}/{self.passes} over {len(prepared)} groups")
@@ -593,7 +577,7 @@ class GroupMeasurer:
                 "counted": False,
             },
             "rounds_log": {g: [list(b) for b in log] for g, log in self.rounds_log.items()},
-            **({"host_procs": self.host_procs} if self.host_procs else {}),
+            **({"host_procs": self.host_timing} if self.host_timing else {}),
         }
 
     def _extra(
