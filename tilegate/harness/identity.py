@@ -3,13 +3,8 @@
 `capture()` records, while the call runs, every Triton launch (wrapping `JITFunction.run`, or
 `InterpretedFunction.run` under the interpreter), every torch op it dispatches, on a GPU every
 kernel the CUDA profiler sees, and the project's host functions it runs; `identity()` hashes
-them per part (`code_parts`: triton, torch_ops, gpu_activity, host_code; scheme `SCHEME`).
-What each part holds and why (TTIR without locations, not SASS; each host function as its
-def's AST keyed by its path in its package; an autotuned launch by source and config space, its
-pick recorded apart): docs/gate.md, "The identity is the whole case".
-
-Relies on Triton's JIT internals (`JITFunction.run` returning the `CompiledKernel`); tested on
-the CPU under the interpreter (tests/test_escapes.py) and on the GPU by every A/B run.
+them per part. What each part holds and why: docs/gate.md, "The identity is the whole case".
+Relies on Triton's JIT internals (`JITFunction.run` returning the `CompiledKernel`).
 """
 
 from __future__ import annotations
@@ -67,19 +62,19 @@ class Launch:
 
 @dataclass
 class Captured:
+    """What `capture` saw of one call."""
+
     launches: list[Launch] = field(default_factory=list)
     ops: list[str] = field(default_factory=list)  # torch ops dispatched, with their operands
     kernels: list[str] = field(default_factory=list)  # GPU activity (profiler): name, grid
     packages: list[str] = field(default_factory=list)  # packages whose kernels were launched
     code: list[Any] = field(default_factory=list)  # the project's Python code objects that ran
     roots: list[str] = field(default_factory=list)  # package dirs whose code is the host code
-    # what explains the call (tilegate.fingerprint.record), never hashed: per Triton launch its
-    # name, grid and compile facts; the profiler's kernels with their durations; AOT handles
+    # never hashed: what explains the call (tilegate.fingerprint.record), the autotuners' picks
     explain: list[dict[str, Any]] = field(default_factory=list)
     handles: list[Any] = field(default_factory=list)
     activity: list[dict[str, Any]] = field(default_factory=list)
     activity_us: float | None = None
-    # the autotuners' picks of the call (tilegate.harness.autotune): recorded, never hashed
     autotune: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -90,15 +85,13 @@ class Identity:
     hash: str  # "sha256:<hex>"
     kind: str  # ttir, sass, ptx, source, reference: how it was taken (compared within a kind)
     launches: int  # Triton launches per call
-    # what the hash is made of, each part's own short digest (which part differs when two
-    # sides' hashes do): "triton" (compiled code, grids, launch metadata), "torch_ops",
-    # "gpu_activity", "host_code"
+    # each part's short digest (which differs when two sides' hashes do): "triton",
+    # "torch_ops", "gpu_activity", "host_code"
     parts: tuple[tuple[str, str], ...] = ()
-    # tilegate.fingerprint.record's compact record of the call (not part of the hash) and the
-    # handles an ahead-of-time compile of its interpreter launches needs (never written)
+    # not hashed: tilegate.fingerprint.record's record of the call, the handles an AOT compile
+    # of its interpreter launches needs (never written), each autotuner pick the call used
     explain: dict[str, Any] | None = field(default=None, compare=False)
     handles: tuple[Any, ...] = field(default=(), compare=False, repr=False)
-    # each autotuner pick the call used: kernel, key, config, configs, space, how (not hashed)
     autotune: tuple[dict[str, Any], ...] = field(default=(), compare=False)
 
     def as_json(self) -> dict[str, Any]:
@@ -129,10 +122,8 @@ def _sha(*parts: Any) -> str:
     return h.hexdigest()
 
 
-def _grid(grid: Any, bound_args: Any = None) -> tuple[int, ...]:
-    if callable(grid):
-        grid = grid(bound_args)
-    return tuple(int(g) for g in grid)
+def _grid(grid: Any) -> tuple[int, ...]:
+    return tuple(int(g) for g in (grid(None) if callable(grid) else grid))
 
 
 def _meta(md: Any) -> tuple[tuple[str, Any], ...]:
@@ -158,7 +149,7 @@ def compiled_code(kernel: Any) -> tuple[str, str]:
 
 
 def _compiled_launch(kernel: Any, grid: Any) -> Launch:
-    """A GPU launch: its TTIR (see the module's docstring) plus grid and launch metadata."""
+    """A GPU launch: its TTIR, grid and launch metadata."""
     code, kind = compiled_code(kernel)
     return Launch(code, kind, _grid(grid), _meta(kernel.metadata))
 
@@ -181,12 +172,10 @@ def _interpreted_launch(fn: Any, grid: Any, kwargs: dict[str, Any]) -> Launch:
 
 @contextlib.contextmanager
 def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
-    """Record the Triton launches made inside the `with` block (this thread's process), and
-    what else the call runs. `owners`: objects (the variants' `make`s, head's and base's) whose
-    top-level packages hold the code under test: their functions are the host-code part (none
-    given: the packages whose kernels were launched). `host_only`: the launches and the host
-    code, without the torch ops and the CUDA profiler (a first call, whose identity is taken
-    from a second one: tilegate.harness.measure)."""
+    """Record what the call inside the `with` block runs. `owners` (the variants' `make`s, head's
+    and base's): their top-level packages hold the code under test, the host-code part (none
+    given: the packages whose kernels were launched). `host_only`: without the torch ops and
+    the CUDA profiler (a first call, whose identity is taken from a second one)."""
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
@@ -256,7 +245,7 @@ def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
                 yield seen
                 return
             stack.enter_context(_dispatched(seen.ops))
-            profiled = stack.enter_context(_gpu_activity(seen.kernels, seen))
+            profiled = stack.enter_context(_gpu_activity(seen))
             yield seen
             profiled()  # before the stack closes: it stops the profiler once, after a sync
     finally:
@@ -302,10 +291,9 @@ def _dispatched(ops: list[str]) -> Iterator[None]:
 
 @functools.cache
 def start_profiler() -> None:
-    """Start and stop the CUDA profiler, once per process (later calls do nothing), where the
-    identity uses it: its first start in a process takes seconds (4.5-6.3 s on the H200,
-    docs/results-h200.md), which tilegate.harness.precompile spends beside the compiles instead
-    of in the first check."""
+    """Start and stop the CUDA profiler once per process, where the identity uses it: its first
+    start takes seconds (4.5-6.3 s on the H200, docs/results-h200.md), spent beside the compiles
+    (tilegate.harness.precompile) instead of in the first check."""
     if not _profiling_gpu():
         return
     from torch.profiler import ProfilerActivity, profile
@@ -326,7 +314,7 @@ def _profiling_gpu() -> bool:
 
 
 @contextlib.contextmanager
-def _gpu_activity(kernels: list[str], seen: Captured | None = None) -> Iterator[Callable[[], None]]:
+def _gpu_activity(seen: Captured) -> Iterator[Callable[[], None]]:
     """The GPU's own record of the block (CUDA profiler): each kernel, memset and copy with its
     grid, in launch order. Yields the function that reads it once the block has ended."""
     if not _profiling_gpu():
@@ -352,14 +340,12 @@ def _gpu_activity(kernels: list[str], seen: Captured | None = None) -> Iterator[
                 (e for e in profiler.kineto_results.events() if _on_gpu(e)),
                 key=lambda e: e.start_ns(),
             )
-            for e in events:
-                kernels.append(repr((e.name(), _launch_shape(e))))
-            if seen is not None:
-                # without the profiler's times where this torch's events lack them
-                with contextlib.suppress(Exception):
-                    seen.activity, seen.activity_us = _record().gpu_activity(events)
+            seen.kernels += [repr((e.name(), _launch_shape(e))) for e in events]
+            # without the profiler's times where this torch's events lack them
+            with contextlib.suppress(Exception):
+                seen.activity, seen.activity_us = _record().gpu_activity(events)
         except Exception as err:  # another torch's profiler API: the identity is unknown
-            kernels.append(f"{UNREADABLE}: {type(err).__name__}")
+            seen.kernels.append(f"{UNREADABLE}: {type(err).__name__}")
 
     try:
         yield read
