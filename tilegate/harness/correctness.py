@@ -21,9 +21,7 @@ class Outcome:
 
     correct: bool
     rel_err: float
-    error: str | None = (
-        None  # set when the output is unusable (not returned, wrong shape, unwritten)
-    )
+    error: str | None = None  # the output is unusable (not returned, wrong shape, unwritten)
 
 
 def _tensors(x: Any) -> list[Any]:

@@ -1,13 +1,11 @@
 """Host time across processes: the host-bound pairs of a two-process A/B timed in fresh workers.
 
 Two processes' host times do not pair (one's Python runs 20-80 % slower than another's), so after
-the paired rounds `measure` starts `Profile.host_procs` fresh workers a side (RemoteSide.fresh),
-side by side, and times them one at a time, AB BA BA AB ...: worker i of each side is a pair.
-Each (`time_host`) takes a call's median host time over about HOST_CALLS_S of calls with nothing
-queued ahead (the timer's host probe); the first of each side also profiles it (cProfile) and,
-on a GPU, asks whether it waits on the GPU inside (a busy-wait of known length queued ahead
-lengthens its host time). The rows get `host_procs_s`, `host_profile`, `syncs_inside`; the
-verdict is tilegate.judge.hostprocs' (docs/measuring.md).
+the paired rounds `measure` starts `Profile.host_procs` fresh workers a side (RemoteSide.fresh)
+and times them one at a time, AB BA BA AB ...: worker i of each side is a pair. Each takes a
+call's median host time with nothing queued ahead; the first of each side also profiles it and,
+on a GPU, asks whether it waits on the GPU inside. The verdict: tilegate.judge.hostprocs
+(docs/measuring.md).
 """
 
 from __future__ import annotations
@@ -40,8 +38,8 @@ def orders(procs: int) -> list[tuple[str, str]]:
 
 
 def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
-    """Time the host-bound pairs of a two-process A/B in `procs` fresh workers per side (module
-    doc); their rows' extra gets the per-process medians. A failing worker is a SideFailure."""
+    """Time the host-bound pairs in `procs` fresh workers per side: their rows get `host_procs_s`,
+    `host_profile`, `syncs_inside`. A failing worker is a SideFailure."""
     todo: dict[str, dict[str, list[Any]]] = {"head": {}, "base": {}}
     rows: dict[tuple[str, str], Any] = {}
     for prep in prepared:
@@ -89,7 +87,7 @@ def time_host(
     measurer: Any, groups: list[Any], root: Path, *, first: bool
 ) -> dict[tuple[str, str], Any]:
     """A worker's host times: {(group, slot): {"median_s", and in the first worker
-    "host_profile" and (a GPU) "syncs_inside"}} (module doc)."""
+    "host_profile" and (a GPU) "syncs_inside"}}."""
     out: dict[tuple[str, str], Any] = {}
     for group, wired, seed in groups:
         cases = [local(c) for c in wired]
@@ -121,7 +119,7 @@ def _host_of(measurer: Any, call: Callable[[], Any], root: Path, *, first: bool)
 
 def _waits_inside(torch: Any, call: Callable[[], Any], host_s: float) -> bool:
     """Whether the call waits on the GPU inside: with a busy-wait of known length queued ahead,
-    its host time grows by more than half of it (module doc)."""
+    its host time grows by more than half of it."""
     from tilegate.harness.timing import HOLD_CLOCK_HZ
 
     sleep = max(SYNC_PROBE_MIN_S, 4 * host_s)
