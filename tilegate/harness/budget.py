@@ -34,9 +34,9 @@ STORED_PASSES = 3  # sweeps an unchanged case's head gets: what the stored check
 # --- the decision after a sweep ----------------------------------------------------------------
 
 
-def max_looks(passes: int, cap_factor: int = CAP_FACTOR) -> int:
+def max_looks(passes: int) -> int:
     """The most looks a pair can get: one per sweep, the profile's and the extension's."""
-    return max(1, passes * cap_factor)
+    return max(1, passes * CAP_FACTOR)
 
 
 def interim_confidence(alpha: float, looks: int) -> float:
@@ -174,9 +174,8 @@ class GroupBudget:
     `slots` are the group's timed slots in run order; `pairs` head slot -> base slot;
     `unchanged` the head slots whose compiled code is the base's; `keys` head slot -> case id
     (for its tolerance). With `enabled` False every slot is timed every profile sweep (A/A
-    calibration, `--perf-ab-full`). `stored_passes`: the sweeps an unchanged head gets (None:
-    STORED_PASSES); `keep_full`: unchanged heads that keep the profile's sweeps (an expectation
-    pairs them with a changed row).
+    calibration, `--perf-ab-full`). `keep_full`: unchanged heads that keep the profile's sweeps
+    (an expectation pairs them with a changed row).
     """
 
     def __init__(
@@ -190,25 +189,20 @@ class GroupBudget:
         passes: int,
         tolerances: Tolerances = Tolerances(),
         enabled: bool = True,
-        cap_factor: int = CAP_FACTOR,
-        stored_passes: int | None = None,
         keep_full: set[str] | frozenset[str] = frozenset(),
     ) -> None:
         self.enabled = enabled
         self.passes = passes
-        self.stored_passes = max(
-            1, min(passes, STORED_PASSES if stored_passes is None else stored_passes)
-        )
+        self.stored_passes = max(1, min(passes, STORED_PASSES))
         self.cut = {h for h in unchanged if h in pairs and h not in keep_full} if enabled else set()
         # changed heads whose pair is decided SLOWER stop like unchanged ones (_cut_unchanged)
         self.cut_slower = {h for h in pairs if h not in unchanged and h not in keep_full}
-        self.cap_factor = cap_factor
         self.tolerances = tolerances
         self.pairs = dict(pairs)
         self.keys = dict(keys)
         self.reference = reference
         self.min_pairs = stats.min_pairs_signed_rank(tolerances.alpha)
-        self.looks_max = max_looks(passes, cap_factor)
+        self.looks_max = max_looks(passes)
         self.confidence = interim_confidence(tolerances.alpha, self.looks_max)
         bases = {b: h for h, b in self.pairs.items()}
         self.slots: dict[str, _Slot] = {}
@@ -241,7 +235,7 @@ class GroupBudget:
             for h, b in self.pairs.items()
             if self.slots[b].role == "changed-base"
             and self.slots[b].active
-            and covered(self.slots[b].ranges) < self.cap_factor * self.profile_rounds
+            and covered(self.slots[b].ranges) < CAP_FACTOR * self.profile_rounds
         ]
         if not ext:
             return []
@@ -331,7 +325,7 @@ class GroupBudget:
                 slot.decision = got
                 slot.active = False
                 slot.stopped = "profile" if last_profile else "decided"
-            elif covered(slot.ranges) >= self.cap_factor * self.profile_rounds:
+            elif covered(slot.ranges) >= CAP_FACTOR * self.profile_rounds:
                 slot.active, slot.stopped = False, "cap"
         for head, base in self.pairs.items():  # the head follows its base through extension
             if self.sweep >= self.passes:

@@ -33,6 +33,7 @@ _OTHER_REASONS = {
     0x0000000000000100: "display_clock_setting",
 }
 NO_NVML = "nvidia-ml-py (pynvml) not importable: GPU state not recorded"
+MAX_SAMPLES = 200_000  # the sampler's, at most
 
 
 def _reasons(mask: int, names: dict[int, str]) -> tuple[str, ...]:
@@ -141,21 +142,20 @@ class Nvml:
         )
 
 
-def read_state(device_index: int = 0) -> StateSample | None:
+def read_state() -> StateSample | None:
     """A full reading now, or None without NVML."""
-    reader = Nvml.open(device_index)
+    reader = Nvml.open()
     return None if reader is None else reader.read(full=True)
 
 
 class StateLog:
     """Full readings over a run: at start, after each measured group, at end."""
 
-    def __init__(self, device_index: int = 0) -> None:
-        self.device_index = device_index
+    def __init__(self) -> None:
         self.samples: list[tuple[str, StateSample | None]] = []
 
     def sample(self, label: str) -> StateSample | None:
-        state = read_state(self.device_index)
+        state = read_state()
         self.samples.append((label, state))
         return state
 
@@ -251,16 +251,12 @@ class StateSampler:
     def __init__(
         self,
         interval_s: float = 0.05,
-        device_index: int = 0,
         reader: Callable[[], StateSample] | None = None,
-        max_samples: int = 200_000,
     ) -> None:
         if interval_s <= 0:
             raise ValueError(f"interval_s must be > 0, got {interval_s}")
         self.interval_s = interval_s
-        self._device_index = device_index
         self._reader = reader
-        self._max = max_samples
         self.samples: list[StateSample] = []
         self.error: str | None = None
         self._stop = threading.Event()
@@ -272,7 +268,7 @@ class StateSampler:
 
     def start(self) -> StateSampler:
         if self._reader is None:
-            nvml_reader = Nvml.open(self._device_index)
+            nvml_reader = Nvml.open()
             if nvml_reader is not None:
                 self._reader = nvml_reader.read
         if self._reader is None:
@@ -284,7 +280,7 @@ class StateSampler:
 
     def _loop(self) -> None:
         assert self._reader is not None
-        while not self._stop.is_set() and len(self.samples) < self._max:
+        while not self._stop.is_set() and len(self.samples) < MAX_SAMPLES:
             try:
                 self.samples.append(self._reader())
             except Exception as err:  # a failing read ends sampling; the run goes on
