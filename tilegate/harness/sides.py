@@ -525,27 +525,9 @@ class RemoteSide:
     def hello(self, profile: str | None, alias: SideSpec | None = None, sha: str = "") -> SideFacts:
         """Load the side's code and benchmark; what it declares. `alias`: the base's tree too,
         its package under another name (one process for both sides)."""
-        spec = self.spec
         self._alias_says = alias.says() if alias is not None else None
-        facts: SideFacts = self.request(
-            "hello",
-            roots=spec.import_roots,
-            drop=[str(Path(d).resolve()) for d in spec.drop],
-            source=spec.source,
-            root=str(spec.root),
-            protocol=str(spec.protocol),
-            registry=spec.registry,
-            profile=profile,
-            alias=None
-            if alias is None
-            else {
-                "tree": str(alias.root),
-                "source": alias.source,
-                "protocol": str(alias.protocol),
-                "registry": alias.registry,
-                "sha": sha,
-            },
-        )
+        drop = tuple(str(Path(d).resolve()) for d in self.spec.drop)  # resolved here, not there
+        facts: SideFacts = self.request("hello", replace(self.spec, drop=drop), profile, alias, sha)
         return facts
 
     def prepare(

@@ -99,21 +99,13 @@ class Worker:
         self.measurer: Any = None
         self.root = Path()
 
-    def hello(
-        self,
-        roots: list[str],
-        drop: list[str],
-        source: str,
-        root: str,
-        protocol: str,
-        registry: str | None,
-        profile: str | None,
-        alias: dict[str, Any] | None = None,
-    ) -> Any:
+    def hello(self, spec: Any, profile: str | None, alias: Any = None, sha: str = "") -> Any:
+        """Load the side's code and protocol (`spec`: its SideSpec); what it declares. `alias`:
+        the base's SideSpec, its package loaded beside (a one-process A/B)."""
         from tilegate.protocol import check, find_benchmarks
 
-        self.root = Path(root)
-        _paths(roots, drop)
+        self.root, source, registry = Path(spec.root), spec.source, spec.registry
+        _paths(spec.import_roots, list(spec.drop))
         package = Path(source).name
         holder = (self.root / source).parent
         if not (self.root / source).is_dir():
@@ -134,31 +126,27 @@ class Worker:
             with _failing(f"its registry {registry} fails to import", self.root):
                 found = getattr(importlib.import_module(mod_name), attr)
             variants = tuple(found.values() if isinstance(found, dict) else found)
-        directory = Path(protocol)
+        directory = Path(spec.protocol)
         with _failing(f"its protocol {directory}", self.root):
             benches = find_benchmarks(directory)
         self.bench = check(benches, directory, variants, registry)
         facts = _facts(self.bench, profile)
         if alias is not None:  # the base's package too, under another name (one process)
-            self.alias = self._alias(package, **alias)
+            self.alias = self._alias(package, alias, sha)
             facts = replace(facts, alias=_facts(self.alias, profile))
         return facts
 
-    def _alias(
-        self, package: str, tree: str, source: str, protocol: str, registry: str | None, sha: str
-    ) -> Any:
+    def _alias(self, package: str, spec: Any, sha: str) -> Any:
         """The base's benchmark: its package imported as tilegate_base_<sha> from its tree, its
         protocol evaluated with it in place of the head's (tilegate.protocol.load_base_protocol)."""
+        from tilegate.errors import InputError
         from tilegate.harness.base import load_aliased, package_name
         from tilegate.protocol import load_base_protocol
 
-        name = package_name(sha)
-        base = Path(tree)
-        from tilegate.errors import InputError
-
+        name, base = package_name(sha), Path(spec.root)
         try:
-            load_aliased(base, source, name)
-            return load_base_protocol(Path(protocol), package, name, registry)
+            load_aliased(base, spec.source, name)
+            return load_base_protocol(Path(spec.protocol), package, name, spec.registry)
         except InputError as err:  # its own words: the package, the module, the error
             raise AliasError(f"{err}{_where(err.__cause__ or err, base)}") from err
         except Exception as err:
