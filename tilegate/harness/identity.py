@@ -394,6 +394,7 @@ FOREIGN = (
 _TOOL_IDS = (3, 4)  # sys.monitoring tool ids tried (0-2 and 5 are the debugger, coverage, ...)
 
 
+@functools.cache
 def _foreign_dirs() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """(FOREIGN packages' dirs, the standard library's dirs, the site-packages dirs): code
     under the first, or under the second and not the third, is never the project's."""
@@ -423,28 +424,18 @@ def _foreign_dirs() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     )
 
 
-_FOREIGN_CACHE: dict[str, bool] = {}
-_FOREIGN_DIRS: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None = None
-
-
+@functools.cache
 def _is_project(filename: str) -> bool:
     """Whether code of this file can be the project's (a real .py file outside FOREIGN and the
     standard library)."""
-    got = _FOREIGN_CACHE.get(filename)
-    if got is None:
-        global _FOREIGN_DIRS
-        if _FOREIGN_DIRS is None:
-            _FOREIGN_DIRS = _foreign_dirs()
-        packages, stdlib, sites = _FOREIGN_DIRS
-        real = str(Path(filename).resolve()) if filename.endswith(".py") else ""
-        got = (
-            bool(real)
-            and not real.startswith(packages)
-            and not (real.startswith(stdlib) and not real.startswith(sites))
-            and Path(real).is_file()
-        )
-        _FOREIGN_CACHE[filename] = got
-    return got
+    packages, stdlib, sites = _foreign_dirs()
+    real = str(Path(filename).resolve()) if filename.endswith(".py") else ""
+    return (
+        bool(real)
+        and not real.startswith(packages)
+        and not (real.startswith(stdlib) and not real.startswith(sites))
+        and Path(real).is_file()
+    )
 
 
 _MONITOR: list[int] = []  # the sys.monitoring tool id this process holds (acquired once)
