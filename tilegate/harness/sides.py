@@ -29,6 +29,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, BinaryIO
 
+import tilegate
 from tilegate import warnlog
 from tilegate.cases import Case
 from tilegate.errors import InputError
@@ -375,14 +376,6 @@ def side_cache_dir(side: str) -> Path:
     return Path(base) / f"tilegate-side-{side}"
 
 
-def _gate_dir() -> str:
-    """The directory that holds the tilegate package this process runs: the worker imports
-    tilegate from there (the gate's code), whatever the side's tree holds."""
-    import tilegate
-
-    return str(Path(tilegate.__file__).resolve().parent.parent)
-
-
 class RemoteSide:
     """One side's worker process (module doc)."""
 
@@ -411,9 +404,11 @@ class RemoteSide:
             "import sys; sys.path.insert(0, sys.argv[1]); import tilegate.harness.worker as w; "
             "sys.path.pop(0); w.main(int(sys.argv[2]))"
         )
+        # the worker imports tilegate from the gate's directory, whatever the side's tree holds
+        gate = str(Path(tilegate.__file__).resolve().parent.parent)
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-c", boot, _gate_dir(), str(write_fd)],
+                [sys.executable, "-c", boot, gate, str(write_fd)],
                 stdin=subprocess.PIPE,
                 stdout=self._log,
                 stderr=subprocess.STDOUT,
