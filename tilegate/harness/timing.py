@@ -1,17 +1,14 @@
 """The timer: device time per call, interleaved rounds, an explicit L2 policy.
 
 GPU work is asynchronous, so a host clock around a launch measures the launch queue. Here each
-call is bracketed by a pair of CUDA events, the L2 cache is flushed (a buffer several times the
-L2 is zeroed) before every timed call by default, and the variants of one group take turns in
-every round so that clock and thermal drift fall on all of them alike: ratios between them are
-then paired, round by round. Events are read once, after the last round, so the host never
-stalls the GPU between calls.
+call is bracketed by a pair of CUDA events (read once, after the last round), the L2 cache is
+flushed (a buffer several times the L2 zeroed) before every timed call by default, and the
+variants of one group take turns in every round so that clock and thermal drift fall on all
+of them alike: their ratios are paired, round by round.
 
-Host-bound calls (`hold_host`, `hold_host_bound`: a busy-wait kernel queued before each sample
-so the whole call is queued before the GPU reaches its start event; the host time taken in the
-warm-up with nothing queued ahead, `_probe_host`; HOST_BOUND_RATIO): docs/measuring.md,
-"Host-bound calls" and "Host time per call, every case". The verdict of a host-bound case
-is on its host time (tilegate.judge.abcase).
+Host-bound calls are held: a busy-wait kernel queued before each sample, so the whole call is
+queued before the GPU reaches its start event (docs/measuring.md, "Host-bound calls" and "Host
+time per call, every case"); their verdict is on host time (tilegate.judge.abcase).
 """
 
 from __future__ import annotations
@@ -68,13 +65,11 @@ class TimerConfig:
 
 def round_order(names: list[str], r: int, pairs: Mapping[str, str] | None = None) -> list[str]:
     """The order of round `r`: rotated every round so no variant always runs first (or right
-    after another). A pair (an A/B run's variant and its base version) moves as one unit, the
-    two back to back under the same GPU state; which of the two goes first swaps once every
-    rotation (every len(units) rounds), so that over 2 x len(units) rounds each side of a pair
-    runs after every other unit as often as its partner does. Swapping every other round instead
-    tied the swap to the rotation: with one reference and one pair, the head always ran right
-    after the reference or its base, never first (fla on the H200: the held head's host time
-    above its base's in 9 of 10 A/A rows, +0 to +34 %, docs/results-h200.md round 15)."""
+    after another). A pair (a variant and its base version) moves as one unit, back to back;
+    which of the two goes first swaps once every rotation, so each side of a pair runs after
+    every other unit as often as its partner. (Swapping every other round tied the swap to the
+    rotation: fla on the H200, the held head's host time above its base's in 9 of 10 A/A rows,
+    +0 to +34 %, docs/results-h200.md round 15.)"""
     units: list[tuple[str, ...]] = []
     placed: set[str] = set()
     for name in names:
@@ -140,9 +135,6 @@ class CudaTimer:
         """Run the callables in turn for about `seconds` (at least 3 rounds); return seconds per round."""
         torch = self._torch
         names = list(fns)
-        # this group's host enqueue times only: slot names ("liger", "torch") recur in every
-        # group, and time() follows the warm-up of its own group
-        self._enqueue_s = {}
         events: dict[str, list[tuple[Any, Any]]] = {}
         rounds = 0
         start = time.perf_counter()
@@ -166,6 +158,7 @@ class CudaTimer:
         for name, got in events.items():
             self._event_s[name] = statistics.median(b.elapsed_time(e) / 1e3 for b, e in got)
         paced = (time.perf_counter() - paced_from) / (rounds - 1)
+        # this group's only: slot names ("liger", "torch") recur in every group
         self._enqueue_s = self._probe(fns, pairs)
         self._find_host_bound(fns, pairs)
         return paced
@@ -352,11 +345,8 @@ class HostTimer:
 
 
 def event_time(fn: Callable[[], Any], reps: int = 5) -> float:
-    """Median device seconds of `fn` over `reps` calls, each bracketed by a CUDA event pair.
-
-    For calibrating a test-only slowdown (tilegate.harness.inject), not for measuring: it has no
-    L2 flush and no interleaving.
-    """
+    """Median device seconds of `fn` over `reps` calls: to calibrate a test-only slowdown
+    (tilegate.harness.inject), not to measure (no L2 flush, no interleaving)."""
     import torch
 
     times = []
@@ -373,13 +363,10 @@ def event_time(fn: Callable[[], Any], reps: int = 5) -> float:
 def host_info(
     host_s: list[float] | None, gpu_s: list[float], held: bool, probe_s: float | None = None
 ) -> dict[str, Any]:
-    """What a results row says of its host time (extra_info.tilegate): `host_s` (the median host
-    seconds per call), `host_samples_s` (a held call's, one per round, the rounds of its GPU
-    samples), `host_bound` (its host time at or above its GPU time: the verdict is on the host
-    time where its rounds have host samples), `held`: its samples were held (module doc). A call
-    not held has its host time with nothing queued ahead (`probe_s`, CudaTimer.host_probe_s) and
-    no host samples: its rounds' clock around the call reads the queue. Nothing where no host
-    time was measured apart (the smoke profile's host clock)."""
+    """A results row's host time (extra_info.tilegate): `host_s` (median seconds per call),
+    `host_samples_s` (a held call's, one per round), `host_bound` (host time >= GPU time),
+    `held`. A call not held has its host time with nothing queued ahead (`probe_s`) and no host
+    samples (its rounds' clock reads the queue); nothing without a host time of its own."""
     if not gpu_s:
         return {}
     gpu = statistics.median(gpu_s)
