@@ -1,16 +1,11 @@
 """Identity-aware budgeting of an A/B run's rounds: time where the code changed, stop when decided.
 
-Identity is known after each case's correctness call, before any timing, so the measurer plans
-per group which slots each sweep times: changed heads, new rows and the reference the profile's
-rounds; an unchanged head STORED_PASSES sweeps; an unchanged case's base a sentinel that stops
-once the consistency rule cannot fire; a changed pair's base until its interval decides, with
-extension sweeps up to CAP_FACTOR x the profile's rounds; interim looks at the Bonferroni
-confidence of `interim_confidence`. The rules and their arithmetic: docs/gate.md,
-"Identity-aware budget".
-
-Samples of a row are kept in round order; `timed_in` says which of the group's rounds (numbered
-in time order over all sweeps) they are, as half-open ranges; two rows are paired over the
-rounds both were timed in (`aligned`). Pure logic, no timing: tests/test_budget.py.
+Identity is known before any timing, so the measurer plans per group which slots each sweep
+times: changed heads, new rows and the reference the profile's rounds; an unchanged head
+STORED_PASSES sweeps; an unchanged case's base a sentinel that stops once the consistency rule
+cannot fire; a changed pair's base until its interval decides, up to CAP_FACTOR x the profile's
+rounds (docs/gate.md, "Identity-aware budget"). `timed_in` says which of the group's rounds a
+row's samples are (half-open ranges); two rows are paired over the rounds both were timed in.
 """
 
 from __future__ import annotations
@@ -169,14 +164,10 @@ class _Slot:
 
 
 class GroupBudget:
-    """Which slots of one group each sweep times, and why each stopped.
-
-    `slots` are the group's timed slots in run order; `pairs` head slot -> base slot;
-    `unchanged` the head slots whose compiled code is the base's; `keys` head slot -> case id
-    (for its tolerance). With `enabled` False every slot is timed every profile sweep (A/A
-    calibration, `--perf-ab-full`). `keep_full`: unchanged heads that keep the profile's sweeps
-    (an expectation pairs them with a changed row).
-    """
+    """Which slots of one group each sweep times, and why each stopped. `unchanged`: the heads
+    whose code is the base's; `keys`: head -> case id (its tolerance); `enabled` False: every
+    slot timed every sweep (--perf-ab-full); `keep_full`: unchanged heads that keep the
+    profile's sweeps (an expectation pairs them with a changed row)."""
 
     def __init__(
         self,
