@@ -183,7 +183,7 @@ def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
 
     seen = Captured(roots=source_roots(owners))
     watch = autotune.Watch()
-    originals: list[tuple[Any, Callable[..., Any]]] = []
+    jit_run, interpreter_run = JITFunction.run, InterpretedFunction.run
 
     def package_of(fn: Any) -> None:
         module = getattr(getattr(fn, "fn", fn), "__module__", None) or ""
@@ -191,51 +191,39 @@ def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
         if top and top not in seen.packages:
             seen.packages.append(top)
 
-    def compiled_run(orig: Callable[..., Any]) -> Callable[..., Any]:
-        def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-            kernel = orig(self, *args, grid=grid, warmup=warmup, **kwargs)
-            if watch.benchmarking:  # an autotuner timing its configs: not the call's work
-                return kernel
-            package_of(self)
-            if kernel is not None and not warmup:
-                if hasattr(kernel, "result"):  # an async compile
-                    kernel = kernel.result()
-                tuned = watch.current()
-                seen.launches.append(
-                    _compiled_launch(kernel, grid)
-                    if tuned is None
-                    else _autotuned_launch(tuned, compiled_code(kernel)[1])
-                )
-                seen.explain.append(_record().gpu_launch(self, kernel, grid, kwargs))
+    def compiled_run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        kernel = jit_run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        if watch.benchmarking:  # an autotuner timing its configs: not the call's work
             return kernel
+        package_of(self)
+        if kernel is not None and not warmup:
+            if hasattr(kernel, "result"):  # an async compile
+                kernel = kernel.result()
+            tuned = watch.current()
+            seen.launches.append(
+                _compiled_launch(kernel, grid)
+                if tuned is None
+                else _autotuned_launch(tuned, compiled_code(kernel)[1])
+            )
+            seen.explain.append(_record().gpu_launch(self, kernel, grid, kwargs))
+        return kernel
 
-        return run
+    def interpreted_run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        if not warmup and not watch.benchmarking:
+            package_of(self)
+            tuned = watch.current()
+            seen.launches.append(
+                _interpreted_launch(self, grid, kwargs)
+                if tuned is None
+                else _autotuned_launch(tuned, "source")
+            )
+            entry, handle = _record().interpreted_launch(self, args, grid, kwargs)
+            seen.explain.append(entry)
+            seen.handles.append(handle)
+        with _device_code():
+            return interpreter_run(self, *args, grid=grid, warmup=warmup, **kwargs)
 
-    def interpreted_run(orig: Callable[..., Any]) -> Callable[..., Any]:
-        def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-            if not warmup and not watch.benchmarking:
-                package_of(self)
-                tuned = watch.current()
-                seen.launches.append(
-                    _interpreted_launch(self, grid, kwargs)
-                    if tuned is None
-                    else _autotuned_launch(tuned, "source")
-                )
-                entry, handle = _record().interpreted_launch(self, args, grid, kwargs)
-                seen.explain.append(entry)
-                seen.handles.append(handle)
-            with _device_code():
-                return orig(self, *args, grid=grid, warmup=warmup, **kwargs)
-
-        return run
-
-    classes: list[tuple[Any, Callable[..., Any]]] = [
-        (JITFunction, compiled_run),
-        (InterpretedFunction, interpreted_run),
-    ]
-    for cls, wrap in classes:
-        originals.append((cls, cls.run))
-        cls.run = wrap(cls.run)
+    JITFunction.run, InterpretedFunction.run = compiled_run, interpreted_run
     try:
         with contextlib.ExitStack() as stack:
             watch = stack.enter_context(autotune.watching())
@@ -249,8 +237,7 @@ def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
             yield seen
             profiled()  # before the stack closes: it stops the profiler once, after a sync
     finally:
-        for cls, orig in originals:
-            cls.run = orig
+        JITFunction.run, InterpretedFunction.run = jit_run, interpreter_run
 
 
 def _operand(x: Any) -> Any:

@@ -391,11 +391,11 @@ class RemoteSide:
         env.update(side_cache_env(side_cache_dir(spec.name)))
         # the worker's sys.path is set by the worker (module doc); PYTHONPATH's entries that
         # point into another side's tree would reach past it
-        dropped = {str(Path(d).resolve()) for d in spec.drop}
+        self._dropped = tuple(str(Path(d).resolve()) for d in spec.drop)
         kept = [
             p
             for p in env.get("PYTHONPATH", "").split(os.pathsep)
-            if p and str(Path(p).resolve()) not in dropped
+            if p and str(Path(p).resolve()) not in self._dropped
         ]
         env["PYTHONPATH"] = os.pathsep.join(kept)
         env["PYTHONUNBUFFERED"] = "1"
@@ -421,9 +421,7 @@ class RemoteSide:
         self._answers: BinaryIO = os.fdopen(read_fd, "rb")
         self._closed = False
         self._alias_says: str | None = None  # the base's label, when this process holds it too
-        self._replay: list[
-            tuple[str, tuple[Any, ...], dict[str, Any]]
-        ] = []  # hello and setup: for `fresh`
+        self._replay: list[Any] = []  # hello's and setup's (verb, args, kwargs): for `fresh`
 
     # -- the wire ----------------------------------------------------------------------------
 
@@ -521,8 +519,8 @@ class RemoteSide:
         """Load the side's code and benchmark; what it declares. `alias`: the base's tree too,
         its package under another name (one process for both sides)."""
         self._alias_says = alias.says() if alias is not None else None
-        drop = tuple(str(Path(d).resolve()) for d in self.spec.drop)  # resolved here, not there
-        facts: SideFacts = self.request("hello", replace(self.spec, drop=drop), profile, alias, sha)
+        spec = replace(self.spec, drop=self._dropped)  # resolved here, not in the side's tree
+        facts: SideFacts = self.request("hello", spec, profile, alias, sha)
         return facts
 
     def prepare(
