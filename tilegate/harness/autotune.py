@@ -38,10 +38,9 @@ class AutotuneFailed(RuntimeError):
 
 
 def plain(v: Any) -> Any:
-    """A launch argument as identity or results data: a number or string as it is; a tensor by
-    its layout (shape, dtype, strides), never by its values: a kernel called with its tensors
-    by keyword (fla's are) would otherwise be identified by what they hold, which differs from
-    call to call (a backward's atomics) and costs a copy of each to the host to print."""
+    """A launch argument as data: a number or string as it is; a tensor by its layout, never its
+    values (fla passes tensors by keyword: what they hold differs from call to call, a
+    backward's atomics, and costs a copy to the host to print)."""
     if isinstance(v, (bool, int, float, str)) or v is None:
         return v
     shape, dtype = getattr(v, "shape", None), getattr(v, "dtype", None)
@@ -54,12 +53,8 @@ def plain(v: Any) -> Any:
 
 def config_json(cfg: Any) -> dict[str, Any]:
     """A triton.Config as results data: its kwargs and launch options."""
-    out: dict[str, Any] = {
-        "kwargs": {str(k): plain(v) for k, v in (getattr(cfg, "kwargs", None) or {}).items()}
-    }
-    for k in CONFIG_FIELDS:
-        out[k] = plain(getattr(cfg, k, None))
-    return out
+    kwargs = {str(k): plain(v) for k, v in (getattr(cfg, "kwargs", None) or {}).items()}
+    return {"kwargs": kwargs, **{k: plain(getattr(cfg, k, None)) for k in CONFIG_FIELDS}}
 
 
 def _sha(*parts: Any) -> str:
@@ -132,9 +127,9 @@ def _pyfn(obj: Any) -> Any:
 
 
 def source_digest(fn: Any, _seen: set[int] | None = None) -> str:
-    """A kernel's source as its AST (no comments, docstrings, positions or decorators) with that
-    of every `@jit` function it calls by a global name (`helper(...)`, `mod.helper(...)`) and the
-    scalar globals it reads: what the compiler is given, wherever the file lies."""
+    """A kernel's source as its AST (no docstrings, positions or decorators) with that of every
+    `@jit` function it calls by a global name and the scalar globals it reads: what the compiler
+    is given, wherever the file lies."""
     seen = _seen if _seen is not None else set()
     py = _pyfn(fn)
     if py is None or id(py) in seen:
@@ -373,9 +368,8 @@ def watching() -> Iterator[Watch]:
 
 @contextlib.contextmanager
 def pinned(picks: Sequence[Mapping[str, Any]]) -> Iterator[None]:
-    """Inside the block, each tuner named in `picks` (records as `Watch.picks` holds them, e.g.
-    one side's `extra_info.tilegate.autotune`) runs the picked config, for the key it was picked
-    for (or for any key where the pick names none); its own in-memory picks are left alone."""
+    """Inside the block, each tuner named in `picks` (as `Watch.picks` holds them) runs the
+    picked config for its key (any key where the pick names none); its own picks are kept."""
     table: dict[tuple[str, str], dict[str, Any]] = {}
     for p in picks:
         key = json.dumps(p["key"], sort_keys=True) if p.get("key") is not None else ""
@@ -395,12 +389,10 @@ SIDE_UNSET = ("FLA_CONFIG_DIR", "FLAGGEMS_DB_URL")
 
 
 def side_cache_env(root: Path) -> dict[str, str]:
-    """The environment of a side's process whose caches live under `root` (one per side, e.g.
-    `.perf/sides/<side>/cache`): Triton's cache (compiled kernels and, with
-    TRITON_CACHE_AUTOTUNING or `cache_results=True`, its autotune timings), FlagGems' cache dir
-    (its tuning database lives there unless FLAGGEMS_DB_URL names one) and a Triton home.
-    fla reads its shipped configs from its own package (the side's tree) unless FLA_CONFIG_DIR
-    is set: a worker also drops every SIDE_UNSET variable from its environment."""
+    """The environment of a side's process whose caches live under `root`: Triton's cache (its
+    autotune timings too, with TRITON_CACHE_AUTOTUNING), FlagGems' (its tuning database unless
+    FLAGGEMS_DB_URL names one), a Triton home. fla reads its configs from its own package (the
+    side's tree) unless FLA_CONFIG_DIR is set: a worker drops every SIDE_UNSET variable."""
     root = Path(root).resolve()
     return {
         "TRITON_CACHE_DIR": str(root / "triton"),
