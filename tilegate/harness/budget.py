@@ -212,8 +212,6 @@ class GroupBudget:
         self.profile_rounds = 0  # set by the first sweep: passes x rounds per pass
         self.samples: dict[str, list[float]] = {n: [] for n in self.slots}
 
-    # what to time ----------------------------------------------------------------------------
-
     def active(self) -> list[str]:
         """The slots to time in the next sweep, in run order ([] when the group is done)."""
         if not self.enabled:
@@ -234,8 +232,6 @@ class GroupBudget:
         if self.reference in self.slots:
             keep.add(self.reference)
         return [n for n in self.slots if n in keep]
-
-    # what was timed --------------------------------------------------------------------------
 
     def record(self, timed: Mapping[str, Sequence[float]], rounds: int) -> None:
         """One sweep's samples (`rounds` rounds of the slots `active()` named); then the look."""
@@ -325,8 +321,6 @@ class GroupBudget:
                     self.slots[head].stopped = s.stopped
                 elif self.slots[head].stopped != "stored":
                     self.slots[head].stopped = "profile"
-
-    # what the results say --------------------------------------------------------------------
 
     def info(self, name: str) -> dict[str, Any]:
         """extra_info.tilegate.budget of one slot."""

@@ -193,8 +193,6 @@ class GroupMeasurer:
             raise KeyError(f"case {case.test_id} is not in the groups this measurer was given")
         return self._results[case.test_id]
 
-    # -- internals -------------------------------------------------------------------------
-
     def _prepare(self, group: str, group_cases: list[Case]) -> _Prepared:
         """Each side draws the group's inputs and checks its cases; the checked ones are timed."""
         t0 = time.perf_counter()

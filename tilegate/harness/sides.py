@@ -115,8 +115,6 @@ class SideMeasurer:
         self.timing_warnings: list[Warned] = []  # Triton / torch warnings while timing
         self._groups: dict[str, _Group] = {}
 
-    # -- preparing ---------------------------------------------------------------------------
-
     def runnable(
         self, slot: str, variant_name: str, params: Any = None
     ) -> tuple[Any, str | None, bool]:
@@ -245,8 +243,6 @@ class SideMeasurer:
             )
             self.torch.cuda.synchronize()
         self.compile_warnings += warned
-
-    # -- timing ------------------------------------------------------------------------------
 
     def _fns(self, group: str, names: Sequence[str]) -> dict[str, Callable[[], Any]]:
         held = self._groups[group]
@@ -423,8 +419,6 @@ class RemoteSide:
         self._alias_says: str | None = None  # the base's label, when this process holds it too
         self._replay: list[Any] = []  # hello's and setup's (verb, args, kwargs): for `fresh`
 
-    # -- the wire ----------------------------------------------------------------------------
-
     def _tail(self, lines: int = 12) -> str:
         try:
             self._log.flush()
@@ -512,8 +506,6 @@ class RemoteSide:
             if f is not None:
                 with contextlib.suppress(OSError):
                     f.close()
-
-    # -- the side's verbs --------------------------------------------------------------------
 
     def hello(self, profile: str | None, alias: SideSpec | None = None, sha: str = "") -> SideFacts:
         """Load the side's code and benchmark; what it declares. `alias`: the base's tree too,
