@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tilegate.fingerprint import record
 from tilegate.fingerprint.extract import strip_locations
 from tilegate.harness.autotune import strip_docstrings
 
@@ -205,7 +206,7 @@ def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
                 if tuned is None
                 else _autotuned_launch(tuned, compiled_code(kernel)[1])
             )
-            seen.explain.append(_record().gpu_launch(self, kernel, grid, kwargs))
+            seen.explain.append(record.gpu_launch(self, kernel, grid, kwargs))
         return kernel
 
     def interpreted_run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
@@ -217,7 +218,7 @@ def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
                 if tuned is None
                 else _autotuned_launch(tuned, "source")
             )
-            entry, handle = _record().interpreted_launch(self, args, grid, kwargs)
+            entry, handle = record.interpreted_launch(self, args, grid, kwargs)
             seen.explain.append(entry)
             seen.handles.append(handle)
         with _device_code():
@@ -330,7 +331,7 @@ def _gpu_activity(seen: Captured) -> Iterator[Callable[[], None]]:
             seen.kernels += [repr((e.name(), _launch_shape(e))) for e in events]
             # without the profiler's times where this torch's events lack them
             with contextlib.suppress(Exception):
-                seen.activity, seen.activity_us = _record().gpu_activity(events)
+                seen.activity, seen.activity_us = record.gpu_activity(events)
         except Exception as err:  # another torch's profiler API: the identity is unknown
             seen.kernels.append(f"{UNREADABLE}: {type(err).__name__}")
 
@@ -636,8 +637,8 @@ def _roots(captured: Captured) -> tuple[str, ...]:
 
 
 def identity(captured: Captured) -> Identity:
-    """The identity of a captured call (module docstring): its Triton launches, torch ops, GPU
-    activity and host code; the torch reference (no Triton launch) by torch's version too."""
+    """The identity of a captured call; the torch reference (no Triton launch) by torch's
+    version too."""
     import torch
     import triton
 
@@ -669,17 +670,10 @@ def identity(captured: Captured) -> Identity:
     )
 
 
-def _record() -> Any:
-    from tilegate.fingerprint import record
-
-    return record
-
-
 def _explained(captured: Captured) -> dict[str, Any] | None:
-    """tilegate.fingerprint.record's compact record of the call; None where it cannot be made
-    (the explanation then says so: recording never fails a case)."""
+    """The call's compact record (None where it cannot be made: recording never fails a case)."""
     try:
-        return _record().summarize(
+        return record.summarize(
             captured.explain, captured.ops, captured.activity, captured.activity_us
         )
     except Exception:
