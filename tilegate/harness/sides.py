@@ -36,7 +36,8 @@ from tilegate.errors import InputError
 from tilegate.fingerprint.record import compile_launches
 from tilegate.harness import autotune, memory
 from tilegate.harness.correctness import check_call
-from tilegate.harness.identity import Identity, capture, identity
+from tilegate.harness.identity import Identity, capture, identity, start_profiler
+from tilegate.harness.precompile import first_calls
 from tilegate.harness.timing import round_order
 from tilegate.harness.worker import FORWARDED, receive, send
 from tilegate.warnlog import Warned
@@ -212,11 +213,9 @@ class SideMeasurer:
             ident = held.identities.get(slot) if held is not None else None
             if ident is None:
                 continue
-            try:
+            with contextlib.suppress(Exception):
                 if ident.handles and any(h is not None for h in ident.handles):
                     compile_launches(ident.explain, list(ident.handles))
-            except Exception:
-                pass
             out[slot] = ident.explain
         return out
 
@@ -227,20 +226,14 @@ class SideMeasurer:
     def _compile_first(self, cases: Sequence[Case], params: Any, inputs: Any) -> None:
         """Compile the group's kernels side by side (tilegate.harness.precompile), starting the
         CUDA profiler meanwhile."""
-        from tilegate.harness.identity import start_profiler
-        from tilegate.harness.precompile import first_calls
-
         variants = [self.runnable(c.slot, c.variant, params)[0] for c in cases]
+        calls = [
+            functools.partial(_made_and_called, v, params, inputs)
+            for v in variants
+            if v is not None
+        ]
         with warnlog.recording() as warned:
-            first_calls(
-                [
-                    functools.partial(_made_and_called, v, params, inputs)
-                    for v in variants
-                    if v is not None
-                ],
-                self.compile_threads,
-                beside=start_profiler,  # once per process
-            )
+            first_calls(calls, self.compile_threads, beside=start_profiler)  # once per process
             self.torch.cuda.synchronize()
         self.compile_warnings += warned
 
