@@ -218,8 +218,7 @@ def _interpreter_choice(tuner: Any) -> tuple[int, str]:
 
 
 def _narrow_for_interpreter(tuner: Any) -> None:
-    """Under the interpreter a tuner cannot time its configs: it keeps one (for good: the whole
-    process interprets), the declared space kept aside for the identity."""
+    """Under the interpreter a tuner keeps one config for good; its space is kept aside."""
     if getattr(tuner, "_tilegate_space", None) is None:
         tuner._tilegate_space = list(tuner.configs)
     if len(tuner._tilegate_space) > 1 and getattr(tuner, "_tilegate_how", None) is None:

@@ -48,8 +48,7 @@ def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
 
 
 def _base_config(repo: Path, sha: str) -> dict[str, str | None] | None:
-    """source, protocol, registry of the base commit's own [tool.tilegate], or None if it has
-    none (or one this tilegate cannot read)."""
+    """The base commit's own [tool.tilegate] facts, or None (none, or none this tilegate reads)."""
     from tilegate.config import parse, read_table
 
     shown = _git(repo, "show", f"{sha}:./pyproject.toml")
@@ -321,8 +320,7 @@ def paired_base(base: Mapping[str, Any], head: Mapping[str, Any]) -> dict[str, A
 def registry_facts(
     head: Mapping[str, Any], base: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """What the results file records about the head's registry: every name (a baseline row of
-    a variant not in it was removed, not left out), and the renames {new: [old, ...]}."""
+    """The head's registry as the results file records it: every name, the renames {new: [old]}."""
     renamed: dict[str, list[str]] = {}
     for name, variant in head.items():
         for old in getattr(variant, "renamed_from", ()) or ():

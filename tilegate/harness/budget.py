@@ -259,8 +259,7 @@ class GroupBudget:
                     slot.active = False
 
     def _cut_unchanged(self) -> None:
-        """Unchanged heads whose sentinel is done stop (the stored check has its sweeps); the
-        reference stops with the last head or new row it serves."""
+        """Unchanged heads whose sentinel is done stop; the reference with the last it serves."""
         for head in self.cut:
             h, base = self.slots[head], self.slots[self.pairs[head]]
             if h.active and not base.active:

@@ -105,8 +105,7 @@ class Nvml:
         return self.nv.nvmlDeviceGetHandleByIndex(device_index)
 
     def read(self, *, full: bool = False) -> StateSample:
-        """A reading. Fast: any failing query raises. Full: each query that fails is noted in
-        `errors` and left None, so one unsupported query does not lose the others."""
+        """A reading. Fast: a failing query raises. Full: it is noted in `errors`, left None."""
         nv, h = self.nv, self.handle
         queries: dict[str, Callable[[], Any]] = {
             "sm_clock_mhz": lambda: int(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)),

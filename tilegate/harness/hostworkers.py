@@ -32,8 +32,7 @@ SYNC_PROBE_MIN_S = 0.002  # the busy-wait queued ahead of a call: at least this,
 
 
 def orders(procs: int) -> list[tuple[str, str]]:
-    """Which side's worker of pair i times first: AB BA BA AB, repeated (balanced in pairs and
-    in fours, so a trend over the run falls on both sides alike)."""
+    """Which side's worker of pair i times first: AB BA BA AB (a trend falls on both alike)."""
     return [("head", "base") if i % 4 in (0, 3) else ("base", "head") for i in range(procs)]
 
 
@@ -86,8 +85,7 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
 def time_host(
     measurer: Any, groups: list[Any], root: Path, *, first: bool
 ) -> dict[tuple[str, str], Any]:
-    """A worker's host times: {(group, slot): {"median_s", and in the first worker
-    "host_profile" and (a GPU) "syncs_inside"}}."""
+    """A worker's host times: {(group, slot): {"median_s", first: "host_profile", ...}}."""
     out: dict[tuple[str, str], Any] = {}
     for group, wired, seed in groups:
         cases = [local(c) for c in wired]
@@ -118,8 +116,7 @@ def _host_of(measurer: Any, call: Callable[[], Any], root: Path, *, first: bool)
 
 
 def _waits_inside(torch: Any, call: Callable[[], Any], host_s: float) -> bool:
-    """Whether the call waits on the GPU inside: with a busy-wait of known length queued ahead,
-    its host time grows by more than half of it."""
+    """Whether the call waits on the GPU inside (a busy-wait queued ahead lengthens it)."""
     from tilegate.harness.timing import HOLD_CLOCK_HZ
 
     sleep = max(SYNC_PROBE_MIN_S, 4 * host_s)

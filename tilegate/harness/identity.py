@@ -414,8 +414,7 @@ def _foreign_dirs() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
 
 @functools.cache
 def _is_project(filename: str) -> bool:
-    """Whether code of this file can be the project's (a real .py file outside FOREIGN and the
-    standard library)."""
+    """Whether code of this file can be the project's (a .py file outside FOREIGN and stdlib)."""
     packages, stdlib, sites = _foreign_dirs()
     real = str(Path(filename).resolve()) if filename.endswith(".py") else ""
     return (
@@ -637,8 +636,7 @@ def _roots(captured: Captured) -> tuple[str, ...]:
 
 
 def identity(captured: Captured) -> Identity:
-    """The identity of a captured call; the torch reference (no Triton launch) by torch's
-    version too."""
+    """The identity of a captured call (the torch reference's by torch's version too)."""
     import torch
     import triton
 

@@ -240,8 +240,7 @@ class GroupMeasurer:
         return out
 
     def _explain_changed(self, prep: _Prepared) -> None:
-        """The compile facts that explain a changed pair (tilegate.explain; AOT under the
-        interpreter), recorded by the side that ran each call."""
+        """The compile facts that explain a changed pair, from the side that ran each call."""
         want: dict[str, list[str]] = {}
         for head, (h, b) in prep.identities().items():
             if h is not None and b is not None and h.hash != b.hash:
@@ -388,8 +387,7 @@ class GroupMeasurer:
     def _took(
         prep: _Prepared, got: Any, out: dict[str, list[float]], host: dict[str, list[float]]
     ) -> None:
-        """A side's answer: its GPU samples into `out`, its host seconds per call beside them
-        in `host` (the shadow's are dropped)."""
+        """A side's answer: GPU samples into `out`, host seconds into `host` (not the shadow's)."""
         for n, xs in got.samples.items():
             if n != prep.shadow:
                 out[n] += xs

@@ -132,8 +132,7 @@ class SideMeasurer:
     def prepare(
         self, group: str, cases: Sequence[Case], seed: int
     ) -> tuple[dict[str, CaseResult], dict[str, float], list[str]]:
-        """Draw the group's inputs and check each case's call: the results by slot, where the
-        seconds went (inputs, compile, checks, identity) and the slots that can be timed."""
+        """Draw the group's inputs, check each call: results by slot, phases, timed slots."""
         t0 = time.perf_counter()
         params = cases[0].params
         tol = self.benchmark.tolerance_for(params)
@@ -224,8 +223,7 @@ class SideMeasurer:
         self._groups.pop(group, None)
 
     def _compile_first(self, cases: Sequence[Case], params: Any, inputs: Any) -> None:
-        """Compile the group's kernels side by side (tilegate.harness.precompile), starting the
-        CUDA profiler meanwhile."""
+        """Compile the group's kernels side by side, starting the CUDA profiler meanwhile."""
         variants = [self.runnable(c.slot, c.variant, params)[0] for c in cases]
         calls = [
             functools.partial(_made_and_called, v, params, inputs)
@@ -248,8 +246,7 @@ class SideMeasurer:
         seconds: float,
         pinned: Sequence[Mapping[str, Any]] | None = None,
     ) -> tuple[float, list[str]]:
-        """The timer's warm-up (its pace) and the slots it holds from now on (host-bound).
-        `pinned`: as in `time`."""
+        """The timer's warm-up: its pace, and the slots it holds from now on (host-bound)."""
         fns = self._fns(group, names)
         with self._timing(pinned):
             pace = float(self.timer.warm(fns, seconds))
@@ -359,8 +356,7 @@ class SideFacts:
 
 
 def side_cache_dir(side: str) -> Path:
-    """A side's own caches (tilegate.harness.autotune.side_cache_env), beside the Triton cache
-    this process would use, kept from run to run (a side's later runs start warm)."""
+    """A side's own caches, beside this process's Triton cache, kept from run to run."""
     base = os.environ.get("TRITON_CACHE_DIR") or str(Path.home() / ".triton" / "cache")
     return Path(base) / f"tilegate-side-{side}"
 
@@ -454,15 +450,13 @@ class RemoteSide:
         return value
 
     def __getattr__(self, verb: str) -> Any:
-        """setup (its slots, timer, device: the measurer's), explain, warm, hold, time,
-        release, warnings_seen: the worker's SideMeasurer answers them as asked."""
+        """setup and the SideMeasurer's verbs (_VERBS), asked of the worker."""
         if verb not in _VERBS:
             raise AttributeError(verb)
         return functools.partial(self.request, verb)
 
     def fresh(self, log_dir: Path) -> RemoteSide:
-        """Another process of this side, loaded and set up as this one was (its hello and setup
-        replayed): tilegate.harness.hostworkers times the host in several."""
+        """Another process of this side, its hello and setup replayed (for hostworkers)."""
         other = RemoteSide(self.spec, log_dir)
         try:
             for verb, args, kwargs in self._replay:
@@ -530,8 +524,7 @@ def local(case: Case) -> Case:
 
 
 def wire_result(res: CaseResult) -> CaseResult:
-    """A case result as another process receives it: the identity without its AOT handles,
-    which stay in this process."""
+    """A case result as another process receives it (the AOT handles stay in this process)."""
     ident = replace(res.identity, handles=()) if res.identity is not None else None
     return replace(res, case=portable(res.case), identity=ident)
 

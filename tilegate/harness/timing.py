@@ -164,8 +164,7 @@ class CudaTimer:
         return paced
 
     def _probe(self, fns: Calls, pairs: Pairs) -> Samples:
-        """`_probe_host` of these calls, each call's median kept by callable (slot names recur
-        in every group; a group's callables live for the whole run)."""
+        """`_probe_host` of these calls, each call's median kept by callable."""
         got = self._probe_host(fns, pairs)
         self._host_s.update({id(fns[n]): statistics.median(xs) for n, xs in got.items() if xs})
         return got
@@ -216,8 +215,7 @@ class CudaTimer:
         return self._probe_host(fns, None, rounds)
 
     def is_held(self, fn: Any) -> bool:
-        """Whether this call's samples are held (every call's with `hold_host`; else found
-        host-bound in a warm-up)."""
+        """Whether this call's samples are held (all with `hold_host`, else if host-bound)."""
         return self.config.hold_host or id(fn) in self._held
 
     def hold(self, fn: Any) -> None:
@@ -264,8 +262,7 @@ class CudaTimer:
         return {n: [b.elapsed_time(e) / 1e3 for b, e in pairs] for n, pairs in events.items()}
 
     def once(self, fn: Callable[[], Any]) -> float:
-        """One call, flushed and timed with an event pair, waited for: the first call after
-        another process had the GPU (tilegate.harness.sides), which is not counted."""
+        """One call, flushed, timed and waited for: the first after another side had the GPU."""
         torch = self._torch
         hold = self.hold_cycles(list(self._enqueue_s)) if self.config.hold_host else 0
         begin = torch.cuda.Event(enable_timing=True)

@@ -85,8 +85,7 @@ def _failing(what: str, root: Path) -> Iterator[None]:
 
 
 class AliasError(LookupError):
-    """The base's code, loaded beside the head's in this process (one-process A/B), failed: the
-    coordinator names the base, not this process's side."""
+    """The base's code, loaded beside the head's, failed: the coordinator names the base."""
 
 
 FORWARDED = frozenset({"explain", "warm", "hold", "time", "release"})
