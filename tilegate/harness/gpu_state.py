@@ -43,8 +43,7 @@ def _reasons(mask: int, names: dict[int, str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class StateSample:
-    """One NVML reading: the fast one (the sampler's) fills the first six fields; the full one
-    (the log's) also the slow-moving clocks and limit, every "other" reason, the failed queries."""
+    """One NVML reading: the sampler's fast one fills the first six fields, the log's all."""
 
     t: float
     sm_clock_mhz: int | None

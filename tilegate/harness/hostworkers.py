@@ -37,8 +37,7 @@ def orders(procs: int) -> list[tuple[str, str]]:
 
 
 def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
-    """Time the host-bound pairs in `procs` fresh workers per side: their rows get `host_procs_s`,
-    `host_profile`, `syncs_inside`. A failing worker is a SideFailure."""
+    """Time the host-bound pairs in `procs` fresh workers per side (a failing one: SideFailure)."""
     todo: dict[str, dict[str, list[Any]]] = {"head": {}, "base": {}}
     rows: dict[tuple[str, str], Any] = {}
     for prep in prepared:

@@ -303,8 +303,7 @@ def _profiling_gpu() -> bool:
 
 @contextlib.contextmanager
 def _gpu_activity(seen: Captured) -> Iterator[Callable[[], None]]:
-    """The GPU's own record of the block (CUDA profiler): each kernel, memset and copy with its
-    grid, in launch order. Yields the function that reads it once the block has ended."""
+    """The CUDA profiler's kernels, memsets, copies of the block; yields what reads them after."""
     if not _profiling_gpu():
         yield lambda: None
         return
@@ -549,8 +548,7 @@ def _real(filename: str) -> str:
 
 
 def _module_globals(real: str) -> dict[str, Any]:
-    """The globals of the module loaded from `real` ({} for none); sys.modules is scanned again
-    only when a file is not known and modules were imported since the last scan."""
+    """The globals of the module loaded from `real` ({} for none), sys.modules scanned lazily."""
     global _GLOBALS_FROM
     if real not in _GLOBALS and len(sys.modules) != _GLOBALS_FROM:
         _GLOBALS_FROM = len(sys.modules)

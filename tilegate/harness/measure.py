@@ -229,8 +229,7 @@ class GroupMeasurer:
 
     @staticmethod
     def _flips(prep: _Prepared) -> dict[str, list[dict[str, Any]]]:
-        """The pairs whose identities are the same and whose autotuner picks are not (a tuner
-        flip), each with the picks both sides are re-timed with (the base's)."""
+        """Tuner flips (same identity, other picks), each with the base's picks to re-time on."""
         out: dict[str, list[dict[str, Any]]] = {}
         for head, (h, b) in prep.identities().items():
             if h is None or b is None or not h.hash or not b.hash:
@@ -315,8 +314,7 @@ class GroupMeasurer:
             self._finish(prep)
 
     def _split(self, prep: _Prepared, names: Sequence[str]) -> dict[str, list[str]]:
-        """`names` by the side that times them, in the sides' order (the base's with the
-        shadow of the reference where the head's reference is among them)."""
+        """`names` by the side that times them (the base's with the reference's shadow)."""
         out: dict[str, list[str]] = {}
         for side in self.sides:
             mine = [n for n in names if prep.fns.get(n) == side]
@@ -327,8 +325,7 @@ class GroupMeasurer:
         return out
 
     def _warm(self, prep: _Prepared, names: Sequence[str], seconds: float, **pin: Any) -> float:
-        """Each side runs its slots' calls in turn (`seconds` shared out); seconds per round of
-        all of them. `pinned=`: their autotuners on these picks (`_retime`)."""
+        """Each side warms its slots (`seconds` shared out); seconds per round of all of them."""
         split = self._split(prep, names)
         found: set[str] = set()
         for side, mine in split.items():
@@ -500,8 +497,7 @@ class GroupMeasurer:
             prep.seconds += time.perf_counter() - t0
 
     def _pinned_extra(self, prep: _Prepared, slot: str) -> dict[str, Any] | None:
-        """extra_info.tilegate.pinned of a re-timed slot: the picks both sides ran, its samples
-        and host times on them, and (a head slot) its paired ratio to the base's."""
+        """extra_info.tilegate.pinned of a re-timed slot: the picks, its times, its ratio."""
         samples = prep.pinned.get(slot)
         if not samples:
             return None
@@ -582,8 +578,7 @@ class GroupMeasurer:
         case = res.case
 
         def paired(other: str | None) -> float | None:
-            """This row's paired ratio to `other`'s (None where either has no samples); rows
-            budgeted into different rounds are paired over the rounds both were timed in."""
+            """This row's ratio to `other`'s over the rounds both were timed in, or None."""
             ys = samples.get(other or "")
             if not ys or not res.samples_s:
                 return None

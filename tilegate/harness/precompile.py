@@ -33,8 +33,7 @@ def default_threads() -> int:
 
 @contextlib.contextmanager
 def compile_only() -> Iterator[None]:
-    """Inside the block, a worker thread's Triton launches compile and do not run, and an
-    autotuned kernel raises AutotuneDeferred; the main thread's calls are untouched."""
+    """Inside the block, a worker thread's launches only compile (a tuner's: AutotuneDeferred)."""
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.jit import JITFunction
 

@@ -119,8 +119,7 @@ class SideMeasurer:
     def runnable(
         self, slot: str, variant_name: str, params: Any = None
     ) -> tuple[Any, str | None, bool]:
-        """The variant that runs `slot` (at `params`) here, or None, why it cannot, and whether
-        that is its `unsupported_reason` (this machine), not a missing variant."""
+        """The variant that runs `slot` here, or None, why, and whether that is this machine."""
         variant = self.registry.get(slot)
         if variant is None:
             return None, f"variant {slot!r} is not in benchmark {self.benchmark.name}", False
@@ -321,8 +320,7 @@ class SideSpec:
 
     @property
     def import_roots(self) -> list[str]:
-        """Where its package is imported from: the directory holding the source package (the
-        tree, or its src/), then the tree (the protocol's own helpers)."""
+        """Where its package is imported from: the source package's parent, then the tree."""
         holder = (self.root / self.source).parent
         return list(dict.fromkeys([*self.path_first, str(holder), str(self.root)]))
 
@@ -495,8 +493,7 @@ class RemoteSide:
                     f.close()
 
     def hello(self, profile: str | None, alias: SideSpec | None = None, sha: str = "") -> SideFacts:
-        """Load the side's code and benchmark; what it declares. `alias`: the base's tree too,
-        its package under another name (one process for both sides)."""
+        """Load the side's code and benchmark (`alias`: the base's too); what it declares."""
         self._alias_says = alias.says() if alias is not None else None
         spec = replace(self.spec, drop=self._dropped)  # resolved here, not in the side's tree
         facts: SideFacts = self.request("hello", spec, profile, alias, sha)
@@ -557,8 +554,7 @@ def one_process(head: SideSpec, base: SideSpec) -> list[str]:
 def start(
     specs: Sequence[SideSpec], log_dir: Path, profile: str | None, *, sha: str = ""
 ) -> tuple[dict[str, RemoteSide], dict[str, SideFacts]]:
-    """Start the sides' processes and load their code (one for both where `one_process`
-    allows it); SideFailure naming the first that fails (the others are stopped)."""
+    """Start the sides' processes and load their code; SideFailure naming the first that fails."""
     sides: dict[str, RemoteSide] = {}
     facts: dict[str, SideFacts] = {}
     together = len(specs) == 2 and not one_process(specs[0], specs[1])

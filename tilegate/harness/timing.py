@@ -225,8 +225,7 @@ class CudaTimer:
     def time(
         self, fns: Calls, rounds: int = 0, pairs: Pairs = None, *, first_round: int = 0
     ) -> Samples:
-        """Seconds per call for each callable, one sample per round, rounds interleaved (in the
-        order of round `first_round` and on: a sweep timed in blocks goes on rotating)."""
+        """Seconds per call, one sample per round, interleaved from round `first_round` on."""
         torch = self._torch
         names = list(fns)
         unprobed = {n: f for n, f in fns.items() if id(f) not in self._host_s}

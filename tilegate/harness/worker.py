@@ -99,8 +99,7 @@ class Worker:
         self.root = Path()
 
     def hello(self, spec: Any, profile: str | None, alias: Any = None, sha: str = "") -> Any:
-        """Load the side's code and protocol (`spec`: its SideSpec); what it declares. `alias`:
-        the base's SideSpec, its package loaded beside (a one-process A/B)."""
+        """Load the side's code and protocol (`alias`: the base's too, beside); what it declares."""
         from tilegate.protocol import check, find_benchmarks
 
         self.root, source, registry = Path(spec.root), spec.source, spec.registry
@@ -136,8 +135,7 @@ class Worker:
         return facts
 
     def _alias(self, package: str, spec: Any, sha: str) -> Any:
-        """The base's benchmark: its package imported as tilegate_base_<sha> from its tree, its
-        protocol evaluated with it in place of the head's (tilegate.protocol.load_base_protocol)."""
+        """The base's benchmark, its package imported as tilegate_base_<sha> beside the head's."""
         from tilegate.errors import InputError
         from tilegate.harness.base import load_aliased, package_name
         from tilegate.protocol import load_base_protocol
