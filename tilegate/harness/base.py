@@ -275,13 +275,9 @@ def _twin(variant: Any) -> str | None:
 
 
 def renames(base: Mapping[str, Any], head: Mapping[str, Any]) -> dict[str, str]:
-    """{head name: base name} for every variant the head renamed.
-
-    A rename is what the registry says (`Variant.renamed_from`), or a base-only and a head-only
-    variant of the same family, plan, switches and twin (one of each: no guessing between two).
-    A base variant absent from the head and not renamed is removed (the gate fails it while the
-    baseline still holds its rows or expectations: tilegate.judge.verdict).
-    """
+    """{head name: base name} for every variant the head renamed: `Variant.renamed_from`, or a
+    base-only and a head-only variant of the same family, plan, switches and twin (one of each:
+    no guessing). A base variant neither in the head nor renamed is removed (judge.verdict)."""
     out: dict[str, str] = {}
     for name, variant in head.items():
         if name in base:

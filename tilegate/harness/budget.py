@@ -48,9 +48,8 @@ def decide(
     confidence: float,
     min_pairs: int,
 ) -> str | None:
-    """SLOWER / FASTER / SAME when the interval of the median of `ratios` (head / base per round,
-    tilegate.judge.stats.median_ci: the A/B verdict's interval) clears the tolerance decisively;
-    None while it straddles it, or with fewer than `min_pairs` rounds."""
+    """SLOWER / FASTER / SAME when the median's interval of `ratios` (the A/B verdict's) clears
+    the tolerance decisively; None while it straddles it, or below `min_pairs` rounds."""
     if len(ratios) < min_pairs:
         return None
     lo, hi = stats.median_ci(sorted(ratios), confidence)

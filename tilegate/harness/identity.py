@@ -480,11 +480,9 @@ def _host_code(sink: list[Any]) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _device_code() -> Iterator[None]:
-    """Pause the host-code collection inside a kernel launch under the interpreter: there the
-    kernel's @jit functions run as Python, device code that the launch's source hash covers
-    (and that a GPU never runs as Python). With a profile function (Python < 3.12), which puts
-    the whole interpreter on its slow tracing path, the launch also runs in a third of the
-    time."""
+    """Pause the host-code collection inside an interpreter launch: its @jit functions run as
+    Python, device code the launch's source hash covers. With a profile function (Python <
+    3.12, the interpreter's slow tracing path) the launch also runs in a third of the time."""
     mon = getattr(sys, "monitoring", None)
     if _MONITOR and mon is not None and _SINK:
         events = mon.get_events(_MONITOR[0])
@@ -575,9 +573,8 @@ def package_root(owner: Any) -> str | None:
 
 
 def source_roots(owners: Any) -> list[str]:
-    """The package directories of `owners`, each once: every side's copy of the code under
-    test, so that its code running in one side's call (a hook one copy installed) counts for
-    every side alike."""
+    """The package directories of `owners`, each once: every side's copy of the code under test
+    (a hook one copy installed counts for every side alike)."""
     return list(dict.fromkeys(r for o in owners if (r := package_root(o))))
 
 

@@ -43,9 +43,8 @@ def group_seed(group: str) -> int:
 def paired_rounds(
     rounds: int, block: int, sides: Sequence[str], rng: random.Random
 ) -> list[tuple[int, tuple[str, ...]]]:
-    """The blocks of a sweep of `rounds` rounds, `block` rounds each (the last may be shorter),
-    each with the order its sides take the GPU in: as many blocks start with one side as with
-    the other (one more for an odd count, chosen at random), shuffled (Pinpoint's pairs)."""
+    """The blocks of a sweep, `block` rounds each, each with the order its sides take the GPU
+    in: as many start with one side as with the other (an odd one at random), shuffled."""
     if rounds < 1 or block < 1:
         return []
     n = math.ceil(rounds / block)
@@ -344,12 +343,9 @@ class GroupMeasurer:
         return sum(prep.pace.get(side, 0.0) for side in split)
 
     def _timed(self, prep: _Prepared, names: Sequence[str], rounds: int, **pin: Any) -> Samples:
-        """`rounds` rounds of `names`. One side: its own interleaved rounds. Two sides: paired
-        rounds across the processes, block by block (HANDOVER_BLOCK_S), each block timing one
-        side's slots and then the other's (`paired_rounds`); a side waits until its work has
-        finished before it hands the GPU over, and its first call after a hand-over is timed
-        apart and not counted. `pinned=`: the autotuners of the calls on these picks, the host
-        seconds kept apart (`_retime`)."""
+        """`rounds` rounds of `names`. Two sides: paired rounds, block by block (`paired_rounds`),
+        a side's work finished before it hands the GPU over, its first call after a hand-over
+        timed apart. `pinned=`: the calls' autotuners on these picks, host seconds kept apart."""
         split = self._split(prep, names)
         out: dict[str, list[float]] = {n: [] for n in names}
         first = prep.rounds_done

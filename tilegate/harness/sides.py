@@ -267,9 +267,8 @@ class SideMeasurer:
         pairs: Mapping[str, str] | None = None,
         pinned: Sequence[Mapping[str, Any]] | None = None,
     ) -> Timed:
-        """`rounds` interleaved rounds of the slots' calls (from round `first_round`).
-        `handover`: another side had the GPU: one call of the first slot is timed apart, never
-        counted. `pinned`: every autotuner on these picks (a tuner flip's re-time)."""
+        """`rounds` interleaved rounds of the slots' calls. `handover`: another side had the
+        GPU, one call is timed apart. `pinned`: every autotuner on these picks."""
         fns = self._fns(group, names)
         with self._timing(pinned):
             first = None

@@ -170,9 +170,8 @@ class CudaTimer:
         return got
 
     def _probe_host(self, fns: Calls, pairs: Pairs, rounds: int = HOST_PROBE_ROUNDS) -> Samples:
-        """Each call's host seconds with nothing queued ahead of it (`rounds` calls each, the
-        GPU waited for before each): back to back, a launch into a full queue waits for the
-        GPU, and a GPU-bound call's host time reads as its GPU time (module doc)."""
+        """Each call's host seconds with nothing queued ahead (the GPU waited for before each):
+        back to back, a GPU-bound call's host time would read as its GPU time."""
         torch = self._torch
         got: dict[str, list[float]] = {n: [] for n in fns}
         for r in range(rounds):
