@@ -1,10 +1,8 @@
 """The one correctness check: run once, compare with the declared higher-precision reference.
 
-Shared by the perf suite (before a case's timing counts), the kernel tests and the tuning tools.
-A benchmark's factory hands out an output buffer filled with NaN (see docs/plugin.md), so an
-element the kernel never writes stays NaN and is caught as "unwritten" rather than passing on
-stale data; the reference output is the declaration's (`Benchmark.reference_output`), computed
-in higher precision than the variants. Outputs may be one tensor or a tuple / list of them.
+Shared by the perf suite, the kernel tests and the tuning tools. A benchmark's factory hands out
+an output buffer filled with NaN (docs/plugin.md), so an element the kernel never writes is
+caught as "unwritten" rather than passing on stale data. Outputs: a tensor, a tuple or list.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """What the GPU does while the suite runs: clocks, power, temperature and throttling, from NVML.
 
-One model of a reading, `StateSample`, made by one reader (`Nvml.read`) in two depths: the
-background `StateSampler` reads the four fast-moving values every 50 ms while kernels run; the
-`StateLog` takes a full reading (every clock, the power limit, every reason) at the start, after
-each group and at the end. Without NVML (nvidia-ml-py) nothing is guessed: the log and the
-sampler say so. Nothing here changes the GPU: clocks, power limits and modes are only read.
+One reading, `StateSample`, in two depths: `StateSampler` reads the fast-moving values every
+50 ms while kernels run; `StateLog` a full reading at the start, after each group and at the
+end. Without NVML nothing is guessed. Nothing here changes the GPU: it is only read.
 """
 
 from __future__ import annotations

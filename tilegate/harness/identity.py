@@ -173,10 +173,9 @@ def _interpreted_launch(fn: Any, grid: Any, kwargs: dict[str, Any]) -> Launch:
 
 @contextlib.contextmanager
 def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
-    """Record what the call inside the `with` block runs. `owners` (the variants' `make`s, head's
-    and base's): their top-level packages hold the code under test, the host-code part (none
-    given: the packages whose kernels were launched). `host_only`: without the torch ops and
-    the CUDA profiler (a first call, whose identity is taken from a second one)."""
+    """Record what the call inside the `with` block runs. `owners` (the variants' `make`s): their
+    packages are the host-code part (none: those whose kernels were launched). `host_only`:
+    without the torch ops and the CUDA profiler (a first call)."""
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
@@ -439,9 +438,8 @@ def _on_start(code: Any, offset: int) -> Any:
 
 @contextlib.contextmanager
 def _host_code(sink: list[Any]) -> Iterator[None]:
-    """Collect the project's code objects that start running inside the block (sys.monitoring
-    where it exists, Python >= 3.12: one look per code object outside the project; else a
-    profile function)."""
+    """Collect the project's code objects that start running inside the block (sys.monitoring on
+    Python >= 3.12: one look per code object outside the project; else a profile function)."""
     mon = getattr(sys, "monitoring", None)
     if mon is not None and not _MONITOR:
         for tool in _TOOL_IDS:
@@ -582,10 +580,8 @@ _CO_OPTIMIZED = 0x1  # a function's code (not a module's or a class body's: impo
 
 
 def host_code_hash(codes: list[Any], roots: list[str] | tuple[str, ...]) -> str:
-    """The host code a call ran: per distinct function under `roots` (the packages of the code
-    under test; anything else is the same code object on both sides of an A/B run, one
-    process), its place in its package, its def's AST and the module-level scalars it reads;
-    sorted, so the order of first calls does not matter."""
+    """The host code a call ran: per distinct function under `roots` (the code under test), its
+    place in its package, its def's AST and the module-level scalars it reads; sorted."""
     parts = set()
     roots = tuple(sorted(roots, key=len, reverse=True))  # the innermost root first
     for code in dict.fromkeys(codes):
@@ -622,10 +618,9 @@ def host_code_hash(codes: list[Any], roots: list[str] | tuple[str, ...]) -> str:
 
 
 def _roots(captured: Captured) -> tuple[str, ...]:
-    """The code under test: the owners' packages (the A/B source: its copy is what differs
-    between the sides); without owners, the packages whose kernels were launched. A library
-    both sides share (liger_kernel under a user's wrappers) is left out: it is one code object
-    on both sides, and what it runs first in a process (a cache filled once) is not a change."""
+    """The code under test: the owners' packages, else those whose kernels were launched. A
+    library both sides share (liger_kernel under a user's wrappers) is left out: it is one code
+    object on both sides, and what it runs first in a process (a cache filled) is no change."""
     got: list[str | None] = [*captured.roots] or [package_root(p) for p in captured.packages]
     return tuple(dict.fromkeys(r for r in got if r))
 

@@ -534,11 +534,9 @@ class TimerFacts:
 
 
 def one_process(head: SideSpec, base: SideSpec) -> list[str]:
-    """Why the two sides need a process each ([] when one process can hold both): a package
-    that imports itself by its own name (its files named), or sides of different environments.
-    Where neither, both versions live in one process under two names, each pair of calls back
-    to back in every round: the same rounds, the same verdicts, and (measured on the H200,
-    docs/measuring.md) tighter pairs than two processes taking turns."""
+    """Why the two sides need a process each: a package that imports itself by its own name (its
+    files named), or other environments. None ([]): both in one process under two names, pairs
+    tighter than two processes taking turns (measured on the H200, docs/measuring.md)."""
     from tilegate.harness.base import imports_by_name
 
     if head.path_first or base.path_first or head.root == base.root:
