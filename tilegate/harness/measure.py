@@ -468,10 +468,8 @@ class GroupMeasurer:
         return f" (now {temp} C)" if temp is not None else ""
 
     def _retime(self, prep: _Prepared) -> None:
-        """Each tuner flip of the group timed again with both sides on the base's pick, after
-        its last sweep: the profile's rounds in paired rounds of its own, after a short warm-up
-        (compiling the pinned config). Recorded beside the as-picked samples
-        (`extra_info.tilegate.pinned`); the judge decides on them (tilegate.judge.abcase)."""
+        """Each tuner flip of the group timed again, both sides on the base's pick, after its last
+        sweep: the profile's rounds, after a short warm-up; the judge decides on these samples."""
         by_pick: dict[str, list[str]] = {}
         for head, picks in prep.retime.items():
             base = prep.pairs.get(head)
@@ -549,9 +547,7 @@ class GroupMeasurer:
             self.on_group(prep.group, prep.results, prep.seconds)
 
     def pairing(self) -> dict[str, Any] | None:
-        """machine_info.tilegate.pairing: how the rounds of an A/B's two processes were paired
-        (None with one side): the blocks each side began, and the first call after a hand-over
-        (timed apart, never counted) as a fraction above its slot's median."""
+        """machine_info.tilegate.pairing: how two processes' rounds were paired (None: one side)."""
         if len(self.sides) < 2:
             return None
         offsets = sorted(self.handover_offsets)

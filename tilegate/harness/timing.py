@@ -306,9 +306,8 @@ class HostTimer:
         """Nothing to hold: the interpreter's calls are synchronous."""
 
     def warm(self, fns: Calls, seconds: float, pairs: Pairs = None) -> float:
-        """One round, whose time is the pace; none for a re-warm (`seconds` 0, between passes):
-        it brings a GPU's clocks back up, and the CPU interpreter has none (its cases compiled in
-        their checks): a case of the smoke profile runs 7 times instead of 8."""
+        """One round, whose time is the pace; none for a re-warm (`seconds` 0): the interpreter
+        has no clocks to bring up (a smoke case runs 7 times instead of 8)."""
         if seconds <= 0:
             return 0.0
         t0 = time.perf_counter()

@@ -1,14 +1,10 @@
 """A side's process: its tree first on sys.path, its code imported by its own name, measured here.
 
 Started by tilegate.harness.sides.RemoteSide as `python -c BOOT GATE_DIR FD`: the boot line
-imports this module (the gate's tilegate) from GATE_DIR and takes that directory off sys.path
-again, so the tilegate that measures is always the gate's, whichever tilegate/ or package the
-side's tree holds. Requests (verb, args, kwargs) come on stdin (`receive`); each answer goes to
-file descriptor FD as ("ok", value) or ("error", message). stdout and stderr are the side's log.
-
-The verbs: hello (set sys.path, import the side's package and its protocol: what it declares),
-setup (the slots, the timer, the device), prepare / explain / warm / hold / time / release /
-warnings_seen (the side's tilegate.harness.sides.SideMeasurer), host
+imports this module from GATE_DIR and takes that directory off sys.path again, so the tilegate
+that measures is always the gate's, whichever tilegate/ the side's tree holds. Requests (verb,
+args, kwargs) come on stdin; each answer goes to FD as ("ok", value) or ("error", message).
+stdout and stderr are the side's log. The verbs: hello, setup, the SideMeasurer's, host
 (tilegate.harness.hostworkers), bye.
 """
 
