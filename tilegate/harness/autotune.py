@@ -1,13 +1,10 @@
 """Autotuned kernels: what an autotuner picked for a call, its config space, one config under
 the interpreter, a pinned config for a re-time, and a side's own caches.
 
-An autotuner (Triton's `Autotuner`, and tuners built on it: fla's `CachedAutotuner`, FlagGems'
-`LibTuner`) keeps the fastest of its configs at the first call of a key; two processes can pick
-differently for the same source, so the pick is recorded beside the identity, never in it.
-Launches made while a tuner benchmarks are not the call's. Under the CPU interpreter a tuner
-cannot time anything: it runs its first config, or the one INTERPRET_ENV names. What the judge
-makes of the picks: docs/measuring.md, "Autotuned kernels" and "A tuner flip is re-timed on one
-config".
+An autotuner (Triton's, fla's `CachedAutotuner`, FlagGems' `LibTuner`) keeps the fastest of
+its configs at a key's first call; two processes can pick differently for the same source, so
+the pick is recorded beside the identity, never in it. Under the CPU interpreter a tuner runs
+its first config, or INTERPRET_ENV's. What the judge makes of the picks: docs/measuring.md.
 """
 
 from __future__ import annotations

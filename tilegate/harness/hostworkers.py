@@ -1,11 +1,9 @@
 """Host time across processes: the host-bound pairs of a two-process A/B timed in fresh workers.
 
-Two processes' host times do not pair (one's Python runs 20-80 % slower than another's), so after
-the paired rounds `measure` starts `Profile.host_procs` fresh workers a side (RemoteSide.fresh)
-and times them one at a time, AB BA BA AB ...: worker i of each side is a pair. Each takes a
-call's median host time with nothing queued ahead; the first of each side also profiles it and,
-on a GPU, asks whether it waits on the GPU inside. The verdict: tilegate.judge.hostprocs
-(docs/measuring.md).
+Two processes' host times do not pair (one's Python runs 20-80 % slower than another's), so
+after the paired rounds `measure` times `Profile.host_procs` fresh workers a side, one at a time,
+AB BA BA AB: worker i of each side is a pair; the first of each side also profiles the call.
+The verdict: tilegate.judge.hostprocs (docs/measuring.md).
 """
 
 from __future__ import annotations

@@ -97,13 +97,10 @@ class _Prepared:
 class GroupMeasurer:
     """Measures every group of the run once, on the first request, and serves the results.
 
-    All groups are prepared first (inputs drawn, every variant checked); then the timed rounds
-    of each group are split over `passes` sweeps across all groups. The GPU's state drifts over
-    seconds (power cap, temperature), shifting whole groups by +-0.5 % when each is timed in
-    one go; spreading a group over the run averages that out.
-
-    `sides` (A/B: {"head": ..., "base": ...}) measure their cases' slots (a base case's is
-    "<variant>@base"); without it one SideMeasurer here measures every slot of `registry`.
+    All groups are prepared first; then each group's timed rounds are split over `passes` sweeps
+    across all groups: the GPU's state drifts over seconds (power cap, temperature), shifting
+    whole groups by +-0.5 % when each is timed in one go. `sides` (A/B: "head", "base") measure
+    their cases' slots; without it one SideMeasurer here measures every slot of `registry`.
     """
 
     benchmark: Any

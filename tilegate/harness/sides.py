@@ -1,18 +1,15 @@
 """A run's sides: one side's calls measured where they were imported, or in a process of its own.
 
 `SideMeasurer` does everything that touches a side's code: it draws a group's inputs (a fixed
-seed per group, the same on every side), checks each call against the declared reference output
-before any of its timings count, records the identity of a second call, and times the calls. The
-coordinator (tilegate.harness.measure.GroupMeasurer) says what to prepare and time, one side at
-a time (the GPU is never shared mid-round), and pairs the samples.
+seed per group, the same on every side), checks each call against the reference output before
+its timings count, records the identity of a second call, and times the calls, as the
+coordinator (tilegate.harness.measure) asks it, one side at a time.
 
 In an A/B run a side is a source tree (the base's checkout, the pull request's tree, or one tree
 under another environment) measured in a worker process (tilegate.harness.worker): that tree
-first on `sys.path`, its package imported by its own name (nothing is renamed), Triton's cache
-its own, the gate's tilegate measuring. `RemoteSide`, the coordinator's handle on a worker, asks
-it the SideMeasurer's verbs (its log: `<log dir>/<side>.log`). A worker that cannot import its
-side's code, or dies, is a `SideFailure` naming the side, the tree, and the error or the end of
-its log: exit 2.
+first on `sys.path`, its package imported by its own name, Triton's cache its own. `RemoteSide`
+asks a worker the SideMeasurer's verbs (its log: `<log dir>/<side>.log`); one that cannot
+import its side's code, or dies, is a `SideFailure` naming the side and its log's end: exit 2.
 """
 
 from __future__ import annotations
