@@ -1,10 +1,9 @@
 """Measure the groups of a run: same inputs per group, correctness first, then interleaved timing.
 
-A group is every variant at one grid point of the declared benchmark. Only variants that passed
-their check are timed, all together, round by round, so the ratios between them are paired.
-What touches the code under test is a side's (tilegate.harness.sides); in an A/B run every
-round times both sides back to back, in a balanced random order (`paired_rounds`), and a tuner
-flip is re-timed with both sides on the base's pick (`_retime`).
+A group is every variant at one grid point. Only variants that passed their check are timed,
+together, round by round, so their ratios are paired; what touches the code is a side's
+(tilegate.harness.sides). In an A/B run every round times both sides back to back, in a
+balanced random order, and a tuner flip is re-timed with both sides on the base's pick.
 """
 
 from __future__ import annotations

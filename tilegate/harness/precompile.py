@@ -1,13 +1,10 @@
 """Cold compiles side by side: a group's Triton kernels compiled in threads before its checks.
 
-Triton's compiler spends most of a cold compile outside the GIL (MLIR passes, LLVM, ptxas in a
-subprocess), so threads compile in parallel (docs/measuring.md, "Cold compiles side by side").
-Each callable of the group is called once in a worker thread, every Triton launch compile-only
-(`warmup=True`): nothing reaches the GPU from a worker but the callables' torch ops. An
-autotuned kernel stops its worker (its tuning times configs, which must not share the GPU), and
-a worker's exception is dropped: the serial correctness call meets it again. The identity is
-taken in the main thread; the compiles' warnings are the run's, not a case's (Python's warning
-filters are one per process).
+Triton's compiler spends most of a cold compile outside the GIL (MLIR, LLVM, ptxas), so threads
+compile in parallel (docs/measuring.md). Each callable is called once in a worker thread, every
+launch compile-only: nothing reaches the GPU but the callables' torch ops. An autotuned kernel
+stops its worker (its tuning must not share the GPU); a worker's exception is dropped (the serial
+check meets it again). The warnings are the run's (Python's filters are one per process).
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """The timer: device time per call, interleaved rounds, an explicit L2 policy.
 
-GPU work is asynchronous, so a host clock around a launch measures the launch queue. Here each
-call is bracketed by a pair of CUDA events (read once, after the last round), the L2 cache is
-flushed (a buffer several times the L2 zeroed) before every timed call by default, and the
-variants of one group take turns in every round so that clock and thermal drift fall on all
-of them alike: their ratios are paired, round by round.
-
-Host-bound calls are held: a busy-wait kernel queued before each sample, so the whole call is
-queued before the GPU reaches its start event (docs/measuring.md, "Host-bound calls" and "Host
-time per call, every case"); their verdict is on host time (tilegate.judge.abcase).
+GPU work is asynchronous, so a host clock around a launch measures the launch queue: each call
+is bracketed by CUDA events (read after the last round), the L2 flushed before every timed call
+by default, and a group's variants take turns every round, so drift falls on all alike. A
+host-bound call is held: a busy-wait queued before each sample, so the whole call is queued
+before the GPU reaches its start event (docs/measuring.md, "Host-bound calls").
 """
 
 from __future__ import annotations
@@ -29,12 +25,9 @@ Samples = dict[str, list[float]]  # slot name -> seconds, one per round
 @dataclass(frozen=True)
 class TimerConfig:
     """How long to time a group: at least `rounds` rounds and at least `min_time_s` of them.
-
-    Single calls of a power-capped GPU jitter by several percent (clock changes on a scale of
-    tens of milliseconds), so a median over 40 calls of 0.2 ms, 8 ms of GPU time, still moves
-    2-3 % between processes. Timing each group for a fixed time instead of a fixed count puts
-    hundreds of rounds into the fast groups and keeps every median to about 1 %.
-    """
+    A power-capped GPU's calls jitter by several percent (clock changes over tens of ms): a median
+    over 40 calls of 0.2 ms (8 ms of GPU time) still moves 2-3 % between processes; a fixed time
+    puts hundreds of rounds into the fast groups and keeps every median to about 1 %."""
 
     rounds: int = 40  # the minimum number of rounds
     min_time_s: float = 0.0  # ... and the minimum time of the timed rounds of a group
