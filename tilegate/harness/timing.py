@@ -87,8 +87,7 @@ HOLD_MIN_S = 20e-6
 # timed back to back, a host-bound call's events follow its host time (ratio ~1), a GPU-bound
 # call's host returns long before its kernels end (the matmul's: < 0.1)
 HOST_BOUND_RATIO = 0.8
-# calls per callable whose host time is taken with nothing queued ahead (CudaTimer._probe_host)
-HOST_PROBE_ROUNDS = 5
+HOST_PROBE_ROUNDS = 5  # calls per callable timed with nothing queued ahead (_probe_host)
 
 
 class CudaTimer:
@@ -102,18 +101,14 @@ class CudaTimer:
         self._torch = torch
         self._enqueue_s: dict[str, list[float]] = {}  # host seconds to queue each call
         self._event_s: dict[str, float] = {}  # warm-up: median event seconds of each call
-        # the host-bound calls the GPU waits for (module doc), by callable: slot names recur in
-        # every group, a group's callables live for the whole run
+        # by callable (slot names recur in every group; a group's callables live for the run):
+        # the held calls, those whose holding is decided (once, at their first warm-up, so a
+        # call is held in every round or in none), their host seconds with nothing queued ahead
         self._held: set[int] = set()
-        # the callables whose holding is decided (`_find_host_bound`): once, at their first
-        # warm-up, so that a call is held in every round or in none (its host samples pair
-        # with its GPU samples; a call first held in a later sweep had none kept)
         self._decided: set[int] = set()
-        # after each time(): host seconds each held sample's call took to return, per round
-        self.host_samples: dict[str, list[float]] = {}
-        # host seconds per call with nothing queued ahead (_probe_host), by callable; after each
-        # time(), by slot name for its calls
         self._host_s: dict[int, float] = {}
+        # after each time(), by slot name: each held sample's host seconds, and the probe's
+        self.host_samples: dict[str, list[float]] = {}
         self.host_probe_s: dict[str, float] = {}
         self._flush_buf = None
         if config.l2_flush:
