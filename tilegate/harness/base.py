@@ -133,9 +133,8 @@ BUILD_TIMEOUT_S = 3600
 
 
 def build_tree(command: str, tree: Path, what: str) -> None:
-    """Run `[tool.tilegate] build` in `tree` (a shell command, this Python first on PATH and as
-    $PYTHON), its output in `<tree>/../build.log`; InputError naming `what`, the command, its
-    exit and the output's last lines when it fails."""
+    """Run `[tool.tilegate] build` in `tree` (this Python first on PATH and as $PYTHON), its output
+    in `<tree>/../build.log`; InputError naming `what`, the command and its output's end."""
     import os
     import sys
 

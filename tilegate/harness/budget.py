@@ -65,9 +65,8 @@ def decide(
 def sentinel_settled(
     ratios: Sequence[float], moved: float, confidence: float, min_pairs: int
 ) -> bool:
-    """The sentinel's rounds suffice: its interval lies inside +-moved, so the consistency rule
-    (|median - 1| > moved) cannot fire on more data of the same kind; or entirely outside, so it
-    fires however many more rounds come."""
+    """The sentinel's rounds suffice: its interval lies inside +-moved (the consistency rule
+    cannot fire on more such data) or entirely outside (it fires whatever comes)."""
     if len(ratios) < min_pairs:
         return False
     lo, hi = stats.median_ci(sorted(ratios), confidence)
@@ -81,9 +80,8 @@ def sentinel_settled(
 
 @dataclass(frozen=True)
 class Tolerances:
-    """Per-case A/B tolerances (the A/B noise file's); a case not in it gets [floor, ceiling]:
-    SAME must hold against the floor, SLOWER / FASTER against the ceiling (a decision valid
-    for whatever tolerance the verdict applies)."""
+    """Per-case A/B tolerances (the noise file's); for a case not in it SAME must hold against
+    the floor, SLOWER / FASTER against the ceiling (valid whatever tolerance the verdict uses)."""
 
     per_case: Mapping[str, float] = field(default_factory=dict)
     floor: float = 0.005

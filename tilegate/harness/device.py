@@ -99,10 +99,9 @@ def _serial(device_index: int, uuid: Any) -> str | None:
 
 
 def nvml_slug() -> str | None:
-    """The GPU's slug from NVML, without importing torch or starting CUDA (seconds saved in the
-    process that only names the baseline); None where NVML cannot say it for certain: no NVML,
-    no GPU visible (CUDA_VISIBLE_DEVICES empty or -1), GPUs of several models (CUDA's order of
-    them may differ from NVML's) or one in MIG mode (torch names the instance, not the board)."""
+    """The GPU's slug from NVML, without starting CUDA (seconds saved); None where NVML cannot say
+    it for certain: no GPU visible, GPUs of several models (CUDA's order may differ from NVML's)
+    or one in MIG mode (torch names the instance, not the board)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and visible.strip() in ("", "-1"):
         return None

@@ -173,9 +173,8 @@ class CudaTimer:
         return got
 
     def _find_host_bound(self, fns: Calls, pairs: Pairs) -> None:
-        """The calls held from now on: host-bound in their first warm-up (HOST_BOUND_RATIO),
-        each with its A/B partner (both sides of a pair are timed alike); a call decided in an
-        earlier warm-up keeps that decision."""
+        """Hold the calls host-bound in their first warm-up, each with its A/B partner (both
+        sides of a pair are timed alike); a call decided before keeps its decision."""
         if not self.config.hold_host_bound or self.config.hold_host:
             return
         new = {n for n in fns if id(fns[n]) not in self._decided}  # decided once (__init__)

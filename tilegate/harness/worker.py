@@ -260,9 +260,8 @@ def _facts(bench: Any, profile: str | None) -> Any:
 
 
 def stacks_on_stop() -> None:
-    """Where a stopped side was, in its log: on SIGTERM (a step's timeout, a cancelled job: the
-    whole process group gets it) every thread's stack is written before the process ends; on
-    SIGUSR1 (`kill -USR1 PID` of a side that seems stuck) it is written and the side goes on."""
+    """Every thread's stack into the log: on SIGTERM (a timeout, a cancelled job) before the
+    process ends; on SIGUSR1 (`kill -USR1 PID` of a side that seems stuck) and it goes on."""
     for name, chain in (("SIGTERM", True), ("SIGUSR1", False)):
         if hasattr(signal, name):  # not on Windows
             faulthandler.register(
