@@ -170,14 +170,12 @@ def read_base(path: Path, ref: str = "", sha: str = "") -> Base:
     """A base materialise() wrote, read back from its directory (InputError when it is not)."""
     try:
         facts = json.loads((path / SOURCE_FILE).read_text())
-        return Base(
-            ref or path.name,
-            sha or path.name,
-            path,
+        source, protocol, registry = (
             str(facts["source"]),
             facts.get("protocol"),
             facts.get("registry"),
         )
+        return Base(ref or path.name, sha or path.name, path, source, protocol, registry)
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise InputError(
             f"A/B base {path} was not materialised by tilegate (no readable {SOURCE_FILE})"

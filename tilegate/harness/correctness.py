@@ -75,12 +75,8 @@ def check_output(
                     f", rows {int(rows.min())}..{int(rows.max())}, "
                     f"cols {int(cols.min())}..{int(cols.max())}"
                 )
-            return Outcome(
-                False,
-                math.inf,
-                f"{int(unwritten.sum())} of {g.numel()} {what} elements were never written "
-                f"(unwritten: still NaN){where}",
-            )
+            never = f"{int(unwritten.sum())} of {g.numel()} {what} elements were never written"
+            return Outcome(False, math.inf, f"{never} (unwritten: still NaN){where}")
     rel = float((error or relative_error)(got, ref, params))
     return Outcome(math.isfinite(rel) and rel <= tol, rel)
 

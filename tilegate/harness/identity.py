@@ -647,15 +647,8 @@ def identity(captured: Captured) -> Identity:
     hashed, kind = f"{SCHEME}:sha256:{digest}", "+".join(kinds) or "reference"
     if any(k.startswith(UNREADABLE) for k in captured.kernels):
         hashed, kind = "", UNKNOWN
-    return Identity(
-        hashed,
-        kind,
-        len(captured.launches),
-        parts,
-        _explained(captured),
-        tuple(captured.handles),
-        tuple(captured.autotune),
-    )
+    launches, handles, picks = len(captured.launches), tuple(captured.handles), captured.autotune
+    return Identity(hashed, kind, launches, parts, _explained(captured), handles, tuple(picks))
 
 
 def _explained(captured: Captured) -> dict[str, Any] | None:

@@ -513,20 +513,13 @@ class GroupMeasurer:
         for name, res in prep.results.items():
             res.samples_s = prep.samples.get(name, [])
             res.extra = self._extra(res, prep.samples, ranges)
-            res.extra.update(
-                host_info(
-                    prep.host.get(name),
-                    res.samples_s,
-                    name in prep.held,
-                    prep.host_probe.get(name),
-                )
-            )
+            held, probe = name in prep.held, prep.host_probe.get(name)
+            res.extra.update(host_info(prep.host.get(name), res.samples_s, held, probe))
             if prep.budget is not None and name in prep.budget.slots:
                 # which of the group's rounds this row was timed in, and why it stopped
                 res.extra["timed_in"] = prep.budget.timed_in(name)
                 res.extra["budget"] = prep.budget.info(name)
-            pinned = self._pinned_extra(prep, name)
-            if pinned is not None:  # a tuner flip re-timed on one config (`_retime`)
+            if (pinned := self._pinned_extra(prep, name)) is not None:  # a tuner flip's re-time
                 res.extra["pinned"] = pinned
             if res.samples_s:
                 res.extra["pass_medians_s"] = prep.pass_medians.get(name, [])
