@@ -216,12 +216,11 @@ class GroupBudget:
         if self.sweep < self.passes:
             return [n for n, s in self.slots.items() if s.active]
         # extension: undecided changed pairs under the cap, their heads, and the reference
+        cap = CAP_FACTOR * self.profile_rounds
         ext = [
             h
             for h, b in self.pairs.items()
-            if self.slots[b].role == "changed-base"
-            and self.slots[b].active
-            and covered(self.slots[b].ranges) < CAP_FACTOR * self.profile_rounds
+            if self._extending(h) and covered(self.slots[b].ranges) < cap
         ]
         if not ext:
             return []

@@ -164,16 +164,9 @@ class GroupMeasurer:
             compiled, timed = side.warnings_seen()
             compiling += compiled
             seen += timed + compiled
-        return [
-            {
-                **w.to_json(),
-                "count": n,
-                "first_case": first.get(
-                    w, "while compiling" if w in set(compiling) else "while timing"
-                ),
-            }
-            for w, n in unique(seen)
-        ]
+        for w in seen:  # one not raised in a case's checks: the first while compiling or timing
+            first.setdefault(w, "while compiling" if w in compiling else "while timing")
+        return [{**w.to_json(), "count": n, "first_case": first[w]} for w, n in unique(seen)]
 
     def result(self, case: Case) -> CaseResult:
         if not self._results:
@@ -212,10 +205,9 @@ class GroupMeasurer:
             prep.fns |= {slot: name for slot in timed}
             for k, v in phases.items():
                 prep.phases[k] = prep.phases.get(k, 0.0) + v
+        timed = prep.fns.keys()
         prep.pairs = {
-            c.variant: c.slot
-            for c in group_cases
-            if c.base and c.variant in prep.fns and c.slot in prep.fns
+            c.variant: c.slot for c in group_cases if c.base and {c.variant, c.slot} <= timed
         }
         self._explain_changed(prep)
         prep.retime = self._flips(prep)
@@ -431,11 +423,8 @@ class GroupMeasurer:
         changed = {h for h in pairs if h not in unchanged}
         kept: set[str] = set()
         for e in getattr(self.benchmark, "expectations", ()) or ():
-            sides = {
-                s
-                for s in (getattr(e, "faster", None), getattr(e, "than", None))
-                if isinstance(s, str)
-            }
+            named = (getattr(e, "faster", None), getattr(e, "than", None))
+            sides = {s for s in named if isinstance(s, str)}
             if sides & changed:
                 kept |= sides & set(pairs)
         return kept

@@ -136,9 +136,8 @@ class SideMeasurer:
         runnable = {}
         for case in cases:
             res = results[case.slot] = CaseResult(case, tolerance=tol)
-            runnable[case.slot], res.skip_reason, res.unsupported = self.runnable(
-                case.slot, case.variant, params
-            )
+            can = self.runnable(case.slot, case.variant, params)
+            runnable[case.slot], res.skip_reason, res.unsupported = can
         if not any(runnable.values()):  # no inputs nor reference for a group nothing runs in
             return results, {"inputs": time.perf_counter() - t0}, []
         inputs = self.benchmark.inputs(params, self.device, seed)
