@@ -198,10 +198,6 @@ def _classes() -> list[type]:
     return out
 
 
-def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET") == "1"
-
-
 def _interpreter_choice(tuner: Any) -> tuple[int, str]:
     """Which config the interpreter runs: INTERPRET_ENV's for this kernel, else the first."""
     name = kernel_name(tuner)
@@ -258,7 +254,7 @@ def _wrap_run(orig: Any) -> Any:
             return orig(self, *args, **kwargs)  # a subclass's run calling its base's
         if watch is not None and watch.benchmarking:
             return orig(self, *args, **kwargs)
-        if _interpreting():
+        if os.environ.get("TRITON_INTERPRET") == "1":
             _narrow_for_interpreter(self)
         if getattr(self, "_tilegate_space", None) is None:
             self._tilegate_space = list(self.configs)

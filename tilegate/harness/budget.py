@@ -309,13 +309,11 @@ class GroupBudget:
                 slot.stopped = "profile" if last_profile else "decided"
             elif covered(slot.ranges) >= CAP_FACTOR * self.profile_rounds:
                 slot.active, slot.stopped = False, "cap"
-        for head, base in self.pairs.items():  # the head follows its base through extension
-            if self.sweep >= self.passes:
-                s = self.slots[base]
-                if s.role == "changed-base" and self.slots[head].stopped != "stored":
-                    self.slots[head].stopped = s.stopped
-                elif self.slots[head].stopped != "stored":
-                    self.slots[head].stopped = "profile"
+        if self.sweep >= self.passes:  # the head follows its base through extension
+            for head, base in self.pairs.items():
+                h, b = self.slots[head], self.slots[base]
+                if h.stopped != "stored":
+                    h.stopped = b.stopped if b.role == "changed-base" else "profile"
 
     def info(self, name: str) -> dict[str, Any]:
         """extra_info.tilegate.budget of one slot."""

@@ -263,10 +263,8 @@ class StateSampler:
         return self._reader is not None
 
     def start(self) -> StateSampler:
-        if self._reader is None:
-            nvml_reader = Nvml.open()
-            if nvml_reader is not None:
-                self._reader = nvml_reader.read
+        if self._reader is None and (nvml_reader := Nvml.open()) is not None:
+            self._reader = nvml_reader.read
         if self._reader is None:
             self.error = NO_NVML
             return self
