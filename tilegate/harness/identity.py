@@ -261,10 +261,9 @@ def _dispatched(ops: list[str]) -> Iterator[None]:
     class Record(TorchDispatchMode):
         @classmethod
         def _should_skip_dynamo(cls) -> bool:
-            # torch wraps a mode's __torch_dispatch__ in dynamo.disable, so that code compiled by
-            # torch.compile does not trace into it, which imports torch._dynamo (2-3 s of CPU
-            # per process); where nothing has imported it, nothing compiled can run in the block
-            # (a variant that compiles did so in its first call, outside this mode)
+            # torch wraps a mode's __torch_dispatch__ in dynamo.disable, which imports
+            # torch._dynamo (2-3 s of CPU a process); where nothing has imported it, nothing
+            # compiled can run in the block (a variant compiles in its first call, outside it)
             return "torch._dynamo" in sys.modules
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):

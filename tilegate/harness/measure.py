@@ -87,9 +87,8 @@ class _Prepared:
 
     def identities(self) -> dict[str, tuple[Identity | None, Identity | None]]:
         """Each pair's head slot -> (its identity, its base's)."""
-        return {
-            h: (self.results[h].identity, self.results[b].identity) for h, b in self.pairs.items()
-        }
+        got = self.results
+        return {h: (got[h].identity, got[b].identity) for h, b in self.pairs.items()}
 
 
 @dataclass(kw_only=True, eq=False)
