@@ -576,7 +576,7 @@ def test_a_tuner_flip_is_re_timed_with_both_sides_on_the_bases_pick(
     from tilegate.cases import build_cases
     from tilegate.declare import Axis, Benchmark, Profile, Variant
     from tilegate.harness.measure import GroupMeasurer
-    from tilegate.harness.side import SideMeasurer
+    from tilegate.harness.sides import SideMeasurer
     from tilegate.harness.timing import TimerConfig, round_order
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")

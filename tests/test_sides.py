@@ -12,7 +12,7 @@ from tilegate.cases import build_cases
 from tilegate.declare import Axis, Profile, Work
 from tilegate.harness.identity import Identity
 from tilegate.harness.measure import GroupMeasurer, paired_rounds
-from tilegate.harness.side import CaseResult, Timed
+from tilegate.harness.sides import CaseResult, Timed
 from tilegate.harness.timing import TimerConfig
 
 

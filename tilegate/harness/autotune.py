@@ -1,20 +1,10 @@
 """Autotuned kernels: what an autotuner picked for a call, its config space, one config under
 the interpreter, a pinned config for a re-time, and a side's own caches.
 
-An autotuner (Triton's `Autotuner`, and tuners built on it: fla's `CachedAutotuner`, FlagGems'
-`LibTuner`) keeps the fastest of its configs at the first call of a key; two processes can pick
-differently for the same source, so the pick is recorded beside the identity, never in it:
-
-* `watching()` wraps the `run` (and `_bench`) of every Autotuner class during a captured call:
-  an autotuned launch is identified by its kernel's source (`source_digest`) and config space,
-  its pick recorded in `Watch.picks`; launches made while a tuner benchmarks are not recorded.
-* Under the CPU interpreter a tuner cannot time anything: it runs its first config, or the one
-  INTERPRET_ENV names (`kernel=index,...` or `index`), and the pick says so (`how`).
-* `pinned(picks)`: every tuner named runs the picked config (the re-time of a tuner flip).
-* `side_cache_env(root)`: a side's process gets tuner caches of its own.
-
-What the judge makes of the picks (a tuner flip, a key that re-tunes in the timed rounds):
-docs/measuring.md, "Autotuned kernels" and "A tuner flip is re-timed on one config".
+An autotuner (Triton's, fla's `CachedAutotuner`, FlagGems' `LibTuner`) keeps the fastest of
+its configs at a key's first call; two processes can pick differently for the same source, so
+the pick is recorded beside the identity, never in it. Under the CPU interpreter a tuner runs
+its first config, or INTERPRET_ENV's. What the judge makes of the picks: docs/measuring.md.
 """
 
 from __future__ import annotations
@@ -33,9 +23,8 @@ from typing import Any
 
 from tilegate.judge.autotune import CONFIG_FIELDS
 
-INTERPRET_ENV = (
-    "TILEGATE_AUTOTUNE_CONFIG"  # the interpreter's config: "index" or "kernel=index,..."
-)
+# the interpreter's config of a tuned kernel: "index" or "kernel=index,..."
+INTERPRET_ENV = "TILEGATE_AUTOTUNE_CONFIG"
 
 
 class AutotuneFailed(RuntimeError):
@@ -46,10 +35,9 @@ class AutotuneFailed(RuntimeError):
 
 
 def plain(v: Any) -> Any:
-    """A launch argument as identity or results data: a number or string as it is; a tensor by
-    its layout (shape, dtype, strides), never by its values: a kernel called with its tensors
-    by keyword (fla's are) would otherwise be identified by what they hold, which differs from
-    call to call (a backward's atomics) and costs a copy of each to the host to print."""
+    """A launch argument as data: a number or string as it is; a tensor by its layout, never its
+    values (fla passes tensors by keyword: what they hold differs from call to call, a
+    backward's atomics, and costs a copy to the host to print)."""
     if isinstance(v, (bool, int, float, str)) or v is None:
         return v
     shape, dtype = getattr(v, "shape", None), getattr(v, "dtype", None)
@@ -62,12 +50,8 @@ def plain(v: Any) -> Any:
 
 def config_json(cfg: Any) -> dict[str, Any]:
     """A triton.Config as results data: its kwargs and launch options."""
-    out: dict[str, Any] = {
-        "kwargs": {str(k): plain(v) for k, v in (getattr(cfg, "kwargs", None) or {}).items()}
-    }
-    for k in CONFIG_FIELDS:
-        out[k] = plain(getattr(cfg, k, None))
-    return out
+    kwargs = {str(k): plain(v) for k, v in (getattr(cfg, "kwargs", None) or {}).items()}
+    return {"kwargs": kwargs, **{k: plain(getattr(cfg, k, None)) for k in CONFIG_FIELDS}}
 
 
 def _sha(*parts: Any) -> str:
@@ -81,16 +65,16 @@ def _sha(*parts: Any) -> str:
 # --- the tuner, its kernel, its key --------------------------------------------------------------
 
 
-def _base_fn(tuner: Any) -> Any:
-    fn = getattr(tuner, "base_fn", None) or getattr(tuner, "fn", None)
-    while fn is not None and not inspect.isfunction(fn) and hasattr(fn, "fn"):
-        fn = fn.fn
-    return fn
+def _unwrapped(obj: Any) -> Any:
+    """The Python function under a JITFunction / tuner (`.fn` chains), or where the chain ends."""
+    while obj is not None and not inspect.isfunction(obj) and hasattr(obj, "fn"):
+        obj = obj.fn
+    return obj
 
 
 def kernel_name(tuner: Any) -> str:
     """The tuned kernel's name (its Python function's), the same on both sides of an A/B."""
-    fn = _base_fn(tuner)
+    fn = _unwrapped(getattr(tuner, "base_fn", None) or getattr(tuner, "fn", None))
     return str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or "?")
 
 
@@ -135,15 +119,14 @@ def strip_docstrings(tree: ast.AST, *, decorators: bool = False) -> ast.AST:
 
 
 def _pyfn(obj: Any) -> Any:
-    while obj is not None and not inspect.isfunction(obj) and hasattr(obj, "fn"):
-        obj = obj.fn
+    obj = _unwrapped(obj)
     return obj if inspect.isfunction(obj) else None
 
 
 def source_digest(fn: Any, _seen: set[int] | None = None) -> str:
-    """A kernel's source as its AST (no comments, docstrings, positions or decorators) with that
-    of every `@jit` function it calls by a global name (`helper(...)`, `mod.helper(...)`) and the
-    scalar globals it reads: what the compiler is given, wherever the file lies."""
+    """A kernel's source as its AST (no docstrings, positions or decorators) with that of every
+    `@jit` function it calls by a global name and the scalar globals it reads: what the compiler
+    is given, wherever the file lies."""
     seen = _seen if _seen is not None else set()
     py = _pyfn(fn)
     if py is None or id(py) in seen:
@@ -184,7 +167,6 @@ class Active:
     """A tuner whose `run` is on the stack: the launches below it are its kernel's."""
 
     tuner: Any
-    kwargs: dict[str, Any]  # the caller's keyword arguments (not the config's)
     identity: str  # source + config space + the caller's constexprs and dtypes
 
 
@@ -216,10 +198,6 @@ def _classes() -> list[type]:
     return out
 
 
-def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET") == "1"
-
-
 def _interpreter_choice(tuner: Any) -> tuple[int, str]:
     """Which config the interpreter runs: INTERPRET_ENV's for this kernel, else the first."""
     name = kernel_name(tuner)
@@ -233,8 +211,7 @@ def _interpreter_choice(tuner: Any) -> tuple[int, str]:
 
 
 def _narrow_for_interpreter(tuner: Any) -> None:
-    """Under the interpreter a tuner cannot time its configs: it keeps one (for good: the whole
-    process interprets), the declared space kept aside for the identity."""
+    """Under the interpreter a tuner keeps one config for good; its space is kept aside."""
     if getattr(tuner, "_tilegate_space", None) is None:
         tuner._tilegate_space = list(tuner.configs)
     if len(tuner._tilegate_space) > 1 and getattr(tuner, "_tilegate_how", None) is None:
@@ -277,7 +254,7 @@ def _wrap_run(orig: Any) -> Any:
             return orig(self, *args, **kwargs)  # a subclass's run calling its base's
         if watch is not None and watch.benchmarking:
             return orig(self, *args, **kwargs)
-        if _interpreting():
+        if os.environ.get("TRITON_INTERPRET") == "1":
             _narrow_for_interpreter(self)
         if getattr(self, "_tilegate_space", None) is None:
             self._tilegate_space = list(self.configs)
@@ -286,11 +263,8 @@ def _wrap_run(orig: Any) -> Any:
         kept = self.configs
         if pin is not None:
             self.configs = [pin]
-        identity = _caller_identity(self, args, kwargs) if watch is not None else ""
-        active = Active(self, dict(kwargs), identity)
-        tuned = [False]
         if watch is not None:
-            watch.stack.append(active)
+            watch.stack.append(Active(self, _caller_identity(self, args, kwargs)))
         before = len(getattr(self, "cache", None) or {})
         try:
             ret = orig(self, *args, **kwargs)
@@ -312,12 +286,12 @@ def _wrap_run(orig: Any) -> Any:
                 self.configs = kept
             if watch is not None:
                 watch.stack.pop()
-            tuned[0] = len(getattr(self, "cache", None) or {}) > before
+            tuned = len(getattr(self, "cache", None) or {}) > before
         if watch is not None and len(self._tilegate_space) > 1:
             how = (
                 "pinned"
                 if pin is not None
-                else getattr(self, "_tilegate_how", None) or ("tuned" if tuned[0] else "autotuned")
+                else getattr(self, "_tilegate_how", None) or ("tuned" if tuned else "autotuned")
             )
             pick = {
                 "kernel": kernel_name(self),
@@ -386,9 +360,8 @@ def watching() -> Iterator[Watch]:
 
 @contextlib.contextmanager
 def pinned(picks: Sequence[Mapping[str, Any]]) -> Iterator[None]:
-    """Inside the block, each tuner named in `picks` (records as `Watch.picks` holds them, e.g.
-    one side's `extra_info.tilegate.autotune`) runs the picked config, for the key it was picked
-    for (or for any key where the pick names none); its own in-memory picks are left alone."""
+    """Inside the block, each tuner named in `picks` (as `Watch.picks` holds them) runs the
+    picked config for its key (any key where the pick names none); its own picks are kept."""
     table: dict[tuple[str, str], dict[str, Any]] = {}
     for p in picks:
         key = json.dumps(p["key"], sort_keys=True) if p.get("key") is not None else ""
@@ -408,12 +381,10 @@ SIDE_UNSET = ("FLA_CONFIG_DIR", "FLAGGEMS_DB_URL")
 
 
 def side_cache_env(root: Path) -> dict[str, str]:
-    """The environment of a side's process whose caches live under `root` (one per side, e.g.
-    `.perf/sides/<side>/cache`): Triton's cache (compiled kernels and, with
-    TRITON_CACHE_AUTOTUNING or `cache_results=True`, its autotune timings), FlagGems' cache dir
-    (its tuning database lives there unless FLAGGEMS_DB_URL names one) and a Triton home.
-    fla reads its shipped configs from its own package (the side's tree) unless FLA_CONFIG_DIR
-    is set: a worker also drops every SIDE_UNSET variable from its environment."""
+    """The environment of a side's process whose caches live under `root`: Triton's cache (its
+    autotune timings too, with TRITON_CACHE_AUTOTUNING), FlagGems' (its tuning database unless
+    FLAGGEMS_DB_URL names one), a Triton home. fla reads its configs from its own package (the
+    side's tree) unless FLA_CONFIG_DIR is set: a worker drops every SIDE_UNSET variable."""
     root = Path(root).resolve()
     return {
         "TRITON_CACHE_DIR": str(root / "triton"),

@@ -1,15 +1,10 @@
 """The base side of an A/B run: another commit's tree, checked out where its process runs it.
 
-`materialise(ref, repo, dest_root)` resolves REF in the repository (a pull request's base is
-`HEAD^1` of GitHub's merge commit) and writes that commit's whole tree (`git archive`: every
-tracked file as the commit has it; no build products) into `dest_root/<sha>/`, with
-`tilegate-source.json` beside it saying where its code and protocol are: the base commit's own
-`[tool.tilegate]` decides, else the head's. The tree is then measured in a process of its own
-(tilegate.harness.sides): first on sys.path, its package imported by its own name, so a
-package that imports itself absolutely (`from mypkg.ops import x`) runs the base's code.
-Nothing is renamed or rewritten. A tree with build products (a compiled extension beside the
-Python) is built in place by `[tool.tilegate] build` (`build_tree`); the head's tree is measured
-as it is, built as the repository's CI builds it.
+`materialise` writes REF's whole tree (`git archive`: no build products) into `dest_root/<sha>/`,
+with `tilegate-source.json` beside it saying where its code and protocol are (the base commit's
+own `[tool.tilegate]` decides, else the head's); its process (tilegate.harness.sides) imports
+it by its own name. A tree with build products (a compiled extension) is built in place by
+`[tool.tilegate] build`; the head's tree is measured as the repository's CI built it.
 """
 
 from __future__ import annotations
@@ -34,8 +29,7 @@ TREE_DIR = "tree"  # the base commit's tree, under dest_root/<sha>/
 
 @dataclass(frozen=True)
 class Base:
-    """A materialised base: the ref as given, its commit, its tree, and where its code and
-    protocol lie in it (`protocol` None: it has none of its own, the head's measures it)."""
+    """A materialised base (`protocol` None: it has none of its own, the head's measures it)."""
 
     ref: str
     sha: str
@@ -54,8 +48,7 @@ def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
 
 
 def _base_config(repo: Path, sha: str) -> dict[str, str | None] | None:
-    """source, protocol, registry of the base commit's own [tool.tilegate], or None if it has
-    none (or one this tilegate cannot read)."""
+    """The base commit's own [tool.tilegate] facts, or None (none, or none this tilegate reads)."""
     from tilegate.config import parse, read_table
 
     shown = _git(repo, "show", f"{sha}:./pyproject.toml")
@@ -73,12 +66,7 @@ def _base_config(repo: Path, sha: str) -> dict[str, str | None] | None:
         return None
     finally:
         tmp.unlink(missing_ok=True)
-    return {
-        "source": config.source,
-        "protocol": config.protocol,
-        "registry": config.registry,
-        "build": config.build,
-    }
+    return {k: getattr(config, k) for k in ("source", "protocol", "registry", "build")}
 
 
 def materialise(
@@ -91,10 +79,8 @@ def materialise(
     registry: str | None = None,
     build: str | None = None,
 ) -> Base:
-    """Check out REF's tree under dest_root/<sha>/; InputError naming REF when it cannot.
-    `source`, `protocol`, `registry`, `build` are the head's [tool.tilegate]; the base commit's
-    own win (its protocol is what a pull request is measured under). With a `build` command,
-    the tree is built in place (`build_tree`)."""
+    """Check out REF's tree under dest_root/<sha>/ (and build it); InputError naming REF when it
+    cannot. `source` ... `build`: the head's [tool.tilegate], where the base commit has none."""
     found = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if found.returncode != 0:
         raise InputError(
@@ -147,18 +133,14 @@ BUILD_TIMEOUT_S = 3600
 
 
 def build_tree(command: str, tree: Path, what: str) -> None:
-    """Run `[tool.tilegate] build` in `tree` (a shell command, the tree its working directory,
-    this Python first on PATH and as $PYTHON): a tree from `git archive` has none of its build
-    products, a compiled extension beside the Python among them. Its output goes to
-    `<tree>/../build.log`; InputError naming `what`, the command, its exit and the output's
-    last lines when it fails."""
+    """Run `[tool.tilegate] build` in `tree` (this Python first on PATH and as $PYTHON), its output
+    in `<tree>/../build.log`; InputError naming `what`, the command and its output's end."""
     import os
     import sys
 
     log = tree.parent / "build.log"
-    env = dict(os.environ)
-    env["PYTHON"] = sys.executable
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = {**os.environ, "PYTHON": sys.executable, "PATH": path}
     try:
         done = subprocess.run(
             command,
@@ -188,14 +170,12 @@ def read_base(path: Path, ref: str = "", sha: str = "") -> Base:
     """A base materialise() wrote, read back from its directory (InputError when it is not)."""
     try:
         facts = json.loads((path / SOURCE_FILE).read_text())
-        return Base(
-            ref or path.name,
-            sha or path.name,
-            path,
+        source, protocol, registry = (
             str(facts["source"]),
             facts.get("protocol"),
             facts.get("registry"),
         )
+        return Base(ref or path.name, sha or path.name, path, source, protocol, registry)
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise InputError(
             f"A/B base {path} was not materialised by tilegate (no readable {SOURCE_FILE})"
@@ -213,10 +193,8 @@ def package_name(sha: str) -> str:
 def imports_by_name(tree: Path, source: str, limit: int | None = None) -> list[str]:
     """The files of the source package that import it by its own name (`import pkg`, `from pkg
     import`, or a string naming it, as `importlib.import_module("pkg.x")` takes): [] when it
-    imports itself relatively only. Only then can two versions of it live in one process under
-    two names (tilegate.harness.sides: the one-process A/B). `limit`: the first that many
-    (in path order) and no more files parsed (a package of hundreds of files, as Liger-Kernel's
-    src/liger_kernel, is parsed in about a second a side)."""
+    imports itself relatively only, so two versions of it can live in one process. `limit`: no
+    more files parsed (Liger-Kernel's src/liger_kernel takes about a second a side)."""
     import ast
 
     package = Path(source).name
@@ -275,8 +253,8 @@ def load_aliased(tree: Path, source: str, alias: str) -> ModuleType:
 
 
 def _switches(variant: Any) -> tuple[Any, ...] | None:
-    """(plan function, switches but the name, family, twin) of a Triton variant; None otherwise.
-    A variant of another process (tilegate.harness.sides.VariantFacts) brings its own."""
+    """(plan function, switches but the name, family) of a Triton variant, else None (another
+    process's VariantFacts brings its own)."""
     if hasattr(variant, "switches_key"):
         key = variant.switches_key
         return tuple(key) if key is not None else None
@@ -294,13 +272,9 @@ def _twin(variant: Any) -> str | None:
 
 
 def renames(base: Mapping[str, Any], head: Mapping[str, Any]) -> dict[str, str]:
-    """{head name: base name} for every variant the head renamed.
-
-    A rename is what the registry says (`Variant.renamed_from`), or a base-only and a head-only
-    variant of the same family, plan, switches and twin (one of each: no guessing between two).
-    A base variant absent from the head and not renamed is removed (the gate fails it while the
-    baseline still holds its rows or expectations: tilegate.judge.verdict).
-    """
+    """{head name: base name} for every variant the head renamed: `Variant.renamed_from`, or a
+    base-only and a head-only variant of the same family, plan, switches and twin (one of each:
+    no guessing). A base variant neither in the head nor renamed is removed (judge.verdict)."""
     out: dict[str, str] = {}
     for name, variant in head.items():
         if name in base:
@@ -339,8 +313,7 @@ def paired_base(base: Mapping[str, Any], head: Mapping[str, Any]) -> dict[str, A
 def registry_facts(
     head: Mapping[str, Any], base: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """What the results file records about the head's registry: every name (a baseline row of
-    a variant not in it was removed, not left out), and the renames {new: [old, ...]}."""
+    """The head's registry as the results file records it: every name, the renames {new: [old]}."""
     renamed: dict[str, list[str]] = {}
     for name, variant in head.items():
         for old in getattr(variant, "renamed_from", ()) or ():

@@ -1,11 +1,10 @@
 """The adapter to pytest-benchmark's private API: the one place tilegate touches it.
 
-pytest-benchmark times with a host clock, which for GPU work measures the launch queue. Its
-stats object takes samples from any source, so the suite hands it the device times it measured
-itself: `benchmark._make_stats(1)` gives the fixture a stats object for 1 iteration per round,
-and `benchmark._mode` (which the plugin checks to tell a used fixture from an unused one) names
-the timer. Both are private; tests/test_bench_adapter.py pins their behaviour on the versions
-tilegate supports (5.2.3 on the GPU image, 5.3.1 on the CPU), run by `nox -s bench_adapter`.
+pytest-benchmark times with a host clock (for GPU work: the launch queue), so the suite hands
+its stats the device times it measured: `benchmark._make_stats(1)` (1 iteration per round) and
+`benchmark._mode` (how the plugin tells a used fixture from an unused one). Both are private;
+tests/test_bench_adapter.py pins them on the versions tilegate supports (5.2.3 on the GPU image,
+5.3.1 on the CPU), run by `nox -s bench_adapter`.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Identity-aware budgeting of an A/B run's rounds: time where the code changed, stop when decided.
 
-Identity is known after each case's correctness call, before any timing, so the measurer plans
-per group which slots each sweep times: changed heads, new rows and the reference the profile's
-rounds; an unchanged head STORED_PASSES sweeps; an unchanged case's base a sentinel that stops
-once the consistency rule cannot fire; a changed pair's base until its interval decides, with
-extension sweeps up to CAP_FACTOR x the profile's rounds; interim looks at the Bonferroni
-confidence of `interim_confidence`. The rules and their arithmetic: docs/gate.md,
-"Identity-aware budget".
-
-Samples of a row are kept in round order; `timed_in` says which of the group's rounds (numbered
-in time order over all sweeps) they are, as half-open ranges; two rows are paired over the
-rounds both were timed in (`aligned`). Pure logic, no timing: tests/test_budget.py.
+Identity is known before any timing, so the measurer plans per group which slots each sweep
+times: changed heads, new rows and the reference the profile's rounds; an unchanged head
+STORED_PASSES sweeps; an unchanged case's base a sentinel that stops once the consistency rule
+cannot fire; a changed pair's base until its interval decides, up to CAP_FACTOR x the profile's
+rounds (docs/gate.md, "Identity-aware budget"). `timed_in` says which of the group's rounds a
+row's samples are (half-open ranges); two rows are paired over the rounds both were timed in.
 """
 
 from __future__ import annotations
@@ -34,9 +29,9 @@ STORED_PASSES = 3  # sweeps an unchanged case's head gets: what the stored check
 # --- the decision after a sweep ----------------------------------------------------------------
 
 
-def max_looks(passes: int, cap_factor: int = CAP_FACTOR) -> int:
+def max_looks(passes: int) -> int:
     """The most looks a pair can get: one per sweep, the profile's and the extension's."""
-    return max(1, passes * cap_factor)
+    return max(1, passes * CAP_FACTOR)
 
 
 def interim_confidence(alpha: float, looks: int) -> float:
@@ -53,9 +48,8 @@ def decide(
     confidence: float,
     min_pairs: int,
 ) -> str | None:
-    """SLOWER / FASTER / SAME when the interval of the median of `ratios` (head / base per round,
-    tilegate.judge.stats.median_ci: the A/B verdict's interval) clears the tolerance decisively;
-    None while it straddles it, or with fewer than `min_pairs` rounds."""
+    """SLOWER / FASTER / SAME when the median's interval of `ratios` (the A/B verdict's) clears
+    the tolerance decisively; None while it straddles it, or below `min_pairs` rounds."""
     if len(ratios) < min_pairs:
         return None
     lo, hi = stats.median_ci(sorted(ratios), confidence)
@@ -71,9 +65,8 @@ def decide(
 def sentinel_settled(
     ratios: Sequence[float], moved: float, confidence: float, min_pairs: int
 ) -> bool:
-    """The sentinel's rounds suffice: its interval lies inside +-moved, so the consistency rule
-    (|median - 1| > moved) cannot fire on more data of the same kind; or entirely outside, so it
-    fires however many more rounds come."""
+    """The sentinel's rounds suffice: its interval lies inside +-moved (the consistency rule
+    cannot fire on more such data) or entirely outside (it fires whatever comes)."""
     if len(ratios) < min_pairs:
         return False
     lo, hi = stats.median_ci(sorted(ratios), confidence)
@@ -87,9 +80,8 @@ def sentinel_settled(
 
 @dataclass(frozen=True)
 class Tolerances:
-    """Per-case A/B tolerances (the A/B noise file's); a case not in it gets [floor, ceiling]:
-    SAME must hold against the floor, SLOWER / FASTER against the ceiling (a decision valid
-    for whatever tolerance the verdict applies)."""
+    """Per-case A/B tolerances (the noise file's); for a case not in it SAME must hold against
+    the floor, SLOWER / FASTER against the ceiling (valid whatever tolerance the verdict uses)."""
 
     per_case: Mapping[str, float] = field(default_factory=dict)
     floor: float = 0.005
@@ -104,34 +96,23 @@ class Tolerances:
 
     def moved(self, key: str) -> float:
         """The consistency rule's threshold for an UNCHANGED CODE case: max(5 x tol, 3 %)."""
-        k, least = MOVED_TOLERANCES, MOVED_MIN
-        tol = self.per_case.get(key, self.ceiling)
-        return max(k * tol, least)
+        return max(MOVED_TOLERANCES * self.per_case.get(key, self.ceiling), MOVED_MIN)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "schema": "tilegate.ab-tolerances/1",
-            "policy": {
-                "floor": self.floor,
-                "ceiling": self.ceiling,
-                "alpha": self.alpha,
-                "confidence": self.confidence,
-            },
+            "policy": {k: getattr(self, k) for k in _POLICY},
             "tolerances": dict(sorted(self.per_case.items())),
         }
+
+
+_POLICY = ("floor", "ceiling", "alpha", "confidence")
 
 
 def tolerances_from_noise(noise: Any, policy: Any = None) -> Tolerances:
     """The suite's tolerances from a loaded A/B noise file (tilegate.judge.abnoise.Noise) or none."""
     pol = policy or (noise.policy if noise is not None else None)
-    kw: dict[str, Any] = {}
-    if pol is not None:
-        kw = {
-            "floor": pol.floor,
-            "ceiling": pol.ceiling,
-            "alpha": pol.alpha,
-            "confidence": pol.confidence,
-        }
+    kw = {k: getattr(pol, k) for k in _POLICY} if pol is not None else {}
     per = {k: row.tolerance for k, row in noise.rows.items()} if noise is not None else {}
     return Tolerances(per, **kw)
 
@@ -180,15 +161,10 @@ class _Slot:
 
 
 class GroupBudget:
-    """Which slots of one group each sweep times, and why each stopped.
-
-    `slots` are the group's timed slots in run order; `pairs` head slot -> base slot;
-    `unchanged` the head slots whose compiled code is the base's; `keys` head slot -> case id
-    (for its tolerance). With `enabled` False every slot is timed every profile sweep (A/A
-    calibration, `--perf-ab-full`). `stored_passes`: the sweeps an unchanged head gets (None:
-    STORED_PASSES); `keep_full`: unchanged heads that keep the profile's sweeps (an expectation
-    pairs them with a changed row).
-    """
+    """Which slots of one group each sweep times, and why each stopped. `unchanged`: the heads
+    whose code is the base's; `keys`: head -> case id (its tolerance); `enabled` False: every
+    slot timed every sweep (--perf-ab-full); `keep_full`: unchanged heads that keep the
+    profile's sweeps (an expectation pairs them with a changed row)."""
 
     def __init__(
         self,
@@ -201,25 +177,20 @@ class GroupBudget:
         passes: int,
         tolerances: Tolerances = Tolerances(),
         enabled: bool = True,
-        cap_factor: int = CAP_FACTOR,
-        stored_passes: int | None = None,
         keep_full: set[str] | frozenset[str] = frozenset(),
     ) -> None:
         self.enabled = enabled
         self.passes = passes
-        self.stored_passes = max(
-            1, min(passes, STORED_PASSES if stored_passes is None else stored_passes)
-        )
+        self.stored_passes = max(1, min(passes, STORED_PASSES))
         self.cut = {h for h in unchanged if h in pairs and h not in keep_full} if enabled else set()
         # changed heads whose pair is decided SLOWER stop like unchanged ones (_cut_unchanged)
         self.cut_slower = {h for h in pairs if h not in unchanged and h not in keep_full}
-        self.cap_factor = cap_factor
         self.tolerances = tolerances
         self.pairs = dict(pairs)
         self.keys = dict(keys)
         self.reference = reference
         self.min_pairs = stats.min_pairs_signed_rank(tolerances.alpha)
-        self.looks_max = max_looks(passes, cap_factor)
+        self.looks_max = max_looks(passes)
         self.confidence = interim_confidence(tolerances.alpha, self.looks_max)
         bases = {b: h for h, b in self.pairs.items()}
         self.slots: dict[str, _Slot] = {}
@@ -238,8 +209,6 @@ class GroupBudget:
         self.profile_rounds = 0  # set by the first sweep: passes x rounds per pass
         self.samples: dict[str, list[float]] = {n: [] for n in self.slots}
 
-    # what to time ----------------------------------------------------------------------------
-
     def active(self) -> list[str]:
         """The slots to time in the next sweep, in run order ([] when the group is done)."""
         if not self.enabled:
@@ -247,12 +216,11 @@ class GroupBudget:
         if self.sweep < self.passes:
             return [n for n, s in self.slots.items() if s.active]
         # extension: undecided changed pairs under the cap, their heads, and the reference
+        cap = CAP_FACTOR * self.profile_rounds
         ext = [
             h
             for h, b in self.pairs.items()
-            if self.slots[b].role == "changed-base"
-            and self.slots[b].active
-            and covered(self.slots[b].ranges) < self.cap_factor * self.profile_rounds
+            if self._extending(h) and covered(self.slots[b].ranges) < cap
         ]
         if not ext:
             return []
@@ -260,8 +228,6 @@ class GroupBudget:
         if self.reference in self.slots:
             keep.add(self.reference)
         return [n for n in self.slots if n in keep]
-
-    # what was timed --------------------------------------------------------------------------
 
     def record(self, timed: Mapping[str, Sequence[float]], rounds: int) -> None:
         """One sweep's samples (`rounds` rounds of the slots `active()` named); then the look."""
@@ -289,8 +255,7 @@ class GroupBudget:
                     slot.active = False
 
     def _cut_unchanged(self) -> None:
-        """Unchanged heads whose sentinel is done stop (the stored check has its sweeps); the
-        reference stops with the last head or new row it serves."""
+        """Unchanged heads whose sentinel is done stop; the reference with the last it serves."""
         for head in self.cut:
             h, base = self.slots[head], self.slots[self.pairs[head]]
             if h.active and not base.active:
@@ -342,17 +307,13 @@ class GroupBudget:
                 slot.decision = got
                 slot.active = False
                 slot.stopped = "profile" if last_profile else "decided"
-            elif covered(slot.ranges) >= self.cap_factor * self.profile_rounds:
+            elif covered(slot.ranges) >= CAP_FACTOR * self.profile_rounds:
                 slot.active, slot.stopped = False, "cap"
-        for head, base in self.pairs.items():  # the head follows its base through extension
-            if self.sweep >= self.passes:
-                s = self.slots[base]
-                if s.role == "changed-base" and self.slots[head].stopped != "stored":
-                    self.slots[head].stopped = s.stopped
-                elif self.slots[head].stopped != "stored":
-                    self.slots[head].stopped = "profile"
-
-    # what the results say --------------------------------------------------------------------
+        if self.sweep >= self.passes:  # the head follows its base through extension
+            for head, base in self.pairs.items():
+                h, b = self.slots[head], self.slots[base]
+                if h.stopped != "stored":
+                    h.stopped = b.stopped if b.role == "changed-base" else "profile"
 
     def info(self, name: str) -> dict[str, Any]:
         """extra_info.tilegate.budget of one slot."""
@@ -381,6 +342,7 @@ def summarize(infos: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """machine_info.tilegate.budget: the run's totals from every slot's budget info."""
     changed = [i for i in infos if i.get("role") == "changed-base"]
     sentinel = [i for i in infos if i.get("role") == "sentinel-base"]
+    cut = [i for i in infos if i.get("role") == "head" and i.get("stopped") == "stored"]
     rounds = sorted(int(i["rounds"]) for i in changed)
     return {
         "enabled": not any(i.get("full") for i in infos),
@@ -394,20 +356,9 @@ def summarize(infos: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "unchanged_cases": len(sentinel),
         "sentinel_rounds": sorted({int(i["rounds"]) for i in sentinel}),
         "sentinel_full": sum(i.get("stopped") == "profile" for i in sentinel),
-        "heads_cut": sum(i.get("role") == "head" and i.get("stopped") == "stored" for i in infos),
-        "slower_heads_cut": sum(
-            i.get("role") == "head"
-            and i.get("stopped") == "stored"
-            and i.get("decision") == "SLOWER"
-            for i in infos
-        ),
-        "cut_sweeps": sorted(
-            {
-                int(i.get("sweeps", 0))
-                for i in infos
-                if i.get("stopped") == "stored" and i.get("role") == "head"
-            }
-        ),
+        "heads_cut": len(cut),
+        "slower_heads_cut": sum(i.get("decision") == "SLOWER" for i in cut),
+        "cut_sweeps": sorted({int(i.get("sweeps", 0)) for i in cut}),
         "profile_sweeps": max((int(i.get("profile_sweeps", 0)) for i in infos), default=0),
     }
 

@@ -1,10 +1,8 @@
 """The one correctness check: run once, compare with the declared higher-precision reference.
 
-Shared by the perf suite (before a case's timing counts), the kernel tests and the tuning tools.
-A benchmark's factory hands out an output buffer filled with NaN (see docs/plugin.md), so an
-element the kernel never writes stays NaN and is caught as "unwritten" rather than passing on
-stale data; the reference output is the declaration's (`Benchmark.reference_output`), computed
-in higher precision than the variants. Outputs may be one tensor or a tuple / list of them.
+Shared by the perf suite, the kernel tests and the tuning tools. A benchmark's factory hands out
+an output buffer filled with NaN (docs/plugin.md), so an element the kernel never writes is
+caught as "unwritten" rather than passing on stale data. Outputs: a tensor, a tuple or list.
 """
 
 from __future__ import annotations
@@ -21,9 +19,7 @@ class Outcome:
 
     correct: bool
     rel_err: float
-    error: str | None = (
-        None  # set when the output is unusable (not returned, wrong shape, unwritten)
-    )
+    error: str | None = None  # the output is unusable (not returned, wrong shape, unwritten)
 
 
 def _tensors(x: Any) -> list[Any]:
@@ -79,12 +75,8 @@ def check_output(
                     f", rows {int(rows.min())}..{int(rows.max())}, "
                     f"cols {int(cols.min())}..{int(cols.max())}"
                 )
-            return Outcome(
-                False,
-                math.inf,
-                f"{int(unwritten.sum())} of {g.numel()} {what} elements were never written "
-                f"(unwritten: still NaN){where}",
-            )
+            never = f"{int(unwritten.sum())} of {g.numel()} {what} elements were never written"
+            return Outcome(False, math.inf, f"{never} (unwritten: still NaN){where}")
     rel = float((error or relative_error)(got, ref, params))
     return Outcome(math.isfinite(rel) and rel <= tol, rel)
 

@@ -54,21 +54,11 @@ def nvml() -> Any | None:
     """The initialised `pynvml` module (nvidia-ml-py), or None where it is missing or fails."""
     try:
         import pynvml
-    except ImportError:
-        return None
-    try:
+
         pynvml.nvmlInit()
-    except Exception:
+    except Exception:  # not installed, or no driver
         return None
     return pynvml
-
-
-def _nvml_driver() -> str | None:
-    nv = nvml()
-    if nv is None:
-        return None
-    version = nv.nvmlSystemGetDriverVersion()
-    return version.decode() if isinstance(version, bytes) else str(version)
 
 
 def gpu_info(device_index: int = 0) -> GpuInfo:
@@ -80,6 +70,8 @@ def gpu_info(device_index: int = 0) -> GpuInfo:
             f"no CUDA GPU visible to torch {torch.__version__} (torch.version.cuda={torch.version.cuda})"
         )
     props = torch.cuda.get_device_properties(device_index)
+    nv = nvml()
+    driver = _text(nv.nvmlSystemGetDriverVersion()) if nv is not None else None
     return GpuInfo(
         name=props.name,
         slug=slugify(props.name),
@@ -87,7 +79,7 @@ def gpu_info(device_index: int = 0) -> GpuInfo:
         capability=(props.major, props.minor),
         memory_gib=round(props.total_memory / 2**30, 1),
         l2_bytes=int(getattr(props, "L2_cache_size", 0) or 0),
-        driver=_nvml_driver() or "unknown",
+        driver=driver or "unknown",
         cuda=str(torch.version.cuda),
         serial=_serial(device_index, getattr(props, "uuid", None)),
     )
@@ -100,18 +92,16 @@ def _serial(device_index: int, uuid: Any) -> str | None:
         try:
             handle = nv.nvmlDeviceGetHandleByUUID(f"GPU-{uuid}") if uuid else None
             handle = handle or nv.nvmlDeviceGetHandleByIndex(device_index)
-            serial = nv.nvmlDeviceGetSerial(handle)
-            return serial.decode() if isinstance(serial, bytes) else str(serial)
+            return _text(nv.nvmlDeviceGetSerial(handle))
         except Exception:
             pass
     return f"GPU-{uuid}" if uuid else None
 
 
 def nvml_slug() -> str | None:
-    """The GPU's slug from NVML, without importing torch or starting CUDA (seconds saved in the
-    process that only names the baseline); None where NVML cannot say it for certain: no NVML,
-    no GPU visible (CUDA_VISIBLE_DEVICES empty or -1), GPUs of several models (CUDA's order of
-    them may differ from NVML's) or one in MIG mode (torch names the instance, not the board)."""
+    """The GPU's slug from NVML, without starting CUDA (seconds saved); None where NVML cannot say
+    it for certain: no GPU visible, GPUs of several models (CUDA's order may differ from NVML's)
+    or one in MIG mode (torch names the instance, not the board)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and visible.strip() in ("", "-1"):
         return None
@@ -125,11 +115,15 @@ def nvml_slug() -> str | None:
             with contextlib.suppress(nv.NVMLError_NotSupported):
                 if nv.nvmlDeviceGetMigMode(handle)[0]:
                     return None
-            name = nv.nvmlDeviceGetName(handle)
-            names.add(name.decode() if isinstance(name, bytes) else str(name))
+            names.add(_text(nv.nvmlDeviceGetName(handle)))
     except Exception:
         return None
     return slugify(names.pop()) if len(names) == 1 else None
+
+
+def _text(value: Any) -> str:
+    """An NVML string (bytes in older nvidia-ml-py)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def gpu_count() -> int:

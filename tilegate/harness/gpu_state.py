@@ -1,10 +1,8 @@
 """What the GPU does while the suite runs: clocks, power, temperature and throttling, from NVML.
 
-One model of a reading, `StateSample`, made by one reader (`Nvml.read`) in two depths: the
-background `StateSampler` reads the four fast-moving values every 50 ms while kernels run; the
-`StateLog` takes a full reading (every clock, the power limit, every reason) at the start, after
-each group and at the end. Without NVML (nvidia-ml-py) nothing is guessed: the log and the
-sampler say so. Nothing here changes the GPU: clocks, power limits and modes are only read.
+One reading, `StateSample`, in two depths: `StateSampler` reads the fast-moving values every
+50 ms while kernels run; `StateLog` a full reading at the start, after each group and at the
+end. Without NVML nothing is guessed. Nothing here changes the GPU: it is only read.
 """
 
 from __future__ import annotations
@@ -33,6 +31,7 @@ _OTHER_REASONS = {
     0x0000000000000100: "display_clock_setting",
 }
 NO_NVML = "nvidia-ml-py (pynvml) not importable: GPU state not recorded"
+MAX_SAMPLES = 200_000  # the sampler's, at most
 
 
 def _reasons(mask: int, names: dict[int, str]) -> tuple[str, ...]:
@@ -42,11 +41,7 @@ def _reasons(mask: int, names: dict[int, str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class StateSample:
-    """One NVML reading: perf_counter time, SM clock, power, temperature and clock-event reasons.
-
-    The fast reading (the sampler's) fills the first six fields; the full one (the log's) also
-    the slow-moving clocks and limit, every "other" reason, and the queries that failed.
-    """
+    """One NVML reading: the sampler's fast one fills the first six fields, the log's all."""
 
     t: float
     sm_clock_mhz: int | None
@@ -107,8 +102,7 @@ class Nvml:
         return self.nv.nvmlDeviceGetHandleByIndex(device_index)
 
     def read(self, *, full: bool = False) -> StateSample:
-        """A reading. Fast: any failing query raises. Full: each query that fails is noted in
-        `errors` and left None, so one unsupported query does not lose the others."""
+        """A reading. Fast: a failing query raises. Full: it is noted in `errors`, left None."""
         nv, h = self.nv, self.handle
         queries: dict[str, Callable[[], Any]] = {
             "sm_clock_mhz": lambda: int(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)),
@@ -125,12 +119,11 @@ class Nvml:
         values: dict[str, Any] = {}
         errors = []
         for key, query in queries.items():
-            if not full:
-                values[key] = query()
-                continue
             try:
                 values[key] = query()
             except Exception as err:
+                if not full:
+                    raise
                 values[key] = None
                 errors.append(f"{'clock event reasons' if key == 'reasons' else key}: {err}")
         mask = values.pop("reasons")
@@ -145,30 +138,26 @@ class Nvml:
         )
 
 
-def read_state(device_index: int = 0) -> StateSample | None:
+def read_state() -> StateSample | None:
     """A full reading now, or None without NVML."""
-    reader = Nvml.open(device_index)
+    reader = Nvml.open()
     return None if reader is None else reader.read(full=True)
 
 
 class StateLog:
     """Full readings over a run: at start, after each measured group, at end."""
 
-    def __init__(self, device_index: int = 0) -> None:
-        self.device_index = device_index
+    def __init__(self) -> None:
         self.samples: list[tuple[str, StateSample | None]] = []
 
     def sample(self, label: str) -> StateSample | None:
-        state = read_state(self.device_index)
+        state = read_state()
         self.samples.append((label, state))
         return state
 
     def summary(self, while_running: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Start and end state, whether the GPU slowed down at any sample, and notes for the report.
-
-        `while_running` is a StateSampler summary: it is kept under that key, adds a note on the
-        clock, power and power cap seen while kernels ran, and a slowdown it saw counts too.
-        """
+        """Start and end state, whether the GPU slowed down at any sample, and notes for the report;
+        `while_running` (a StateSampler summary) is kept, noted, and its slowdown counts too."""
         if not self.samples:
             return {
                 "start": None,
@@ -250,27 +239,20 @@ def window_stats(samples: Sequence[StateSample]) -> dict[str, Any]:
 
 
 class StateSampler:
-    """Reads SM clock, power, temperature and clock-event reasons every `interval_s` in a thread.
-
-    The StateLog's readings are taken between groups, when the GPU idles; this one sees the GPU
-    while kernels run, so each group can carry the clock and power it was timed at (`window`),
-    and a run can say whether it was power-capped or throttled while measuring. Without NVML
-    (or with `reader=None` and no NVML) it records nothing and says so.
-    """
+    """Reads SM clock, power, temperature and clock-event reasons every `interval_s` in a thread:
+    the GPU while kernels run (the StateLog's readings are taken while it idles), so each group
+    carries the clock and power it was timed at (`window`). Without NVML it records nothing and
+    says so."""
 
     def __init__(
         self,
         interval_s: float = 0.05,
-        device_index: int = 0,
         reader: Callable[[], StateSample] | None = None,
-        max_samples: int = 200_000,
     ) -> None:
         if interval_s <= 0:
             raise ValueError(f"interval_s must be > 0, got {interval_s}")
         self.interval_s = interval_s
-        self._device_index = device_index
         self._reader = reader
-        self._max = max_samples
         self.samples: list[StateSample] = []
         self.error: str | None = None
         self._stop = threading.Event()
@@ -281,10 +263,8 @@ class StateSampler:
         return self._reader is not None
 
     def start(self) -> StateSampler:
-        if self._reader is None:
-            nvml_reader = Nvml.open(self._device_index)
-            if nvml_reader is not None:
-                self._reader = nvml_reader.read
+        if self._reader is None and (nvml_reader := Nvml.open()) is not None:
+            self._reader = nvml_reader.read
         if self._reader is None:
             self.error = NO_NVML
             return self
@@ -294,7 +274,7 @@ class StateSampler:
 
     def _loop(self) -> None:
         assert self._reader is not None
-        while not self._stop.is_set() and len(self.samples) < self._max:
+        while not self._stop.is_set() and len(self.samples) < MAX_SAMPLES:
             try:
                 self.samples.append(self._reader())
             except Exception as err:  # a failing read ends sampling; the run goes on

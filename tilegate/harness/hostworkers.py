@@ -1,13 +1,9 @@
 """Host time across processes: the host-bound pairs of a two-process A/B timed in fresh workers.
 
-Two processes' host times do not pair (one's Python runs 20-80 % slower than another's), so after
-the paired rounds `measure` starts `Profile.host_procs` fresh workers a side (RemoteSide.fresh),
-side by side, and times them one at a time, AB BA BA AB ...: worker i of each side is a pair.
-Each (`time_host`) takes a call's median host time over about HOST_CALLS_S of calls with nothing
-queued ahead (the timer's host probe); the first of each side also profiles it (cProfile) and,
-on a GPU, asks whether it waits on the GPU inside (a busy-wait of known length queued ahead
-lengthens its host time). The rows get `host_procs_s`, `host_profile`, `syncs_inside`; the
-verdict is tilegate.judge.hostprocs' (docs/measuring.md).
+Two processes' host times do not pair (one's Python runs 20-80 % slower than another's), so
+after the paired rounds `measure` times `Profile.host_procs` fresh workers a side, one at a time,
+AB BA BA AB: worker i of each side is a pair; the first of each side also profiles the call.
+The verdict: tilegate.judge.hostprocs (docs/measuring.md).
 """
 
 from __future__ import annotations
@@ -23,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.harness.measure import group_seed
-from tilegate.harness.sides import _wire_case, unwire_case
+from tilegate.harness.sides import local, portable
 from tilegate.judge.hostprocs import MIN_PAIRS
 
 HOST_CALLS_S = 0.2  # each worker times each call for about this long ...
@@ -34,14 +30,12 @@ SYNC_PROBE_MIN_S = 0.002  # the busy-wait queued ahead of a call: at least this,
 
 
 def orders(procs: int) -> list[tuple[str, str]]:
-    """Which side's worker of pair i times first: AB BA BA AB, repeated (balanced in pairs and
-    in fours, so a trend over the run falls on both sides alike)."""
+    """Which side's worker of pair i times first: AB BA BA AB (a trend falls on both alike)."""
     return [("head", "base") if i % 4 in (0, 3) else ("base", "head") for i in range(procs)]
 
 
 def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
-    """Time the host-bound pairs of a two-process A/B in `procs` fresh workers per side (module
-    doc); their rows' extra gets the per-process medians. A failing worker is a SideFailure."""
+    """Time the host-bound pairs in `procs` fresh workers per side (a failing one: SideFailure)."""
     todo: dict[str, dict[str, list[Any]]] = {"head": {}, "base": {}}
     rows: dict[tuple[str, str], Any] = {}
     for prep in prepared:
@@ -56,7 +50,7 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
         return
     t0 = time.perf_counter()
     groups = {
-        side: [(g, [_wire_case(c) for c in cs], group_seed(g)) for g, cs in by.items()]
+        side: [(g, [portable(c) for c in cs], group_seed(g)) for g, cs in by.items()]
         for side, by in todo.items()
     }
     logs = measurer.sides["head"].log_path.parent / "host"
@@ -75,10 +69,10 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
         for f in started:
             if f.exception() is None:
                 f.result().kill()
-    measurer.host_procs = {"per_side": procs, "seconds": round(time.perf_counter() - t0, 2)}
+    measurer.host_timing = {"per_side": procs, "seconds": round(time.perf_counter() - t0, 2)}
     measurer.on_progress(
         f"host time of {len(rows) // 2} host-bound pair(s) in {procs} processes per side: "
-        f"{measurer.host_procs['seconds']:.1f} s"
+        f"{measurer.host_timing['seconds']:.1f} s"
     )
 
 
@@ -88,11 +82,10 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
 def time_host(
     measurer: Any, groups: list[Any], root: Path, *, first: bool
 ) -> dict[tuple[str, str], Any]:
-    """A worker's host times: {(group, slot): {"median_s", and in the first worker
-    "host_profile" and (a GPU) "syncs_inside"}} (module doc)."""
+    """A worker's host times: {(group, slot): {"median_s", first: "host_profile", ...}}."""
     out: dict[tuple[str, str], Any] = {}
     for group, wired, seed in groups:
-        cases = [unwire_case(c) for c in wired]
+        cases = [local(c) for c in wired]
         params = cases[0].params
         inputs = measurer.benchmark.inputs(params, measurer.device, seed)
         for case in cases:
@@ -120,8 +113,7 @@ def _host_of(measurer: Any, call: Callable[[], Any], root: Path, *, first: bool)
 
 
 def _waits_inside(torch: Any, call: Callable[[], Any], host_s: float) -> bool:
-    """Whether the call waits on the GPU inside: with a busy-wait of known length queued ahead,
-    its host time grows by more than half of it (module doc)."""
+    """Whether the call waits on the GPU inside (a busy-wait queued ahead lengthens it)."""
     from tilegate.harness.timing import HOLD_CLOCK_HZ
 
     sleep = max(SYNC_PROBE_MIN_S, 4 * host_s)

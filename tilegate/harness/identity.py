@@ -3,13 +3,8 @@
 `capture()` records, while the call runs, every Triton launch (wrapping `JITFunction.run`, or
 `InterpretedFunction.run` under the interpreter), every torch op it dispatches, on a GPU every
 kernel the CUDA profiler sees, and the project's host functions it runs; `identity()` hashes
-them per part (`code_parts`: triton, torch_ops, gpu_activity, host_code; scheme `SCHEME`).
-What each part holds and why (TTIR without locations, not SASS; each host function as its
-def's AST keyed by its path in its package; an autotuned launch by source and config space, its
-pick recorded apart): docs/gate.md, "The identity is the whole case".
-
-Relies on Triton's JIT internals (`JITFunction.run` returning the `CompiledKernel`); tested on
-the CPU under the interpreter (tests/test_escapes.py) and on the GPU by every A/B run.
+them per part. What each part holds and why: docs/gate.md, "The identity is the whole case".
+Relies on Triton's JIT internals (`JITFunction.run` returning the `CompiledKernel`).
 """
 
 from __future__ import annotations
@@ -23,16 +18,16 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tilegate.fingerprint import record
 from tilegate.fingerprint.extract import strip_locations
 from tilegate.harness.autotune import strip_docstrings
 
 PROFILE_ENV = "TILEGATE_IDENTITY_PROFILER"  # "0": no CUDA profiler in the identity (GPU only)
 
-KINDS = ("ttir", "sass", "ptx", "source", "reference")
 SCHEME = "case2"  # the prefix of a whole-case hash: hashes of other schemes are not compared
 # the profiler could not be read: the identity is unknown (no hash: never "unchanged", judged
 # on its time as a changed case is), its kind UNKNOWN so the report says why
@@ -68,19 +63,19 @@ class Launch:
 
 @dataclass
 class Captured:
+    """What `capture` saw of one call."""
+
     launches: list[Launch] = field(default_factory=list)
     ops: list[str] = field(default_factory=list)  # torch ops dispatched, with their operands
     kernels: list[str] = field(default_factory=list)  # GPU activity (profiler): name, grid
     packages: list[str] = field(default_factory=list)  # packages whose kernels were launched
     code: list[Any] = field(default_factory=list)  # the project's Python code objects that ran
     roots: list[str] = field(default_factory=list)  # package dirs whose code is the host code
-    # what explains the call (tilegate.fingerprint.record), never hashed: per Triton launch its
-    # name, grid and compile facts; the profiler's kernels with their durations; AOT handles
+    # never hashed: what explains the call (tilegate.fingerprint.record), the autotuners' picks
     explain: list[dict[str, Any]] = field(default_factory=list)
     handles: list[Any] = field(default_factory=list)
     activity: list[dict[str, Any]] = field(default_factory=list)
     activity_us: float | None = None
-    # the autotuners' picks of the call (tilegate.harness.autotune): recorded, never hashed
     autotune: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -89,17 +84,15 @@ class Identity:
     """The identity of one variant's compiled code: `hash` is what two sides compare."""
 
     hash: str  # "sha256:<hex>"
-    kind: str  # one of KINDS: how it was taken (comparable only within a kind)
+    kind: str  # ttir, sass, ptx, source, reference: how it was taken (compared within a kind)
     launches: int  # Triton launches per call
-    # what the hash is made of, each part's own short digest (which part differs when two
-    # sides' hashes do): "triton" (compiled code, grids, launch metadata), "torch_ops",
-    # "gpu_activity", "host_code"
+    # each part's short digest (which differs when two sides' hashes do): "triton",
+    # "torch_ops", "gpu_activity", "host_code"
     parts: tuple[tuple[str, str], ...] = ()
-    # tilegate.fingerprint.record's compact record of the call (not part of the hash) and the
-    # handles an ahead-of-time compile of its interpreter launches needs (never written)
+    # not hashed: tilegate.fingerprint.record's record of the call, the handles an AOT compile
+    # of its interpreter launches needs (never written), each autotuner pick the call used
     explain: dict[str, Any] | None = field(default=None, compare=False)
     handles: tuple[Any, ...] = field(default=(), compare=False, repr=False)
-    # each autotuner pick the call used: kernel, key, config, configs, space, how (not hashed)
     autotune: tuple[dict[str, Any], ...] = field(default=(), compare=False)
 
     def as_json(self) -> dict[str, Any]:
@@ -119,15 +112,7 @@ class Identity:
     def marked(self, what: str) -> Identity:
         """This identity with a test-only injection folded in: injected code is changed code."""
         digest = _sha(self.hash, what)
-        return Identity(
-            f"{SCHEME}:sha256:{digest}",
-            f"{self.kind}+injected",
-            self.launches,
-            self.parts,
-            self.explain,
-            self.handles,
-            self.autotune,
-        )
+        return replace(self, hash=f"{SCHEME}:sha256:{digest}", kind=f"{self.kind}+injected")
 
 
 def _sha(*parts: Any) -> str:
@@ -138,10 +123,8 @@ def _sha(*parts: Any) -> str:
     return h.hexdigest()
 
 
-def _grid(grid: Any, bound_args: Any = None) -> tuple[int, ...]:
-    if callable(grid):
-        grid = grid(bound_args)
-    return tuple(int(g) for g in grid)
+def _grid(grid: Any) -> tuple[int, ...]:
+    return tuple(int(g) for g in (grid(None) if callable(grid) else grid))
 
 
 def _meta(md: Any) -> tuple[tuple[str, Any], ...]:
@@ -167,7 +150,7 @@ def compiled_code(kernel: Any) -> tuple[str, str]:
 
 
 def _compiled_launch(kernel: Any, grid: Any) -> Launch:
-    """A GPU launch: its TTIR (see the module's docstring) plus grid and launch metadata."""
+    """A GPU launch: its TTIR, grid and launch metadata."""
     code, kind = compiled_code(kernel)
     return Launch(code, kind, _grid(grid), _meta(kernel.metadata))
 
@@ -190,12 +173,9 @@ def _interpreted_launch(fn: Any, grid: Any, kwargs: dict[str, Any]) -> Launch:
 
 @contextlib.contextmanager
 def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
-    """Record the Triton launches made inside the `with` block (this thread's process), and
-    what else the call runs. `owners`: objects (the variants' `make`s, head's and base's) whose
-    top-level packages hold the code under test: their functions are the host-code part (none
-    given: the packages whose kernels were launched). `host_only`: the launches and the host
-    code, without the torch ops and the CUDA profiler (a first call, whose identity is taken
-    from a second one: tilegate.harness.measure)."""
+    """Record what the call inside the `with` block runs. `owners` (the variants' `make`s): their
+    packages are the host-code part (none: those whose kernels were launched). `host_only`:
+    without the torch ops and the CUDA profiler (a first call)."""
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
@@ -203,7 +183,7 @@ def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
 
     seen = Captured(roots=source_roots(owners))
     watch = autotune.Watch()
-    originals: list[tuple[Any, Callable[..., Any]]] = []
+    jit_run, interpreter_run = JITFunction.run, InterpretedFunction.run
 
     def package_of(fn: Any) -> None:
         module = getattr(getattr(fn, "fn", fn), "__module__", None) or ""
@@ -211,51 +191,39 @@ def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
         if top and top not in seen.packages:
             seen.packages.append(top)
 
-    def compiled_run(orig: Callable[..., Any]) -> Callable[..., Any]:
-        def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-            kernel = orig(self, *args, grid=grid, warmup=warmup, **kwargs)
-            if watch.benchmarking:  # an autotuner timing its configs: not the call's work
-                return kernel
-            package_of(self)
-            if kernel is not None and not warmup:
-                if hasattr(kernel, "result"):  # an async compile
-                    kernel = kernel.result()
-                tuned = watch.current()
-                seen.launches.append(
-                    _compiled_launch(kernel, grid)
-                    if tuned is None
-                    else _autotuned_launch(tuned, compiled_code(kernel)[1])
-                )
-                seen.explain.append(_record().gpu_launch(self, kernel, grid, kwargs))
+    def compiled_run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        kernel = jit_run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        if watch.benchmarking:  # an autotuner timing its configs: not the call's work
             return kernel
+        package_of(self)
+        if kernel is not None and not warmup:
+            if hasattr(kernel, "result"):  # an async compile
+                kernel = kernel.result()
+            tuned = watch.current()
+            seen.launches.append(
+                _compiled_launch(kernel, grid)
+                if tuned is None
+                else _autotuned_launch(tuned, compiled_code(kernel)[1])
+            )
+            seen.explain.append(record.gpu_launch(self, kernel, grid, kwargs))
+        return kernel
 
-        return run
+    def interpreted_run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        if not warmup and not watch.benchmarking:
+            package_of(self)
+            tuned = watch.current()
+            seen.launches.append(
+                _interpreted_launch(self, grid, kwargs)
+                if tuned is None
+                else _autotuned_launch(tuned, "source")
+            )
+            entry, handle = record.interpreted_launch(self, args, grid, kwargs)
+            seen.explain.append(entry)
+            seen.handles.append(handle)
+        with _device_code():
+            return interpreter_run(self, *args, grid=grid, warmup=warmup, **kwargs)
 
-    def interpreted_run(orig: Callable[..., Any]) -> Callable[..., Any]:
-        def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-            if not warmup and not watch.benchmarking:
-                package_of(self)
-                tuned = watch.current()
-                seen.launches.append(
-                    _interpreted_launch(self, grid, kwargs)
-                    if tuned is None
-                    else _autotuned_launch(tuned, "source")
-                )
-                entry, handle = _record().interpreted_launch(self, args, grid, kwargs)
-                seen.explain.append(entry)
-                seen.handles.append(handle)
-            with _device_code():
-                return orig(self, *args, grid=grid, warmup=warmup, **kwargs)
-
-        return run
-
-    classes: list[tuple[Any, Callable[..., Any]]] = [
-        (JITFunction, compiled_run),
-        (InterpretedFunction, interpreted_run),
-    ]
-    for cls, wrap in classes:
-        originals.append((cls, cls.run))
-        cls.run = wrap(cls.run)
+    JITFunction.run, InterpretedFunction.run = compiled_run, interpreted_run
     try:
         with contextlib.ExitStack() as stack:
             watch = stack.enter_context(autotune.watching())
@@ -265,12 +233,11 @@ def capture(*owners: Any, host_only: bool = False) -> Iterator[Captured]:
                 yield seen
                 return
             stack.enter_context(_dispatched(seen.ops))
-            profiled = stack.enter_context(_gpu_activity(seen.kernels, seen))
+            profiled = stack.enter_context(_gpu_activity(seen))
             yield seen
             profiled()  # before the stack closes: it stops the profiler once, after a sync
     finally:
-        for cls, orig in originals:
-            cls.run = orig
+        JITFunction.run, InterpretedFunction.run = jit_run, interpreter_run
 
 
 def _operand(x: Any) -> Any:
@@ -294,10 +261,9 @@ def _dispatched(ops: list[str]) -> Iterator[None]:
     class Record(TorchDispatchMode):
         @classmethod
         def _should_skip_dynamo(cls) -> bool:
-            # torch wraps a mode's __torch_dispatch__ in dynamo.disable, so that code compiled by
-            # torch.compile does not trace into it, which imports torch._dynamo (2-3 s of CPU
-            # per process); where nothing has imported it, nothing compiled can run in the block
-            # (a variant that compiles did so in its first call, outside this mode)
+            # torch wraps a mode's __torch_dispatch__ in dynamo.disable, which imports
+            # torch._dynamo (2-3 s of CPU a process); where nothing has imported it, nothing
+            # compiled can run in the block (a variant compiles in its first call, outside it)
             return "torch._dynamo" in sys.modules
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -311,10 +277,9 @@ def _dispatched(ops: list[str]) -> Iterator[None]:
 
 @functools.cache
 def start_profiler() -> None:
-    """Start and stop the CUDA profiler, once per process (later calls do nothing), where the
-    identity uses it: its first start in a process takes seconds (4.5-6.3 s on the H200,
-    docs/results-h200.md), which tilegate.harness.precompile spends beside the compiles instead
-    of in the first check."""
+    """Start and stop the CUDA profiler once per process, where the identity uses it: its first
+    start takes seconds (4.5-6.3 s on the H200, docs/results-h200.md), spent beside the compiles
+    (tilegate.harness.precompile) instead of in the first check."""
     if not _profiling_gpu():
         return
     from torch.profiler import ProfilerActivity, profile
@@ -335,9 +300,8 @@ def _profiling_gpu() -> bool:
 
 
 @contextlib.contextmanager
-def _gpu_activity(kernels: list[str], seen: Captured | None = None) -> Iterator[Callable[[], None]]:
-    """The GPU's own record of the block (CUDA profiler): each kernel, memset and copy with its
-    grid, in launch order. Yields the function that reads it once the block has ended."""
+def _gpu_activity(seen: Captured) -> Iterator[Callable[[], None]]:
+    """The CUDA profiler's kernels, memsets, copies of the block; yields what reads them after."""
     if not _profiling_gpu():
         yield lambda: None
         return
@@ -361,14 +325,12 @@ def _gpu_activity(kernels: list[str], seen: Captured | None = None) -> Iterator[
                 (e for e in profiler.kineto_results.events() if _on_gpu(e)),
                 key=lambda e: e.start_ns(),
             )
-            for e in events:
-                kernels.append(repr((e.name(), _launch_shape(e))))
-            if seen is not None:
-                # without the profiler's times where this torch's events lack them
-                with contextlib.suppress(Exception):
-                    seen.activity, seen.activity_us = _record().gpu_activity(events)
+            seen.kernels += [repr((e.name(), _launch_shape(e))) for e in events]
+            # without the profiler's times where this torch's events lack them
+            with contextlib.suppress(Exception):
+                seen.activity, seen.activity_us = record.gpu_activity(events)
         except Exception as err:  # another torch's profiler API: the identity is unknown
-            kernels.append(f"{UNREADABLE}: {type(err).__name__}")
+            seen.kernels.append(f"{UNREADABLE}: {type(err).__name__}")
 
     try:
         yield read
@@ -417,6 +379,7 @@ FOREIGN = (
 _TOOL_IDS = (3, 4)  # sys.monitoring tool ids tried (0-2 and 5 are the debugger, coverage, ...)
 
 
+@functools.cache
 def _foreign_dirs() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """(FOREIGN packages' dirs, the standard library's dirs, the site-packages dirs): code
     under the first, or under the second and not the third, is never the project's."""
@@ -446,28 +409,17 @@ def _foreign_dirs() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     )
 
 
-_FOREIGN_CACHE: dict[str, bool] = {}
-_FOREIGN_DIRS: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None = None
-
-
+@functools.cache
 def _is_project(filename: str) -> bool:
-    """Whether code of this file can be the project's (a real .py file outside FOREIGN and the
-    standard library)."""
-    got = _FOREIGN_CACHE.get(filename)
-    if got is None:
-        global _FOREIGN_DIRS
-        if _FOREIGN_DIRS is None:
-            _FOREIGN_DIRS = _foreign_dirs()
-        packages, stdlib, sites = _FOREIGN_DIRS
-        real = str(Path(filename).resolve()) if filename.endswith(".py") else ""
-        got = (
-            bool(real)
-            and not real.startswith(packages)
-            and not (real.startswith(stdlib) and not real.startswith(sites))
-            and Path(real).is_file()
-        )
-        _FOREIGN_CACHE[filename] = got
-    return got
+    """Whether code of this file can be the project's (a .py file outside FOREIGN and stdlib)."""
+    packages, stdlib, sites = _foreign_dirs()
+    real = str(Path(filename).resolve()) if filename.endswith(".py") else ""
+    return (
+        bool(real)
+        and not real.startswith(packages)
+        and not (real.startswith(stdlib) and not real.startswith(sites))
+        and Path(real).is_file()
+    )
 
 
 _MONITOR: list[int] = []  # the sys.monitoring tool id this process holds (acquired once)
@@ -485,9 +437,8 @@ def _on_start(code: Any, offset: int) -> Any:
 
 @contextlib.contextmanager
 def _host_code(sink: list[Any]) -> Iterator[None]:
-    """Collect the project's code objects that start running inside the block (sys.monitoring
-    where it exists, Python >= 3.12: one look per code object outside the project; else a
-    profile function)."""
+    """Collect the project's code objects that start running inside the block (sys.monitoring on
+    Python >= 3.12: one look per code object outside the project; else a profile function)."""
     mon = getattr(sys, "monitoring", None)
     if mon is not None and not _MONITOR:
         for tool in _TOOL_IDS:
@@ -526,11 +477,9 @@ def _host_code(sink: list[Any]) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _device_code() -> Iterator[None]:
-    """Pause the host-code collection inside a kernel launch under the interpreter: there the
-    kernel's @jit functions run as Python, device code that the launch's source hash covers
-    (and that a GPU never runs as Python). With a profile function (Python < 3.12), which puts
-    the whole interpreter on its slow tracing path, the launch also runs in a third of the
-    time."""
+    """Pause the host-code collection inside an interpreter launch: its @jit functions run as
+    Python, device code the launch's source hash covers. With a profile function (Python <
+    3.12, the interpreter's slow tracing path) the launch also runs in a third of the time."""
     mon = getattr(sys, "monitoring", None)
     if _MONITOR and mon is not None and _SINK:
         events = mon.get_events(_MONITOR[0])
@@ -594,8 +543,7 @@ def _real(filename: str) -> str:
 
 
 def _module_globals(real: str) -> dict[str, Any]:
-    """The globals of the module loaded from `real` ({} for none); sys.modules is scanned again
-    only when a file is not known and modules were imported since the last scan."""
+    """The globals of the module loaded from `real` ({} for none), sys.modules scanned lazily."""
     global _GLOBALS_FROM
     if real not in _GLOBALS and len(sys.modules) != _GLOBALS_FROM:
         _GLOBALS_FROM = len(sys.modules)
@@ -622,9 +570,8 @@ def package_root(owner: Any) -> str | None:
 
 
 def source_roots(owners: Any) -> list[str]:
-    """The package directories of `owners`, each once: every side's copy of the code under
-    test, so that its code running in one side's call (a hook one copy installed) counts for
-    every side alike."""
+    """The package directories of `owners`, each once: every side's copy of the code under test
+    (a hook one copy installed counts for every side alike)."""
     return list(dict.fromkeys(r for o in owners if (r := package_root(o))))
 
 
@@ -632,10 +579,8 @@ _CO_OPTIMIZED = 0x1  # a function's code (not a module's or a class body's: impo
 
 
 def host_code_hash(codes: list[Any], roots: list[str] | tuple[str, ...]) -> str:
-    """The host code a call ran: per distinct function under `roots` (the packages of the code
-    under test; anything else is the same code object on both sides of an A/B run, one
-    process), its place in its package, its def's AST and the module-level scalars it reads;
-    sorted, so the order of first calls does not matter."""
+    """The host code a call ran: per distinct function under `roots` (the code under test), its
+    place in its package, its def's AST and the module-level scalars it reads; sorted."""
     parts = set()
     roots = tuple(sorted(roots, key=len, reverse=True))  # the innermost root first
     for code in dict.fromkeys(codes):
@@ -672,17 +617,15 @@ def host_code_hash(codes: list[Any], roots: list[str] | tuple[str, ...]) -> str:
 
 
 def _roots(captured: Captured) -> tuple[str, ...]:
-    """The code under test: the owners' packages (the A/B source: its copy is what differs
-    between the sides); without owners, the packages whose kernels were launched. A library
-    both sides share (liger_kernel under a user's wrappers) is left out: it is one code object
-    on both sides, and what it runs first in a process (a cache filled once) is not a change."""
+    """The code under test: the owners' packages, else those whose kernels were launched. A
+    library both sides share (liger_kernel under a user's wrappers) is left out: it is one code
+    object on both sides, and what it runs first in a process (a cache filled) is no change."""
     got: list[str | None] = [*captured.roots] or [package_root(p) for p in captured.packages]
     return tuple(dict.fromkeys(r for r in got if r))
 
 
 def identity(captured: Captured) -> Identity:
-    """The identity of a captured call (module docstring): its Triton launches, torch ops, GPU
-    activity and host code; the torch reference (no Triton launch) by torch's version too."""
+    """The identity of a captured call (the torch reference's by torch's version too)."""
     import torch
     import triton
 
@@ -698,35 +641,19 @@ def identity(captured: Captured) -> Identity:
         ("host_code", host_code_hash(captured.code, _roots(captured))[:16]),
     )
     whole = tuple(v for _, v in parts)
-    explained = _explained(captured)
-    handles = tuple(captured.handles)
-    picks = tuple(captured.autotune)
+    kinds = sorted({launch.kind for launch in captured.launches})
+    digest = _sha(whole) if kinds else _sha("reference", torch.__version__, whole)
+    hashed, kind = f"{SCHEME}:sha256:{digest}", "+".join(kinds) or "reference"
     if any(k.startswith(UNREADABLE) for k in captured.kernels):
-        return Identity("", UNKNOWN, len(captured.launches), parts, explained, handles, picks)
-    if not captured.launches:
-        digest = _sha("reference", torch.__version__, whole)
-        return Identity(
-            f"{SCHEME}:sha256:{digest}", "reference", 0, parts, explained, handles, picks
-        )
-    kinds = {launch.kind for launch in captured.launches}
-    kind = kinds.pop() if len(kinds) == 1 else "+".join(sorted(kinds))
-    digest = _sha(whole)
-    return Identity(
-        f"{SCHEME}:sha256:{digest}", kind, len(captured.launches), parts, explained, handles, picks
-    )
-
-
-def _record() -> Any:
-    from tilegate.fingerprint import record
-
-    return record
+        hashed, kind = "", UNKNOWN
+    launches, handles, picks = len(captured.launches), tuple(captured.handles), captured.autotune
+    return Identity(hashed, kind, launches, parts, _explained(captured), handles, tuple(picks))
 
 
 def _explained(captured: Captured) -> dict[str, Any] | None:
-    """tilegate.fingerprint.record's compact record of the call; None where it cannot be made
-    (the explanation then says so: recording never fails a case)."""
+    """The call's compact record (None where it cannot be made: recording never fails a case)."""
     try:
-        return _record().summarize(
+        return record.summarize(
             captured.explain, captured.ops, captured.activity, captured.activity_us
         )
     except Exception:

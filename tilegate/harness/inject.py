@@ -24,11 +24,8 @@ def parse_injections(specs: list[str]) -> list[tuple[str, str, str]]:
 
 
 def _slowed(variant: Any, fraction: float) -> Any:
-    """`variant` whose call is followed by `torch.cuda._sleep` worth `fraction` of its own time.
-
-    The sleep is calibrated on the first call (the correctness check, outside the timed rounds):
-    the call is timed with CUDA events and the spin loop's cycles per second measured once.
-    """
+    """`variant` whose call is followed by `torch.cuda._sleep` worth `fraction` of its own time,
+    calibrated on its first call (the correctness check, outside the timed rounds)."""
     if not 0 < fraction < 10:
         raise ValueError(f"slow fraction must be in (0, 10), got {fraction}")
 

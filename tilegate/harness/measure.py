@@ -1,11 +1,9 @@
 """Measure the groups of a run: same inputs per group, correctness first, then interleaved timing.
 
-A group is every variant at one grid point of the declared benchmark. Only variants that passed
-their check are timed, all together, round by round, so the ratios between them are paired;
-each group's rounds are spread over several sweeps of the whole run (see GroupMeasurer). What
-touches the code under test is a side's (tilegate.harness.side); in an A/B run every round
-times both sides back to back, in a balanced random order (`paired_rounds`), and a tuner flip
-is re-timed with both sides on the base's pick (`_retime`).
+A group is every variant at one grid point. Only variants that passed their check are timed,
+together, round by round, so their ratios are paired; what touches the code is a side's
+(tilegate.harness.sides). In an A/B run every round times both sides back to back, in a
+balanced random order, and a tuner flip is re-timed with both sides on the base's pick.
 """
 
 from __future__ import annotations
@@ -24,14 +22,12 @@ from typing import Any
 from tilegate.cases import BASE_SUFFIX, Case
 from tilegate.fingerprint.record import spent_s as explain_spent_s
 from tilegate.harness.budget import GroupBudget, Tolerances, aligned
-from tilegate.harness.side import CaseResult, SideMeasurer
-from tilegate.harness.sides import SideFailure
-from tilegate.harness.timing import host_info
+from tilegate.harness.identity import Identity
+from tilegate.harness.sides import CaseResult, SideFailure, SideMeasurer
+from tilegate.harness.timing import Samples, host_info
 from tilegate.judge.autotune import retime_config
 from tilegate.judge.stats import paired_ratio
 from tilegate.warnlog import Warned, unique
-
-__all__ = ["HANDOVER_BLOCK_S", "CaseResult", "GroupMeasurer", "group_seed", "paired_rounds"]
 
 # A side holds the GPU for at least this long before handing it to the other (whole rounds of
 # its slots): a hand-over costs a synchronise and a message through a pipe, ~0.1 ms, and its
@@ -46,9 +42,8 @@ def group_seed(group: str) -> int:
 def paired_rounds(
     rounds: int, block: int, sides: Sequence[str], rng: random.Random
 ) -> list[tuple[int, tuple[str, ...]]]:
-    """The blocks of a sweep of `rounds` rounds, `block` rounds each (the last may be shorter),
-    each with the order its sides take the GPU in: as many blocks start with one side as with
-    the other (one more for an odd count, chosen at random), shuffled (Pinpoint's pairs)."""
+    """The blocks of a sweep, `block` rounds each, each with the order its sides take the GPU
+    in: as many start with one side as with the other (an odd one at random), shuffled."""
     if rounds < 1 or block < 1:
         return []
     n = math.ceil(rounds / block)
@@ -67,15 +62,13 @@ class _Prepared:
     fns: dict[str, str]  # the slots that are timed, each with the side that times it
     pairs: dict[str, str] = field(default_factory=dict)  # A/B: slot -> its base slot
     rounds_per_pass: int = 0
-    rounds_done: int = 0  # rounds timed so far: the next round's number (its order)
+    rounds_done: int = 0  # the next round's number (its order)
     pace: dict[str, float] = field(default_factory=dict)  # per side: seconds per round (warm)
     samples: dict[str, list[float]] = field(default_factory=dict)
     pass_medians: dict[str, list[float]] = field(default_factory=dict)
     spans: list[tuple[float, float]] = field(default_factory=list)  # timed windows (perf_counter)
     seconds: float = 0.0
-    # where the preparing went: drawing the inputs and the reference output, the correctness
-    # calls (the first call compiles on a cold cache), the identity calls (a second call under
-    # the CUDA profiler): the progress line says it, so a slow run's minutes can be placed
+    # where the preparing went (inputs, compile, checks, identity): the progress line says it
     phases: dict[str, float] = field(default_factory=dict)
     budget: GroupBudget | None = None  # A/B: which slots each sweep times (tilegate.harness.budget)
     host: dict[str, list[float]] = field(default_factory=dict)  # host seconds per call, per round
@@ -86,102 +79,76 @@ class _Prepared:
     # change a process's host time: Liger's cross_entropy 1.9 -> 19 ms per call on the H200)
     shadow: str | None = None
     handovers: list[tuple[str, float]] = field(default_factory=list)  # (slot, first call's s)
-    # tuner flips (the same identity on both sides, another autotuner pick): head slot -> the
-    # picks both sides are re-timed with (tilegate.judge.autotune.retime_config: the base's)
+    # tuner flips: head slot -> the picks both sides are re-timed with (`_flips`), and per slot
+    # the re-time's GPU samples and host seconds, round by round
     retime: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    # their re-time on one config: per slot its GPU samples and host seconds, round by round
     pinned: dict[str, list[float]] = field(default_factory=dict)
     pinned_host: dict[str, list[float]] = field(default_factory=dict)
 
+    def identities(self) -> dict[str, tuple[Identity | None, Identity | None]]:
+        """Each pair's head slot -> (its identity, its base's)."""
+        got = self.results
+        return {h: (got[h].identity, got[b].identity) for h, b in self.pairs.items()}
 
+
+@dataclass(kw_only=True, eq=False)
 class GroupMeasurer:
     """Measures every group of the run once, on the first request, and serves the results.
 
-    All groups are prepared first (inputs drawn, every variant checked); then the timed rounds
-    of each group are split over `passes` sweeps across all groups. The GPU's state drifts over
-    seconds (power cap, temperature), shifting whole groups by +-0.5 % when each is timed in
-    one go; spreading a group over the run averages that out.
-
-    `sides` (an A/B run: {"head": ..., "base": ...}, tilegate.harness.sides) measure the slots of
-    their cases (a base case's slot is "<variant>@base"); without it one side in this process
-    measures every slot of `registry` with `timer`. `registry` names each slot's variant (its
-    `twin_of` and `reference` are read here; the calls are the sides').
+    All groups are prepared first; then each group's timed rounds are split over `passes` sweeps
+    across all groups: the GPU's state drifts over seconds (power cap, temperature), shifting
+    whole groups by +-0.5 % when each is timed in one go. `sides` (A/B: "head", "base") measure
+    their cases' slots; without it one SideMeasurer here measures every slot of `registry`.
     """
 
-    def __init__(
-        self,
-        *,
-        benchmark: Any,
-        registry: Mapping[str, Any],
-        timer: Any,
-        device: str,
-        capability: tuple[int, int] | None,
-        groups: Mapping[str, list[Case]],
-        passes: int = 1,
-        warmup_first_s: float = 2.0,
-        soak_s: float = 0.0,
-        sampler: Any = None,
-        on_group: Callable[[str, dict[str, CaseResult], float], None] | None = None,
-        on_progress: Callable[[str], None] | None = None,
-        ab_budget: bool = True,
-        ab_tolerances: Tolerances | None = None,
-        compile_threads: int = 0,
-        sides: Mapping[str, Any] | None = None,
-        host_procs: int = 0,
-    ) -> None:
-        if passes < 1:
-            raise ValueError(f"passes must be >= 1, got {passes}")
-        if soak_s < 0:
-            raise ValueError(f"soak_s must be >= 0, got {soak_s}")
-        self.soak_s = soak_s
-        self.sampler = sampler
-        self.soaked_s = 0.0
-        self.benchmark = benchmark
-        self.registry = registry
+    benchmark: Any
+    registry: Mapping[str, Any]
+    timer: Any
+    device: str
+    capability: tuple[int, int] | None
+    groups: Mapping[str, list[Case]]
+    passes: int = 1
+    warmup_first_s: float = 2.0
+    soak_s: float = 0.0
+    sampler: Any = None
+    on_group: Callable[[str, dict[str, CaseResult], float], None] | None = None
+    on_progress: Callable[[str], None] = lambda line: None
+    ab_budget: bool = True  # A/B: tilegate.harness.budget; False: --perf-ab-full
+    ab_tolerances: Tolerances = field(default_factory=Tolerances)
+    compile_threads: int = 0
+    sides: Any = None  # {name: side}; None: one SideMeasurer here
+    host_procs: int = 0  # two processes: tilegate.harness.hostworkers' workers a side
+
+    def __post_init__(self) -> None:
+        if self.passes < 1:
+            raise ValueError(f"passes must be >= 1, got {self.passes}")
+        if self.soak_s < 0:
+            raise ValueError(f"soak_s must be >= 0, got {self.soak_s}")
         # the variant every row's ratio_to_reference is measured against (Variant.reference)
         self.reference = next(
-            (name for name, v in registry.items() if getattr(v, "reference", False)), None
+            (name for name, v in self.registry.items() if getattr(v, "reference", False)), None
         )
-        self.timer = timer
-        self.config = timer.config
-        self.device = device
-        self.capability = capability
-        if sides is None:
-            sides = {
+        if self.sides is None:
+            self.sides = {
                 "head": SideMeasurer(
-                    benchmark=benchmark,
-                    registry=registry,
-                    timer=timer,
-                    device=device,
-                    capability=capability,
-                    compile_threads=compile_threads,
+                    benchmark=self.benchmark,
+                    registry=self.registry,
+                    timer=self.timer,
+                    device=self.device,
+                    capability=self.capability,
+                    compile_threads=self.compile_threads,
                 )
             }
-        self.sides = dict(sides)
-        self.groups = groups
-        self.passes = passes
-        self.warmup_first_s = warmup_first_s
-        self.on_group = on_group
-        # A/B: identity-aware budgeting (tilegate.harness.budget); False: both sides of every
-        # case timed every round (A/A calibration, --perf-ab-full)
-        self.ab_budget = ab_budget
-        self.ab_tolerances = ab_tolerances or Tolerances()
-        self.on_progress = on_progress or (lambda line: None)
+        self.sides = dict(self.sides)
         self._pace: dict[str, float] = {}  # seconds per round of each group, from the soak
         self._results: dict[str, CaseResult] = {}
-        # the first call of a side after a hand-over, as a fraction above the slot's median
+        # a side's first call after a hand-over, as a fraction above the slot's median
         self.handover_offsets: list[float] = []
         self.blocks = {"head-first": 0, "base-first": 0}
         self.rounds_log: dict[str, list[tuple[float, str]]] = {}
         self._t0 = time.perf_counter()
         self.failure: str | None = None  # why a side's process failed (no results then)
-        # two processes: workers a side timing host-bound pairs (harness.hostworkers), their cost
-        self.host_procs_per_side = host_procs
-        self.host_procs: dict[str, Any] | None = None
-
-    def side_of(self, case: Case) -> str:
-        """The side that measures `case`: the base's for its base slot in an A/B run."""
-        return "base" if case.base and "base" in self.sides else "head"
+        self.host_timing: dict[str, Any] | None = None  # what the host workers took
 
     def warnings_seen(self) -> list[dict[str, Any]]:
         """Every distinct Triton / torch warning of the run: how often, and the first case."""
@@ -196,16 +163,9 @@ class GroupMeasurer:
             compiled, timed = side.warnings_seen()
             compiling += compiled
             seen += timed + compiled
-        return [
-            {
-                **w.to_json(),
-                "count": n,
-                "first_case": first.get(
-                    w, "while compiling" if w in set(compiling) else "while timing"
-                ),
-            }
-            for w, n in unique(seen)
-        ]
+        for w in seen:  # one not raised in a case's checks: the first while compiling or timing
+            first.setdefault(w, "while compiling" if w in compiling else "while timing")
+        return [{**w.to_json(), "count": n, "first_case": first[w]} for w, n in unique(seen)]
 
     def result(self, case: Case) -> CaseResult:
         if not self._results:
@@ -220,15 +180,14 @@ class GroupMeasurer:
             raise KeyError(f"case {case.test_id} is not in the groups this measurer was given")
         return self._results[case.test_id]
 
-    # -- internals -------------------------------------------------------------------------
-
     def _prepare(self, group: str, group_cases: list[Case]) -> _Prepared:
         """Each side draws the group's inputs and checks its cases; the checked ones are timed."""
         t0 = time.perf_counter()
         prep = _Prepared(group, {}, {})
         by_side: dict[str, list[Case]] = {}
-        for case in group_cases:
-            by_side.setdefault(self.side_of(case), []).append(case)
+        for case in group_cases:  # a base case: the base's side, where there is one
+            side = "base" if case.base and "base" in self.sides else "head"
+            by_side.setdefault(side, []).append(case)
         ref = next((c for c in group_cases if c.variant == self.reference and not c.base), None)
         shadow = None
         if ref is not None and "base" in by_side and "base" in self.sides:
@@ -245,10 +204,9 @@ class GroupMeasurer:
             prep.fns |= {slot: name for slot in timed}
             for k, v in phases.items():
                 prep.phases[k] = prep.phases.get(k, 0.0) + v
+        timed = prep.fns.keys()
         prep.pairs = {
-            c.variant: c.slot
-            for c in group_cases
-            if c.base and c.variant in prep.fns and c.slot in prep.fns
+            c.variant: c.slot for c in group_cases if c.base and {c.variant, c.slot} <= timed
         }
         self._explain_changed(prep)
         prep.retime = self._flips(prep)
@@ -257,28 +215,22 @@ class GroupMeasurer:
 
     @staticmethod
     def _flips(prep: _Prepared) -> dict[str, list[dict[str, Any]]]:
-        """The pairs whose identities are the same and whose autotuner picks are not (a tuner
-        flip), each with the picks both sides are re-timed with (the base's)."""
+        """Tuner flips (same identity, other picks), each with the base's picks to re-time on."""
         out: dict[str, list[dict[str, Any]]] = {}
-        for head, base in prep.pairs.items():
-            h, b = prep.results[head].identity, prep.results[base].identity
+        for head, (h, b) in prep.identities().items():
             if h is None or b is None or not h.hash or not b.hash:
                 continue
-            picks = retime_config(h.hash == b.hash, b.autotune, h.autotune)
-            if picks:
+            if picks := retime_config(h.hash == b.hash, b.autotune, h.autotune):
                 out[head] = [dict(p) for p in picks]
         return out
 
     def _explain_changed(self, prep: _Prepared) -> None:
-        """The compile facts that explain a changed pair (tilegate.explain; AOT under the
-        interpreter), recorded by the side that ran each call."""
+        """The compile facts that explain a changed pair, from the side that ran each call."""
         want: dict[str, list[str]] = {}
-        for head, base in prep.pairs.items():
-            h, b = prep.results[head].identity, prep.results[base].identity
-            if h is None or b is None or h.hash == b.hash:
-                continue
-            for slot in (head, base):
-                want.setdefault(prep.fns[slot], []).append(slot)
+        for head, (h, b) in prep.identities().items():
+            if h is not None and b is not None and h.hash != b.hash:
+                for slot in (head, prep.pairs[head]):
+                    want.setdefault(prep.fns[slot], []).append(slot)
         for name, slots in want.items():
             for slot, facts in self.sides[name].explain(prep.group, slots).items():
                 res = prep.results[slot]
@@ -301,17 +253,17 @@ class GroupMeasurer:
                 + (f"; first: {shorten(failures[0], 300)}" if failures else "")
             )
         self._time(prepared)
-        if len(self.sides) > 1 and self.host_procs_per_side:
+        if len(self.sides) > 1 and self.host_procs:
             from tilegate.harness import hostworkers
 
-            hostworkers.measure(self, prepared, self.host_procs_per_side)
+            hostworkers.measure(self, prepared, self.host_procs)
         if len(self.sides) == 1:  # the side is this process (an A/B's sides log their own)
             self.on_progress(
                 f"recording what explains each case took {explain_spent_s():.2f} s in this process"
             )
 
     def _time(self, prepared: list[_Prepared]) -> None:
-        config = self.config
+        config = self.timer.config
         self._soak([p for p in prepared if p.fns])
         for p in range(self.passes):
             self.on_progress(f"timing pass {p + 1}/{self.passes} over {len(prepared)} groups")
@@ -348,8 +300,7 @@ class GroupMeasurer:
             self._finish(prep)
 
     def _split(self, prep: _Prepared, names: Sequence[str]) -> dict[str, list[str]]:
-        """`names` by the side that times them, in the sides' order (the base's with the
-        shadow of the reference where the head's reference is among them)."""
+        """`names` by the side that times them (the base's with the reference's shadow)."""
         out: dict[str, list[str]] = {}
         for side in self.sides:
             mine = [n for n in names if prep.fns.get(n) == side]
@@ -359,18 +310,10 @@ class GroupMeasurer:
                 out[side] = mine
         return out
 
-    def _warm(
-        self,
-        prep: _Prepared,
-        names: Sequence[str],
-        seconds: float,
-        pinned: Sequence[Mapping[str, Any]] | None = None,
-    ) -> float:
-        """Each side runs its slots' calls in turn (`seconds` shared out); seconds per round of
-        all of them. `pinned`: their autotuners on these picks (`_retime`)."""
+    def _warm(self, prep: _Prepared, names: Sequence[str], seconds: float, **pin: Any) -> float:
+        """Each side warms its slots (`seconds` shared out); seconds per round of all of them."""
         split = self._split(prep, names)
         found: set[str] = set()
-        pin: dict[str, Any] = {"pinned": pinned} if pinned else {}
         for side, mine in split.items():
             prep.pace[side], held = self.sides[side].warm(
                 prep.group, mine, seconds / len(split), **pin
@@ -386,30 +329,20 @@ class GroupMeasurer:
             self.sides["base"].hold(prep.group, [prep.shadow])
         return sum(prep.pace.get(side, 0.0) for side in split)
 
-    def _timed(
-        self,
-        prep: _Prepared,
-        names: Sequence[str],
-        rounds: int,
-        pinned: Sequence[Mapping[str, Any]] | None = None,
-    ) -> dict[str, list[float]]:
-        """`rounds` rounds of `names`. One side: its own interleaved rounds. Two sides: paired
-        rounds across the processes, block by block (HANDOVER_BLOCK_S), each block timing one
-        side's slots and then the other's (`paired_rounds`); a side waits until its work has
-        finished before it hands the GPU over, and its first call after a hand-over is timed
-        apart and not counted. `pinned`: the autotuners of the calls on these picks, the host
-        seconds kept apart (`_retime`)."""
+    def _timed(self, prep: _Prepared, names: Sequence[str], rounds: int, **pin: Any) -> Samples:
+        """`rounds` rounds of `names`. Two sides: paired rounds, block by block (`paired_rounds`),
+        a side's work finished before it hands the GPU over, its first call after a hand-over
+        timed apart. `pinned=`: the calls' autotuners on these picks, host seconds kept apart."""
         split = self._split(prep, names)
         out: dict[str, list[float]] = {n: [] for n in names}
         first = prep.rounds_done
         prep.rounds_done += rounds
-        more: dict[str, Any] = {"pinned": pinned} if pinned else {}
-        host = prep.pinned_host if pinned else prep.host
+        host = prep.pinned_host if pin else prep.host
         if len(split) == 1:
             ((side, mine),) = split.items()
             pairs = {h: b for h, b in prep.pairs.items() if h in mine and b in mine}
             got = self.sides[side].time(
-                prep.group, mine, rounds, first_round=first, pairs=pairs, **more
+                prep.group, mine, rounds, first_round=first, pairs=pairs, **pin
             )
             self._took(prep, got, out, host)
             return out
@@ -422,7 +355,7 @@ class GroupMeasurer:
             self.blocks[f"{order[0]}-first"] = self.blocks.get(f"{order[0]}-first", 0) + 1
             for side in order:
                 got = self.sides[side].time(
-                    prep.group, split[side], k, first_round=first, handover=True, **more
+                    prep.group, split[side], k, first_round=first, handover=True, **pin
                 )
                 self._took(prep, got, out, host)
                 if got.handover is not None:
@@ -434,8 +367,7 @@ class GroupMeasurer:
     def _took(
         prep: _Prepared, got: Any, out: dict[str, list[float]], host: dict[str, list[float]]
     ) -> None:
-        """A side's answer: its GPU samples into `out`, its host seconds per call beside them
-        in `host` (the shadow's are dropped)."""
+        """A side's answer: GPU samples into `out`, host seconds into `host` (not the shadow's)."""
         for n, xs in got.samples.items():
             if n != prep.shadow:
                 out[n] += xs
@@ -467,11 +399,11 @@ class GroupMeasurer:
         """The group's A/B plan, from the identities its correctness calls captured."""
         if not prep.pairs:
             return None
-        unchanged = set()
-        for head, base in prep.pairs.items():
-            h, b = prep.results[head].identity, prep.results[base].identity
-            if h is not None and b is not None and h.hash and b.hash and h.hash == b.hash:
-                unchanged.add(head)
+        unchanged = {
+            head
+            for head, (h, b) in prep.identities().items()
+            if h is not None and b is not None and h.hash and h.hash == b.hash
+        }
         return GroupBudget(
             list(prep.fns),
             pairs=prep.pairs,
@@ -490,11 +422,8 @@ class GroupMeasurer:
         changed = {h for h in pairs if h not in unchanged}
         kept: set[str] = set()
         for e in getattr(self.benchmark, "expectations", ()) or ():
-            sides = {
-                s
-                for s in (getattr(e, "faster", None), getattr(e, "than", None))
-                if isinstance(s, str)
-            }
+            named = (getattr(e, "faster", None), getattr(e, "than", None))
+            sides = {s for s in named if isinstance(s, str)}
             if sides & changed:
                 kept |= sides & set(pairs)
         return kept
@@ -503,10 +432,8 @@ class GroupMeasurer:
         """Run the groups' kernels in turn, untimed, for about `soak_s` seconds."""
         if self.soak_s <= 0 or not prepared:
             return
-        temp = self._temperature()
         self.on_progress(
-            f"soaking the GPU for {self.soak_s:g} s with the run's kernels"
-            + (f" (now {temp} C)" if temp is not None else "")
+            f"soaking the GPU for {self.soak_s:g} s with the run's kernels{self._now()}"
         )
         chunk = min(0.5, self.soak_s / len(prepared))
         t0 = time.perf_counter()
@@ -516,22 +443,17 @@ class GroupMeasurer:
                 self._pace[prep.group] = self._warm(prep, list(prep.fns), chunk)
                 if time.perf_counter() - t0 >= self.soak_s:
                     break
-        self.soaked_s = time.perf_counter() - t0
-        temp = self._temperature()
-        self.on_progress(
-            f"soaked {self.soaked_s:.1f} s" + (f" (now {temp} C)" if temp is not None else "")
-        )
+        self.on_progress(f"soaked {time.perf_counter() - t0:.1f} s{self._now()}")
 
-    def _temperature(self) -> int | None:
+    def _now(self) -> str:
+        """ " (now 61 C)": the GPU's temperature, where the sampler has it."""
         samples = getattr(self.sampler, "samples", None)
-        return samples[-1].temperature_c if samples else None
+        temp = samples[-1].temperature_c if samples else None
+        return f" (now {temp} C)" if temp is not None else ""
 
     def _retime(self, prep: _Prepared) -> None:
-        """Each tuner flip of the group timed again with both sides on one config (the base's
-        pick: `prep.retime`), in paired rounds of its own after the group's last sweep: as many
-        rounds as the profile gives the group, after a short warm-up that compiles the pinned
-        config where a side had not. Its samples are recorded beside the as-picked ones
-        (`extra_info.tilegate.pinned`); the judge decides on them (tilegate.judge.abcase)."""
+        """Each tuner flip of the group timed again, both sides on the base's pick, after its last
+        sweep: the profile's rounds, after a short warm-up; the judge decides on these samples."""
         by_pick: dict[str, list[str]] = {}
         for head, picks in prep.retime.items():
             base = prep.pairs.get(head)
@@ -553,8 +475,7 @@ class GroupMeasurer:
             prep.seconds += time.perf_counter() - t0
 
     def _pinned_extra(self, prep: _Prepared, slot: str) -> dict[str, Any] | None:
-        """extra_info.tilegate.pinned of a re-timed slot: the picks both sides ran, its samples
-        and host times on them, and (a head slot) its paired ratio to the base's."""
+        """extra_info.tilegate.pinned of a re-timed slot: the picks, its times, its ratio."""
         samples = prep.pinned.get(slot)
         if not samples:
             return None
@@ -573,28 +494,20 @@ class GroupMeasurer:
     def _finish(self, prep: _Prepared) -> None:
         if prep.retime:
             self._retime(prep)
-        ref_samples = prep.samples.get(self.reference) if self.reference else None
         state = self.sampler.window(prep.spans) if self.sampler is not None else None
         ranges = (
             {n: s.ranges for n, s in prep.budget.slots.items()} if prep.budget is not None else {}
         )
         for name, res in prep.results.items():
             res.samples_s = prep.samples.get(name, [])
-            res.extra = self._extra(res, ref_samples, prep.samples, ranges)
-            res.extra.update(
-                host_info(
-                    prep.host.get(name),
-                    res.samples_s,
-                    name in prep.held,
-                    prep.host_probe.get(name),
-                )
-            )
+            res.extra = self._extra(res, prep.samples, ranges)
+            held, probe = name in prep.held, prep.host_probe.get(name)
+            res.extra.update(host_info(prep.host.get(name), res.samples_s, held, probe))
             if prep.budget is not None and name in prep.budget.slots:
                 # which of the group's rounds this row was timed in, and why it stopped
                 res.extra["timed_in"] = prep.budget.timed_in(name)
                 res.extra["budget"] = prep.budget.info(name)
-            pinned = self._pinned_extra(prep, name)
-            if pinned is not None:  # a tuner flip re-timed on one config (`_retime`)
+            if (pinned := self._pinned_extra(prep, name)) is not None:  # a tuner flip's re-time
                 res.extra["pinned"] = pinned
             if res.samples_s:
                 res.extra["pass_medians_s"] = prep.pass_medians.get(name, [])
@@ -611,9 +524,7 @@ class GroupMeasurer:
             self.on_group(prep.group, prep.results, prep.seconds)
 
     def pairing(self) -> dict[str, Any] | None:
-        """machine_info.tilegate.pairing: how the rounds of an A/B's two processes were paired
-        (None with one side): the blocks each side began, and the first call after a hand-over
-        (timed apart, never counted) as a fraction above its slot's median."""
+        """machine_info.tilegate.pairing: how two processes' rounds were paired (None: one side)."""
         if len(self.sides) < 2:
             return None
         offsets = sorted(self.handover_offsets)
@@ -627,22 +538,20 @@ class GroupMeasurer:
                 "counted": False,
             },
             "rounds_log": {g: [list(b) for b in log] for g, log in self.rounds_log.items()},
-            **({"host_procs": self.host_procs} if self.host_procs else {}),
+            **({"host_procs": self.host_timing} if self.host_timing else {}),
         }
 
     def _extra(
-        self,
-        res: CaseResult,
-        ref_samples: list[float] | None,
-        samples: dict[str, list[float]],
-        ranges: Mapping[str, Any] | None = None,
+        self, res: CaseResult, samples: dict[str, list[float]], ranges: Mapping[str, Any]
     ) -> dict[str, Any]:
         case = res.case
-        ranges = ranges or {}
 
-        def paired(x: list[float], other: str | None, y: list[float]) -> float:
-            # rows budgeted into different rounds are paired over the rounds both were timed in
-            xs, ys = aligned(x, ranges.get(case.slot), y, ranges.get(other or ""))
+        def paired(other: str | None) -> float | None:
+            """This row's ratio to `other`'s over the rounds both were timed in, or None."""
+            ys = samples.get(other or "")
+            if not ys or not res.samples_s:
+                return None
+            xs, ys = aligned(res.samples_s, ranges.get(case.slot), ys, ranges.get(other or ""))
             return paired_ratio(xs, ys)
 
         extra: dict[str, Any] = {
@@ -680,25 +589,13 @@ class GroupMeasurer:
             if work.bytes is not None:
                 extra["gbps"] = round(work.bytes / med / 1e9, 3)
             extra["ratio_to_reference"] = (
-                paired(res.samples_s, self.reference, ref_samples)
-                if ref_samples and case.variant != self.reference
-                else None
+                paired(self.reference) if case.variant != self.reference else None
             )
-        variant = self.registry.get(case.slot)
-        twin = getattr(variant, "twin_of", None)
+        twin = getattr(self.registry.get(case.slot), "twin_of", None)
         if twin:
             extra["twin"] = twin
-            twin_slot = f"{twin}{BASE_SUFFIX}" if case.base else twin
-            twin_samples = samples.get(twin_slot)
-            extra["ratio_to_twin"] = (
-                paired(res.samples_s, twin_slot, twin_samples)
-                if twin_samples and res.samples_s
-                else None
-            )
-        base_samples = None if case.base else samples.get(f"{case.variant}{BASE_SUFFIX}")
-        if base_samples and res.samples_s:
-            # A/B: head / base, paired round by round (the pair ran back to back every round)
-            extra["ratio_to_base"] = paired(
-                res.samples_s, f"{case.variant}{BASE_SUFFIX}", base_samples
-            )
+            extra["ratio_to_twin"] = paired(f"{twin}{BASE_SUFFIX}" if case.base else twin)
+        # A/B: head / base, paired round by round (the pair ran back to back every round)
+        if not case.base and (to_base := paired(f"{case.variant}{BASE_SUFFIX}")) is not None:
+            extra["ratio_to_base"] = to_base
         return extra

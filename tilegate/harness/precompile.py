@@ -1,17 +1,10 @@
 """Cold compiles side by side: a group's Triton kernels compiled in threads before its checks.
 
-Triton's compiler spends most of a cold compile outside the GIL (MLIR passes, LLVM, ptxas in a
-subprocess), so threads compile in parallel (what it saves, measured: docs/measuring.md, "Cold
-compiles side by side"). `first_calls` calls each callable of the group once, each in a worker
-thread, with every Triton launch made compile-only (`JITFunction.run(..., warmup=True)`): the
-kernels land in the JIT's in-memory cache and nothing reaches the GPU from a worker but the
-torch ops of the callables. An autotuned kernel stops its worker (AutotuneDeferred: its tuning
-times configs, which must not share the GPU), and a worker's exception is dropped: the serial
-correctness call meets it again and fails its own case with it.
-
-The identity is not affected: it is taken from the correctness call and a second call, both in
-the main thread. The compiles' warnings are recorded for the run (the report's "while
-compiling"), not per case: Python's warning filters are one per process.
+Triton's compiler spends most of a cold compile outside the GIL (MLIR, LLVM, ptxas), so threads
+compile in parallel (docs/measuring.md). Each callable is called once in a worker thread, every
+launch compile-only: nothing reaches the GPU but the callables' torch ops. An autotuned kernel
+stops its worker (its tuning must not share the GPU); a worker's exception is dropped (the serial
+check meets it again). The warnings are the run's (Python's filters are one per process).
 """
 
 from __future__ import annotations
@@ -37,8 +30,7 @@ def default_threads() -> int:
 
 @contextlib.contextmanager
 def compile_only() -> Iterator[None]:
-    """Inside the block, a worker thread's Triton launches compile and do not run, and an
-    autotuned kernel raises AutotuneDeferred; the main thread's calls are untouched."""
+    """Inside the block, a worker thread's launches only compile (a tuner's: AutotuneDeferred)."""
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.jit import JITFunction
 

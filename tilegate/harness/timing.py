@@ -1,17 +1,10 @@
 """The timer: device time per call, interleaved rounds, an explicit L2 policy.
 
-GPU work is asynchronous, so a host clock around a launch measures the launch queue. Here each
-call is bracketed by a pair of CUDA events, the L2 cache is flushed (a buffer several times the
-L2 is zeroed) before every timed call by default, and the variants of one group take turns in
-every round so that clock and thermal drift fall on all of them alike: ratios between them are
-then paired, round by round. Events are read once, after the last round, so the host never
-stalls the GPU between calls.
-
-Host-bound calls (`hold_host`, `hold_host_bound`: a busy-wait kernel queued before each sample
-so the whole call is queued before the GPU reaches its start event; the host time taken in the
-warm-up with nothing queued ahead, `_probe_host`; HOST_BOUND_RATIO): docs/measuring.md,
-"Host-bound calls" and "Host time per call, every case". The verdict of a host-bound case
-is on its host time (tilegate.judge.abcase).
+GPU work is asynchronous, so a host clock around a launch measures the launch queue: each call
+is bracketed by CUDA events (read after the last round), the L2 flushed before every timed call
+by default, and a group's variants take turns every round, so drift falls on all alike. A
+host-bound call is held: a busy-wait queued before each sample, so the whole call is queued
+before the GPU reaches its start event (docs/measuring.md, "Host-bound calls").
 """
 
 from __future__ import annotations
@@ -24,17 +17,17 @@ from dataclasses import dataclass
 from typing import Any
 
 L2_FLUSH_MIN_BYTES = 256 * 2**20
+Calls = Mapping[str, Callable[[], Any]]  # slot name -> its call
+Pairs = Mapping[str, str] | None  # an A/B's head slot -> its base slot
+Samples = dict[str, list[float]]  # slot name -> seconds, one per round
 
 
 @dataclass(frozen=True)
 class TimerConfig:
     """How long to time a group: at least `rounds` rounds and at least `min_time_s` of them.
-
-    Single calls of a power-capped GPU jitter by several percent (clock changes on a scale of
-    tens of milliseconds), so a median over 40 calls of 0.2 ms, 8 ms of GPU time, still moves
-    2-3 % between processes. Timing each group for a fixed time instead of a fixed count puts
-    hundreds of rounds into the fast groups and keeps every median to about 1 %.
-    """
+    A power-capped GPU's calls jitter by several percent (clock changes over tens of ms): a median
+    over 40 calls of 0.2 ms (8 ms of GPU time) still moves 2-3 % between processes; a fixed time
+    puts hundreds of rounds into the fast groups and keeps every median to about 1 %."""
 
     rounds: int = 40  # the minimum number of rounds
     min_time_s: float = 0.0  # ... and the minimum time of the timed rounds of a group
@@ -65,13 +58,11 @@ class TimerConfig:
 
 def round_order(names: list[str], r: int, pairs: Mapping[str, str] | None = None) -> list[str]:
     """The order of round `r`: rotated every round so no variant always runs first (or right
-    after another). A pair (an A/B run's variant and its base version) moves as one unit, the
-    two back to back under the same GPU state; which of the two goes first swaps once every
-    rotation (every len(units) rounds), so that over 2 x len(units) rounds each side of a pair
-    runs after every other unit as often as its partner does. Swapping every other round instead
-    tied the swap to the rotation: with one reference and one pair, the head always ran right
-    after the reference or its base, never first (fla on the H200: the held head's host time
-    above its base's in 9 of 10 A/A rows, +0 to +34 %, docs/results-h200.md round 15)."""
+    after another). A pair (a variant and its base version) moves as one unit, back to back;
+    which of the two goes first swaps once every rotation, so each side of a pair runs after
+    every other unit as often as its partner. (Swapping every other round tied the swap to the
+    rotation: fla on the H200, the held head's host time above its base's in 9 of 10 A/A rows,
+    +0 to +34 %, docs/results-h200.md round 15.)"""
     units: list[tuple[str, ...]] = []
     placed: set[str] = set()
     for name in names:
@@ -96,8 +87,7 @@ HOLD_MIN_S = 20e-6
 # timed back to back, a host-bound call's events follow its host time (ratio ~1), a GPU-bound
 # call's host returns long before its kernels end (the matmul's: < 0.1)
 HOST_BOUND_RATIO = 0.8
-# calls per callable whose host time is taken with nothing queued ahead (CudaTimer._probe_host)
-HOST_PROBE_ROUNDS = 5
+HOST_PROBE_ROUNDS = 5  # calls per callable timed with nothing queued ahead (_probe_host)
 
 
 class CudaTimer:
@@ -111,18 +101,14 @@ class CudaTimer:
         self._torch = torch
         self._enqueue_s: dict[str, list[float]] = {}  # host seconds to queue each call
         self._event_s: dict[str, float] = {}  # warm-up: median event seconds of each call
-        # the host-bound calls the GPU waits for (module doc), by callable: slot names recur in
-        # every group, a group's callables live for the whole run
+        # by callable (slot names recur in every group; a group's callables live for the run):
+        # the held calls, those whose holding is decided (once, at their first warm-up, so a
+        # call is held in every round or in none), their host seconds with nothing queued ahead
         self._held: set[int] = set()
-        # the callables whose holding is decided (`_find_host_bound`): once, at their first
-        # warm-up, so that a call is held in every round or in none (its host samples pair
-        # with its GPU samples; a call first held in a later sweep had none kept)
         self._decided: set[int] = set()
-        # after each time(): host seconds each held sample's call took to return, per round
-        self.host_samples: dict[str, list[float]] = {}
-        # host seconds per call with nothing queued ahead (_probe_host), by callable; after each
-        # time(), by slot name for its calls
         self._host_s: dict[int, float] = {}
+        # after each time(), by slot name: each held sample's host seconds, and the probe's
+        self.host_samples: dict[str, list[float]] = {}
         self.host_probe_s: dict[str, float] = {}
         self._flush_buf = None
         if config.l2_flush:
@@ -133,18 +119,10 @@ class CudaTimer:
         if self._flush_buf is not None:
             self._flush_buf.zero_()
 
-    def warm(
-        self,
-        fns: Mapping[str, Callable[[], Any]],
-        seconds: float,
-        pairs: Mapping[str, str] | None = None,
-    ) -> float:
+    def warm(self, fns: Calls, seconds: float, pairs: Pairs = None) -> float:
         """Run the callables in turn for about `seconds` (at least 3 rounds); return seconds per round."""
         torch = self._torch
         names = list(fns)
-        # this group's host enqueue times only: slot names ("liger", "torch") recur in every
-        # group, and time() follows the warm-up of its own group
-        self._enqueue_s = {}
         events: dict[str, list[tuple[Any, Any]]] = {}
         rounds = 0
         start = time.perf_counter()
@@ -168,28 +146,20 @@ class CudaTimer:
         for name, got in events.items():
             self._event_s[name] = statistics.median(b.elapsed_time(e) / 1e3 for b, e in got)
         paced = (time.perf_counter() - paced_from) / (rounds - 1)
+        # this group's only: slot names ("liger", "torch") recur in every group
         self._enqueue_s = self._probe(fns, pairs)
         self._find_host_bound(fns, pairs)
         return paced
 
-    def _probe(
-        self, fns: Mapping[str, Callable[[], Any]], pairs: Mapping[str, str] | None
-    ) -> dict[str, list[float]]:
-        """`_probe_host` of these calls, each call's median kept by callable (slot names recur
-        in every group; a group's callables live for the whole run)."""
+    def _probe(self, fns: Calls, pairs: Pairs) -> Samples:
+        """`_probe_host` of these calls, each call's median kept by callable."""
         got = self._probe_host(fns, pairs)
         self._host_s.update({id(fns[n]): statistics.median(xs) for n, xs in got.items() if xs})
         return got
 
-    def _probe_host(
-        self,
-        fns: Mapping[str, Callable[[], Any]],
-        pairs: Mapping[str, str] | None,
-        rounds: int = HOST_PROBE_ROUNDS,
-    ) -> dict[str, list[float]]:
-        """Each call's host seconds with nothing queued ahead of it (`rounds` calls each, the
-        GPU waited for before each): back to back, a launch into a full queue waits for the
-        GPU, and a GPU-bound call's host time reads as its GPU time (module doc)."""
+    def _probe_host(self, fns: Calls, pairs: Pairs, rounds: int = HOST_PROBE_ROUNDS) -> Samples:
+        """Each call's host seconds with nothing queued ahead (the GPU waited for before each):
+        back to back, a GPU-bound call's host time would read as its GPU time."""
         torch = self._torch
         got: dict[str, list[float]] = {n: [] for n in fns}
         for r in range(rounds):
@@ -202,12 +172,9 @@ class CudaTimer:
         torch.cuda.synchronize()
         return got
 
-    def _find_host_bound(
-        self, fns: Mapping[str, Callable[[], Any]], pairs: Mapping[str, str] | None
-    ) -> None:
-        """The calls held from now on: host-bound in their first warm-up (HOST_BOUND_RATIO),
-        each with its A/B partner (both sides of a pair are timed alike); a call decided in an
-        earlier warm-up keeps that decision."""
+    def _find_host_bound(self, fns: Calls, pairs: Pairs) -> None:
+        """Hold the calls host-bound in their first warm-up, each with its A/B partner (both
+        sides of a pair are timed alike); a call decided before keeps its decision."""
         if not self.config.hold_host_bound or self.config.hold_host:
             return
         new = {n for n in fns if id(fns[n]) not in self._decided}  # decided once (__init__)
@@ -229,15 +196,12 @@ class CudaTimer:
                 found = (found | late) if id(fns[old]) in self._held else (found - late)
         self._held |= {id(fns[n]) for n in found if n in fns}
 
-    def host_times(
-        self, fns: Mapping[str, Callable[[], Any]], rounds: int
-    ) -> dict[str, list[float]]:
+    def host_times(self, fns: Calls, rounds: int) -> Samples:
         """`rounds` host times per call, nothing queued ahead (tilegate.harness.hostworkers)."""
         return self._probe_host(fns, None, rounds)
 
     def is_held(self, fn: Any) -> bool:
-        """Whether this call's samples are held (every call's with `hold_host`; else found
-        host-bound in a warm-up)."""
+        """Whether this call's samples are held (all with `hold_host`, else if host-bound)."""
         return self.config.hold_host or id(fn) in self._held
 
     def hold(self, fn: Any) -> None:
@@ -245,15 +209,9 @@ class CudaTimer:
         self._held.add(id(fn))
 
     def time(
-        self,
-        fns: Mapping[str, Callable[[], Any]],
-        rounds: int | None = None,
-        pairs: Mapping[str, str] | None = None,
-        *,
-        first_round: int = 0,
-    ) -> dict[str, list[float]]:
-        """Seconds per call for each callable, one sample per round, rounds interleaved (in the
-        order of round `first_round` and on: a sweep timed in blocks goes on rotating)."""
+        self, fns: Calls, rounds: int = 0, pairs: Pairs = None, *, first_round: int = 0
+    ) -> Samples:
+        """Seconds per call, one sample per round, interleaved from round `first_round` on."""
         torch = self._torch
         names = list(fns)
         unprobed = {n: f for n, f in fns.items() if id(f) not in self._host_s}
@@ -289,8 +247,7 @@ class CudaTimer:
         return {n: [b.elapsed_time(e) / 1e3 for b, e in pairs] for n, pairs in events.items()}
 
     def once(self, fn: Callable[[], Any]) -> float:
-        """One call, flushed and timed with an event pair, waited for: the first call after
-        another process had the GPU (tilegate.harness.sides), which is not counted."""
+        """One call, flushed, timed and waited for: the first after another side had the GPU."""
         torch = self._torch
         hold = self.hold_cycles(list(self._enqueue_s)) if self.config.hold_host else 0
         begin = torch.cuda.Event(enable_timing=True)
@@ -313,7 +270,7 @@ class CudaTimer:
     def hold_cycles(self, names: list[str]) -> int:
         return int(self.hold_seconds(names) * HOLD_CLOCK_HZ)
 
-    def _held_cycles(self, name: str, pairs: Mapping[str, str] | None) -> int:
+    def _held_cycles(self, name: str, pairs: Pairs) -> int:
         """A held call's hold: twice the longer host time of it and its A/B partner."""
         partner = {**(pairs or {}), **{b: h for h, b in (pairs or {}).items()}}.get(name)
         return self.hold_cycles([n for n in (name, partner) if n])
@@ -335,15 +292,9 @@ class HostTimer:
     def hold(self, fn: Any) -> None:
         """Nothing to hold: the interpreter's calls are synchronous."""
 
-    def warm(
-        self,
-        fns: Mapping[str, Callable[[], Any]],
-        seconds: float,
-        pairs: Mapping[str, str] | None = None,
-    ) -> float:
-        """One round, whose time is the pace; none for a re-warm (`seconds` 0, between passes):
-        it brings a GPU's clocks back up, and the CPU interpreter has none (its cases compiled in
-        their checks): a case of the smoke profile runs 7 times instead of 8."""
+    def warm(self, fns: Calls, seconds: float, pairs: Pairs = None) -> float:
+        """One round, whose time is the pace; none for a re-warm (`seconds` 0): the interpreter
+        has no clocks to bring up (a smoke case runs 7 times instead of 8)."""
         if seconds <= 0:
             return 0.0
         t0 = time.perf_counter()
@@ -352,13 +303,8 @@ class HostTimer:
         return time.perf_counter() - t0
 
     def time(
-        self,
-        fns: Mapping[str, Callable[[], Any]],
-        rounds: int | None = None,
-        pairs: Mapping[str, str] | None = None,
-        *,
-        first_round: int = 0,
-    ) -> dict[str, list[float]]:
+        self, fns: Calls, rounds: int = 0, pairs: Pairs = None, *, first_round: int = 0
+    ) -> Samples:
         names = list(fns)
         out: dict[str, list[float]] = {n: [] for n in names}
         for r in range(first_round, first_round + (rounds or self.config.rounds)):
@@ -368,9 +314,7 @@ class HostTimer:
                 out[name].append(time.perf_counter() - t0)
         return out
 
-    def host_times(
-        self, fns: Mapping[str, Callable[[], Any]], rounds: int
-    ) -> dict[str, list[float]]:
+    def host_times(self, fns: Calls, rounds: int) -> Samples:
         """The interpreter's calls are synchronous: their time is their host time."""
         return self.time(fns, rounds)
 
@@ -382,11 +326,8 @@ class HostTimer:
 
 
 def event_time(fn: Callable[[], Any], reps: int = 5) -> float:
-    """Median device seconds of `fn` over `reps` calls, each bracketed by a CUDA event pair.
-
-    For calibrating a test-only slowdown (tilegate.harness.inject), not for measuring: it has no
-    L2 flush and no interleaving.
-    """
+    """Median device seconds of `fn` over `reps` calls: to calibrate a test-only slowdown
+    (tilegate.harness.inject), not to measure (no L2 flush, no interleaving)."""
     import torch
 
     times = []
@@ -403,13 +344,10 @@ def event_time(fn: Callable[[], Any], reps: int = 5) -> float:
 def host_info(
     host_s: list[float] | None, gpu_s: list[float], held: bool, probe_s: float | None = None
 ) -> dict[str, Any]:
-    """What a results row says of its host time (extra_info.tilegate): `host_s` (the median host
-    seconds per call), `host_samples_s` (a held call's, one per round, the rounds of its GPU
-    samples), `host_bound` (its host time at or above its GPU time: the verdict is on the host
-    time where its rounds have host samples), `held`: its samples were held (module doc). A call
-    not held has its host time with nothing queued ahead (`probe_s`, CudaTimer.host_probe_s) and
-    no host samples: its rounds' clock around the call reads the queue. Nothing where no host
-    time was measured apart (the smoke profile's host clock)."""
+    """A results row's host time (extra_info.tilegate): `host_s` (median seconds per call),
+    `host_samples_s` (a held call's, one per round), `host_bound` (host time >= GPU time),
+    `held`. A call not held has its host time with nothing queued ahead (`probe_s`) and no host
+    samples (its rounds' clock reads the queue); nothing without a host time of its own."""
     if not gpu_s:
         return {}
     gpu = statistics.median(gpu_s)

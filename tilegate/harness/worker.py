@@ -1,18 +1,16 @@
 """A side's process: its tree first on sys.path, its code imported by its own name, measured here.
 
 Started by tilegate.harness.sides.RemoteSide as `python -c BOOT GATE_DIR FD`: the boot line
-imports this module (the gate's tilegate) from GATE_DIR and takes that directory off sys.path
-again, so the tilegate that measures is always the gate's, whichever tilegate/ or package the
-side's tree holds. Requests come as length-prefixed pickles on stdin; each answer goes to file
-descriptor FD as ("ok", value) or ("error", message). stdout and stderr are the side's log.
-
-The verbs: hello (set sys.path, import the side's package and its protocol: what it declares),
-setup (the slots, the timer, the device), prepare / explain / warm / time / release (the
-side's tilegate.harness.side.SideMeasurer), host (tilegate.harness.hostworkers), warnings, bye.
+imports this module from GATE_DIR and takes that directory off sys.path again, so the tilegate
+that measures is always the gate's, whichever tilegate/ the side's tree holds. Requests (verb,
+args, kwargs) come on stdin; each answer goes to FD as ("ok", value) or ("error", message).
+stdout and stderr are the side's log. The verbs: hello, setup, the SideMeasurer's, host
+(tilegate.harness.hostworkers), bye.
 """
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import importlib
 import os
@@ -20,21 +18,29 @@ import pickle
 import signal
 import sys
 import traceback
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any
 
-_FRAME_SIZE = 8
+_FRAME_SIZE = 8  # each message: its length (8 bytes, big-endian), then its pickle
 
 
-def _read(stream: BinaryIO, size: int) -> bytes | None:
-    data = b""
-    while len(data) < size:
-        chunk = stream.read(size - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data
+def send(stream: IO[bytes], message: Any) -> None:
+    """One message (pickled first: one that cannot be pickled writes nothing)."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(len(data).to_bytes(_FRAME_SIZE, "big") + data)
+    stream.flush()
+
+
+def receive(stream: IO[bytes]) -> Any:
+    """The next message, or None where the stream ends first."""
+    head = stream.read(_FRAME_SIZE)
+    if len(head) < _FRAME_SIZE:
+        return None
+    size = int.from_bytes(head, "big")
+    body = stream.read(size)
+    return pickle.loads(body) if len(body) == size else None
 
 
 def _paths(roots: list[str], drop: list[str]) -> None:
@@ -47,8 +53,6 @@ def _paths(roots: list[str], drop: list[str]) -> None:
 
 def _where(err: BaseException, root: Path) -> str:
     """` (at pkg/mod.py:12)`: the last place in the side's tree the error passed through."""
-    import traceback
-
     places = [(f.filename, f.lineno) for f in traceback.extract_tb(err.__traceback__)]
     if isinstance(err, SyntaxError) and err.filename:
         places.append((err.filename, err.lineno))
@@ -67,9 +71,17 @@ def _short(err: BaseException) -> str:
     )
 
 
+@contextlib.contextmanager
+def _failing(what: str, root: Path) -> Iterator[None]:
+    """An error inside is a LookupError saying `what`, the error and where in `root` it was."""
+    try:
+        yield
+    except Exception as err:
+        raise LookupError(f"{what}: {_short(err)}{_where(err, root)}") from err
+
+
 class AliasError(LookupError):
-    """The base's code, loaded beside the head's in this process (one-process A/B), failed: the
-    coordinator names the base, not this process's side."""
+    """The base's code, loaded beside the head's, failed: the coordinator names the base."""
 
 
 FORWARDED = frozenset({"explain", "warm", "hold", "time", "release"})
@@ -82,34 +94,20 @@ class Worker:
         self.measurer: Any = None
         self.root = Path()
 
-    def hello(
-        self,
-        roots: list[str],
-        drop: list[str],
-        source: str,
-        root: str,
-        protocol: str,
-        registry: str | None,
-        profile: str | None,
-        alias: dict[str, Any] | None = None,
-    ) -> Any:
+    def hello(self, spec: Any, profile: str | None, alias: Any = None, sha: str = "") -> Any:
+        """Load the side's code and protocol (`alias`: the base's too, beside); what it declares."""
         from tilegate.protocol import check, find_benchmarks
 
-        self.root = Path(root)
-        _paths(roots, drop)
+        self.root, source, registry = Path(spec.root), spec.source, spec.registry
+        _paths(spec.import_roots, list(spec.drop))
         package = Path(source).name
         holder = (self.root / source).parent
         if not (self.root / source).is_dir():
             raise LookupError(
                 f"its tree {self.root} has no {source}/ ([tool.tilegate] source) to measure"
             )
-        try:
+        with _failing(f"its package {package!r} ({holder / package}) fails to import", self.root):
             module = importlib.import_module(package)
-        except Exception as err:
-            raise LookupError(
-                f"its package {package!r} ({holder / package}) fails to import: "
-                f"{_short(err)}{_where(err, self.root)}"
-            ) from err
         where = Path(getattr(module, "__file__", "") or "").resolve()
         if holder.resolve() not in where.parents:
             raise LookupError(
@@ -119,43 +117,29 @@ class Worker:
         variants = None
         if registry:
             mod_name, _, attr = registry.partition(":")
-            try:
+            with _failing(f"its registry {registry} fails to import", self.root):
                 found = getattr(importlib.import_module(mod_name), attr)
-            except Exception as err:
-                raise LookupError(
-                    f"its registry {registry} fails to import: {_short(err)}"
-                    f"{_where(err, self.root)}"
-                ) from err
             variants = tuple(found.values() if isinstance(found, dict) else found)
-        directory = Path(protocol)
-        try:
+        directory = Path(spec.protocol)
+        with _failing(f"its protocol {directory}", self.root):
             benches = find_benchmarks(directory)
-        except Exception as err:
-            raise LookupError(
-                f"its protocol {directory}: {_short(err)}{_where(err, self.root)}"
-            ) from err
         self.bench = check(benches, directory, variants, registry)
         facts = _facts(self.bench, profile)
         if alias is not None:  # the base's package too, under another name (one process)
-            self.alias = self._alias(package, **alias)
+            self.alias = self._alias(package, alias, sha)
             facts = replace(facts, alias=_facts(self.alias, profile))
         return facts
 
-    def _alias(
-        self, package: str, tree: str, source: str, protocol: str, registry: str | None, sha: str
-    ) -> Any:
-        """The base's benchmark: its package imported as tilegate_base_<sha> from its tree, its
-        protocol evaluated with it in place of the head's (tilegate.protocol.load_base_protocol)."""
+    def _alias(self, package: str, spec: Any, sha: str) -> Any:
+        """The base's benchmark, its package imported as tilegate_base_<sha> beside the head's."""
+        from tilegate.errors import InputError
         from tilegate.harness.base import load_aliased, package_name
         from tilegate.protocol import load_base_protocol
 
-        name = package_name(sha)
-        base = Path(tree)
-        from tilegate.errors import InputError
-
+        name, base = package_name(sha), Path(spec.root)
         try:
-            load_aliased(base, source, name)
-            return load_base_protocol(Path(protocol), package, name, registry)
+            load_aliased(base, spec.source, name)
+            return load_base_protocol(Path(spec.protocol), package, name, spec.registry)
         except InputError as err:  # its own words: the package, the module, the error
             raise AliasError(f"{err}{_where(err.__cause__ or err, base)}") from err
         except Exception as err:
@@ -173,7 +157,7 @@ class Worker:
         inject: list[str],
     ) -> None:
         from tilegate.cases import BASE_SUFFIX
-        from tilegate.harness.side import SideMeasurer
+        from tilegate.harness.sides import SideMeasurer
         from tilegate.harness.timing import CudaTimer, HostTimer
 
         variants = dict(self.bench.variant_map)
@@ -203,14 +187,12 @@ class Worker:
             device=device,
             capability=capability,
             compile_threads=compile_threads,
-            name=os.environ.get("TILEGATE_SIDE", "side"),
         )
 
-    def prepare(self, group: str, cases: list[dict[str, Any]], seed: int) -> Any:
-        from tilegate.harness.side import wire_result
-        from tilegate.harness.sides import unwire_case
+    def prepare(self, group: str, cases: list[Any], seed: int) -> Any:
+        from tilegate.harness.sides import local, wire_result
 
-        results, phases, timed = self.measurer.prepare(group, [unwire_case(c) for c in cases], seed)
+        results, phases, timed = self.measurer.prepare(group, [local(c) for c in cases], seed)
         return {s: wire_result(r) for s, r in results.items()}, phases, timed
 
     def __getattr__(self, verb: str) -> Any:
@@ -224,7 +206,7 @@ class Worker:
 
         return time_host(self.measurer, groups, self.root, first=first)
 
-    def warnings(self) -> Any:
+    def warnings_seen(self) -> Any:
         if self.measurer is None:
             return [], []
         return self.measurer.warnings_seen()
@@ -278,9 +260,8 @@ def _facts(bench: Any, profile: str | None) -> Any:
 
 
 def stacks_on_stop() -> None:
-    """Where a stopped side was, in its log: on SIGTERM (a step's timeout, a cancelled job: the
-    whole process group gets it) every thread's stack is written before the process ends; on
-    SIGUSR1 (`kill -USR1 PID` of a side that seems stuck) it is written and the side goes on."""
+    """Every thread's stack into the log: on SIGTERM (a timeout, a cancelled job) before the
+    process ends; on SIGUSR1 (`kill -USR1 PID` of a side that seems stuck) and it goes on."""
     for name, chain in (("SIGTERM", True), ("SIGUSR1", False)):
         if hasattr(signal, name):  # not on Windows
             faulthandler.register(
@@ -293,19 +274,13 @@ def main(answer_fd: int) -> None:
     answers = os.fdopen(answer_fd, "wb")
     requests = sys.stdin.buffer
     worker = Worker()
-    while True:
-        head = _read(requests, _FRAME_SIZE)
-        if head is None:
-            return  # the coordinator is gone
-        body = _read(requests, int.from_bytes(head, "big"))
-        if body is None:
-            return
-        verb, kwargs = pickle.loads(body)
+    while (request := receive(requests)) is not None:  # None: the coordinator is gone
+        verb, args, kwargs = request
         if verb == "bye":
             answer: tuple[str, Any] = ("ok", None)
         else:
             try:
-                answer = ("ok", getattr(worker, verb)(**kwargs))
+                answer = ("ok", getattr(worker, verb)(*args, **kwargs))
             except Exception as err:
                 traceback.print_exc()
                 what = str(err) if isinstance(err, LookupError) and str(err) else _short(err)
@@ -315,11 +290,9 @@ def main(answer_fd: int) -> None:
                     else ("error", f"{verb}: {what}")
                 )
         try:
-            data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+            send(answers, answer)
         except Exception as err:  # an answer that cannot travel: say so, do not die
-            data = pickle.dumps(("error", f"{verb}: its answer cannot be sent: {_short(err)}"))
-        answers.write(len(data).to_bytes(_FRAME_SIZE, "big") + data)
-        answers.flush()
+            send(answers, ("error", f"{verb}: its answer cannot be sent: {_short(err)}"))
         sys.stdout.flush()
         if verb == "bye":
             return
