@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from tilegate import warnlog
@@ -106,21 +107,9 @@ def triton_version() -> str:
     return str(triton.__version__)
 
 
-@dataclass(frozen=True)
-class _TritonInternals:
-    """The parts of Triton's JIT and compiler this module calls, by name."""
-
-    GPUTarget: Any
-    ASTSource: Any
-    make_backend: Any
-    get_cache_key: Any
-    JITFunction: Any
-    MockTensor: Any
-    create_function_from_signature: Any
-
-
-def _triton_internals() -> _TritonInternals:
-    """Triton's JIT internals this module relies on; a clear InputError on a Triton without them."""
+def _triton_internals() -> Any:
+    """The parts of Triton's JIT and compiler this module calls, by name; a clear InputError on a
+    Triton without them."""
     try:
         from triton.backends.compiler import GPUTarget
         from triton.compiler.compiler import ASTSource, make_backend
@@ -131,7 +120,7 @@ def _triton_internals() -> _TritonInternals:
             f"Triton {triton_version()} lacks the JIT internals the fingerprint uses ({err}); "
             f"adapt tilegate/fingerprint/compile.py to this Triton"
         ) from err
-    return _TritonInternals(
+    return SimpleNamespace(
         GPUTarget=GPUTarget,
         ASTSource=ASTSource,
         make_backend=make_backend,
@@ -180,46 +169,42 @@ def _stand_ins(launch: Any) -> list[Any]:
     return out
 
 
-def specialize(launch: Any, target: Target) -> Specialization:
-    """The signature, constexprs, attributes and options the JIT would compile `launch` with."""
+def bind(fn: Any, args: Sequence[Any], kwargs: dict[str, Any], cc: int) -> tuple[Any, ...]:
+    """What `JITFunction.run` hands `triton.compile` for `fn(*args, **kwargs)` on capability `cc`,
+    by Triton's own binder and `_pack_args`: (its ASTSource, the options, Triton's compile cache
+    key, (signature, constexprs, attrs))."""
     tri = _triton_internals()
     from triton import knobs
     from triton._C.libtriton import get_cache_invalidating_env_vars
 
+    backend = tri.make_backend(tri.GPUTarget("cuda", cc, 32))
+    binder = tri.create_function_from_signature(fn.signature, fn.params, backend)
+    # as JITFunction.run does before binding
+    kwargs = {**kwargs, "debug": kwargs.get("debug", fn.debug) or knobs.runtime.debug}
+    kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
+    bound, spec, opts = binder(*args, **kwargs)
+    options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, spec, opts)
+    src = tri.ASTSource(fn, signature, constexprs, attrs)
+    key = tri.get_cache_key(src, backend, options, get_cache_invalidating_env_vars())
+    return src, options, key, (signature, constexprs, attrs)
+
+
+def specialize(launch: Any, target: Target) -> Specialization:
+    """The signature, constexprs, attributes and options the JIT would compile `launch` with."""
     fn = launch.fn
-    if not isinstance(fn, tri.JITFunction):
+    if not isinstance(fn, _triton_internals().JITFunction):
         raise InputError(
             f"{fn!r} is not a JITFunction (TRITON_INTERPRET=1 at import?): the fingerprint compiles "
             f"for the GPU; run it without TRITON_INTERPRET"
         )
-    gpu_target = tri.GPUTarget("cuda", target.cc, 32)
-    backend = tri.make_backend(gpu_target)
-    binder = tri.create_function_from_signature(fn.signature, fn.params, backend)
-    kwargs: dict[str, Any] = dict(launch.constexprs)
-    kwargs["num_warps"] = launch.num_warps
-    kwargs["num_stages"] = launch.num_stages
-    # as JITFunction.run does before binding
-    kwargs["debug"] = kwargs.get("debug", fn.debug) or knobs.runtime.debug
-    kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
+    kwargs = {**launch.constexprs, "num_warps": launch.num_warps, "num_stages": launch.num_stages}
     # Triton 3.9 warns here (its options parser: TRITON_DEFAULT_FP_FUSION unset): record, go on
     with warnlog.recording() as warned:
-        bound, spec, opts = binder(*_stand_ins(launch), **kwargs)
-        options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, spec, opts)
-        src = tri.ASTSource(fn, signature, constexprs, attrs)
-        env = get_cache_invalidating_env_vars()
-        triton_key = tri.get_cache_key(src, backend, options, env)
+        _, options, triton_key, parts = bind(fn, _stand_ins(launch), kwargs, target.cc)
     key = hashlib.sha256(f"{triton_key}|{_extractor_hash()}|{target}".encode()).hexdigest()
     declared = frozenset(p.name for p in fn.params if p.is_constexpr)
-    return Specialization(
-        dict(signature),
-        dict(constexprs),
-        dict(attrs),
-        dict(options.__dict__),
-        key,
-        triton_key,
-        declared,
-        tuple(warned),
-    )
+    sig, constexprs, attrs, opts = (dict(x) for x in (*parts, options.__dict__))
+    return Specialization(sig, constexprs, attrs, opts, key, triton_key, declared, tuple(warned))
 
 
 @contextlib.contextmanager

@@ -61,21 +61,11 @@ SYNC_LOAD_OPS = {
     "tt.descriptor_gather": "sync-tma",
 }
 
-_VALUE = r"%[\w.$\-]+(?:#\d+)?"
-_VALUE_RE = re.compile(_VALUE)
+_VALUE_RE = re.compile(r"%[\w.$\-]+(?:#\d+)?")
 _RESULTS_RE = re.compile(r"^((?:%[\w.$\-]+(?::\d+)?)(?:\s*,\s*%[\w.$\-]+(?::\d+)?)*)\s*=\s*")
 _OPNAME_RE = re.compile(r'^"?([a-z_][\w]*\.[\w.]+)"?')
-_MEMDESC_RE = re.compile(r"!ttg\.memdesc<([0-9x]+)x([a-z]\w*)")
-_TENSOR_RE = re.compile(r"tensor<([0-9x]+)x([a-z]\w*)")
-_PENDINGS_RE = re.compile(r"pendings\s*=\s*(\d+)")
 _SSA_NAME_RE = re.compile(r"%([\w.$\-]+)")
 _PARTITION_RE = re.compile(r"^partition(\d+)\((.*)\)\s*num_warps\((\d+)\)\s*\{$")
-_ARG_NAME_RE = re.compile(r"(%[\w.$\-]+)\s*:")
-_WS_ATTR_RE = re.compile(r"(?<![\w.])tt\.warp_specialize(?![\w.])")
-_REQUESTED_REGS_RE = re.compile(r"requestedRegisters\s*=\s*array<i32:\s*([\d,\s]*)>")
-_NUM_WARPS_RE = re.compile(r'"ttg\.num-warps"\s*=\s*(\d+)')
-_LOC_TAIL_RE = re.compile(r"\s+loc\((?:[^()]|\([^()]*\))*\)\s*$")
-_LOC_DEF = re.compile(r"^#loc.*$", re.M)  # a `#loc = loc(...)` definition line
 
 
 @dataclass
@@ -135,7 +125,7 @@ class TTGIRParseError(ValueError):
 
 def strip_locations(ir: str) -> str:
     """MLIR text without its locations (file paths, line numbers): `loc(...)` and `#loc` lines."""
-    ir = _LOC_DEF.sub("", ir)
+    ir = re.sub(r"^#loc.*$", "", ir, flags=re.M)  # a `#loc = loc(...)` definition line
     out, i = [], 0
     while True:
         j = ir.find(" loc(", i)
@@ -152,8 +142,7 @@ def strip_locations(ir: str) -> str:
         i = k
 
 
-def _strip_loc(text: str) -> str:
-    return _LOC_TAIL_RE.sub("", text)
+_LOC_TAIL_RE = re.compile(r"\s+loc\((?:[^()]|\([^()]*\))*\)\s*$")  # a line's `loc(...)`
 
 
 def _split_results(head: str) -> list[str]:
@@ -203,11 +192,11 @@ def parse_ttgir(text: str) -> Module:
                 raise TTGIRParseError(f"line {lineno}: unbalanced '}}'")
             closing, scope = stack.pop()
             last_closed = closing
-            rest = _strip_loc(line[1:].strip())
+            rest = _LOC_TAIL_RE.sub("", line[1:].strip())
             if rest.endswith("{"):
                 stack.append((closing, scope))
             continue
-        body = _strip_loc(line)
+        body = _LOC_TAIL_RE.sub("", line)
         outer = stack[-1][1] if stack else ""
         if body.startswith("module"):
             module_attrs = body
@@ -224,7 +213,9 @@ def parse_ttgir(text: str) -> Module:
         if part and last_closed is not None and ops[last_closed].name == "ttg.warp_specialize":
             ws = ops[last_closed]
             suffix = f"{outer}$ws{ws.index}p{part.group(1)}"
-            for i, arg in enumerate(_ARG_NAME_RE.findall(_scoped(part.group(2), suffix))):
+            for i, arg in enumerate(
+                re.findall(r"(%[\w.$\-]+)\s*:", _scoped(part.group(2), suffix))
+            ):
                 if i < len(ws.operands):
                     ws.block_args[arg] = (ws.operands[i], i)
                     defs[arg] = ws.index
@@ -314,7 +305,9 @@ def _yield_operand(mod: Module, region_op: Op, i: int) -> list[str]:
 def _shape_of(text: str, after: str = "->") -> tuple[list[int], str] | None:
     """The shape and element type of the last memdesc/tensor type in text (after `after` if present)."""
     part = text.rsplit(after, 1)[-1] if after in text else text
-    m = _MEMDESC_RE.search(part) or _TENSOR_RE.search(part)
+    m = re.search(r"!ttg\.memdesc<([0-9x]+)x([a-z]\w*)", part) or re.search(
+        r"tensor<([0-9x]+)x([a-z]\w*)", part
+    )
     if not m:
         return None
     return [int(x) for x in m.group(1).split("x")], m.group(2)
@@ -418,7 +411,8 @@ def warp_specialization(mod: Module, text: str, mma: Op | None = None) -> dict[s
     """
     ws_ops = [o for o in mod.ops if o.name == "ttg.warp_specialize"]
     facts: dict[str, Any] = {
-        "ws_requested": bool(ws_ops) or bool(_WS_ATTR_RE.search(text)),
+        "ws_requested": bool(ws_ops)
+        or bool(re.search(r"(?<![\w.])tt\.warp_specialize(?![\w.])", text)),
         "warp_specialized": bool(ws_ops),
         "ws_partitions": 0,
         "ws_warps": [],
@@ -427,8 +421,8 @@ def warp_specialization(mod: Module, text: str, mma: Op | None = None) -> dict[s
     if ws_ops:
         # the one holding the MMA, if any; a kernel has one in practice
         ws = (mod.enclosing(mma, "ttg.warp_specialize") if mma else None) or ws_ops[0]
-        warps = _NUM_WARPS_RE.search(mod.module_attrs)
-        regs = _REQUESTED_REGS_RE.search(ws.text)
+        warps = re.search(r'"ttg\.num-warps"\s*=\s*(\d+)', mod.module_attrs)
+        regs = re.search(r"requestedRegisters\s*=\s*array<i32:\s*([\d,\s]*)>", ws.text)
         facts["ws_partitions"] = 1 + len(ws.partition_warps)
         facts["ws_warps"] = [int(warps.group(1)) if warps else 0, *ws.partition_warps]
         facts["ws_registers"] = (
@@ -504,7 +498,7 @@ def ttgir_facts(text: str) -> dict[str, Any]:
             int(m.group(1))
             for o in body
             if o.name == "ttng.warp_group_dot_wait"
-            for m in [_PENDINGS_RE.search(o.text)]
+            for m in [re.search(r"pendings\s*=\s*(\d+)", o.text)]
             if m
         ]
         wait = min(pend) if pend else (0 if kind == "wgmma" else None)
@@ -525,16 +519,11 @@ def ttgir_facts(text: str) -> dict[str, Any]:
     return facts
 
 
-_PTXAS_REGS = re.compile(r"Used (\d+) registers")
-_PTXAS_SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
-_PTXAS_STACK = re.compile(r"(\d+) bytes stack frame")
-
-
 def ptxas_facts(log: str) -> dict[str, Any]:
     """Registers, spills and stack frame from a `ptxas -v` report (one entry function)."""
-    regs = _PTXAS_REGS.search(log)
-    spill = _PTXAS_SPILL.search(log)
-    stack = _PTXAS_STACK.search(log)
+    regs = re.search(r"Used (\d+) registers", log)
+    spill = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    stack = re.search(r"(\d+) bytes stack frame", log)
     if not regs or not spill:
         raise ValueError(f"no register/spill line in the ptxas report: {log[:300]!r}")
     return {

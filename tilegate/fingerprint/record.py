@@ -313,28 +313,18 @@ def aot_facts(handle: Any, cc: int) -> dict[str, Any]:
     (tilegate.fingerprint.compile does the same for the registry's plans), and read its facts.
     Also returns the TTGIR under "_ttgir" (not stored in results)."""
     import triton
-    from triton import knobs
-    from triton._C.libtriton import get_cache_invalidating_env_vars
 
     from tilegate.fingerprint import extract
-    from tilegate.fingerprint.compile import _triton_internals, ptxas_scope
+    from tilegate.fingerprint.compile import _triton_internals, bind, ptxas_scope
 
     pyfn, stand_ins, kwargs = handle
-    tri = _triton_internals()
-    jit = _compilable(pyfn)
-    target = tri.GPUTarget("cuda", cc, 32)
-    backend = tri.make_backend(target)
-    binder = tri.create_function_from_signature(jit.signature, jit.params, backend)
     kw = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
-    kw["debug"] = kw.get("debug", jit.debug) or knobs.runtime.debug
-    kw["instrumentation_mode"] = knobs.compilation.instrumentation_mode
-    bound, spec, opts = binder(*stand_ins, **kw)
-    options, signature, constexprs, attrs = jit._pack_args(backend, kw, bound, spec, opts)
-    src = tri.ASTSource(jit, signature, constexprs, attrs)
-    key = tri.get_cache_key(src, backend, options, get_cache_invalidating_env_vars()) + f"|{cc}"
+    src, options, key, _ = bind(_compilable(pyfn), stand_ins, kw, cc)
+    key += f"|{cc}"
     if key in _AOT_FACTS:
         return _AOT_FACTS[key]
     with ptxas_scope("tilegate-explain-") as log:
+        target = _triton_internals().GPUTarget("cuda", cc, 32)
         kernel = triton.compile(src, target=target, options=options.__dict__)
         ttgir, ptx = kernel.asm.get("ttgir"), kernel.asm.get("ptx")
         md = kernel.metadata

@@ -223,7 +223,6 @@ _BROKEN_RULE_HINT = (
 
 
 def render(
-    *,
     mode: str,
     version: str,
     comp: Compiled,

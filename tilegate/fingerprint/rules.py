@@ -62,8 +62,8 @@ class Rule:
 class Exception_:
     name: str
     rule: str
-    reason: str
     applies_to: Mapping[str, Any]
+    reason: str
     labels: tuple[str, ...] = ()  # empty: every check of the rule
     triton: str | None = None  # the Triton versions it is known for (validated); None: every one
 
@@ -257,12 +257,12 @@ def load_rules(path: str | Path = DEFAULT_RULES) -> RuleSet:
             raise _err(p, where, "labels must be a list of check labels")
         exceptions.append(
             Exception_(
-                _str(p, where, e, "name"),
-                rule,
-                _str(p, where, e, "reason"),
-                _selector(p, where, e.get("applies_to")),
-                tuple(labels),
-                _triton_range(p, where, e),
+                name=_str(p, where, e, "name"),
+                rule=rule,
+                reason=_str(p, where, e, "reason"),
+                applies_to=_selector(p, where, e.get("applies_to")),
+                labels=tuple(labels),
+                triton=_triton_range(p, where, e),
             )
         )
     return RuleSet(p, targets, dict(allowances), tuple(rules), tuple(exceptions))
