@@ -1,21 +1,10 @@
 """The history store: an embedded DuckDB database file of measured runs, appended, never rewritten.
 
-Schema version 4 (docs/history.md has the column meanings). The store knows no benchmark: a
-case's parameters are its `params` (JSON, the results row's: its grid point and the fixed
-values, named by the declaration), its throughput the results row's (`tflops` from the
+Schema version 4: `_SCHEMA` (docs/history.md has the column meanings). The store knows no
+benchmark: a case's parameters are its `params` (JSON, the results row's: its grid point and the
+fixed values, named by the declaration), its throughput the results row's (`tflops` from the
 declared work's flops, else `gbps` from its bytes), its pairs the declared relations
-(tilegate.judge.crosstile)::
-
-    meta(key PRIMARY KEY, value)          -- schema_version, created_by, created_at
-    runs(run_id PRIMARY KEY, gpu, gpu_name, commit, datetime, measured_at, profile, mode, dirty,
-         triton, torch, python, driver, cuda, harness_version, throttled, source, added_at,
-         repo_url, run_url, reference, UNIQUE (gpu, commit, datetime, profile))
-    cases(run_id -> runs, case_id, position, variant, twin, n_samples,
-          median_s, q1_s, q3_s, ratio_to_reference, ratio_to_twin, code_hash,
-          verdict, tolerance, base_median_s, base_ratio_to_reference, params, tflops, gbps,
-          PRIMARY KEY (run_id, case_id))
-    pairs(run_id -> runs, faster, than, per, setting, value, case_id, ratio,
-          PRIMARY KEY (run_id, faster, than, per, setting, value))
+(tilegate.judge.crosstile).
 
 A store of another schema version is refused, naming it (the reader of versions 1 to 3 went with
 issue 51's legacy readers). A version-4 store written before `peak_bytes` and `pct_of_peak`
@@ -37,10 +26,11 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import re
 import statistics
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -107,8 +97,8 @@ CREATE TABLE cases (
     params VARCHAR,
     tflops DOUBLE,
     gbps DOUBLE,
-    peak_bytes BIGINT,
-    pct_of_peak DOUBLE,
+    peak_bytes BIGINT,  -- peak GPU memory of one call (tilegate.judge.memory); NULL: not measured
+    pct_of_peak DOUBLE,  -- of the bound its declared work gives (tilegate.peaks); NULL: none
     PRIMARY KEY (run_id, case_id)
 );
 CREATE TABLE pairs (
@@ -124,54 +114,17 @@ CREATE TABLE pairs (
 );
 """
 
-_RUN_COLUMNS = (
-    "run_id",
-    "gpu",
-    "gpu_name",
-    "commit",
-    "datetime",
-    "measured_at",
-    "profile",
-    "mode",
-    "dirty",
-    "triton",
-    "torch",
-    "python",
-    "driver",
-    "cuda",
-    "harness_version",
-    "throttled",
-    "source",
-    "added_at",
-    "repo_url",
-    "run_url",
-    "reference",
-)
 _ADDED = {"peak_bytes": "BIGINT", "pct_of_peak": "DOUBLE"}  # version 4 stores before them: NULL
-CASE_COLUMNS = (
-    "run_id",
-    "case_id",
-    "position",
-    "variant",
-    "twin",
-    "n_samples",
-    "median_s",
-    "q1_s",
-    "q3_s",
-    "ratio_to_reference",
-    "ratio_to_twin",
-    "code_hash",
-    "verdict",
-    "tolerance",
-    "base_median_s",
-    "base_ratio_to_reference",
-    "params",
-    "tflops",
-    "gbps",
-    "peak_bytes",  # peak GPU memory of one call (tilegate.judge.memory); NULL: not measured
-    "pct_of_peak",  # of the bound its declared work gives (tilegate.peaks); NULL: none
-)
-PAIR_COLUMNS = ("run_id", "faster", "than", "per", "setting", "value", "case_id", "ratio")
+
+
+def _table_columns(table: str) -> tuple[str, ...]:
+    """The columns of a table of `_SCHEMA`, in order."""
+    body = _SCHEMA.split(f"CREATE TABLE {table} (")[1].split("\n)")[0]
+    return tuple(re.findall(r"^    ([a-z0-9_]+) ", body, re.M))
+
+
+CASE_COLUMNS = _table_columns("cases")
+PAIR_COLUMNS = _table_columns("pairs")
 
 
 def _json(value: Any) -> str:
@@ -240,6 +193,9 @@ class StoredRun:
             "driver": self.driver,
             "cuda": self.cuda,
         }
+
+
+_RUN_COLUMNS = tuple(f.name for f in fields(StoredRun))  # the columns of runs, in order
 
 
 def describe_identity(gpu: str, commit: str, datetime: str, profile: str) -> str:
