@@ -185,36 +185,32 @@ def diff_ptxas(arch: str, old: str, new: str) -> list[Change]:
     ]
 
 
+# a kernel only one side has: (old, new, verdict, why), by whether it is compiled now
+_KERNEL = {
+    False: (
+        "recorded",
+        "gone",
+        "removed",
+        "a recorded kernel is no longer compiled (variant renamed or dropped, or K now splits it); "
+        "re-record if intended",
+    ),
+    True: (
+        "absent",
+        "compiled",
+        "added",
+        "a kernel with no recorded fingerprint: record it so later changes are caught",
+    ),
+}
+
+
 def diff(
     old: Mapping[str, Entry], new: Mapping[str, Entry], allowances: Mapping[str, int]
 ) -> list[Change]:
     """Every difference between two sets of fingerprints, in kernel then field order."""
     changes: list[Change] = []
     for kid in sorted(set(old) | set(new)):
-        if kid not in new:
-            changes.append(
-                Change(
-                    kid,
-                    "kernel",
-                    "recorded",
-                    "gone",
-                    "removed",
-                    "a recorded kernel is no longer compiled (variant renamed or dropped, or K "
-                    "now splits it); re-record if intended",
-                )
-            )
-            continue
-        if kid not in old:
-            changes.append(
-                Change(
-                    kid,
-                    "kernel",
-                    "absent",
-                    "compiled",
-                    "added",
-                    "a kernel with no recorded fingerprint: record it so later changes are caught",
-                )
-            )
+        if kid not in new or kid not in old:
+            changes.append(Change(kid, "kernel", *_KERNEL[kid in new]))
             continue
         o, n = old[kid], new[kid]
         for k in CONFIG_KEYS:

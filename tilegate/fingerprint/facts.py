@@ -30,23 +30,6 @@ _MIX = {
     "st.shared": r"st\.shared|stmatrix",
 }
 _MIX_RE = {k: re.compile(r"^\s*(?:@!?%\w+\s+)?(?:" + v + r")\b", re.M) for k, v in _MIX.items()}
-# order in which facts are shown: the most telling first
-FACT_ORDER = (
-    "spills",
-    "programs_per_sm",
-    "num_stages",
-    "num_warps",
-    "buffers",
-    "wgmma_wait",
-    "fused",
-    "warp_specialized",
-    "ws_partitions",
-    "shared",
-    "registers",
-    "loops",
-    "mma",
-)
-
 # per-SM limits by capability (major*10+minor): max warps, registers, shared memory a program
 # may use (bytes), shared memory per SM, max programs (CTAs), shared memory the driver reserves
 # per program. From the CUDA occupancy tables (CUDA C Programming Guide, compute capabilities).
