@@ -23,7 +23,7 @@ import io
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -248,20 +248,8 @@ def _compile(
 def facts_for(ttgir: str, ptxas_log: str, meta: dict[str, Any]) -> dict[str, Any]:
     """All fingerprint facts of one compiled kernel, flat (one key per reviewable fact)."""
     t = extract.ttgir_facts(ttgir)
-    p = extract.ptxas_facts(ptxas_log)
-    facts: dict[str, Any] = {
-        k: t[k]
-        for k in (
-            *("fused", "loops", "mma_loop_depth", "mma", "acc_select", "wgmma_wait"),
-            *("ws_requested", "warp_specialized", "ws_partitions", "ws_warps", "ws_registers"),
-        )
-    }
-    for op in ("a", "b"):
-        facts[f"{op}_buffers"] = t["operands"][op]["buffers"]
-        facts[f"{op}_load"] = t["operands"][op]["load"]
-        facts[f"{op}_multi_buffered"] = t["operands"][op]["multi_buffered"]
-    facts["shared_bytes"] = meta["shared_bytes"]
-    facts.update(p)
+    facts = {**t, **{f"{op}_{k}": v for op, o in t["operands"].items() for k, v in o.items()}}
+    facts.update(shared_bytes=meta["shared_bytes"], **extract.ptxas_facts(ptxas_log))
     return {k: facts[k] for k in FACT_KEYS}
 
 
@@ -405,29 +393,24 @@ def compile_many(
         what = labels[i] if labels else f"{work[i][0].fn!r} for {work[i][1].arch}"
         return InputError(f"{what} does not compile: {type(err).__name__}: {err}")
 
-    if jobs > 1 and len(todo) >= POOL_MIN_COMPILES:
-        import multiprocessing
+    with contextlib.ExitStack() as stack:
+        calls: dict[int, Callable[[], KernelResult]] = {
+            i: functools.partial(compile_one, work[i][0], work[i][1], cache_dir, work[i][2])
+            for i in todo
+        }
+        if jobs > 1 and len(todo) >= POOL_MIN_COMPILES:
+            import multiprocessing
 
-        # spawn, not fork: forking a process that has imported torch and Triton (threads) can hang
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx) as pool:
-            futures = {
-                i: pool.submit(
-                    _run_job, Job.of(work[i][0], work[i][1]), str(cache_dir) if cache_dir else None
-                )
-                for i in todo
-            }
-            for i, f in futures.items():
-                try:
-                    done[i] = f.result()
-                except InputError:
-                    raise
-                except Exception as err:
-                    raise failed(i, err) from err
-    else:
-        for i in todo:
+            # spawn, not fork: forking a process that has imported torch and Triton (threads) can hang
+            ctx = multiprocessing.get_context("spawn")
+            pool = stack.enter_context(
+                ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx)
+            )
+            where = str(cache_dir) if cache_dir else None
+            calls = {i: pool.submit(_run_job, Job.of(*work[i][:2]), where).result for i in todo}
+        for i, call in calls.items():
             try:
-                done[i] = compile_one(work[i][0], work[i][1], cache_dir, work[i][2])
+                done[i] = call()
             except InputError:
                 raise
             except Exception as err:
