@@ -53,12 +53,17 @@ def _scalar(v: Any) -> bool:
     return isinstance(v, (int, bool, str)) or v is None
 
 
-def _constexprs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    skip = {"debug", "instrumentation_mode", "grid", "warmup"}
+_NOT_CONSTEXPRS = {"debug", "instrumentation_mode", "grid", "warmup", "num_warps", "num_stages"}
+
+
+def _launch(fn: Any, grid: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A launch's name, grid and constexprs (its scalar keyword arguments)."""
     return {
-        k: v
-        for k, v in sorted(kwargs.items())
-        if k not in skip and _scalar(v) and k not in ("num_warps", "num_stages")
+        "name": _name(fn),
+        "grid": _grid(grid, kwargs),
+        "constexprs": {
+            k: v for k, v in sorted(kwargs.items()) if k not in _NOT_CONSTEXPRS and _scalar(v)
+        },
     }
 
 
@@ -98,11 +103,8 @@ def _asm(kernel: Any, key: str) -> str | None:
 
 
 def _cc(meta: Any) -> int | None:
-    target = getattr(meta, "target", None)
-    arch = getattr(target, "arch", None)
-    if isinstance(arch, int):
-        return arch
-    return None
+    arch = getattr(getattr(meta, "target", None), "arch", None)
+    return arch if isinstance(arch, int) else None
 
 
 # seconds this process spent recording what explains a case (gpu_launch, compile_launches): the
@@ -129,11 +131,7 @@ def _timed(fn: Any) -> Any:
 @_timed
 def gpu_launch(fn: Any, kernel: Any, grid: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     """One compiled launch on a GPU: name, grid, constexprs and the CompiledKernel's facts."""
-    out: dict[str, Any] = {
-        "name": _name(fn),
-        "grid": _grid(grid, kwargs),
-        "constexprs": _constexprs(kwargs),
-    }
+    out = _launch(fn, grid, kwargs)
     try:
         # constexprs passed by position: the compiled kernel's source knows them by index
         names = list(getattr(fn, "arg_names", None) or [])
@@ -147,16 +145,14 @@ def gpu_launch(fn: Any, kernel: Any, grid: Any, kwargs: dict[str, Any]) -> dict[
         digest = str(getattr(kernel, "hash", "") or "")
         got = _GPU_FACTS.get(digest) if digest else None
         if got is None:
-            md = kernel.metadata
-            meta = {k: getattr(md, k, None) for k in ("num_warps", "num_stages", "shared")}
             ttgir = _asm(kernel, "ttgir")
             got = kfacts.kernel_facts(
-                meta,
+                kernel.metadata,
                 ttgir,
                 _asm(kernel, "ptx"),
                 registers=getattr(kernel, "n_regs", None),
                 spills=getattr(kernel, "n_spills", None),
-                cc=_cc(md),
+                cc=_cc(kernel.metadata),
             )
             if ttgir and "ir" in got:
                 save_ir(ttgir, got["ir"])
@@ -187,10 +183,7 @@ class _Stand:
         return tuple(self.shape) if dim is None else self.shape[dim]
 
     def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
     def element_size(self) -> int:
         return int(getattr(self.dtype, "itemsize", 0) or 0)
@@ -218,11 +211,7 @@ def interpreted_launch(
 ) -> tuple[dict[str, Any], Any]:
     """One interpreter launch: name, grid, constexprs, source hash; and what an AOT compile of
     it needs (the kernel's function, stand-ins for its arguments, its keyword arguments)."""
-    out: dict[str, Any] = {
-        "name": _name(fn),
-        "grid": _grid(grid, kwargs),
-        "constexprs": _constexprs(kwargs),
-    }
+    out = _launch(fn, grid, kwargs)
     for k in ("num_warps", "num_stages"):
         if isinstance(kwargs.get(k), int):
             out[k] = kwargs[k]
@@ -327,17 +316,13 @@ def aot_facts(handle: Any, cc: int) -> dict[str, Any]:
         target = _triton_internals().GPUTarget("cuda", cc, 32)
         kernel = triton.compile(src, target=target, options=options.__dict__)
         ttgir, ptx = kernel.asm.get("ttgir"), kernel.asm.get("ptx")
-        md = kernel.metadata
     try:
         ptxas = extract.ptxas_facts(log.getvalue())
     except ValueError:
         ptxas = {}
-    spills = None
-    if ptxas:
-        spills = int(ptxas["spill_stores"]) + int(ptxas["spill_loads"])
-    meta = {k: getattr(md, k, None) for k in ("num_warps", "num_stages", "shared")}
+    spills = int(ptxas["spill_stores"]) + int(ptxas["spill_loads"]) if ptxas else None
     got = kfacts.kernel_facts(
-        meta,
+        kernel.metadata,
         ttgir if isinstance(ttgir, str) else None,
         ptx if isinstance(ptx, str) else None,
         registers=ptxas.get("registers"),
