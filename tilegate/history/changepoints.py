@@ -19,8 +19,6 @@ from tilegate.errors import InputError
 from tilegate.markdown import short_sha
 from tilegate.store.historydb import Store, StoredRun
 
-ENV_FIELDS = ("triton", "torch", "driver", "cuda")
-
 
 @dataclass(frozen=True)
 class Method:
@@ -174,11 +172,6 @@ def series(store: Store, gpu: str) -> tuple[list[StoredRun], list[Series]]:
     return runs, out
 
 
-def _env_change(a: StoredRun, b: StoredRun) -> tuple[str, ...]:
-    ea, eb = a.env(), b.env()
-    return tuple(f"{k} {ea[k]} -> {eb[k]}" for k in ENV_FIELDS if ea[k] != eb[k])
-
-
 def points(
     runs: Sequence[StoredRun], ss: Sequence[Series], method: Method, upto: int | None = None
 ) -> list[ChangePoint]:
@@ -201,7 +194,7 @@ def points(
                     st.after,
                     st.size,
                     st.p_value,
-                    _env_change(a, b),
+                    a.env_change(b),
                 )
             )
     return out

@@ -185,14 +185,14 @@ class StoredRun:
     def identity(self) -> str:
         return describe_identity(self.gpu, self.commit, self.datetime, self.profile)
 
-    def env(self) -> dict[str, str | None]:
-        """The environment facts that void comparisons when they change."""
-        return {
-            "triton": self.triton,
-            "torch": self.torch,
-            "driver": self.driver,
-            "cuda": self.cuda,
-        }
+    def env_change(self, later: StoredRun) -> tuple[str, ...]:
+        """What changed in the environment facts that void comparisons, from this run to
+        `later`: e.g. ("triton 3.6.0 -> 3.9.0",)."""
+        return tuple(
+            f"{k} {getattr(self, k)} -> {getattr(later, k)}"
+            for k in ("triton", "torch", "driver", "cuda")
+            if getattr(self, k) != getattr(later, k)
+        )
 
 
 _RUN_COLUMNS = tuple(f.name for f in fields(StoredRun))  # the columns of runs, in order
@@ -265,9 +265,11 @@ class Store:
 
     # --- reading ------------------------------------------------------------------------------
 
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def _query(self, sql: str, params: Sequence[Any] = (), numpy: bool = False) -> Any:
+        """The rows (`numpy`: the columns, as numpy arrays) a query returns."""
         try:
-            return self._con.execute(sql, list(params)).fetchall()
+            done = self._con.execute(sql, list(params))
+            return done.fetchnumpy() if numpy else done.fetchall()
         except duckdb.Error as err:
             raise InputError(f"history store {self.path}: query failed ({err})") from err
 
@@ -290,14 +292,12 @@ class Store:
             f"c.{c}" if ("cases", c) in self._columns else f"NULL::DOUBLE AS {c}"  # `_ADDED`
             for c in CASE_COLUMNS
         )
-        try:
-            res = self._con.execute(
-                f"SELECT r.gpu, {cols} FROM cases c JOIN runs r USING (run_id) {where} "
-                "ORDER BY r.gpu, c.case_id, r.measured_at, c.run_id",
-                [gpu] if gpu else [],
-            ).fetchnumpy()
-        except duckdb.Error as err:
-            raise InputError(f"history store {self.path}: query failed ({err})") from err
+        res = self._query(
+            f"SELECT r.gpu, {cols} FROM cases c JOIN runs r USING (run_id) {where} "
+            "ORDER BY r.gpu, c.case_id, r.measured_at, c.run_id",
+            [gpu] if gpu else [],
+            numpy=True,
+        )
         out: dict[str, np.ndarray] = {}
         for name, col in res.items():
             if isinstance(col, np.ma.MaskedArray):
