@@ -298,7 +298,6 @@ def _kernel_lines(
                 continue
             # one profiled call's kernel time, not the timed rounds' (no L2 flush, one sample):
             # beside the facts it could read as the verdict, so it goes with the detail
-            times = ""
             tb, th = (b_gpu.get(name) or {}).get("us"), (h_gpu.get(name) or {}).get("us")
             if isinstance(tb, (int, float)) and isinstance(th, (int, float)):
                 mixes.append(
@@ -316,13 +315,11 @@ def _kernel_lines(
                 parts.append(f"grid {tuple(b['grid'])} -> {tuple(h['grid'])}")
             errors = [e for e in (b.get("error"), h.get("error")) if e]
             if parts:
-                facts.append(f"`{name}`{times}: " + ", ".join(parts[:6]))
+                facts.append(f"`{name}`: " + ", ".join(parts[:6]))
             elif errors:
-                facts.append(
-                    f"`{name}`{times}: code changed; compile facts unavailable: {errors[0]}"
-                )
+                facts.append(f"`{name}`: code changed; compile facts unavailable: {errors[0]}")
             elif b.get("ir") != h.get("ir") or b.get("src") != h.get("src"):
-                facts.append(f"`{name}`{times}: its code changed, its compile facts did not")
+                facts.append(f"`{name}`: its code changed, its compile facts did not")
             mix = _mix_diff(b, h)
             if mix:
                 mixes.append(f"`{name}` instruction mix (PTX): {mix}")

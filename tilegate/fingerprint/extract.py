@@ -464,10 +464,7 @@ def ttgir_facts(text: str) -> dict[str, Any]:
             fused=False,
             acc_select=False,
             wgmma_wait=None,
-            operands={
-                "a": {"buffers": 0, "load": "none", "multi_buffered": False},
-                "b": {"buffers": 0, "load": "none", "multi_buffered": False},
-            },
+            operands={op: {"buffers": 0, "load": "none", "multi_buffered": False} for op in "ab"},
         )
         facts.update(warp_specialization(mod, text))
         return facts

@@ -27,13 +27,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
 
 def _old_new(c: Change) -> str:
     text = f"{_value(c.old)} -> {_value(c.new)}"
-    num = (int, float)
-    if (
-        isinstance(c.old, num)
-        and isinstance(c.new, num)
-        and not isinstance(c.old, bool)
-        and not isinstance(c.new, bool)
-    ):
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (c.old, c.new)):
         text += f" ({c.new - c.old:+g})"
     return text
 

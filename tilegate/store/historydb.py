@@ -386,20 +386,10 @@ class Store:
             )
         todo = [(r, j, i) for (r, j), i in zip(runs, identities, strict=True) if i not in existing]
         added: list[StoredRun] = []
-        try:
-            self._con.execute("BEGIN TRANSACTION")
+        with _transaction(self._con, self.path, "adding failed", "; nothing was added"):
             for run, judged, ident in todo:
                 link = (links or {}).get(run.path, Links())
                 added.append(self._insert(run, judged, ident, stamp, link))
-            self._con.execute("COMMIT")
-        except BaseException as err:
-            self._rollback()
-            if isinstance(err, duckdb.Error):
-                raise InputError(
-                    f"history store {self.path}: adding failed ({err}); nothing was added"
-                ) from err
-            raise
-        self._checkpoint()
         skipped = tuple(describe_identity(*i) for i in identities if i in existing)
         return AddResult(tuple(added), skipped)
 
@@ -408,37 +398,17 @@ class Store:
         if keep < 1:
             raise InputError(f"prune: keep must be at least 1 (got {keep})")
         old = "SELECT run_id FROM (SELECT run_id, row_number() OVER (PARTITION BY gpu ORDER BY measured_at DESC, run_id DESC) AS n FROM runs) WHERE n > ?"
-        try:
-            self._con.execute("BEGIN TRANSACTION")
+        with _transaction(self._con, self.path, "prune failed", "; nothing deleted"):
             (gone,) = self._con.execute(f"SELECT count(*) FROM ({old})", [keep]).fetchone() or (0,)
             self._con.execute(f"DELETE FROM cases WHERE run_id IN ({old})", [keep])
             self._con.execute(f"DELETE FROM pairs WHERE run_id IN ({old})", [keep])
             self._con.execute(f"DELETE FROM runs WHERE run_id IN ({old})", [keep])
-            self._con.execute("COMMIT")
-        except duckdb.Error as err:
-            self._rollback()
-            raise InputError(
-                f"history store {self.path}: prune failed ({err}); nothing deleted"
-            ) from err
-        self._checkpoint()
         return int(gone)
 
     # the store interface (tilegate.store): what it holds, load, save
     query = gpus
     load = runs
     save = add
-
-    def _rollback(self) -> None:
-        with contextlib.suppress(duckdb.Error):  # no transaction was open
-            self._con.execute("ROLLBACK")
-
-    def _checkpoint(self) -> None:
-        # Fold the write-ahead log into the file, so that copying the one .duckdb file (a CI
-        # artifact, a branch) copies everything.
-        try:
-            self._con.execute("CHECKPOINT")
-        except duckdb.Error as err:
-            raise InputError(f"history store {self.path}: checkpoint failed ({err})") from err
 
     def _existing(
         self, identities: Sequence[tuple[str, str, str, str]]
@@ -597,16 +567,37 @@ def _add_columns(path: Path, con: duckdb.DuckDBPyConnection) -> None:
     missing = {c: kind for c, kind in _ADDED.items() if ("cases", c) not in _columns(con)}
     if not missing:
         return
-    try:
-        con.execute("BEGIN TRANSACTION")
+    with _transaction(con, path, f"could not add {sorted(missing)}", checkpoint=None):
         for col, kind in missing.items():
             con.execute(f"ALTER TABLE cases ADD COLUMN {col} {kind}")
+
+
+@contextmanager
+def _transaction(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    failed: str,
+    tail: str = "",
+    checkpoint: str | None = "checkpoint failed",
+) -> Iterator[None]:
+    """One transaction, rolled back on any failure, then a checkpoint: the write-ahead log folded
+    into the file, so that copying the one .duckdb file (a CI artifact, a branch) copies
+    everything. A DuckDB error is an InputError naming the store: `failed` (`checkpoint` where
+    the checkpoint failed; None: `failed` too) and the error, then `tail`."""
+    try:
+        con.execute("BEGIN TRANSACTION")
+        yield
         con.execute("COMMIT")
+    except BaseException as err:
+        with contextlib.suppress(duckdb.Error):  # no transaction was open
+            con.execute("ROLLBACK")
+        if isinstance(err, duckdb.Error):
+            raise InputError(f"history store {path}: {failed} ({err}){tail}") from err
+        raise
+    try:
         con.execute("CHECKPOINT")
     except duckdb.Error as err:
-        with contextlib.suppress(duckdb.Error):
-            con.execute("ROLLBACK")
-        raise InputError(f"history store {path}: could not add {sorted(missing)} ({err})") from err
+        raise InputError(f"history store {path}: {checkpoint or failed} ({err})") from err
 
 
 @contextmanager
@@ -689,8 +680,7 @@ def _half_created(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def _create(path: Path, con: duckdb.DuckDBPyConnection) -> None:
-    try:
-        con.execute("BEGIN TRANSACTION")
+    with _transaction(con, path, "could not create it", checkpoint=None):
         con.execute(_SCHEMA)
         con.executemany(
             "INSERT INTO meta VALUES (?, ?)",
@@ -700,7 +690,3 @@ def _create(path: Path, con: duckdb.DuckDBPyConnection) -> None:
                 ("created_at", dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")),
             ],
         )
-        con.execute("COMMIT")
-        con.execute("CHECKPOINT")
-    except duckdb.Error as err:
-        raise InputError(f"history store {path}: could not create it ({err})") from err
