@@ -149,17 +149,9 @@ def entries_of(comp: Compiled, arch: str) -> dict[str, Entry]:
 
 def check_rules(comp: Compiled, triton: str) -> RuleReport:
     subjects = [
-        Subject(
-            c.id,
-            c.variant,
-            c.dtype,
-            c.layout,
-            c.target.arch,
-            c.xtile,
-            c.pipelined,
-            comp.facts[c.id],
-        )
+        Subject(c.id, c.variant, c.dtype, c.layout, c.target.arch, c.xtile, c.pipelined, f)
         for c in comp.cases
+        for f in [comp.facts[c.id]]
     ]
     return evaluate(comp.ruleset, subjects, triton=triton)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -94,46 +95,39 @@ def collect(
         if variant.plan is None or not _matches(name, variants):
             continue  # the torch reference has no Triton kernel
         xtile = variant.twin_of is not None
-        for target in targets:
-            for dtype in profile.dtypes:
-                for layout in profile.layouts:
-                    base = kernel_id(name, dtype, layout, target)
-                    reason = variant.unsupported_reason(target.capability)
-                    if reason:
-                        skipped.append(Skipped(base, reason))
-                        continue
-                    groups: dict[str, list[tuple[int, Any, Specialization]]] = {}
-                    for k in profile.ks:
-                        try:
-                            launch = variant.plan(
-                                profile.m,
-                                profile.n,
-                                k,
-                                dtype=dtype,
-                                layout=layout,
-                                capability=target.capability,
-                                num_sms=target.num_sms,
-                            )
-                        except (ValueError, TypeError) as err:
-                            raise InputError(f"{base}: plan(K={k}) failed: {err}") from err
-                        probe = KernelCase(
-                            base, name, dtype, layout, target, (k,), xtile, launch, _NO_SPEC
-                        )
-                        if mutate is not None:
-                            launch = mutate(probe, launch)
-                        spec = specialize(launch, target)
-                        groups.setdefault(spec.key, []).append((k, launch, spec))
-                    for members in groups.values():
-                        ks = tuple(k for k, _, _ in members)
-                        cid = base if len(groups) == 1 else f"{base}@K{ks[0]}"
-                        _, launch, spec = members[-1]
-                        # what Triton warned while specializing any K of the group
-                        spec = dataclasses.replace(
-                            spec, warned=tuple(w for _, _, sp in members for w in sp.warned)
-                        )
-                        cases.append(
-                            KernelCase(cid, name, dtype, layout, target, ks, xtile, launch, spec)
-                        )
+        for target, dtype, layout in itertools.product(targets, profile.dtypes, profile.layouts):
+            base = kernel_id(name, dtype, layout, target)
+            reason = variant.unsupported_reason(target.capability)
+            if reason:
+                skipped.append(Skipped(base, reason))
+                continue
+            groups: dict[str, list[tuple[int, Any, Specialization]]] = {}
+            for k in profile.ks:
+                try:
+                    launch = variant.plan(
+                        profile.m,
+                        profile.n,
+                        k,
+                        dtype=dtype,
+                        layout=layout,
+                        capability=target.capability,
+                        num_sms=target.num_sms,
+                    )
+                except (ValueError, TypeError) as err:
+                    raise InputError(f"{base}: plan(K={k}) failed: {err}") from err
+                probe = KernelCase(base, name, dtype, layout, target, (k,), xtile, launch, _NO_SPEC)
+                if mutate is not None:
+                    launch = mutate(probe, launch)
+                spec = specialize(launch, target)
+                groups.setdefault(spec.key, []).append((k, launch, spec))
+            for members in groups.values():
+                ks = tuple(k for k, _, _ in members)
+                cid = base if len(groups) == 1 else f"{base}@K{ks[0]}"
+                _, launch, spec = members[-1]
+                # what Triton warned while specializing any K of the group
+                warned = tuple(w for _, _, sp in members for w in sp.warned)
+                spec = dataclasses.replace(spec, warned=warned)
+                cases.append(KernelCase(cid, name, dtype, layout, target, ks, xtile, launch, spec))
     return cases, skipped
 
 
