@@ -73,15 +73,13 @@ class Op:
     """One TTGIR operation: its results, name, operand values and place in the region tree."""
 
     index: int
-    line: int
     name: str
     text: str
     results: list[str]
     operands: list[str]
     parent: int | None  # index of the op whose region holds this one
-    block_args: dict[str, tuple[str, int]] = field(
-        default_factory=dict
-    )  # for scf.for: arg -> (init, i)
+    # scf.for: arg -> (init, i); ttg.warp_specialize: a partition's argument -> (operand, i)
+    block_args: dict[str, tuple[str, int]] = field(default_factory=dict)
     partition_warps: list[int] = field(default_factory=list)  # ttg.warp_specialize: per partition
 
 
@@ -223,12 +221,9 @@ def parse_ttgir(text: str) -> Module:
             stack.append((ws.index, suffix))
             continue
         body = _scoped(body, outer)
-        results: list[str] = []
         m = _RESULTS_RE.match(body)
-        rest = body
-        if m:
-            results = _split_results(m.group(1))
-            rest = body[m.end() :]
+        results = _split_results(m.group(1)) if m else []
+        rest = body[m.end() :] if m else body
         nm = _OPNAME_RE.match(rest)
         if not nm:
             # block labels (^bb0(...):) and other region headers are not operations: keep the
@@ -238,16 +233,7 @@ def parse_ttgir(text: str) -> Module:
             continue
         name = nm.group(1)
         after = rest[nm.end() :]
-        parent = _innermost(stack)
-        op = Op(
-            index=len(ops),
-            line=lineno,
-            name=name,
-            text=body,
-            results=results,
-            operands=[],
-            parent=parent,
-        )
+        op = Op(len(ops), name, body, results, [], _innermost(stack))
         if name == "scf.for":
             _for_operands(op, after, defs)
         else:
@@ -295,16 +281,12 @@ def _innermost(stack: list[tuple[int | None, str]]) -> int | None:
 
 def _yield_operand(mod: Module, region_op: Op, i: int) -> list[str]:
     """Operand i of every scf.yield directly inside region_op (a loop's next value, an if's branches)."""
-    out = []
-    for y in mod.children(region_op, "scf.yield"):
-        if i < len(y.operands):
-            out.append(y.operands[i])
-    return out
+    return [y.operands[i] for y in mod.children(region_op, "scf.yield") if i < len(y.operands)]
 
 
-def _shape_of(text: str, after: str = "->") -> tuple[list[int], str] | None:
-    """The shape and element type of the last memdesc/tensor type in text (after `after` if present)."""
-    part = text.rsplit(after, 1)[-1] if after in text else text
+def _shape_of(text: str) -> tuple[list[int], str] | None:
+    """The shape and element type of the last memdesc/tensor type in text (after "->" if present)."""
+    part = text.rsplit("->", 1)[-1]
     m = re.search(r"!ttg\.memdesc<([0-9x]+)x([a-z]\w*)", part) or re.search(
         r"tensor<([0-9x]+)x([a-z]\w*)", part
     )
@@ -369,23 +351,16 @@ def trace_operand(mod: Module, value: str, operand_rank: int) -> dict[str, Any]:
         elif op.name == "ttg.local_alloc":
             shape = _shape_of(op.text)
             if op.operands:  # register tensor copied into shared memory: one buffer, synchronous
-                src_kind = "sync"
-                for s in op.operands[:1]:
-                    sidx = mod.defs.get(s)
-                    if sidx is not None and mod.ops[sidx].name in SYNC_LOAD_OPS:
-                        src_kind = SYNC_LOAD_OPS[mod.ops[sidx].name]
-                sources.append({"buffers": 1, "load": src_kind})
+                sidx = mod.defs.get(op.operands[0])
+                src = mod.ops[sidx].name if sidx is not None else ""
+                sources.append({"buffers": 1, "load": SYNC_LOAD_OPS.get(src, "sync")})
                 continue
             rank = len(shape[0]) if shape else operand_rank
             buffers = shape[0][0] if shape and rank == operand_rank + 1 else 1
             kinds = _alloc_users(mod, op)
             paths = sorted({ASYNC_COPY_OPS[k] for k in kinds if k in ASYNC_COPY_OPS})
-            if paths:
-                kind = "+".join(paths)
-            elif "ttg.local_store" in kinds:
-                kind = "sync"  # registers stored into a (possibly multi-slot) buffer by the threads
-            else:
-                kind = "unknown"
+            # no async copy: registers stored into a (possibly multi-slot) buffer by the threads
+            kind = "+".join(paths) or ("sync" if "ttg.local_store" in kinds else "unknown")
             sources.append({"buffers": buffers, "load": kind})
         elif op.name in SYNC_LOAD_OPS:
             sources.append({"buffers": 1, "load": SYNC_LOAD_OPS[op.name]})
