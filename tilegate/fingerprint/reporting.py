@@ -229,8 +229,7 @@ def render(
     lines = [f"# Compile fingerprint, Triton {version}: {verdict}", "", *_scope_lines(comp)]
     what = "Compared with" if mode == "check" else "Recorded; diff against"
     lines += ["", f"{what}: " + "; ".join(f"{a}: {n}" for a, n in baseline_note.items()) + "."]
-    for s in comp.skipped:
-        lines.append(f"Not compiled: {s.id}: {s.reason}.")
+    lines += [f"Not compiled: {s.id}: {s.reason}." for s in comp.skipped]
     lines += _rules_section(comp, rules)
 
     lines += ["", changes_title(mode, changes), ""]
@@ -293,17 +292,12 @@ def render_upgrade(
 ) -> str:
     """What moving from Triton `old` (its recording) to `new` (compiled now) changes."""
     moved = [c for c in changes if is_pipelining(c)]
-    kernels_moved = sorted({c.kernel for c in moved})
+    n_kernels = len({c.kernel for c in moved})
     regs = [c for c in changes if c.field == "registers"]
     beyond = [c for c in regs if c.verdict != "within allowance"]
     stack = [c for c in changes if c.field == "stack_bytes"]
-    parts = (
-        [
-            f"{_plural(len(moved), 'pipelining fact')} changed in {_plural(len(kernels_moved), 'kernel')}"
-        ]
-        if moved
-        else ["no pipelining fact changed"]
-    )
+    what = f"{_plural(len(moved), 'pipelining fact')} changed in {_plural(n_kernels, 'kernel')}"
+    parts = [what if moved else "no pipelining fact changed"]
     if rules.failures:
         parts.append(f"{_plural(len(rules.failures), 'rule')} broken")
     kind = "downgrade" if version_key(old) > version_key(new) else "upgrade"
@@ -324,8 +318,7 @@ def render_upgrade(
             f"Nothing was written under the baselines (the facts compiled now: {outputs}); "
             f"`nox -s upgrade -- {new} --record` records them."
         )
-    for s in comp.skipped:
-        lines.append(f"Not compiled: {s.id}: {s.reason}.")
+    lines += [f"Not compiled: {s.id}: {s.reason}." for s in comp.skipped]
     allow = allowances.get("registers")
     reg_note = (
         f"Registers: {len(regs)} of {len(comp.cases)} kernels moved"

@@ -215,10 +215,6 @@ def _label(where: dict[str, Any]) -> str:
     return " ".join(v if isinstance(v, str) else f"{k}={v}" for k, v in where.items())
 
 
-def _value_order(v: Any) -> tuple[bool, Any]:
-    return (isinstance(v, str), v)
-
-
 def _pairs(
     stored: Sequence[StoredPair], position: dict[int, int], cases: Sequence[dict[str, Any]]
 ) -> list[dict[str, Any]]:
@@ -235,7 +231,7 @@ def _pairs(
     order = {c["id"]: c["order"] for c in cases}
     out = []
     for (faster, than, per, _), g in groups.items():
-        values = sorted(g["cases"], key=_value_order)
+        values = sorted(g["cases"], key=lambda v: (isinstance(v, str), v))  # numbers first
         cross: list[Any] = []
         for i in range(n):
             ratios = {v: g["rt"][v][i] for v in values if g["rt"][v][i] is not None}
