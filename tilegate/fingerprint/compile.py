@@ -90,10 +90,8 @@ class Specialization:
         """A one-line signature, e.g. "*fp16:16, *fp16:16, i32:16, 1, ...", for the report."""
         parts = []
         for i, (name, ty) in enumerate(self.signature.items()):
-            if ty == "constexpr":
-                if (
-                    name not in self.declared and (i,) in self.constexprs
-                ):  # a runtime int the JIT folded
+            if ty == "constexpr":  # shown where it is a runtime int the JIT folded
+                if name not in self.declared and (i,) in self.constexprs:
                     parts.append(f"{name}={self.constexprs[(i,)]}")
                 continue
             div = any(a[0] == "tt.divisibility" for a in self.attrs.get((i,), []))
@@ -253,26 +251,20 @@ def facts_for(ttgir: str, ptxas_log: str, meta: dict[str, Any]) -> dict[str, Any
     return {k: facts[k] for k in FACT_KEYS}
 
 
-def _cache_path(cache_dir: Path, key: str) -> Path:
-    return cache_dir / f"{key}.json"
-
-
 @dataclass(frozen=True)
 class KernelResult:
     """What compiling one kernel gave: its facts and what Triton warned while compiling it."""
 
     facts: dict[str, Any]
     compile_warned: tuple[Warned, ...] = ()  # from triton.compile (kept in the cache entry)
-    cached: bool = False
 
 
 def _read_cache(cache_dir: Path | None, key: str) -> KernelResult | None:
     """A cached result, or None (a missing or damaged cache entry is simply recompiled)."""
     if cache_dir is None:
         return None
-    path = _cache_path(cache_dir, key)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads((cache_dir / f"{key}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("schema") != CACHE_SCHEMA or data.get("key") != key:
@@ -283,7 +275,7 @@ def _read_cache(cache_dir: Path | None, key: str) -> KernelResult | None:
     parsed = [Warned.from_json(w) for w in warned]
     if any(w is None for w in parsed):
         return None
-    return KernelResult(facts, tuple(w for w in parsed if w is not None), cached=True)
+    return KernelResult(facts, tuple(w for w in parsed if w is not None))
 
 
 def compile_one(
@@ -305,7 +297,7 @@ def compile_one(
         atomic_write_text(cache_dir / f"{spec.key}.ttgir", ttgir)
         atomic_write_text(cache_dir / f"{spec.key}.ptxas.log", log)
         atomic_write_json(
-            _cache_path(cache_dir, spec.key),
+            cache_dir / f"{spec.key}.json",
             {
                 "schema": CACHE_SCHEMA,
                 "key": spec.key,
