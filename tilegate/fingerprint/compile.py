@@ -1,16 +1,8 @@
-"""Compile a `KernelLaunch` ahead of time for sm_90 / sm_120, exactly as the JIT would, with no GPU.
-
-Re-implementing the JIT's specialization (signature, constexprs, `tt.divisibility` attributes,
-host `TensorDescriptor`s) would drift from Triton, so this module calls Triton's own code: the
-binder that `JITFunction.run` uses (`create_function_from_signature` over the target backend's
-`specialize_impl`) and `JITFunction._pack_args`, fed with stand-ins for the real arguments
-(`MockTensor`, whose data pointer is 0, i.e. aligned like any tensor torch allocates, and a real
-`TensorDescriptor` over one). Then `triton.compile(ASTSource(...), target=GPUTarget("cuda",
-90 | 120, 32))`, as `JITFunction._do_compile` does; the ptxas report (registers, spills) is
-captured through the `dump_ptxas_log` knob rather than by running ptxas a second time.
-
-Results are cached under `.perf/fingerprint-cache/` by a key built from Triton's own compile cache
-key plus this package's extractor source, so an unchanged kernel is never recompiled.
+"""Compile a `KernelLaunch` ahead of time for sm_90 / sm_120, exactly as the JIT would, with no GPU:
+Triton's own binder and `_pack_args` on stand-ins, then `triton.compile`, the ptxas report
+captured through `dump_ptxas_log`; cached under `.perf/fingerprint-cache/` by Triton's compile
+cache key plus this package's extractor source (docs/fingerprint.md: "The JIT's specialization
+by the JIT's code", "Cache").
 """
 
 from __future__ import annotations
@@ -363,8 +355,8 @@ def _run_job(job: Job, cache_dir: str | None) -> KernelResult:
 def compile_many(
     work: Sequence[tuple[Any, Target, Specialization]],
     cache_dir: Path | None,
-    jobs: int = 1,
-    labels: Sequence[str] | None = None,
+    jobs: int,
+    labels: Sequence[str],
 ) -> tuple[list[KernelResult], int]:
     """Results for every (launch, target, specialization), and the number compiled.
 
@@ -382,8 +374,7 @@ def compile_many(
     done: dict[int, KernelResult] = {}
 
     def failed(i: int, err: Exception) -> InputError:
-        what = labels[i] if labels else f"{work[i][0].fn!r} for {work[i][1].arch}"
-        return InputError(f"{what} does not compile: {type(err).__name__}: {err}")
+        return InputError(f"{labels[i]} does not compile: {type(err).__name__}: {err}")
 
     with contextlib.ExitStack() as stack:
         calls: dict[int, Callable[[], KernelResult]] = {

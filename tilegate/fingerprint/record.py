@@ -1,21 +1,12 @@
-"""What a case's identity records for its explanation (extra_info["tilegate"]["explain"]).
+"""What a case's identity records for its explanation (extra_info["tilegate"]["explain"]; its
+fields and where they come from: docs/gate.md, "Where the facts come from").
 
 Called from tilegate.harness.identity's capture, per Triton launch and once per captured
 call; every function here is best-effort: a field this Triton or torch does not expose is left
 out, and an exception is swallowed into an `error` entry (recording must never fail a case).
-
-The record, compact (no IR text; the TTGIR goes to a side file named by its hash):
-
-* ``triton``: one entry per distinct Triton launch, in launch order, with ``count``: ``name``,
-  ``grid``, ``constexprs`` (the launch's scalar keyword arguments), ``src`` (a hash of the
-  kernel's source) and the compile facts of tilegate.fingerprint.facts (``num_warps``,
-  ``num_stages``, ``shared``, ``registers``, ``spills``, ``programs_per_sm``, TTGIR facts,
-  ``mix``, ``ir``). On a GPU they come from the CompiledKernel the launch returned; under the
-  interpreter from an ahead-of-time compile for ``cc`` (sm_90 unless TILEGATE_EXPLAIN_CC says
-  otherwise), done only for cases whose code changed (`SideMeasurer.explain`);
-* ``ops``: torch op name -> how many times the call dispatched it;
-* ``gpu``: what the CUDA profiler saw (GPU only): per kernel / memset / copy name, ``count``,
-  ``grid`` and ``us`` (its summed duration); ``gpu_us``: the call's total.
+The TTGIR goes to a side file named by its hash, never into the record. Under the interpreter
+the compile facts come from an ahead-of-time compile for `cc`, done only for cases whose code
+changed (`SideMeasurer.explain`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """Which kernels the fingerprint covers: every Triton variant of the registry x dtype x layout x
-architecture of a perf profile, each planned exactly as the suite plans it.
-
-K: the suite runs K in {128, ..., 4096}. K is a runtime argument, so it changes the compiled
-kernel only through the JIT's specialization (K == 1 becomes a constexpr, K % 16 == 0 adds a
-divisibility hint) or through a plan that picks constexprs per K. Rather than assume either,
-every suite K is planned and specialized (cheap, no compile) and the Ks are grouped by compile
-key: one fingerprint per distinct compiled kernel. Today every suite K is a multiple of 16, so
-each case is one kernel whose id carries no K; if a plan ever made K matter, the ids of that
-case would gain a `@K<first K of the group>` suffix and the report would show the split.
+architecture of a perf profile, each planned exactly as the suite plans it; every suite K planned
+and specialized, and the Ks grouped by compile key (docs/fingerprint.md, "One K": a case's ids
+gain `@K<first K of the group>` where K changes the compiled kernel).
 """
 
 from __future__ import annotations
@@ -79,12 +73,11 @@ def _matches(name: str, patterns: Sequence[str] | None) -> bool:
 def collect(
     targets: Sequence[Target],
     *,
-    profile: Any = None,
+    profile: GridView,
     variants: Sequence[str] | None = None,
     mutate: Mutator | None = None,
 ) -> tuple[list[KernelCase], list[Skipped]]:
-    """Plan and specialize every kernel of `profile` (default: the perf suite's "default")."""
-    profile = profile or profiles()["default"]
+    """Plan and specialize every kernel of `profile`."""
     registry = benchmark().variant_map
     unknown = [p for p in variants or () if not any(fnmatch.fnmatchcase(n, p) for n in registry)]
     if unknown:
