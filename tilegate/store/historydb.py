@@ -1,24 +1,14 @@
 """The history store: an embedded DuckDB database file of measured runs, appended, never rewritten.
 
-Schema version 4: `_SCHEMA` (docs/history.md has the column meanings). The store knows no
-benchmark: a case's parameters are its `params` (JSON, the results row's: its grid point and the
-fixed values, named by the declaration), its throughput the results row's (`tflops` from the
-declared work's flops, else `gbps` from its bytes), its pairs the declared relations
-(tilegate.judge.crosstile).
-
-A store of another schema version is refused, naming it (the reader of versions 1 to 3 went with
-issue 51's legacy readers). A version-4 store written before `peak_bytes` and `pct_of_peak`
-reads them as NULL and gains them at its first write.
-
-A run's identity is (GPU slug, commit, datetime, profile): pytest-benchmark's `datetime` is the
-moment the run started, so two runs of one commit on one GPU differ in it, and the same file
-added twice does not. Adding a run that is already stored is refused and names it.
-
-Every open takes an exclusive lock file (`<store>.lock`, released by the OS if the process dies),
-so a second writer waits up to `lock_timeout` seconds and then fails cleanly; every write is one
-transaction, so a failed `add` leaves the store as it was. A file that exists but is not a
-tilegate store (corrupt, truncated, another database) is an InputError naming it: it is never
-recreated, and only a missing file is created, and only by a command that writes.
+Schema version 4: `_SCHEMA`. The store knows no benchmark: a case's parameters are its `params`
+(JSON, the results row's: its grid point and the fixed values, named by the declaration), its
+throughput the results row's (`tflops` from the declared work's flops, else `gbps` from its
+bytes), its pairs the declared relations (tilegate.judge.crosstile). A store of another schema
+version is refused, naming it (the reader of versions 1 to 3 went with issue 51's legacy
+readers); a version-4 store written before `peak_bytes` and `pct_of_peak` reads them as NULL and
+gains them at its first write. The columns' meanings, a run's identity (GPU slug, commit,
+datetime, profile: adding one already stored is refused), the lock, the transactions and a
+corrupt store: docs/history.md, "The store".
 """
 
 from __future__ import annotations
