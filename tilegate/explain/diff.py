@@ -266,11 +266,8 @@ def _changed(b: Mapping[str, Any], h: Mapping[str, Any]) -> bool:
 
 
 def _fact_diff(b: Mapping[str, Any], h: Mapping[str, Any]) -> list[str]:
-    out = []
-    for k, label in _LABEL.items():
-        if k in b and k in h and b[k] != h[k]:
-            out.append(f"{label} {_show(k, b[k])} -> {_show(k, h[k])}")
-    return out
+    both = [k for k in _LABEL if k in b and k in h and b[k] != h[k]]
+    return [f"{_LABEL[k]} {_show(k, b[k])} -> {_show(k, h[k])}" for k in both]
 
 
 def _mix_diff(b: Mapping[str, Any], h: Mapping[str, Any]) -> str:

@@ -13,7 +13,7 @@ import json
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -94,14 +94,8 @@ def _ptxas_version(target: Target) -> str:
 
 
 def _profile_json(profile: Any) -> dict[str, Any]:
-    return {
-        "name": profile.name,
-        "m": profile.m,
-        "n": profile.n,
-        "ks": list(profile.ks),
-        "dtypes": list(profile.dtypes),
-        "layouts": list(profile.layouts),
-    }
+    """The profile (a tilegate.fingerprint.suite.GridView) as its file stores it."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(profile).items()}
 
 
 def compile_suite(opts: Options) -> Compiled:

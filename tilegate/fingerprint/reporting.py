@@ -186,7 +186,9 @@ def _changes_table(changes: Sequence[Change]) -> list[str]:
 
 
 def _fingerprints_section(comp: Compiled) -> list[str]:
+    """The warnings while compiling, then every kernel's fingerprint: every report's end."""
     return [
+        *warnings_section(comp),
         "",
         "## Fingerprints",
         "",
@@ -238,7 +240,6 @@ def render(
     else:
         lines.append("None: every fingerprint equals the recorded one.")
 
-    lines += warnings_section(comp)
     lines += _fingerprints_section(comp)
 
     if failed:
@@ -345,7 +346,6 @@ def render_upgrade(
     shown = [c for c in changes if c.field not in ALLOCATION_FIELDS]  # per kernel above
     lines += ["", f"## What changed in the pipelines, and why it matters: {len(moved)}", ""]
     lines += _changes_table(shown) if shown else ["Nothing: every pipelining fact is the same."]
-    lines += warnings_section(comp)
     lines += _fingerprints_section(comp)
     lines += ["", "## What to do", ""]
     if rules.failures:
