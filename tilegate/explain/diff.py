@@ -67,14 +67,12 @@ class Explanation:
         return self.lines[0] if self.lines else "no recorded difference"
 
     def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"verdict": self.verdict, "lines": self.lines}
-        if self.unavailable:
-            out["unavailable"] = self.unavailable
-        if self.more:
-            out["more"] = self.more
-        if self.diff_file:
-            out["ttgir_diff"] = self.diff_file
-        return out
+        given = {"unavailable": self.unavailable, "more": self.more, "ttgir_diff": self.diff_file}
+        return {
+            "verdict": self.verdict,
+            "lines": self.lines,
+            **{k: v for k, v in given.items() if v},
+        }
 
 
 # --- reading the records of a results file -----------------------------------------------------
