@@ -328,95 +328,33 @@ def test_add_stores_the_repository_and_ci_run_links(
     )
 
 
-def _as_written_by(store: Path, version: int) -> None:
-    """Make a store what schema version 1, 2 or 3 wrote: the matmul benchmark's parameters in
-    columns of their own (cases: dtype, layout, K, NOT NULL before 3; runs: M, N), and before
-    3 no params, pairs, reference or throughput, the ratios named for `torch`."""
-    con = duckdb.connect(str(store))
-    rows = con.execute("SELECT run_id, case_id, params FROM cases").fetchall()
-    for col, kind in (("M", "INTEGER"), ("N", "INTEGER")):
-        con.execute(f"ALTER TABLE runs ADD COLUMN {col} {kind}")
-    for col, kind in (("dtype", "VARCHAR"), ("layout", "VARCHAR"), ("K", "INTEGER")):
-        con.execute(f"ALTER TABLE cases ADD COLUMN {col} {kind}")
-    for run_id, case_id, params in rows:
-        p = json.loads(params)
-        con.execute(
-            "UPDATE cases SET dtype = ?, layout = ?, K = ? WHERE run_id = ? AND case_id = ?",
-            [p["dtype"], p["layout"], p["K"], run_id, case_id],
-        )
-        con.execute("UPDATE runs SET M = ?, N = ? WHERE run_id = ?", [p["M"], p["N"], run_id])
-    if version < 3:
-        if version == 1:
-            con.execute("ALTER TABLE runs DROP COLUMN repo_url")
-            con.execute("ALTER TABLE runs DROP COLUMN run_url")
-        con.execute("ALTER TABLE runs DROP COLUMN reference")
-        con.execute("DROP TABLE pairs")
-        for col in ("params", "tflops", "gbps"):
-            con.execute(f"ALTER TABLE cases DROP COLUMN {col}")
-        for col in ("ratio_to_reference", "base_ratio_to_reference"):  # their names then
-            new = col.replace("reference", "torch")
-            con.execute(f"ALTER TABLE cases RENAME COLUMN {col} TO {new}")
-        for col in ("dtype", "layout", "K"):
-            con.execute(f"ALTER TABLE cases ALTER COLUMN {col} SET NOT NULL")
-    con.execute(f"UPDATE meta SET value = '{version}' WHERE key = 'schema_version'")
-    con.close()
-
-
-@pytest.mark.parametrize("version", [1, 2, 3])
-def test_an_older_store_is_read_and_upgraded_by_the_first_write_its_twins_its_pairs(
-    tmp_path: Path, runs: list[Path], version: int
+def test_a_store_of_another_schema_version_is_refused_and_one_without_the_memory_columns_gains_them(
+    tmp_path: Path, runs: list[Path]
 ) -> None:
+    """Versions 1 to 3 are no longer read (issue 51: legacy readers); a version-4 store written
+    before peak_bytes and pct_of_peak reads them as NULL and gains them at its first write."""
     store = tmp_path / "h.duckdb"
     assert main(["add", str(runs[0]), "--store", str(store)]) == EXIT_OK
-    with open_store(store) as s:
-        written = s.pairs()  # as schema version 4 stores them
-        table = s.case_table()
-    _as_written_by(store, version)
-    with open_store(store) as s:  # read-only: nothing changes, links read as none
-        if version < 2:
-            assert [(r.repo_url is None, r.run_url is None) for r in s.runs()] == [(True, True)]
-        # their ratio_to_torch was the ratio to their reference, `torch`
-        assert [r.reference for r in s.runs()] == ["torch"]
-        old_table = s.case_table()
-        np.testing.assert_array_equal(old_table["ratio_to_reference"], table["ratio_to_reference"])
-        # each row's parameters: its params, else its parameter columns (the run's first)
-        assert [json.loads(p) for p in old_table["params"]] == [
-            json.loads(p) for p in table["params"]
-        ]
-        if version < 3:  # they stored no throughput; none is made up
-            assert np.isnan(old_table["tflops"]).all() and np.isnan(old_table["gbps"]).all()
-        # before 3 its pairs are its twin rows, along the last of the case's parameter columns
-        # (K): what version 4 stores, to the last bit of the ratio the file recorded
-        old = s.pairs()
-    key = lambda p: (p.faster, p.than, p.per, tuple(p.setting.items()), p.value, p.case_id)
-    assert sorted(map(key, old)) == sorted(map(key, written)) and len(written) == 24
-    assert {p.per for p in old} == {"K"}
-    assert sorted(p.ratio for p in old) == pytest.approx(sorted(p.ratio for p in written), rel=1e-9)
-    assert (
-        main(["add", str(runs[1]), "--store", str(store), "--repo-url", "https://h/o/r"]) == EXIT_OK
-    )
-    with open_store(store) as s:
-        assert [r.repo_url for r in s.runs()][1] == "https://h/o/r"
-        assert [r.reference for r in s.runs()] == ["torch", "torch"]
-        both = s.pairs()
-        upgraded = s.case_table()
-    first = upgraded["run_id"] == 1
-    np.testing.assert_array_equal(
-        upgraded["ratio_to_reference"][first], table["ratio_to_reference"]
-    )
-    assert [json.loads(p) for p in upgraded["params"][first]] == [
-        json.loads(p) for p in table["params"]
-    ]
-    assert [sum(p.run_id == r for p in both) for r in (1, 2)] == [24, 24]  # the first: filled in
-    assert sorted(map(key, both[:24])) == sorted(map(key, written))
-    con = duckdb.connect(str(store), read_only=True)
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("4",)
-    names = {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns()").fetchall()}
+    con = duckdb.connect(str(store))
+    for col in ("peak_bytes", "pct_of_peak"):
+        con.execute(f"ALTER TABLE cases DROP COLUMN {col}")
     con.close()
-    assert {"ratio_to_reference", "base_ratio_to_reference", "reference", "tflops"} <= names
-    assert not names & {"ratio_to_torch", "base_ratio_to_torch"}
-    # the parameter columns are gone: a case's parameters live in its params alone
-    assert not names & {"dtype", "layout", "K", "M", "N"}
+    with open_store(store) as s:
+        table = s.case_table()
+    assert np.isnan(table["peak_bytes"]).all() and np.isnan(table["pct_of_peak"]).all()
+    assert main(["add", str(runs[1]), "--store", str(store)]) == EXIT_OK
+    con = duckdb.connect(str(store))
+    names = {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns()").fetchall()}
+    assert {"peak_bytes", "pct_of_peak"} <= names
+    con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    con.close()
+    before = store.read_bytes()
+    version = r"h\.duckdb has schema_version 3; this tilegate reads version 4"
+    for write in (False, True):
+        with pytest.raises(InputError, match=version), open_store(store, write=write):
+            pass
+    assert main(["list", "--store", str(store)]) == EXIT_CANNOT_JUDGE
+    assert store.read_bytes() == before
 
 
 def test_a_benchmark_whose_reference_has_another_name_is_stored_under_that_name(

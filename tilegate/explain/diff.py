@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.fingerprint.extract import strip_locations
-from tilegate.fingerprint.facts import FACT_ORDER
 from tilegate.fingerprint.record import explain_dir
 from tilegate.judge import autotune
 
@@ -31,18 +30,20 @@ SCHEMA = "tilegate.explain/1"
 # grows, e.g. UNSTABLE); SAME, AMBIGUOUS, NEW, REMOVED, UNCHANGED ... do not
 EXPLAINED = frozenset({"SLOWER", "FASTER", "REGRESSED", "IMPROVED", "UNSTABLE"})
 
+# the compile facts (tilegate.fingerprint.facts) an explanation compares, in the order it shows
+# them (the most telling first), each with its label
 _LABEL = {
-    "num_warps": "num_warps",
-    "num_stages": "num_stages",
-    "shared": "shared memory",
-    "registers": "registers/thread",
     "spills": "spilled bytes",
     "programs_per_sm": "programs/SM",
+    "num_stages": "num_stages",
+    "num_warps": "num_warps",
     "buffers": "multi-buffering depth",
     "wgmma_wait": "wgmma wait depth",
     "fused": "fused loops",
     "warp_specialized": "warp-specialized",
     "ws_partitions": "WS partitions",
+    "shared": "shared memory",
+    "registers": "registers/thread",
     "loops": "loops",
     "mma": "MMA",
 }
@@ -66,14 +67,12 @@ class Explanation:
         return self.lines[0] if self.lines else "no recorded difference"
 
     def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"verdict": self.verdict, "lines": self.lines}
-        if self.unavailable:
-            out["unavailable"] = self.unavailable
-        if self.more:
-            out["more"] = self.more
-        if self.diff_file:
-            out["ttgir_diff"] = self.diff_file
-        return out
+        given = {"unavailable": self.unavailable, "more": self.more, "ttgir_diff": self.diff_file}
+        return {
+            "verdict": self.verdict,
+            "lines": self.lines,
+            **{k: v for k, v in given.items() if v},
+        }
 
 
 # --- reading the records of a results file -----------------------------------------------------
@@ -193,17 +192,8 @@ def _short_name(name: str, limit: int = 60) -> str:
 
 
 def _kind(name: str) -> str:
-    """What a non-Triton GPU activity is, by its name: "copy", "memset", "fill" or ""."""
-    low = name.lower()
-    for word, kind in (
-        ("memcpy", "copy"),
-        ("copy", "copy"),
-        ("memset", "memset"),
-        ("fill", "fill"),
-    ):
-        if word in low:
-            return kind
-    return ""
+    """What a non-Triton GPU activity is, by its name ("memcpy" too): "copy", "memset", "fill" or ""."""
+    return next((kind for kind in ("copy", "memset", "fill") if kind in name.lower()), "")
 
 
 def _launch_lines(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[str]:
@@ -274,11 +264,8 @@ def _changed(b: Mapping[str, Any], h: Mapping[str, Any]) -> bool:
 
 
 def _fact_diff(b: Mapping[str, Any], h: Mapping[str, Any]) -> list[str]:
-    out = []
-    for k in FACT_ORDER:
-        if k in b and k in h and b[k] != h[k]:
-            out.append(f"{_LABEL.get(k, k)} {_show(k, b[k])} -> {_show(k, h[k])}")
-    return out
+    both = [k for k in _LABEL if k in b and k in h and b[k] != h[k]]
+    return [f"{_LABEL[k]} {_show(k, b[k])} -> {_show(k, h[k])}" for k in both]
 
 
 def _mix_diff(b: Mapping[str, Any], h: Mapping[str, Any]) -> str:
@@ -306,7 +293,6 @@ def _kernel_lines(
                 continue
             # one profiled call's kernel time, not the timed rounds' (no L2 flush, one sample):
             # beside the facts it could read as the verdict, so it goes with the detail
-            times = ""
             tb, th = (b_gpu.get(name) or {}).get("us"), (h_gpu.get(name) or {}).get("us")
             if isinstance(tb, (int, float)) and isinstance(th, (int, float)):
                 mixes.append(
@@ -324,13 +310,11 @@ def _kernel_lines(
                 parts.append(f"grid {tuple(b['grid'])} -> {tuple(h['grid'])}")
             errors = [e for e in (b.get("error"), h.get("error")) if e]
             if parts:
-                facts.append(f"`{name}`{times}: " + ", ".join(parts[:6]))
+                facts.append(f"`{name}`: " + ", ".join(parts[:6]))
             elif errors:
-                facts.append(
-                    f"`{name}`{times}: code changed; compile facts unavailable: {errors[0]}"
-                )
+                facts.append(f"`{name}`: code changed; compile facts unavailable: {errors[0]}")
             elif b.get("ir") != h.get("ir") or b.get("src") != h.get("src"):
-                facts.append(f"`{name}`{times}: its code changed, its compile facts did not")
+                facts.append(f"`{name}`: its code changed, its compile facts did not")
             mix = _mix_diff(b, h)
             if mix:
                 mixes.append(f"`{name}` instruction mix (PTX): {mix}")
@@ -453,45 +437,26 @@ def ir_dirs(results: Path) -> list[Path]:
     return list(dict.fromkeys(dirs))
 
 
-def _explained(
-    cases: Sequence[tuple[str, str]],
-    paths: Sequence[Path],
-    base: str,
-    head: str,
-    judged: Mapping[str, Any] | None = None,
-) -> list[Explanation]:
-    """`cases` explained between the `base` side's rows of the first results file and the
-    `head` side's of the last (one file: an A/B run; two: an upgrade's processes); `judged`:
-    the judge's case of each, by id (`explain_pair`)."""
-    if not cases:
-        return []
-    try:
-        sides = [read_sides(p) for p in dict.fromkeys(paths)]
-    except Exception as err:
-        shown = " or ".join(str(p) for p in dict.fromkeys(paths))
-        why = f"results {shown} unreadable: {type(err).__name__}: {err}"
-        return [Explanation(k, v, unavailable=why) for k, v in cases]
-    dirs = list(dict.fromkeys(d for p in paths for d in ir_dirs(p)))
-    return [
-        explain_pair(
-            k, v, sides[0].get((base, k)), sides[-1].get((head, k)), dirs, (judged or {}).get(k)
-        )
-        for k, v in cases
-    ]
-
-
 def explain_cases(
     results: Path, cases: Sequence[tuple[str, str]], judged: Mapping[str, Any] | None = None
 ) -> list[Explanation]:
-    """The explanations of `cases` ((case id, verdict)) of an A/B results file; `judged`: the
-    judge's A/B case of each, by id, where the caller has them (`explain_pair`)."""
-    return _explained(cases, [results], "base", "head", judged)
-
-
-def explain_runs(base: Path, head: Path, cases: Sequence[tuple[str, str]]) -> list[Explanation]:
-    """The explanations of `cases` between two results files of one side each: an upgrade A/B's
-    old process (the base) against its new one (tilegate.run.upgrade)."""
-    return _explained(cases, [base, head], "head", "head")
+    """The explanations of `cases` ((case id, verdict)) of an A/B results file, between its base
+    and head rows; `judged`: the judge's A/B case of each, by id, where the caller has them
+    (`explain_pair`)."""
+    if not cases:
+        return []
+    try:
+        sides = read_sides(results)
+    except Exception as err:
+        why = f"results {results} unreadable: {type(err).__name__}: {err}"
+        return [Explanation(k, v, unavailable=why) for k, v in cases]
+    dirs = ir_dirs(results)
+    return [
+        explain_pair(
+            k, v, sides.get(("base", k)), sides.get(("head", k)), dirs, (judged or {}).get(k)
+        )
+        for k, v in cases
+    ]
 
 
 def explain_judgement(results: Path, cmp: Any = None, ab: Any = None) -> list[Explanation]:
@@ -512,7 +477,7 @@ def what_changed(results: Path, ab: Any) -> dict[str, str]:
             if c.code_changed:
                 first.setdefault(c.variant, c)
         cases = [(c.key, _word(c.verdict)) for c in first.values()]
-        got = _explained(cases, [results], "base", "head", {c.key: c for c in first.values()})
+        got = explain_cases(results, cases, {c.key: c for c in first.values()})
         said = {
             v: e.lines[0] if e.lines else first[v].picks for v, e in zip(first, got, strict=True)
         }

@@ -34,26 +34,24 @@ FIELD_INFO: dict[str, tuple[str | None, str]] = {
         "the per-step accumulator reset (select over the whole accumulator) that flattening "
         "adds appeared or went away",
     ),
-    "a_buffers": (
-        "higher",
-        "stages of A in flight: fewer hide less memory latency, 1 means A's loads stop "
-        "overlapping the MMA; more cost shared memory",
-    ),
-    "b_buffers": (
-        "higher",
-        "stages of B in flight: fewer hide less memory latency, 1 means B's loads stop "
-        "overlapping the MMA; more cost shared memory",
-    ),
-    "a_load": (
-        "higher",
-        "how A reaches shared memory: cp.async / TMA run ahead of the MMA, sync does not",
-    ),
-    "b_load": (
-        "higher",
-        "how B reaches shared memory: cp.async / TMA run ahead of the MMA, sync does not",
-    ),
-    "a_multi_buffered": ("higher", "A's loads overlap the MMA only when multi-buffered"),
-    "b_multi_buffered": ("higher", "B's loads overlap the MMA only when multi-buffered"),
+    **{  # per operand: A's and B's
+        f"{op}_{fact}": (better, why.replace("X", op.upper()))
+        for op in "ab"
+        for fact, better, why in (
+            (
+                "buffers",
+                "higher",
+                "stages of X in flight: fewer hide less memory latency, 1 means X's loads stop "
+                "overlapping the MMA; more cost shared memory",
+            ),
+            (
+                "load",
+                "higher",
+                "how X reaches shared memory: cp.async / TMA run ahead of the MMA, sync does not",
+            ),
+            ("multi_buffered", "higher", "X's loads overlap the MMA only when multi-buffered"),
+        )
+    },
     "wgmma_wait": (
         "higher",
         "wgmma ops left in flight at the loop's wait: 0 serializes MMA and the next loads",
@@ -187,36 +185,32 @@ def diff_ptxas(arch: str, old: str, new: str) -> list[Change]:
     ]
 
 
+# a kernel only one side has: (old, new, verdict, why), by whether it is compiled now
+_KERNEL = {
+    False: (
+        "recorded",
+        "gone",
+        "removed",
+        "a recorded kernel is no longer compiled (variant renamed or dropped, or K now splits it); "
+        "re-record if intended",
+    ),
+    True: (
+        "absent",
+        "compiled",
+        "added",
+        "a kernel with no recorded fingerprint: record it so later changes are caught",
+    ),
+}
+
+
 def diff(
     old: Mapping[str, Entry], new: Mapping[str, Entry], allowances: Mapping[str, int]
 ) -> list[Change]:
     """Every difference between two sets of fingerprints, in kernel then field order."""
     changes: list[Change] = []
     for kid in sorted(set(old) | set(new)):
-        if kid not in new:
-            changes.append(
-                Change(
-                    kid,
-                    "kernel",
-                    "recorded",
-                    "gone",
-                    "removed",
-                    "a recorded kernel is no longer compiled (variant renamed or dropped, or K "
-                    "now splits it); re-record if intended",
-                )
-            )
-            continue
-        if kid not in old:
-            changes.append(
-                Change(
-                    kid,
-                    "kernel",
-                    "absent",
-                    "compiled",
-                    "added",
-                    "a kernel with no recorded fingerprint: record it so later changes are caught",
-                )
-            )
+        if kid not in new or kid not in old:
+            changes.append(Change(kid, "kernel", *_KERNEL[kid in new]))
             continue
         o, n = old[kid], new[kid]
         for k in CONFIG_KEYS:

@@ -1,16 +1,8 @@
-"""Compile a `KernelLaunch` ahead of time for sm_90 / sm_120, exactly as the JIT would, with no GPU.
-
-Re-implementing the JIT's specialization (signature, constexprs, `tt.divisibility` attributes,
-host `TensorDescriptor`s) would drift from Triton, so this module calls Triton's own code: the
-binder that `JITFunction.run` uses (`create_function_from_signature` over the target backend's
-`specialize_impl`) and `JITFunction._pack_args`, fed with stand-ins for the real arguments
-(`MockTensor`, whose data pointer is 0, i.e. aligned like any tensor torch allocates, and a real
-`TensorDescriptor` over one). Then `triton.compile(ASTSource(...), target=GPUTarget("cuda",
-90 | 120, 32))`, as `JITFunction._do_compile` does; the ptxas report (registers, spills) is
-captured through the `dump_ptxas_log` knob rather than by running ptxas a second time.
-
-Results are cached under `.perf/fingerprint-cache/` by a key built from Triton's own compile cache
-key plus this package's extractor source, so an unchanged kernel is never recompiled.
+"""Compile a `KernelLaunch` ahead of time for sm_90 / sm_120, exactly as the JIT would, with no GPU:
+Triton's own binder and `_pack_args` on stand-ins, then `triton.compile`, the ptxas report
+captured through `dump_ptxas_log`; cached under `.perf/fingerprint-cache/` by Triton's compile
+cache key plus this package's extractor source (docs/fingerprint.md: "The JIT's specialization
+by the JIT's code", "Cache").
 """
 
 from __future__ import annotations
@@ -23,10 +15,11 @@ import io
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from tilegate import warnlog
@@ -89,10 +82,8 @@ class Specialization:
         """A one-line signature, e.g. "*fp16:16, *fp16:16, i32:16, 1, ...", for the report."""
         parts = []
         for i, (name, ty) in enumerate(self.signature.items()):
-            if ty == "constexpr":
-                if (
-                    name not in self.declared and (i,) in self.constexprs
-                ):  # a runtime int the JIT folded
+            if ty == "constexpr":  # shown where it is a runtime int the JIT folded
+                if name not in self.declared and (i,) in self.constexprs:
                     parts.append(f"{name}={self.constexprs[(i,)]}")
                 continue
             div = any(a[0] == "tt.divisibility" for a in self.attrs.get((i,), []))
@@ -106,21 +97,9 @@ def triton_version() -> str:
     return str(triton.__version__)
 
 
-@dataclass(frozen=True)
-class _TritonInternals:
-    """The parts of Triton's JIT and compiler this module calls, by name."""
-
-    GPUTarget: Any
-    ASTSource: Any
-    make_backend: Any
-    get_cache_key: Any
-    JITFunction: Any
-    MockTensor: Any
-    create_function_from_signature: Any
-
-
-def _triton_internals() -> _TritonInternals:
-    """Triton's JIT internals this module relies on; a clear InputError on a Triton without them."""
+def _triton_internals() -> Any:
+    """The parts of Triton's JIT and compiler this module calls, by name; a clear InputError on a
+    Triton without them."""
     try:
         from triton.backends.compiler import GPUTarget
         from triton.compiler.compiler import ASTSource, make_backend
@@ -131,7 +110,7 @@ def _triton_internals() -> _TritonInternals:
             f"Triton {triton_version()} lacks the JIT internals the fingerprint uses ({err}); "
             f"adapt tilegate/fingerprint/compile.py to this Triton"
         ) from err
-    return _TritonInternals(
+    return SimpleNamespace(
         GPUTarget=GPUTarget,
         ASTSource=ASTSource,
         make_backend=make_backend,
@@ -180,46 +159,42 @@ def _stand_ins(launch: Any) -> list[Any]:
     return out
 
 
-def specialize(launch: Any, target: Target) -> Specialization:
-    """The signature, constexprs, attributes and options the JIT would compile `launch` with."""
+def bind(fn: Any, args: Sequence[Any], kwargs: dict[str, Any], cc: int) -> tuple[Any, ...]:
+    """What `JITFunction.run` hands `triton.compile` for `fn(*args, **kwargs)` on capability `cc`,
+    by Triton's own binder and `_pack_args`: (its ASTSource, the options, Triton's compile cache
+    key, (signature, constexprs, attrs))."""
     tri = _triton_internals()
     from triton import knobs
     from triton._C.libtriton import get_cache_invalidating_env_vars
 
+    backend = tri.make_backend(tri.GPUTarget("cuda", cc, 32))
+    binder = tri.create_function_from_signature(fn.signature, fn.params, backend)
+    # as JITFunction.run does before binding
+    kwargs = {**kwargs, "debug": kwargs.get("debug", fn.debug) or knobs.runtime.debug}
+    kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
+    bound, spec, opts = binder(*args, **kwargs)
+    options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, spec, opts)
+    src = tri.ASTSource(fn, signature, constexprs, attrs)
+    key = tri.get_cache_key(src, backend, options, get_cache_invalidating_env_vars())
+    return src, options, key, (signature, constexprs, attrs)
+
+
+def specialize(launch: Any, target: Target) -> Specialization:
+    """The signature, constexprs, attributes and options the JIT would compile `launch` with."""
     fn = launch.fn
-    if not isinstance(fn, tri.JITFunction):
+    if not isinstance(fn, _triton_internals().JITFunction):
         raise InputError(
             f"{fn!r} is not a JITFunction (TRITON_INTERPRET=1 at import?): the fingerprint compiles "
             f"for the GPU; run it without TRITON_INTERPRET"
         )
-    gpu_target = tri.GPUTarget("cuda", target.cc, 32)
-    backend = tri.make_backend(gpu_target)
-    binder = tri.create_function_from_signature(fn.signature, fn.params, backend)
-    kwargs: dict[str, Any] = dict(launch.constexprs)
-    kwargs["num_warps"] = launch.num_warps
-    kwargs["num_stages"] = launch.num_stages
-    # as JITFunction.run does before binding
-    kwargs["debug"] = kwargs.get("debug", fn.debug) or knobs.runtime.debug
-    kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
+    kwargs = {**launch.constexprs, "num_warps": launch.num_warps, "num_stages": launch.num_stages}
     # Triton 3.9 warns here (its options parser: TRITON_DEFAULT_FP_FUSION unset): record, go on
     with warnlog.recording() as warned:
-        bound, spec, opts = binder(*_stand_ins(launch), **kwargs)
-        options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, spec, opts)
-        src = tri.ASTSource(fn, signature, constexprs, attrs)
-        env = get_cache_invalidating_env_vars()
-        triton_key = tri.get_cache_key(src, backend, options, env)
+        _, options, triton_key, parts = bind(fn, _stand_ins(launch), kwargs, target.cc)
     key = hashlib.sha256(f"{triton_key}|{_extractor_hash()}|{target}".encode()).hexdigest()
     declared = frozenset(p.name for p in fn.params if p.is_constexpr)
-    return Specialization(
-        dict(signature),
-        dict(constexprs),
-        dict(attrs),
-        dict(options.__dict__),
-        key,
-        triton_key,
-        declared,
-        tuple(warned),
-    )
+    sig, constexprs, attrs, opts = (dict(x) for x in (*parts, options.__dict__))
+    return Specialization(sig, constexprs, attrs, opts, key, triton_key, declared, tuple(warned))
 
 
 @contextlib.contextmanager
@@ -263,25 +238,9 @@ def _compile(
 def facts_for(ttgir: str, ptxas_log: str, meta: dict[str, Any]) -> dict[str, Any]:
     """All fingerprint facts of one compiled kernel, flat (one key per reviewable fact)."""
     t = extract.ttgir_facts(ttgir)
-    p = extract.ptxas_facts(ptxas_log)
-    facts: dict[str, Any] = {
-        k: t[k]
-        for k in (
-            *("fused", "loops", "mma_loop_depth", "mma", "acc_select", "wgmma_wait"),
-            *("ws_requested", "warp_specialized", "ws_partitions", "ws_warps", "ws_registers"),
-        )
-    }
-    for op in ("a", "b"):
-        facts[f"{op}_buffers"] = t["operands"][op]["buffers"]
-        facts[f"{op}_load"] = t["operands"][op]["load"]
-        facts[f"{op}_multi_buffered"] = t["operands"][op]["multi_buffered"]
-    facts["shared_bytes"] = meta["shared_bytes"]
-    facts.update(p)
+    facts = {**t, **{f"{op}_{k}": v for op, o in t["operands"].items() for k, v in o.items()}}
+    facts.update(shared_bytes=meta["shared_bytes"], **extract.ptxas_facts(ptxas_log))
     return {k: facts[k] for k in FACT_KEYS}
-
-
-def _cache_path(cache_dir: Path, key: str) -> Path:
-    return cache_dir / f"{key}.json"
 
 
 @dataclass(frozen=True)
@@ -290,16 +249,14 @@ class KernelResult:
 
     facts: dict[str, Any]
     compile_warned: tuple[Warned, ...] = ()  # from triton.compile (kept in the cache entry)
-    cached: bool = False
 
 
 def _read_cache(cache_dir: Path | None, key: str) -> KernelResult | None:
     """A cached result, or None (a missing or damaged cache entry is simply recompiled)."""
     if cache_dir is None:
         return None
-    path = _cache_path(cache_dir, key)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads((cache_dir / f"{key}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("schema") != CACHE_SCHEMA or data.get("key") != key:
@@ -310,7 +267,7 @@ def _read_cache(cache_dir: Path | None, key: str) -> KernelResult | None:
     parsed = [Warned.from_json(w) for w in warned]
     if any(w is None for w in parsed):
         return None
-    return KernelResult(facts, tuple(w for w in parsed if w is not None), cached=True)
+    return KernelResult(facts, tuple(w for w in parsed if w is not None))
 
 
 def compile_one(
@@ -332,7 +289,7 @@ def compile_one(
         atomic_write_text(cache_dir / f"{spec.key}.ttgir", ttgir)
         atomic_write_text(cache_dir / f"{spec.key}.ptxas.log", log)
         atomic_write_json(
-            _cache_path(cache_dir, spec.key),
+            cache_dir / f"{spec.key}.json",
             {
                 "schema": CACHE_SCHEMA,
                 "key": spec.key,
@@ -398,8 +355,8 @@ def _run_job(job: Job, cache_dir: str | None) -> KernelResult:
 def compile_many(
     work: Sequence[tuple[Any, Target, Specialization]],
     cache_dir: Path | None,
-    jobs: int = 1,
-    labels: Sequence[str] | None = None,
+    jobs: int,
+    labels: Sequence[str],
 ) -> tuple[list[KernelResult], int]:
     """Results for every (launch, target, specialization), and the number compiled.
 
@@ -417,32 +374,26 @@ def compile_many(
     done: dict[int, KernelResult] = {}
 
     def failed(i: int, err: Exception) -> InputError:
-        what = labels[i] if labels else f"{work[i][0].fn!r} for {work[i][1].arch}"
-        return InputError(f"{what} does not compile: {type(err).__name__}: {err}")
+        return InputError(f"{labels[i]} does not compile: {type(err).__name__}: {err}")
 
-    if jobs > 1 and len(todo) >= POOL_MIN_COMPILES:
-        import multiprocessing
+    with contextlib.ExitStack() as stack:
+        calls: dict[int, Callable[[], KernelResult]] = {
+            i: functools.partial(compile_one, work[i][0], work[i][1], cache_dir, work[i][2])
+            for i in todo
+        }
+        if jobs > 1 and len(todo) >= POOL_MIN_COMPILES:
+            import multiprocessing
 
-        # spawn, not fork: forking a process that has imported torch and Triton (threads) can hang
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx) as pool:
-            futures = {
-                i: pool.submit(
-                    _run_job, Job.of(work[i][0], work[i][1]), str(cache_dir) if cache_dir else None
-                )
-                for i in todo
-            }
-            for i, f in futures.items():
-                try:
-                    done[i] = f.result()
-                except InputError:
-                    raise
-                except Exception as err:
-                    raise failed(i, err) from err
-    else:
-        for i in todo:
+            # spawn, not fork: forking a process that has imported torch and Triton (threads) can hang
+            ctx = multiprocessing.get_context("spawn")
+            pool = stack.enter_context(
+                ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx)
+            )
+            where = str(cache_dir) if cache_dir else None
+            calls = {i: pool.submit(_run_job, Job.of(*work[i][:2]), where).result for i in todo}
+        for i, call in calls.items():
             try:
-                done[i] = compile_one(work[i][0], work[i][1], cache_dir, work[i][2])
+                done[i] = call()
             except InputError:
                 raise
             except Exception as err:

@@ -61,21 +61,11 @@ SYNC_LOAD_OPS = {
     "tt.descriptor_gather": "sync-tma",
 }
 
-_VALUE = r"%[\w.$\-]+(?:#\d+)?"
-_VALUE_RE = re.compile(_VALUE)
+_VALUE_RE = re.compile(r"%[\w.$\-]+(?:#\d+)?")
 _RESULTS_RE = re.compile(r"^((?:%[\w.$\-]+(?::\d+)?)(?:\s*,\s*%[\w.$\-]+(?::\d+)?)*)\s*=\s*")
 _OPNAME_RE = re.compile(r'^"?([a-z_][\w]*\.[\w.]+)"?')
-_MEMDESC_RE = re.compile(r"!ttg\.memdesc<([0-9x]+)x([a-z]\w*)")
-_TENSOR_RE = re.compile(r"tensor<([0-9x]+)x([a-z]\w*)")
-_PENDINGS_RE = re.compile(r"pendings\s*=\s*(\d+)")
 _SSA_NAME_RE = re.compile(r"%([\w.$\-]+)")
 _PARTITION_RE = re.compile(r"^partition(\d+)\((.*)\)\s*num_warps\((\d+)\)\s*\{$")
-_ARG_NAME_RE = re.compile(r"(%[\w.$\-]+)\s*:")
-_WS_ATTR_RE = re.compile(r"(?<![\w.])tt\.warp_specialize(?![\w.])")
-_REQUESTED_REGS_RE = re.compile(r"requestedRegisters\s*=\s*array<i32:\s*([\d,\s]*)>")
-_NUM_WARPS_RE = re.compile(r'"ttg\.num-warps"\s*=\s*(\d+)')
-_LOC_TAIL_RE = re.compile(r"\s+loc\((?:[^()]|\([^()]*\))*\)\s*$")
-_LOC_DEF = re.compile(r"^#loc.*$", re.M)  # a `#loc = loc(...)` definition line
 
 
 @dataclass
@@ -83,15 +73,13 @@ class Op:
     """One TTGIR operation: its results, name, operand values and place in the region tree."""
 
     index: int
-    line: int
     name: str
     text: str
     results: list[str]
     operands: list[str]
     parent: int | None  # index of the op whose region holds this one
-    block_args: dict[str, tuple[str, int]] = field(
-        default_factory=dict
-    )  # for scf.for: arg -> (init, i)
+    # scf.for: arg -> (init, i); ttg.warp_specialize: a partition's argument -> (operand, i)
+    block_args: dict[str, tuple[str, int]] = field(default_factory=dict)
     partition_warps: list[int] = field(default_factory=list)  # ttg.warp_specialize: per partition
 
 
@@ -135,7 +123,7 @@ class TTGIRParseError(ValueError):
 
 def strip_locations(ir: str) -> str:
     """MLIR text without its locations (file paths, line numbers): `loc(...)` and `#loc` lines."""
-    ir = _LOC_DEF.sub("", ir)
+    ir = re.sub(r"^#loc.*$", "", ir, flags=re.M)  # a `#loc = loc(...)` definition line
     out, i = [], 0
     while True:
         j = ir.find(" loc(", i)
@@ -152,8 +140,7 @@ def strip_locations(ir: str) -> str:
         i = k
 
 
-def _strip_loc(text: str) -> str:
-    return _LOC_TAIL_RE.sub("", text)
+_LOC_TAIL_RE = re.compile(r"\s+loc\((?:[^()]|\([^()]*\))*\)\s*$")  # a line's `loc(...)`
 
 
 def _split_results(head: str) -> list[str]:
@@ -203,11 +190,11 @@ def parse_ttgir(text: str) -> Module:
                 raise TTGIRParseError(f"line {lineno}: unbalanced '}}'")
             closing, scope = stack.pop()
             last_closed = closing
-            rest = _strip_loc(line[1:].strip())
+            rest = _LOC_TAIL_RE.sub("", line[1:].strip())
             if rest.endswith("{"):
                 stack.append((closing, scope))
             continue
-        body = _strip_loc(line)
+        body = _LOC_TAIL_RE.sub("", line)
         outer = stack[-1][1] if stack else ""
         if body.startswith("module"):
             module_attrs = body
@@ -224,7 +211,9 @@ def parse_ttgir(text: str) -> Module:
         if part and last_closed is not None and ops[last_closed].name == "ttg.warp_specialize":
             ws = ops[last_closed]
             suffix = f"{outer}$ws{ws.index}p{part.group(1)}"
-            for i, arg in enumerate(_ARG_NAME_RE.findall(_scoped(part.group(2), suffix))):
+            for i, arg in enumerate(
+                re.findall(r"(%[\w.$\-]+)\s*:", _scoped(part.group(2), suffix))
+            ):
                 if i < len(ws.operands):
                     ws.block_args[arg] = (ws.operands[i], i)
                     defs[arg] = ws.index
@@ -232,12 +221,9 @@ def parse_ttgir(text: str) -> Module:
             stack.append((ws.index, suffix))
             continue
         body = _scoped(body, outer)
-        results: list[str] = []
         m = _RESULTS_RE.match(body)
-        rest = body
-        if m:
-            results = _split_results(m.group(1))
-            rest = body[m.end() :]
+        results = _split_results(m.group(1)) if m else []
+        rest = body[m.end() :] if m else body
         nm = _OPNAME_RE.match(rest)
         if not nm:
             # block labels (^bb0(...):) and other region headers are not operations: keep the
@@ -247,16 +233,7 @@ def parse_ttgir(text: str) -> Module:
             continue
         name = nm.group(1)
         after = rest[nm.end() :]
-        parent = _innermost(stack)
-        op = Op(
-            index=len(ops),
-            line=lineno,
-            name=name,
-            text=body,
-            results=results,
-            operands=[],
-            parent=parent,
-        )
+        op = Op(len(ops), name, body, results, [], _innermost(stack))
         if name == "scf.for":
             _for_operands(op, after, defs)
         else:
@@ -304,17 +281,15 @@ def _innermost(stack: list[tuple[int | None, str]]) -> int | None:
 
 def _yield_operand(mod: Module, region_op: Op, i: int) -> list[str]:
     """Operand i of every scf.yield directly inside region_op (a loop's next value, an if's branches)."""
-    out = []
-    for y in mod.children(region_op, "scf.yield"):
-        if i < len(y.operands):
-            out.append(y.operands[i])
-    return out
+    return [y.operands[i] for y in mod.children(region_op, "scf.yield") if i < len(y.operands)]
 
 
-def _shape_of(text: str, after: str = "->") -> tuple[list[int], str] | None:
-    """The shape and element type of the last memdesc/tensor type in text (after `after` if present)."""
-    part = text.rsplit(after, 1)[-1] if after in text else text
-    m = _MEMDESC_RE.search(part) or _TENSOR_RE.search(part)
+def _shape_of(text: str) -> tuple[list[int], str] | None:
+    """The shape and element type of the last memdesc/tensor type in text (after "->" if present)."""
+    part = text.rsplit("->", 1)[-1]
+    m = re.search(r"!ttg\.memdesc<([0-9x]+)x([a-z]\w*)", part) or re.search(
+        r"tensor<([0-9x]+)x([a-z]\w*)", part
+    )
     if not m:
         return None
     return [int(x) for x in m.group(1).split("x")], m.group(2)
@@ -376,23 +351,16 @@ def trace_operand(mod: Module, value: str, operand_rank: int) -> dict[str, Any]:
         elif op.name == "ttg.local_alloc":
             shape = _shape_of(op.text)
             if op.operands:  # register tensor copied into shared memory: one buffer, synchronous
-                src_kind = "sync"
-                for s in op.operands[:1]:
-                    sidx = mod.defs.get(s)
-                    if sidx is not None and mod.ops[sidx].name in SYNC_LOAD_OPS:
-                        src_kind = SYNC_LOAD_OPS[mod.ops[sidx].name]
-                sources.append({"buffers": 1, "load": src_kind})
+                sidx = mod.defs.get(op.operands[0])
+                src = mod.ops[sidx].name if sidx is not None else ""
+                sources.append({"buffers": 1, "load": SYNC_LOAD_OPS.get(src, "sync")})
                 continue
             rank = len(shape[0]) if shape else operand_rank
             buffers = shape[0][0] if shape and rank == operand_rank + 1 else 1
             kinds = _alloc_users(mod, op)
             paths = sorted({ASYNC_COPY_OPS[k] for k in kinds if k in ASYNC_COPY_OPS})
-            if paths:
-                kind = "+".join(paths)
-            elif "ttg.local_store" in kinds:
-                kind = "sync"  # registers stored into a (possibly multi-slot) buffer by the threads
-            else:
-                kind = "unknown"
+            # no async copy: registers stored into a (possibly multi-slot) buffer by the threads
+            kind = "+".join(paths) or ("sync" if "ttg.local_store" in kinds else "unknown")
             sources.append({"buffers": buffers, "load": kind})
         elif op.name in SYNC_LOAD_OPS:
             sources.append({"buffers": 1, "load": SYNC_LOAD_OPS[op.name]})
@@ -418,7 +386,8 @@ def warp_specialization(mod: Module, text: str, mma: Op | None = None) -> dict[s
     """
     ws_ops = [o for o in mod.ops if o.name == "ttg.warp_specialize"]
     facts: dict[str, Any] = {
-        "ws_requested": bool(ws_ops) or bool(_WS_ATTR_RE.search(text)),
+        "ws_requested": bool(ws_ops)
+        or bool(re.search(r"(?<![\w.])tt\.warp_specialize(?![\w.])", text)),
         "warp_specialized": bool(ws_ops),
         "ws_partitions": 0,
         "ws_warps": [],
@@ -427,8 +396,8 @@ def warp_specialization(mod: Module, text: str, mma: Op | None = None) -> dict[s
     if ws_ops:
         # the one holding the MMA, if any; a kernel has one in practice
         ws = (mod.enclosing(mma, "ttg.warp_specialize") if mma else None) or ws_ops[0]
-        warps = _NUM_WARPS_RE.search(mod.module_attrs)
-        regs = _REQUESTED_REGS_RE.search(ws.text)
+        warps = re.search(r'"ttg\.num-warps"\s*=\s*(\d+)', mod.module_attrs)
+        regs = re.search(r"requestedRegisters\s*=\s*array<i32:\s*([\d,\s]*)>", ws.text)
         facts["ws_partitions"] = 1 + len(ws.partition_warps)
         facts["ws_warps"] = [int(warps.group(1)) if warps else 0, *ws.partition_warps]
         facts["ws_registers"] = (
@@ -470,10 +439,7 @@ def ttgir_facts(text: str) -> dict[str, Any]:
             fused=False,
             acc_select=False,
             wgmma_wait=None,
-            operands={
-                "a": {"buffers": 0, "load": "none", "multi_buffered": False},
-                "b": {"buffers": 0, "load": "none", "multi_buffered": False},
-            },
+            operands={op: {"buffers": 0, "load": "none", "multi_buffered": False} for op in "ab"},
         )
         facts.update(warp_specialization(mod, text))
         return facts
@@ -504,7 +470,7 @@ def ttgir_facts(text: str) -> dict[str, Any]:
             int(m.group(1))
             for o in body
             if o.name == "ttng.warp_group_dot_wait"
-            for m in [_PENDINGS_RE.search(o.text)]
+            for m in [re.search(r"pendings\s*=\s*(\d+)", o.text)]
             if m
         ]
         wait = min(pend) if pend else (0 if kind == "wgmma" else None)
@@ -525,16 +491,11 @@ def ttgir_facts(text: str) -> dict[str, Any]:
     return facts
 
 
-_PTXAS_REGS = re.compile(r"Used (\d+) registers")
-_PTXAS_SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
-_PTXAS_STACK = re.compile(r"(\d+) bytes stack frame")
-
-
 def ptxas_facts(log: str) -> dict[str, Any]:
     """Registers, spills and stack frame from a `ptxas -v` report (one entry function)."""
-    regs = _PTXAS_REGS.search(log)
-    spill = _PTXAS_SPILL.search(log)
-    stack = _PTXAS_STACK.search(log)
+    regs = re.search(r"Used (\d+) registers", log)
+    spill = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    stack = re.search(r"(\d+) bytes stack frame", log)
     if not regs or not spill:
         raise ValueError(f"no register/spill line in the ptxas report: {log[:300]!r}")
     return {

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from tilegate.fingerprint import extract
@@ -30,23 +29,6 @@ _MIX = {
     "st.shared": r"st\.shared|stmatrix",
 }
 _MIX_RE = {k: re.compile(r"^\s*(?:@!?%\w+\s+)?(?:" + v + r")\b", re.M) for k, v in _MIX.items()}
-# order in which facts are shown: the most telling first
-FACT_ORDER = (
-    "spills",
-    "programs_per_sm",
-    "num_stages",
-    "num_warps",
-    "buffers",
-    "wgmma_wait",
-    "fused",
-    "warp_specialized",
-    "ws_partitions",
-    "shared",
-    "registers",
-    "loops",
-    "mma",
-)
-
 # per-SM limits by capability (major*10+minor): max warps, registers, shared memory a program
 # may use (bytes), shared memory per SM, max programs (CTAs), shared memory the driver reserves
 # per program. From the CUDA occupancy tables (CUDA C Programming Guide, compute capabilities).
@@ -111,7 +93,7 @@ def occupancy(cc: int | None, num_warps: Any, registers: Any, shared: Any) -> in
 
 
 def kernel_facts(
-    meta: Mapping[str, Any],
+    meta: Any,
     ttgir: str | None = None,
     ptx: str | None = None,
     *,
@@ -119,12 +101,12 @@ def kernel_facts(
     spills: Any = None,
     cc: int | None = None,
 ) -> dict[str, Any]:
-    """The flat facts of one compiled kernel: num_warps, num_stages, shared (bytes), registers
-    (per thread), spills (bytes), programs_per_sm, the TTGIR summary, `mix` (PTX counts) and
-    `ir` (a hash of the TTGIR, which names its side file)."""
+    """The flat facts of one compiled kernel (`meta`: its CompiledKernel's metadata): num_warps,
+    num_stages, shared (bytes), registers (per thread), spills (bytes), programs_per_sm, the TTGIR
+    summary, `mix` (PTX counts) and `ir` (a hash of the TTGIR, which names its side file)."""
     out: dict[str, Any] = {}
     for key in ("num_warps", "num_stages", "shared"):
-        v = meta.get(key)
+        v = getattr(meta, key, None)
         if isinstance(v, int) and not isinstance(v, bool):
             out[key] = v
     if isinstance(registers, int) and registers > 0:

@@ -13,7 +13,7 @@ import json
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from tilegate.warnlog import Warned
 from . import reporting as report_mod
 from .compile import DEFAULT_CACHE_DIR, Target, compile_many, default_jobs, triton_version
 from .rules import DEFAULT_RULES, RuleReport, RuleSet, Subject, evaluate, load_rules
-from .suite import KernelCase, Mutator, Skipped, collect
+from .suite import KernelCase, Mutator, Skipped, collect, profiles
 
 DEFAULT_REPORT = Path(".perf") / "fingerprint.md"
 DEFAULT_JSON_DIR = Path(".perf") / "fingerprint"
@@ -94,14 +94,8 @@ def _ptxas_version(target: Target) -> str:
 
 
 def _profile_json(profile: Any) -> dict[str, Any]:
-    return {
-        "name": profile.name,
-        "m": profile.m,
-        "n": profile.n,
-        "ks": list(profile.ks),
-        "dtypes": list(profile.dtypes),
-        "layouts": list(profile.layouts),
-    }
+    """The profile (a tilegate.fingerprint.suite.GridView) as its file stores it."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(profile).items()}
 
 
 def compile_suite(opts: Options) -> Compiled:
@@ -114,11 +108,7 @@ def compile_suite(opts: Options) -> Compiled:
             f"unknown architecture(s) {unknown}; {ruleset.path} defines {sorted(ruleset.targets)}"
         )
     targets = [ruleset.targets[a] for a in archs]
-    from tilegate.fingerprint.suite import profiles
-
-    PROFILES = profiles()
-
-    profile = opts.profile or PROFILES["default"]
+    profile = opts.profile or profiles()["default"]
     t0 = time.perf_counter()
     cases, skipped = collect(targets, profile=profile, variants=opts.variants, mutate=opts.mutate)
     if not cases:
@@ -153,17 +143,9 @@ def entries_of(comp: Compiled, arch: str) -> dict[str, Entry]:
 
 def check_rules(comp: Compiled, triton: str) -> RuleReport:
     subjects = [
-        Subject(
-            c.id,
-            c.variant,
-            c.dtype,
-            c.layout,
-            c.target.arch,
-            c.xtile,
-            c.pipelined,
-            comp.facts[c.id],
-        )
+        Subject(c.id, c.variant, c.dtype, c.layout, c.target.arch, c.xtile, c.pipelined, f)
         for c in comp.cases
+        for f in [comp.facts[c.id]]
     ]
     return evaluate(comp.ruleset, subjects, triton=triton)
 
@@ -232,27 +214,26 @@ def _write_outputs(opts: Options, comp: Compiled, text: str) -> None:
             )
 
 
-def _recorded(
-    opts: Options, version: str, archs: Sequence[str]
-) -> tuple[dict[str, FingerprintFile], list[str]]:
-    """The recorded files of Triton `version` for `archs`, and the paths of those missing."""
-    found: dict[str, FingerprintFile] = {}
+def _compared(
+    opts: Options, recorded: str, missing_what: str, missing_do: str
+) -> tuple[dict[str, FingerprintFile], Compiled, RuleReport, list[Change]]:
+    """The recorded files of Triton `recorded`, the kernels compiled now, their rules under the
+    Triton installed here and their diff against those files. A file missing is an InputError:
+    `missing_what` (the recorded versions): the paths missing; `missing_do`."""
+    archs = list(opts.archs or load_rules(opts.rules_path).targets)
+    files: dict[str, FingerprintFile] = {}
     missing = []
     for arch in archs:
-        path = fingerprint_path(opts.baseline_dir, version, arch)
+        path = fingerprint_path(opts.baseline_dir, recorded, arch)
         if path.is_file():
-            found[arch] = load_fingerprints(path, triton=version, arch=arch)
+            files[arch] = load_fingerprints(path, triton=recorded, arch=arch)
         else:
             missing.append(str(path))
-    return found, missing
-
-
-def _recorded_versions(opts: Options, archs: Sequence[str], version: str) -> str:
-    others = sorted({v for a in archs for v, _ in other_versions(opts.baseline_dir, a, version)})
-    return f" (recorded: Triton {', '.join(others)})" if others else ""
-
-
-def _diff_against(files: dict[str, FingerprintFile], opts: Options, comp: Compiled) -> list[Change]:
+    if missing:
+        found = {v for a in archs for v, _ in other_versions(opts.baseline_dir, a, recorded)}
+        shown = f" (recorded: Triton {', '.join(sorted(found))})" if found else ""
+        raise InputError(f"{missing_what}{shown}: {', '.join(missing)} missing; {missing_do}")
+    comp = compile_suite(opts)
     changes: list[Change] = []
     for t in comp.targets:
         changes += diff_ptxas(t.arch, files[t.arch].ptxas, comp.ptxas[t.arch])
@@ -261,35 +242,29 @@ def _diff_against(files: dict[str, FingerprintFile], opts: Options, comp: Compil
             entries_of(comp, t.arch),
             comp.ruleset.allowances,
         )
-    return changes
+    return files, comp, check_rules(comp, triton_version()), changes
+
+
+def _finish(
+    opts: Options, comp: Compiled, text: str, rules: RuleReport, changes: list[Change], failed: bool
+) -> GateResult:
+    _write_outputs(opts, comp, text)
+    return GateResult(EXIT_FAIL if failed else EXIT_OK, text, rules, changes, comp)
 
 
 def check(opts: Options) -> GateResult:
     """Compare the kernels compiled now with the recorded fingerprints of this Triton version."""
     version = triton_version()
-    archs = list(opts.archs or load_rules(opts.rules_path).targets)
-    baselines, missing = _recorded(opts, version, archs)
-    if missing:
-        raise InputError(
-            f"no fingerprint for Triton {version}{_recorded_versions(opts, archs, version)}: "
-            f"{', '.join(missing)} missing; run {record_hint(version)} to record one, and "
-            f"review its diff"
-        )
-    comp = compile_suite(opts)
-    rules = check_rules(comp, version)
-    changes = _diff_against(baselines, opts, comp)
-    failed = bool(rules.failures) or any(c.fails for c in changes)
-    text = report_mod.render(
-        mode="check",
-        version=version,
-        comp=comp,
-        rules=rules,
-        changes=changes,
-        baseline_note={t.arch: str(baselines[t.arch].path) for t in comp.targets},
-        failed=failed,
+    baselines, comp, rules, changes = _compared(
+        opts,
+        version,
+        f"no fingerprint for Triton {version}",
+        f"run {record_hint(version)} to record one, and review its diff",
     )
-    _write_outputs(opts, comp, text)
-    return GateResult(EXIT_FAIL if failed else EXIT_OK, text, rules, changes, comp)
+    failed = bool(rules.failures) or any(c.fails for c in changes)
+    notes = {t.arch: str(baselines[t.arch].path) for t in comp.targets}
+    text = report_mod.render("check", version, comp, rules, changes, notes, failed)
+    return _finish(opts, comp, text, rules, changes, failed)
 
 
 def _record_target(
@@ -355,17 +330,8 @@ def record(opts: Options) -> GateResult:
         arch_changes, notes[t.arch], _ = _record_target(opts, comp, t, version)
         changes += arch_changes
     failed = bool(rules.failures)
-    text = report_mod.render(
-        mode="record",
-        version=version,
-        comp=comp,
-        rules=rules,
-        changes=changes,
-        baseline_note=notes,
-        failed=failed,
-    )
-    _write_outputs(opts, comp, text)
-    return GateResult(EXIT_FAIL if failed else EXIT_OK, text, rules, changes, comp)
+    text = report_mod.render("record", version, comp, rules, changes, notes, failed)
+    return _finish(opts, comp, text, rules, changes, failed)
 
 
 def upgrade(opts: Options, from_version: str, *, record_too: bool = False) -> GateResult:
@@ -383,17 +349,12 @@ def upgrade(opts: Options, from_version: str, *, record_too: bool = False) -> Ga
             f"Triton {version} is the one installed here: an upgrade report compares it with "
             f"another version's recording; install the new Triton (`nox -s upgrade -- X.Y.Z`)"
         )
-    archs = list(opts.archs or load_rules(opts.rules_path).targets)
-    old, missing = _recorded(opts, from_version, archs)
-    if missing:
-        raise InputError(
-            f"no recording of Triton {from_version} to compare with"
-            f"{_recorded_versions(opts, archs, from_version)}: {', '.join(missing)} missing; "
-            f"record it with {record_hint(from_version)}"
-        )
-    comp = compile_suite(opts)
-    rules = check_rules(comp, version)
-    changes = _diff_against(old, opts, comp)
+    old, comp, rules, changes = _compared(
+        opts,
+        from_version,
+        f"no recording of Triton {from_version} to compare with",
+        f"record it with {record_hint(from_version)}",
+    )
     recorded = (
         [str(_record_target(opts, comp, t, version)[2]) for t in comp.targets] if record_too else []
     )
@@ -410,5 +371,4 @@ def upgrade(opts: Options, from_version: str, *, record_too: bool = False) -> Ga
         outputs=f"{opts.json_dir}/<arch>.json" if opts.json_dir else "not kept",
         allowances=comp.ruleset.allowances,
     )
-    _write_outputs(opts, comp, text)
-    return GateResult(EXIT_FAIL if failed else EXIT_OK, text, rules, changes, comp)
+    return _finish(opts, comp, text, rules, changes, failed)

@@ -1,21 +1,12 @@
-"""What a case's identity records for its explanation (extra_info["tilegate"]["explain"]).
+"""What a case's identity records for its explanation (extra_info["tilegate"]["explain"]; its
+fields and where they come from: docs/gate.md, "Where the facts come from").
 
 Called from tilegate.harness.identity's capture, per Triton launch and once per captured
 call; every function here is best-effort: a field this Triton or torch does not expose is left
 out, and an exception is swallowed into an `error` entry (recording must never fail a case).
-
-The record, compact (no IR text; the TTGIR goes to a side file named by its hash):
-
-* ``triton``: one entry per distinct Triton launch, in launch order, with ``count``: ``name``,
-  ``grid``, ``constexprs`` (the launch's scalar keyword arguments), ``src`` (a hash of the
-  kernel's source) and the compile facts of tilegate.fingerprint.facts (``num_warps``,
-  ``num_stages``, ``shared``, ``registers``, ``spills``, ``programs_per_sm``, TTGIR facts,
-  ``mix``, ``ir``). On a GPU they come from the CompiledKernel the launch returned; under the
-  interpreter from an ahead-of-time compile for ``cc`` (sm_90 unless TILEGATE_EXPLAIN_CC says
-  otherwise), done only for cases whose code changed (`SideMeasurer.explain`);
-* ``ops``: torch op name -> how many times the call dispatched it;
-* ``gpu``: what the CUDA profiler saw (GPU only): per kernel / memset / copy name, ``count``,
-  ``grid`` and ``us`` (its summed duration); ``gpu_us``: the call's total.
+The TTGIR goes to a side file named by its hash, never into the record. Under the interpreter
+the compile facts come from an ahead-of-time compile for `cc`, done only for cases whose code
+changed (`SideMeasurer.explain`).
 """
 
 from __future__ import annotations
@@ -53,12 +44,17 @@ def _scalar(v: Any) -> bool:
     return isinstance(v, (int, bool, str)) or v is None
 
 
-def _constexprs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    skip = {"debug", "instrumentation_mode", "grid", "warmup"}
+_NOT_CONSTEXPRS = {"debug", "instrumentation_mode", "grid", "warmup", "num_warps", "num_stages"}
+
+
+def _launch(fn: Any, grid: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A launch's name, grid and constexprs (its scalar keyword arguments)."""
     return {
-        k: v
-        for k, v in sorted(kwargs.items())
-        if k not in skip and _scalar(v) and k not in ("num_warps", "num_stages")
+        "name": _name(fn),
+        "grid": _grid(grid, kwargs),
+        "constexprs": {
+            k: v for k, v in sorted(kwargs.items()) if k not in _NOT_CONSTEXPRS and _scalar(v)
+        },
     }
 
 
@@ -98,11 +94,8 @@ def _asm(kernel: Any, key: str) -> str | None:
 
 
 def _cc(meta: Any) -> int | None:
-    target = getattr(meta, "target", None)
-    arch = getattr(target, "arch", None)
-    if isinstance(arch, int):
-        return arch
-    return None
+    arch = getattr(getattr(meta, "target", None), "arch", None)
+    return arch if isinstance(arch, int) else None
 
 
 # seconds this process spent recording what explains a case (gpu_launch, compile_launches): the
@@ -129,11 +122,7 @@ def _timed(fn: Any) -> Any:
 @_timed
 def gpu_launch(fn: Any, kernel: Any, grid: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     """One compiled launch on a GPU: name, grid, constexprs and the CompiledKernel's facts."""
-    out: dict[str, Any] = {
-        "name": _name(fn),
-        "grid": _grid(grid, kwargs),
-        "constexprs": _constexprs(kwargs),
-    }
+    out = _launch(fn, grid, kwargs)
     try:
         # constexprs passed by position: the compiled kernel's source knows them by index
         names = list(getattr(fn, "arg_names", None) or [])
@@ -147,16 +136,14 @@ def gpu_launch(fn: Any, kernel: Any, grid: Any, kwargs: dict[str, Any]) -> dict[
         digest = str(getattr(kernel, "hash", "") or "")
         got = _GPU_FACTS.get(digest) if digest else None
         if got is None:
-            md = kernel.metadata
-            meta = {k: getattr(md, k, None) for k in ("num_warps", "num_stages", "shared")}
             ttgir = _asm(kernel, "ttgir")
             got = kfacts.kernel_facts(
-                meta,
+                kernel.metadata,
                 ttgir,
                 _asm(kernel, "ptx"),
                 registers=getattr(kernel, "n_regs", None),
                 spills=getattr(kernel, "n_spills", None),
-                cc=_cc(md),
+                cc=_cc(kernel.metadata),
             )
             if ttgir and "ir" in got:
                 save_ir(ttgir, got["ir"])
@@ -187,10 +174,7 @@ class _Stand:
         return tuple(self.shape) if dim is None else self.shape[dim]
 
     def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
     def element_size(self) -> int:
         return int(getattr(self.dtype, "itemsize", 0) or 0)
@@ -218,11 +202,7 @@ def interpreted_launch(
 ) -> tuple[dict[str, Any], Any]:
     """One interpreter launch: name, grid, constexprs, source hash; and what an AOT compile of
     it needs (the kernel's function, stand-ins for its arguments, its keyword arguments)."""
-    out: dict[str, Any] = {
-        "name": _name(fn),
-        "grid": _grid(grid, kwargs),
-        "constexprs": _constexprs(kwargs),
-    }
+    out = _launch(fn, grid, kwargs)
     for k in ("num_warps", "num_stages"):
         if isinstance(kwargs.get(k), int):
             out[k] = kwargs[k]
@@ -313,41 +293,27 @@ def aot_facts(handle: Any, cc: int) -> dict[str, Any]:
     (tilegate.fingerprint.compile does the same for the registry's plans), and read its facts.
     Also returns the TTGIR under "_ttgir" (not stored in results)."""
     import triton
-    from triton import knobs
-    from triton._C.libtriton import get_cache_invalidating_env_vars
 
     from tilegate.fingerprint import extract
-    from tilegate.fingerprint.compile import _triton_internals, ptxas_scope
+    from tilegate.fingerprint.compile import _triton_internals, bind, ptxas_scope
 
     pyfn, stand_ins, kwargs = handle
-    tri = _triton_internals()
-    jit = _compilable(pyfn)
-    target = tri.GPUTarget("cuda", cc, 32)
-    backend = tri.make_backend(target)
-    binder = tri.create_function_from_signature(jit.signature, jit.params, backend)
     kw = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
-    kw["debug"] = kw.get("debug", jit.debug) or knobs.runtime.debug
-    kw["instrumentation_mode"] = knobs.compilation.instrumentation_mode
-    bound, spec, opts = binder(*stand_ins, **kw)
-    options, signature, constexprs, attrs = jit._pack_args(backend, kw, bound, spec, opts)
-    src = tri.ASTSource(jit, signature, constexprs, attrs)
-    key = tri.get_cache_key(src, backend, options, get_cache_invalidating_env_vars()) + f"|{cc}"
+    src, options, key, _ = bind(_compilable(pyfn), stand_ins, kw, cc)
+    key += f"|{cc}"
     if key in _AOT_FACTS:
         return _AOT_FACTS[key]
     with ptxas_scope("tilegate-explain-") as log:
+        target = _triton_internals().GPUTarget("cuda", cc, 32)
         kernel = triton.compile(src, target=target, options=options.__dict__)
         ttgir, ptx = kernel.asm.get("ttgir"), kernel.asm.get("ptx")
-        md = kernel.metadata
     try:
         ptxas = extract.ptxas_facts(log.getvalue())
     except ValueError:
         ptxas = {}
-    spills = None
-    if ptxas:
-        spills = int(ptxas["spill_stores"]) + int(ptxas["spill_loads"])
-    meta = {k: getattr(md, k, None) for k in ("num_warps", "num_stages", "shared")}
+    spills = int(ptxas["spill_stores"]) + int(ptxas["spill_loads"]) if ptxas else None
     got = kfacts.kernel_facts(
-        meta,
+        kernel.metadata,
         ttgir if isinstance(ttgir, str) else None,
         ptx if isinstance(ptx, str) else None,
         registers=ptxas.get("registers"),

@@ -27,13 +27,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
 
 def _old_new(c: Change) -> str:
     text = f"{_value(c.old)} -> {_value(c.new)}"
-    num = (int, float)
-    if (
-        isinstance(c.old, num)
-        and isinstance(c.new, num)
-        and not isinstance(c.old, bool)
-        and not isinstance(c.new, bool)
-    ):
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (c.old, c.new)):
         text += f" ({c.new - c.old:+g})"
     return text
 
@@ -192,7 +186,9 @@ def _changes_table(changes: Sequence[Change]) -> list[str]:
 
 
 def _fingerprints_section(comp: Compiled) -> list[str]:
+    """The warnings while compiling, then every kernel's fingerprint: every report's end."""
     return [
+        *warnings_section(comp),
         "",
         "## Fingerprints",
         "",
@@ -223,7 +219,6 @@ _BROKEN_RULE_HINT = (
 
 
 def render(
-    *,
     mode: str,
     version: str,
     comp: Compiled,
@@ -236,8 +231,7 @@ def render(
     lines = [f"# Compile fingerprint, Triton {version}: {verdict}", "", *_scope_lines(comp)]
     what = "Compared with" if mode == "check" else "Recorded; diff against"
     lines += ["", f"{what}: " + "; ".join(f"{a}: {n}" for a, n in baseline_note.items()) + "."]
-    for s in comp.skipped:
-        lines.append(f"Not compiled: {s.id}: {s.reason}.")
+    lines += [f"Not compiled: {s.id}: {s.reason}." for s in comp.skipped]
     lines += _rules_section(comp, rules)
 
     lines += ["", changes_title(mode, changes), ""]
@@ -246,7 +240,6 @@ def render(
     else:
         lines.append("None: every fingerprint equals the recorded one.")
 
-    lines += warnings_section(comp)
     lines += _fingerprints_section(comp)
 
     if failed:
@@ -300,17 +293,12 @@ def render_upgrade(
 ) -> str:
     """What moving from Triton `old` (its recording) to `new` (compiled now) changes."""
     moved = [c for c in changes if is_pipelining(c)]
-    kernels_moved = sorted({c.kernel for c in moved})
+    n_kernels = len({c.kernel for c in moved})
     regs = [c for c in changes if c.field == "registers"]
     beyond = [c for c in regs if c.verdict != "within allowance"]
     stack = [c for c in changes if c.field == "stack_bytes"]
-    parts = (
-        [
-            f"{_plural(len(moved), 'pipelining fact')} changed in {_plural(len(kernels_moved), 'kernel')}"
-        ]
-        if moved
-        else ["no pipelining fact changed"]
-    )
+    what = f"{_plural(len(moved), 'pipelining fact')} changed in {_plural(n_kernels, 'kernel')}"
+    parts = [what if moved else "no pipelining fact changed"]
     if rules.failures:
         parts.append(f"{_plural(len(rules.failures), 'rule')} broken")
     kind = "downgrade" if version_key(old) > version_key(new) else "upgrade"
@@ -331,8 +319,7 @@ def render_upgrade(
             f"Nothing was written under the baselines (the facts compiled now: {outputs}); "
             f"`nox -s upgrade -- {new} --record` records them."
         )
-    for s in comp.skipped:
-        lines.append(f"Not compiled: {s.id}: {s.reason}.")
+    lines += [f"Not compiled: {s.id}: {s.reason}." for s in comp.skipped]
     allow = allowances.get("registers")
     reg_note = (
         f"Registers: {len(regs)} of {len(comp.cases)} kernels moved"
@@ -359,7 +346,6 @@ def render_upgrade(
     shown = [c for c in changes if c.field not in ALLOCATION_FIELDS]  # per kernel above
     lines += ["", f"## What changed in the pipelines, and why it matters: {len(moved)}", ""]
     lines += _changes_table(shown) if shown else ["Nothing: every pipelining fact is the same."]
-    lines += warnings_section(comp)
     lines += _fingerprints_section(comp)
     lines += ["", "## What to do", ""]
     if rules.failures:

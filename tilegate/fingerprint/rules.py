@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,7 +58,7 @@ class Rule:
     checks: tuple[Check, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Exception_:
     name: str
     rule: str
@@ -179,6 +179,14 @@ def _triton_range(path: Path, where: str, e: Mapping[str, Any]) -> str | None:
     return raw
 
 
+def _objects(path: Path, items: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(`where[i]`, item) of a list of objects; a non-object item is an error naming it."""
+    for i, item in enumerate(items or []):
+        if not isinstance(item, dict):
+            raise _err(path, f"{where}[{i}]", "must be an object")
+        yield f"{where}[{i}]", item
+
+
 def load_rules(path: str | Path = DEFAULT_RULES) -> RuleSet:
     """Read and validate the rules file."""
     p = Path(path)
@@ -209,16 +217,10 @@ def load_rules(path: str | Path = DEFAULT_RULES) -> RuleSet:
             f"must map fact names ({', '.join(FACT_KEYS)}) to non-negative integers",
         )
     rules: list[Rule] = []
-    for i, r in enumerate(data.get("rules") or []):
-        where = f"rules[{i}]"
-        if not isinstance(r, dict):
-            raise _err(p, where, "must be an object")
+    for where, r in _objects(p, data.get("rules"), "rules"):
         rid = _str(p, where, r, "id")
         checks = []
-        for j, c in enumerate(r.get("checks") or []):
-            cw = f"{where} ({rid}).checks[{j}]"
-            if not isinstance(c, dict):
-                raise _err(p, cw, "must be an object")
+        for cw, c in _objects(p, r.get("checks"), f"{where} ({rid}).checks"):
             fld = _str(p, cw, c, "field")
             if fld not in FACT_KEYS:
                 raise _err(p, cw, f"unknown field {fld!r} (known: {', '.join(FACT_KEYS)})")
@@ -245,10 +247,7 @@ def load_rules(path: str | Path = DEFAULT_RULES) -> RuleSet:
     if len(set(ids)) != len(ids):
         raise _err(p, "rules", "rule ids must be unique")
     exceptions: list[Exception_] = []
-    for i, e in enumerate(data.get("exceptions") or []):
-        where = f"exceptions[{i}]"
-        if not isinstance(e, dict):
-            raise _err(p, where, "must be an object")
+    for where, e in _objects(p, data.get("exceptions"), "exceptions"):
         rule = _str(p, where, e, "rule")
         if rule not in ids:
             raise _err(p, where, f"names unknown rule {rule!r}")
@@ -257,12 +256,12 @@ def load_rules(path: str | Path = DEFAULT_RULES) -> RuleSet:
             raise _err(p, where, "labels must be a list of check labels")
         exceptions.append(
             Exception_(
-                _str(p, where, e, "name"),
-                rule,
-                _str(p, where, e, "reason"),
-                _selector(p, where, e.get("applies_to")),
-                tuple(labels),
-                _triton_range(p, where, e),
+                name=_str(p, where, e, "name"),
+                rule=rule,
+                reason=_str(p, where, e, "reason"),
+                applies_to=_selector(p, where, e.get("applies_to")),
+                labels=tuple(labels),
+                triton=_triton_range(p, where, e),
             )
         )
     return RuleSet(p, targets, dict(allowances), tuple(rules), tuple(exceptions))

@@ -1,19 +1,14 @@
 """Which kernels the fingerprint covers: every Triton variant of the registry x dtype x layout x
-architecture of a perf profile, each planned exactly as the suite plans it.
-
-K: the suite runs K in {128, ..., 4096}. K is a runtime argument, so it changes the compiled
-kernel only through the JIT's specialization (K == 1 becomes a constexpr, K % 16 == 0 adds a
-divisibility hint) or through a plan that picks constexprs per K. Rather than assume either,
-every suite K is planned and specialized (cheap, no compile) and the Ks are grouped by compile
-key: one fingerprint per distinct compiled kernel. Today every suite K is a multiple of 16, so
-each case is one kernel whose id carries no K; if a plan ever made K matter, the ids of that
-case would gain a `@K<first K of the group>` suffix and the report would show the split.
+architecture of a perf profile, each planned exactly as the suite plans it; every suite K planned
+and specialized, and the Ks grouped by compile key (docs/fingerprint.md, "One K": a case's ids
+gain `@K<first K of the group>` where K changes the compiled kernel).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -78,12 +73,11 @@ def _matches(name: str, patterns: Sequence[str] | None) -> bool:
 def collect(
     targets: Sequence[Target],
     *,
-    profile: Any = None,
+    profile: GridView,
     variants: Sequence[str] | None = None,
     mutate: Mutator | None = None,
 ) -> tuple[list[KernelCase], list[Skipped]]:
-    """Plan and specialize every kernel of `profile` (default: the perf suite's "default")."""
-    profile = profile or profiles()["default"]
+    """Plan and specialize every kernel of `profile`."""
     registry = benchmark().variant_map
     unknown = [p for p in variants or () if not any(fnmatch.fnmatchcase(n, p) for n in registry)]
     if unknown:
@@ -94,46 +88,39 @@ def collect(
         if variant.plan is None or not _matches(name, variants):
             continue  # the torch reference has no Triton kernel
         xtile = variant.twin_of is not None
-        for target in targets:
-            for dtype in profile.dtypes:
-                for layout in profile.layouts:
-                    base = kernel_id(name, dtype, layout, target)
-                    reason = variant.unsupported_reason(target.capability)
-                    if reason:
-                        skipped.append(Skipped(base, reason))
-                        continue
-                    groups: dict[str, list[tuple[int, Any, Specialization]]] = {}
-                    for k in profile.ks:
-                        try:
-                            launch = variant.plan(
-                                profile.m,
-                                profile.n,
-                                k,
-                                dtype=dtype,
-                                layout=layout,
-                                capability=target.capability,
-                                num_sms=target.num_sms,
-                            )
-                        except (ValueError, TypeError) as err:
-                            raise InputError(f"{base}: plan(K={k}) failed: {err}") from err
-                        probe = KernelCase(
-                            base, name, dtype, layout, target, (k,), xtile, launch, _NO_SPEC
-                        )
-                        if mutate is not None:
-                            launch = mutate(probe, launch)
-                        spec = specialize(launch, target)
-                        groups.setdefault(spec.key, []).append((k, launch, spec))
-                    for members in groups.values():
-                        ks = tuple(k for k, _, _ in members)
-                        cid = base if len(groups) == 1 else f"{base}@K{ks[0]}"
-                        _, launch, spec = members[-1]
-                        # what Triton warned while specializing any K of the group
-                        spec = dataclasses.replace(
-                            spec, warned=tuple(w for _, _, sp in members for w in sp.warned)
-                        )
-                        cases.append(
-                            KernelCase(cid, name, dtype, layout, target, ks, xtile, launch, spec)
-                        )
+        for target, dtype, layout in itertools.product(targets, profile.dtypes, profile.layouts):
+            base = kernel_id(name, dtype, layout, target)
+            reason = variant.unsupported_reason(target.capability)
+            if reason:
+                skipped.append(Skipped(base, reason))
+                continue
+            groups: dict[str, list[tuple[int, Any, Specialization]]] = {}
+            for k in profile.ks:
+                try:
+                    launch = variant.plan(
+                        profile.m,
+                        profile.n,
+                        k,
+                        dtype=dtype,
+                        layout=layout,
+                        capability=target.capability,
+                        num_sms=target.num_sms,
+                    )
+                except (ValueError, TypeError) as err:
+                    raise InputError(f"{base}: plan(K={k}) failed: {err}") from err
+                probe = KernelCase(base, name, dtype, layout, target, (k,), xtile, launch, _NO_SPEC)
+                if mutate is not None:
+                    launch = mutate(probe, launch)
+                spec = specialize(launch, target)
+                groups.setdefault(spec.key, []).append((k, launch, spec))
+            for members in groups.values():
+                ks = tuple(k for k, _, _ in members)
+                cid = base if len(groups) == 1 else f"{base}@K{ks[0]}"
+                _, launch, spec = members[-1]
+                # what Triton warned while specializing any K of the group
+                warned = tuple(w for _, _, sp in members for w in sp.warned)
+                spec = dataclasses.replace(spec, warned=warned)
+                cases.append(KernelCase(cid, name, dtype, layout, target, ks, xtile, launch, spec))
     return cases, skipped
 
 

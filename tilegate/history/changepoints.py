@@ -19,8 +19,6 @@ from tilegate.errors import InputError
 from tilegate.markdown import short_sha
 from tilegate.store.historydb import Store, StoredRun
 
-ENV_FIELDS = ("triton", "torch", "driver", "cuda")
-
 
 @dataclass(frozen=True)
 class Method:
@@ -174,11 +172,6 @@ def series(store: Store, gpu: str) -> tuple[list[StoredRun], list[Series]]:
     return runs, out
 
 
-def _env_change(a: StoredRun, b: StoredRun) -> tuple[str, ...]:
-    ea, eb = a.env(), b.env()
-    return tuple(f"{k} {ea[k]} -> {eb[k]}" for k in ENV_FIELDS if ea[k] != eb[k])
-
-
 def points(
     runs: Sequence[StoredRun], ss: Sequence[Series], method: Method, upto: int | None = None
 ) -> list[ChangePoint]:
@@ -201,7 +194,7 @@ def points(
                     st.after,
                     st.size,
                     st.p_value,
-                    _env_change(a, b),
+                    a.env_change(b),
                 )
             )
     return out
@@ -211,11 +204,8 @@ def change_points(
     store: Store, gpu: str | None = None, method: Method = DEFAULT_METHOD
 ) -> list[ChangePoint]:
     """Every significant change point of every case (of one GPU, or of all)."""
-    out: list[ChangePoint] = []
-    for g in [gpu] if gpu else store.gpus():
-        runs, ss = series(store, g)
-        out += points(runs, ss, method, None)
-    return out
+    gpus = [gpu] if gpu else store.gpus()
+    return [cp for g in gpus for cp in points(*series(store, g), method)]
 
 
 def new_since(store: Store, run_id: int, method: Method = DEFAULT_METHOD) -> list[ChangePoint]:
@@ -226,7 +216,10 @@ def new_since(store: Store, run_id: int, method: Method = DEFAULT_METHOD) -> lis
     """
     found = [r for g in store.gpus() for r in store.runs(g) if r.run_id == run_id]
     if not found:
-        raise _unknown_run(store, run_id)
+        raise InputError(
+            f"history store {store.path} holds no run {run_id}; `tilegate history list` shows the "
+            "run ids"
+        )
     gpu = found[0].gpu
     runs, ss = series(store, gpu)
     cut = next(i for i, r in enumerate(runs) if r.run_id == run_id)
@@ -242,12 +235,6 @@ def new_since(store: Store, run_id: int, method: Method = DEFAULT_METHOD) -> lis
             for b in before
         )
     ]
-
-
-def _unknown_run(store: Store, run_id: int) -> InputError:
-    return InputError(
-        f"history store {store.path} holds no run {run_id}; `tilegate history list` shows the run ids"
-    )
 
 
 def _fmt_value(metric: str, v: float) -> str:

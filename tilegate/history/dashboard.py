@@ -69,6 +69,11 @@ def _sig(x: Any, sig: int = 5) -> float | None:
     return round(f, sig - 1 - math.floor(math.log10(abs(f))))
 
 
+def _us(seconds: Any) -> float | None:
+    """Seconds as microseconds, 5 significant digits (None stays None)."""
+    return None if seconds is None else _sig(seconds * 1e6)
+
+
 def _rle(values: Sequence[tuple[float | None, float | None] | None]) -> list[list[Any]]:
     """[[from index, base, tolerance], ...] where (base, tolerance) changes; [i, null, null]: none."""
     out: list[list[Any]] = []
@@ -103,32 +108,24 @@ def _gpu_data(
     for s, e in store.case_slices(table):
         key = str(case_ids[s])
         metric = metric_of.get(key, "median_s")
-        v: list[float | None] = [None] * n
-        med: list[float | None] = [None] * n
-        q1: list[float | None] = [None] * n
-        q3: list[float | None] = [None] * n
+        # per run: the series' value, the median and quartiles (us), the throughput
+        cols: dict[str, list[Any]] = {k: [None] * n for k in ("v", "med", "q1", "q3", "tp")}
         verdict = [" "] * n
         band: list[tuple[float | None, float | None] | None] = [None] * n
         band_med: list[tuple[float | None, float | None] | None] = [None] * n
-        tp: list[float | None] = [None] * n
         units: dict[str, int] = {}  # the throughput's unit -> the latest run that has it
         fb = fallback.get(key)
         for j in range(s, e):
             i = position[int(table["run_id"][j])]
+            for k, c in (("med", "median_s"), ("q1", "q1_s"), ("q3", "q3_s")):
+                cols[k][i] = _us(table[c][j])
             ratio = table["ratio_to_reference"][j]
-            v[i] = (
-                _round(ratio, 4)
-                if metric == "ratio_to_reference"
-                else _sig(table["median_s"][j] * 1e6)
-            )
+            cols["v"][i] = _round(ratio, 4) if metric == "ratio_to_reference" else cols["med"][i]
             tflops, gbps = table["tflops"][j], table["gbps"][j]
             if np.isfinite(tflops):
-                tp[i], units["TFLOP/s"] = _sig(tflops, 4), i
+                cols["tp"][i], units["TFLOP/s"] = _sig(tflops, 4), i
             elif np.isfinite(gbps):
-                tp[i], units["GB/s"] = _sig(gbps, 4), i
-            med[i] = _sig(table["median_s"][j] * 1e6)
-            q1[i] = _sig(table["q1_s"][j] * 1e6)
-            q3[i] = _sig(table["q3_s"][j] * 1e6)
+                cols["tp"][i], units["GB/s"] = _sig(gbps, 4), i
             code = table["verdict"][j]
             verdict[i] = VERDICT_CODES.get(str(code), "?") if code is not None else "."
             tol = table["tolerance"][j]
@@ -138,13 +135,9 @@ def _gpu_data(
                 tol, base_med = fb.tolerance, fb.base_median_s
                 base_ratio = fb.base_ratio_to_reference
             tol_r = _round(tol, 4) if tol is not None else None
-            base_v = (
-                _round(base_ratio, 4)
-                if metric == "ratio_to_reference"
-                else (_sig(base_med * 1e6) if base_med is not None else None)
-            )
+            base_v = _round(base_ratio, 4) if metric == "ratio_to_reference" else _us(base_med)
             band[i] = (base_v, tol_r)
-            band_med[i] = (_sig(base_med * 1e6) if base_med is not None else None, tol_r)
+            band_med[i] = (_us(base_med), tol_r)
         twin = table["twin"][s]
         entry: dict[str, Any] = {
             "id": key,
@@ -153,12 +146,8 @@ def _gpu_data(
             "twin": str(twin) if twin is not None else None,
             "metric": metric,
             "order": int(np.min(table["position"][s:e])),  # the suite's run order
-            "v": v,
-            "med": med,
-            "q1": q1,
-            "q3": q3,
-            # the results rows' throughput: the benchmark's work (flops or bytes) / median
-            "tp": tp,
+            # "tp": the results rows' throughput, the benchmark's work (flops or bytes) / median
+            **cols,
             "unit": max(units, key=units.__getitem__) if units else None,
             "verdict": "".join(verdict),
             "band": _rle(band),
@@ -226,10 +215,6 @@ def _label(where: dict[str, Any]) -> str:
     return " ".join(v if isinstance(v, str) else f"{k}={v}" for k, v in where.items())
 
 
-def _value_order(v: Any) -> tuple[bool, Any]:
-    return (isinstance(v, str), v)
-
-
 def _pairs(
     stored: Sequence[StoredPair], position: dict[int, int], cases: Sequence[dict[str, Any]]
 ) -> list[dict[str, Any]]:
@@ -246,7 +231,7 @@ def _pairs(
     order = {c["id"]: c["order"] for c in cases}
     out = []
     for (faster, than, per, _), g in groups.items():
-        values = sorted(g["cases"], key=_value_order)
+        values = sorted(g["cases"], key=lambda v: (isinstance(v, str), v))  # numbers first
         cross: list[Any] = []
         for i in range(n):
             ratios = {v: g["rt"][v][i] for v in values if g["rt"][v][i] is not None}

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tilegate.config import _toml
 from tilegate.errors import InputError
 from tilegate.fileio import atomic_write_json, read_json, read_text
 from tilegate.judge.abnoise import Noise, noise_json, parse_noise
@@ -88,13 +89,7 @@ def load_tolerances(path: str | Path | None, *, required: bool = True) -> Tolera
         if required:
             raise InputError(f"tolerances file {p} does not exist")
         return Tolerances()
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        try:
-            import tomli as tomllib  # type: ignore[no-redef]
-        except ModuleNotFoundError as err:
-            raise InputError(f"reading {p} needs Python >= 3.11 or the `tomli` package") from err
+    tomllib = _toml()  # Python 3.10: the `tomli` dependency
     try:
         data = tomllib.loads(read_text(p, "tolerances file"))
     except tomllib.TOMLDecodeError as err:

@@ -14,10 +14,7 @@ purpose, never a silent pass. Schema (validated on load; a bad file is an InputE
          "config": {"num_warps": 8, "num_stages": 3, "constexprs": {...}, "signature": "..."},
          "facts": {"fused": true, "a_buffers": 3, ..., "registers": 214, "spill_stores": 0}}}}
 
-Their comparison (tilegate.fingerprint.changes; see docs/fingerprint.md for why): every fact and the launch configuration must be
-equal, except `registers`, which may move by the rules file's allowance. Each difference is
-labelled worse / better / changed and carries a sentence on why it matters. The ptxas version
-(Triton bundles its own; registers and spills come from it) is compared too, for information.
+Their comparison: tilegate.fingerprint.changes (docs/fingerprint.md).
 """
 
 from __future__ import annotations
@@ -50,12 +47,7 @@ FACT_KEYS = (
     "mma_loop_depth",
     "mma",
     "acc_select",
-    "a_buffers",
-    "a_load",
-    "a_multi_buffered",
-    "b_buffers",
-    "b_load",
-    "b_multi_buffered",
+    *(f"{op}_{fact}" for op in "ab" for fact in ("buffers", "load", "multi_buffered")),
     "wgmma_wait",
     "ws_requested",
     "warp_specialized",

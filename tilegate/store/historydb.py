@@ -1,43 +1,14 @@
 """The history store: an embedded DuckDB database file of measured runs, appended, never rewritten.
 
-Schema version 4 (docs/history.md has the column meanings). The store knows no benchmark: a
-case's parameters are its `params` (JSON, the results row's: its grid point and the fixed
-values, named by the declaration), its throughput the results row's (`tflops` from the
-declared work's flops, else `gbps` from its bytes), its pairs the declared relations
-(tilegate.judge.crosstile)::
-
-    meta(key PRIMARY KEY, value)          -- schema_version, created_by, created_at
-    runs(run_id PRIMARY KEY, gpu, gpu_name, commit, datetime, measured_at, profile, mode, dirty,
-         triton, torch, python, driver, cuda, harness_version, throttled, source, added_at,
-         repo_url, run_url, reference, UNIQUE (gpu, commit, datetime, profile))
-    cases(run_id -> runs, case_id, position, variant, twin, n_samples,
-          median_s, q1_s, q3_s, ratio_to_reference, ratio_to_twin, code_hash,
-          verdict, tolerance, base_median_s, base_ratio_to_reference, params, tflops, gbps,
-          PRIMARY KEY (run_id, case_id))
-    pairs(run_id -> runs, faster, than, per, setting, value, case_id, ratio,
-          PRIMARY KEY (run_id, faster, than, per, setting, value))
-
-An older store is read as it is and upgraded by the first command that writes to it. Versions 1
-to 3 kept some parameters in columns of their own (of `cases`: the grid's, in grid order; of
-`runs`: the fixed ones), which versions 1 and 2 had in no `params`: every column this version
-does not have is such a parameter (`_legacy_columns`), read into `params` where a row has none
-(the run's first, then the case's, in column order) and dropped by the upgrade. Version 1 gains
-the two link columns (NULL links until then); versions 1 and 2 gain the `pairs` table, filled
-from their twin rows (a pair along the last of the case's own parameter columns, at the values
-of the others). Their `ratio_to_torch` and `base_ratio_to_torch` were the ratios to their
-reference variant, `torch`: they become `ratio_to_reference` and `base_ratio_to_reference`, and
-`runs.reference` says `torch` (where the run measured it). Versions 1 and 2 stored no
-throughput: their rows have none (NULL `tflops` and `gbps`).
-
-A run's identity is (GPU slug, commit, datetime, profile): pytest-benchmark's `datetime` is the
-moment the run started, so two runs of one commit on one GPU differ in it, and the same file
-added twice does not. Adding a run that is already stored is refused and names it.
-
-Every open takes an exclusive lock file (`<store>.lock`, released by the OS if the process dies),
-so a second writer waits up to `lock_timeout` seconds and then fails cleanly; every write is one
-transaction, so a failed `add` leaves the store as it was. A file that exists but is not a
-tilegate store (corrupt, truncated, another database) is an InputError naming it: it is never
-recreated, and only a missing file is created, and only by a command that writes.
+Schema version 4: `_SCHEMA`. The store knows no benchmark: a case's parameters are its `params`
+(JSON, the results row's: its grid point and the fixed values, named by the declaration), its
+throughput the results row's (`tflops` from the declared work's flops, else `gbps` from its
+bytes), its pairs the declared relations (tilegate.judge.crosstile). A store of another schema
+version is refused, naming it (the reader of versions 1 to 3 went with issue 51's legacy
+readers); a version-4 store written before `peak_bytes` and `pct_of_peak` reads them as NULL and
+gains them at its first write. The columns' meanings, a run's identity (GPU slug, commit,
+datetime, profile: adding one already stored is refused), the lock, the transactions and a
+corrupt store: docs/history.md, "The store".
 """
 
 from __future__ import annotations
@@ -45,10 +16,11 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import re
 import statistics
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -62,12 +34,6 @@ from tilegate.judge.results import Run
 from tilegate.peaks import percent, row_of
 
 SCHEMA_VERSION = 4
-# version 1: without runs.repo_url / runs.run_url; versions 1 and 2: without cases.params and the
-# pairs table, without runs.reference and cases.tflops / cases.gbps, and with the ratios to the
-# reference named for it (ratio_to_torch, base_ratio_to_torch); versions 1 to 3: parameters in
-# columns of their own (`_legacy_columns`). A version-3 store written before runs.reference or
-# the throughput (never released) is read and upgraded as versions 1 and 2 are: by its columns.
-_READS = (1, 2, 3, 4)
 DEFAULT_STORE = Path(".perf/history.duckdb")
 DEFAULT_LOCK_TIMEOUT_S = 120.0
 
@@ -121,8 +87,8 @@ CREATE TABLE cases (
     params VARCHAR,
     tflops DOUBLE,
     gbps DOUBLE,
-    peak_bytes BIGINT,
-    pct_of_peak DOUBLE,
+    peak_bytes BIGINT,  -- peak GPU memory of one call (tilegate.judge.memory); NULL: not measured
+    pct_of_peak DOUBLE,  -- of the bound its declared work gives (tilegate.peaks); NULL: none
     PRIMARY KEY (run_id, case_id)
 );
 CREATE TABLE pairs (
@@ -138,66 +104,17 @@ CREATE TABLE pairs (
 );
 """
 
-_RUN_COLUMNS = (
-    "run_id",
-    "gpu",
-    "gpu_name",
-    "commit",
-    "datetime",
-    "measured_at",
-    "profile",
-    "mode",
-    "dirty",
-    "triton",
-    "torch",
-    "python",
-    "driver",
-    "cuda",
-    "harness_version",
-    "throttled",
-    "source",
-    "added_at",
-    "repo_url",
-    "run_url",
-    "reference",
-)
-_LINK_COLUMNS = ("repo_url", "run_url")  # added by schema version 2
-_ADDED = ("peak_bytes", "pct_of_peak")  # version 4 stores written before them: added (NULL)
-CASE_COLUMNS = (
-    "run_id",
-    "case_id",
-    "position",
-    "variant",
-    "twin",
-    "n_samples",
-    "median_s",
-    "q1_s",
-    "q3_s",
-    "ratio_to_reference",
-    "ratio_to_twin",
-    "code_hash",
-    "verdict",
-    "tolerance",
-    "base_median_s",
-    "base_ratio_to_reference",
-    "params",
-    "tflops",
-    "gbps",
-    "peak_bytes",  # peak GPU memory of one call (tilegate.judge.memory); NULL: not measured
-    "pct_of_peak",  # of the bound its declared work gives (tilegate.peaks); NULL: none
-)
-# the columns' names before schema version 3: the ratios were named for this repo's reference
-_RENAMED = {
-    "ratio_to_torch": "ratio_to_reference",
-    "base_ratio_to_torch": "base_ratio_to_reference",
-}
-LEGACY_REFERENCE = "torch"  # the reference variant of every run stored before runs.reference
+_ADDED = {"peak_bytes": "BIGINT", "pct_of_peak": "DOUBLE"}  # version 4 stores before them: NULL
 
-_LEGACY_REFERENCE_SQL = (
-    f"(SELECT '{LEGACY_REFERENCE}' WHERE EXISTS (SELECT 1 FROM cases c "
-    f"WHERE c.run_id = runs.run_id AND c.variant = '{LEGACY_REFERENCE}'))"
-)
-PAIR_COLUMNS = ("run_id", "faster", "than", "per", "setting", "value", "case_id", "ratio")
+
+def _table_columns(table: str) -> tuple[str, ...]:
+    """The columns of a table of `_SCHEMA`, in order."""
+    body = _SCHEMA.split(f"CREATE TABLE {table} (")[1].split("\n)")[0]
+    return tuple(re.findall(r"^    ([a-z0-9_]+) ", body, re.M))
+
+
+CASE_COLUMNS = _table_columns("cases")
+PAIR_COLUMNS = _table_columns("pairs")
 
 
 def _json(value: Any) -> str:
@@ -258,14 +175,17 @@ class StoredRun:
     def identity(self) -> str:
         return describe_identity(self.gpu, self.commit, self.datetime, self.profile)
 
-    def env(self) -> dict[str, str | None]:
-        """The environment facts that void comparisons when they change."""
-        return {
-            "triton": self.triton,
-            "torch": self.torch,
-            "driver": self.driver,
-            "cuda": self.cuda,
-        }
+    def env_change(self, later: StoredRun) -> tuple[str, ...]:
+        """What changed in the environment facts that void comparisons, from this run to
+        `later`: e.g. ("triton 3.6.0 -> 3.9.0",)."""
+        return tuple(
+            f"{k} {getattr(self, k)} -> {getattr(later, k)}"
+            for k in ("triton", "torch", "driver", "cuda")
+            if getattr(self, k) != getattr(later, k)
+        )
+
+
+_RUN_COLUMNS = tuple(f.name for f in fields(StoredRun))  # the columns of runs, in order
 
 
 def describe_identity(gpu: str, commit: str, datetime: str, profile: str) -> str:
@@ -323,17 +243,10 @@ class AddResult:
 class Store:
     """An open history store. Get one with `open_store`; it is valid inside that `with` block."""
 
-    def __init__(
-        self,
-        path: Path,
-        con: duckdb.DuckDBPyConnection,
-        writable: bool,
-        version: int = SCHEMA_VERSION,
-    ) -> None:
+    def __init__(self, path: Path, con: duckdb.DuckDBPyConnection, writable: bool) -> None:
         self.path = path
         self._con = con
         self._writable = writable
-        self._version = version
         self._columns = _columns(con)
 
     @property
@@ -342,38 +255,22 @@ class Store:
 
     # --- reading ------------------------------------------------------------------------------
 
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def _query(self, sql: str, params: Sequence[Any] = (), numpy: bool = False) -> Any:
+        """The rows (`numpy`: the columns, as numpy arrays) a query returns."""
         try:
-            return self._con.execute(sql, list(params)).fetchall()
+            done = self._con.execute(sql, list(params))
+            return done.fetchnumpy() if numpy else done.fetchall()
         except duckdb.Error as err:
             raise InputError(f"history store {self.path}: query failed ({err})") from err
 
     def runs(self, gpu: str | None = None) -> list[StoredRun]:
         """Stored runs in measurement order (measured_at, then run id), optionally of one GPU."""
         where = "WHERE gpu = ?" if gpu else ""
-        cols = [self._run_column(c) for c in _RUN_COLUMNS]
         rows = self._query(
-            f"SELECT {', '.join(cols)} FROM runs {where} ORDER BY measured_at, run_id",
+            f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs {where} ORDER BY measured_at, run_id",
             [gpu] if gpu else [],
         )
         return [StoredRun(*r) for r in rows]
-
-    def _run_column(self, name: str) -> str:
-        """A column of `runs` as this store holds it (an older store: what it stands for)."""
-        if ("runs", name) in self._columns:
-            return name
-        if name == "reference":
-            return f"{_LEGACY_REFERENCE_SQL} AS reference"
-        return f"NULL AS {name}"  # the links, before version 2
-
-    def _case_column(self, name: str) -> str:
-        """A column of `cases` (c, joined with runs r) as this store holds it."""
-        if ("cases", name) in self._columns:
-            return f"c.{name}"
-        old = next((o for o, n in _RENAMED.items() if n == name), None)
-        if old is not None and ("cases", old) in self._columns:
-            return f"c.{old} AS {name}"
-        return f"NULL::{'VARCHAR' if name == 'params' else 'DOUBLE'} AS {name}"
 
     def gpus(self) -> list[str]:
         return [r[0] for r in self._query("SELECT DISTINCT gpu FROM runs ORDER BY gpu")]
@@ -381,21 +278,16 @@ class Store:
     def case_table(self, gpu: str | None = None) -> dict[str, np.ndarray]:
         """Every stored case row (of one GPU), as columns (numpy arrays; NULL is None / NaN)."""
         where = "WHERE r.gpu = ?" if gpu else ""
-        legacy = _legacy_columns(self._columns)
         cols = ", ".join(
-            [
-                *(self._case_column(c) for c in CASE_COLUMNS),
-                *(f'{t[0]}."{c}" AS "{_LEGACY}{i}"' for i, (t, c) in enumerate(legacy)),
-            ]
+            f"c.{c}" if ("cases", c) in self._columns else f"NULL::DOUBLE AS {c}"  # `_ADDED`
+            for c in CASE_COLUMNS
         )
-        try:
-            res = self._con.execute(
-                f"SELECT r.gpu, {cols} FROM cases c JOIN runs r USING (run_id) {where} "
-                "ORDER BY r.gpu, c.case_id, r.measured_at, c.run_id",
-                [gpu] if gpu else [],
-            ).fetchnumpy()
-        except duckdb.Error as err:
-            raise InputError(f"history store {self.path}: query failed ({err})") from err
+        res = self._query(
+            f"SELECT r.gpu, {cols} FROM cases c JOIN runs r USING (run_id) {where} "
+            "ORDER BY r.gpu, c.case_id, r.measured_at, c.run_id",
+            [gpu] if gpu else [],
+            numpy=True,
+        )
         out: dict[str, np.ndarray] = {}
         for name, col in res.items():
             if isinstance(col, np.ma.MaskedArray):
@@ -410,30 +302,16 @@ class Store:
                         dtype=object,
                     )
             out[name] = np.asarray(col)
-        if legacy:  # parameters in columns of their own (before version 4): into `params`
-            values = [out.pop(f"{_LEGACY}{i}") for i in range(len(legacy))]
-            out["params"] = np.array(
-                [
-                    p if p is not None else _legacy_params(legacy, [v[j] for v in values])
-                    for j, p in enumerate(out["params"])
-                ],
-                dtype=object,
-            )
         return out
 
     def pairs(self, gpu: str | None = None) -> list[StoredPair]:
-        """Every stored pair point (of one GPU), by run, pair and value. A store older than schema
-        version 3 has no pairs table: its twin rows are its pairs (`_twin_pairs`), as its upgrade
-        stores them."""
+        """Every stored pair point (of one GPU), by run, pair and value."""
         where = "WHERE r.gpu = ?" if gpu else ""
-        args = [gpu] if gpu else []
-        if self._version < 3:
-            return _twin_pairs(self.case_table(gpu), _legacy_columns(self._columns))
         rows = self._query(
             f"SELECT {', '.join(f'p.{c}' for c in PAIR_COLUMNS)} FROM pairs p "
             f"JOIN runs r USING (run_id) {where} ORDER BY r.measured_at, p.run_id, p.faster, "
             "p.than, p.per, p.setting, p.value",
-            args,
+            [gpu] if gpu else [],
         )
         return [
             StoredPair(rid, f, t, per, json.loads(setting), json.loads(value), case, ratio)
@@ -498,20 +376,10 @@ class Store:
             )
         todo = [(r, j, i) for (r, j), i in zip(runs, identities, strict=True) if i not in existing]
         added: list[StoredRun] = []
-        try:
-            self._con.execute("BEGIN TRANSACTION")
+        with _transaction(self._con, self.path, "adding failed", "; nothing was added"):
             for run, judged, ident in todo:
                 link = (links or {}).get(run.path, Links())
                 added.append(self._insert(run, judged, ident, stamp, link))
-            self._con.execute("COMMIT")
-        except BaseException as err:
-            self._rollback()
-            if isinstance(err, duckdb.Error):
-                raise InputError(
-                    f"history store {self.path}: adding failed ({err}); nothing was added"
-                ) from err
-            raise
-        self._checkpoint()
         skipped = tuple(describe_identity(*i) for i in identities if i in existing)
         return AddResult(tuple(added), skipped)
 
@@ -520,37 +388,17 @@ class Store:
         if keep < 1:
             raise InputError(f"prune: keep must be at least 1 (got {keep})")
         old = "SELECT run_id FROM (SELECT run_id, row_number() OVER (PARTITION BY gpu ORDER BY measured_at DESC, run_id DESC) AS n FROM runs) WHERE n > ?"
-        try:
-            self._con.execute("BEGIN TRANSACTION")
+        with _transaction(self._con, self.path, "prune failed", "; nothing deleted"):
             (gone,) = self._con.execute(f"SELECT count(*) FROM ({old})", [keep]).fetchone() or (0,)
             self._con.execute(f"DELETE FROM cases WHERE run_id IN ({old})", [keep])
             self._con.execute(f"DELETE FROM pairs WHERE run_id IN ({old})", [keep])
             self._con.execute(f"DELETE FROM runs WHERE run_id IN ({old})", [keep])
-            self._con.execute("COMMIT")
-        except duckdb.Error as err:
-            self._rollback()
-            raise InputError(
-                f"history store {self.path}: prune failed ({err}); nothing deleted"
-            ) from err
-        self._checkpoint()
         return int(gone)
 
     # the store interface (tilegate.store): what it holds, load, save
     query = gpus
     load = runs
     save = add
-
-    def _rollback(self) -> None:
-        with contextlib.suppress(duckdb.Error):  # no transaction was open
-            self._con.execute("ROLLBACK")
-
-    def _checkpoint(self) -> None:
-        # Fold the write-ahead log into the file, so that copying the one .duckdb file (a CI
-        # artifact, a branch) copies everything.
-        try:
-            self._con.execute("CHECKPOINT")
-        except duckdb.Error as err:
-            raise InputError(f"history store {self.path}: checkpoint failed ({err})") from err
 
     def _existing(
         self, identities: Sequence[tuple[str, str, str, str]]
@@ -669,65 +517,7 @@ def run_pairs(run: Run, run_id: int) -> list[tuple[Any, ...]]:
     return list(out.values())
 
 
-_LEGACY = "legacy:"  # the name a parameter column is read under (`Store.case_table`)
-
-
-def _legacy_columns(columns: Mapping[tuple[str, str], int]) -> list[tuple[str, str]]:
-    """The parameter columns of a store before version 4: every column of `runs` (r, the fixed
-    values) and of `cases` (c, the grid's) that this version does not have, in column order."""
-    known = {
-        "runs": set(_RUN_COLUMNS),
-        "cases": {*CASE_COLUMNS, *_RENAMED},
-    }
-    order = sorted(columns, key=lambda tc: (tc[0] != "runs", columns[tc]))
-    return [(t, c) for t, c in order if c not in known[t]]
-
-
-def _legacy_params(legacy: Sequence[tuple[str, str]], values: Sequence[Any]) -> str:
-    """`params` of a row stored without it, from its parameter columns (NULL ones left out)."""
-    out: dict[str, Any] = {}
-    for (_, name), v in zip(legacy, values, strict=True):
-        if v is None or (isinstance(v, float) and not np.isfinite(v)):
-            continue
-        out[name] = v.item() if isinstance(v, np.generic) else v
-    return _json(out)
-
-
-def _twin_pairs(
-    table: Mapping[str, np.ndarray], legacy: Sequence[tuple[str, str]]
-) -> list[StoredPair]:
-    """A store before version 3 has no pairs table: its pairs are its twin rows, each along the
-    last of the case's own parameter columns at the values of the others (what its upgrade
-    stores), by run and case."""
-    own = [c for t, c in legacy if t == "cases"]
-    if not own:
-        return []
-    per, others = own[-1], own[:-1]
-    out = []
-    for j in range(len(table["case_id"])):
-        twin, ratio = table["twin"][j], table["ratio_to_twin"][j]
-        if twin is None or not np.isfinite(ratio):
-            continue
-        params = json.loads(table["params"][j])
-        if per not in params:
-            continue
-        setting = {k: params[k] for k in others if k in params}
-        out.append(
-            StoredPair(
-                int(table["run_id"][j]),
-                str(table["variant"][j]),
-                str(twin),
-                per,
-                setting,
-                params[per],
-                str(table["case_id"][j]),
-                float(ratio),
-            )
-        )
-    return sorted(out, key=lambda p: (p.run_id, p.case_id))
-
-
-def _check_schema(path: Path, con: duckdb.DuckDBPyConnection) -> int:
+def _check_schema(path: Path, con: duckdb.DuckDBPyConnection) -> None:
     try:
         tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
         version = (
@@ -745,12 +535,12 @@ def _check_schema(path: Path, con: duckdb.DuckDBPyConnection) -> int:
             f"history store {path} is a DuckDB database but not a tilegate history store (tables: "
             f"{', '.join(sorted(tables)) or 'none'}). It was not changed; point --store at another file."
         )
-    if version[0] not in {str(v) for v in _READS}:
+    if version[0] != str(SCHEMA_VERSION):
         raise InputError(
-            f"history store {path} has schema_version {version[0]}; this tilegate reads versions "
-            f"{', '.join(map(str, _READS))}. Use the tilegate that wrote it."
+            f"history store {path} has schema_version {version[0]}; this tilegate reads version "
+            f"{SCHEMA_VERSION}. Use the tilegate that wrote it (versions 1 to 3: a `history add` by "
+            "tilegate 833b842 or older upgrades it to 4)."
         )
-    return int(version[0])
 
 
 def _columns(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], int]:
@@ -762,86 +552,42 @@ def _columns(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], int]:
     return {(str(t), str(c)): int(i) for t, c, i in rows}
 
 
-def _outdated(con: duckdb.DuckDBPyConnection, version: int) -> bool:
-    """Whether the store needs `_upgrade`: an older version, or a version-3 store written
-    before runs.reference, cases.tflops / gbps and the renamed ratios."""
-    cols = _columns(con)
-    want = {("runs", "reference")} | {("cases", c) for c in ("tflops", "gbps", *_ADDED)}
-    want |= {("cases", n) for n in _RENAMED.values()}
-    return version < SCHEMA_VERSION or not want <= cols.keys() or bool(_legacy_columns(cols))
+def _add_columns(path: Path, con: duckdb.DuckDBPyConnection) -> None:
+    """A version-4 store written before the `_ADDED` columns gains them (NULL), in one transaction."""
+    missing = {c: kind for c, kind in _ADDED.items() if ("cases", c) not in _columns(con)}
+    if not missing:
+        return
+    with _transaction(con, path, f"could not add {sorted(missing)}", checkpoint=None):
+        for col, kind in missing.items():
+            con.execute(f"ALTER TABLE cases ADD COLUMN {col} {kind}")
 
 
-def _upgrade(path: Path, con: duckdb.DuckDBPyConnection, version: int) -> None:
-    """Up to SCHEMA_VERSION in one transaction. 1 -> 2: the two link columns (NULL for the runs
-    already stored). 2 -> 3: the `pairs` table with the stored twin rows as pairs (`_twin_pairs`),
-    the ratios to the reference under their names (`ratio_to_torch` -> `ratio_to_reference`, the
-    base's too), `runs.reference` (`torch`, where the run measured it), `cases.tflops` and
-    `cases.gbps` (NULL: those versions stored no throughput). 3 -> 4: the parameter columns
-    (`_legacy_columns`) read into `params` where a row has none, then dropped."""
+@contextmanager
+def _transaction(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    failed: str,
+    tail: str = "",
+    checkpoint: str | None = "checkpoint failed",
+) -> Iterator[None]:
+    """One transaction, rolled back on any failure, then a checkpoint: the write-ahead log folded
+    into the file, so that copying the one .duckdb file (a CI artifact, a branch) copies
+    everything. A DuckDB error is an InputError naming the store: `failed` (`checkpoint` where
+    the checkpoint failed; None: `failed` too) and the error, then `tail`."""
     try:
-        cols = _columns(con)
-        legacy = _legacy_columns(cols)
-        pairs = _twin_pairs(_legacy_table(con, cols), legacy) if version < 3 else []
         con.execute("BEGIN TRANSACTION")
-        if version < 2:
-            for col in _LINK_COLUMNS:
-                con.execute(f"ALTER TABLE runs ADD COLUMN {col} VARCHAR")
-        for old, new in _RENAMED.items():
-            if ("cases", old) in cols:
-                con.execute(f"ALTER TABLE cases RENAME COLUMN {old} TO {new}")
-        if ("runs", "reference") not in cols:
-            con.execute("ALTER TABLE runs ADD COLUMN reference VARCHAR")
-            con.execute(f"UPDATE runs SET reference = {_LEGACY_REFERENCE_SQL}")
-        for col in ("tflops", "gbps", "params", *_ADDED):
-            if ("cases", col) not in cols:
-                kind = {"params": "VARCHAR", "peak_bytes": "BIGINT"}.get(col, "DOUBLE")
-                con.execute(f"ALTER TABLE cases ADD COLUMN {col} {kind}")
-        if legacy:
-            filled = _legacy_table(con, cols)
-            frame = {  # noqa: F841 (read by SQL)
-                "run_id": np.array([int(r) for r in filled["run_id"]], dtype=object),
-                "case_id": np.array([str(c) for c in filled["case_id"]], dtype=object),
-                "params": np.array(list(filled["params"]), dtype=object),
-            }
-            con.execute(
-                "UPDATE cases SET params = f.params FROM frame f "
-                "WHERE cases.run_id = f.run_id AND cases.case_id = f.case_id "
-                "AND cases.params IS NULL"
-            )
-            for table, col in legacy:
-                con.execute(f'ALTER TABLE {table} DROP COLUMN "{col}"')
-        if version < 3:
-            con.execute(_SCHEMA[_SCHEMA.index("CREATE TABLE pairs") :])
-            if pairs:
-                pframe = {  # noqa: F841 (read by SQL)
-                    "run_id": np.array([p.run_id for p in pairs], dtype=object),
-                    "faster": np.array([p.faster for p in pairs], dtype=object),
-                    "than": np.array([p.than for p in pairs], dtype=object),
-                    "per": np.array([p.per for p in pairs], dtype=object),
-                    "setting": np.array([_json(dict(p.setting)) for p in pairs], dtype=object),
-                    "value": np.array([_json(p.value) for p in pairs], dtype=object),
-                    "case_id": np.array([p.case_id for p in pairs], dtype=object),
-                    "ratio": np.array([p.ratio for p in pairs], dtype=object),
-                }
-                con.execute(f"INSERT INTO pairs ({', '.join(PAIR_COLUMNS)}) SELECT * FROM pframe")
-        con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
+        yield
         con.execute("COMMIT")
+    except BaseException as err:
+        with contextlib.suppress(duckdb.Error):  # no transaction was open
+            con.execute("ROLLBACK")
+        if isinstance(err, duckdb.Error):
+            raise InputError(f"history store {path}: {failed} ({err}){tail}") from err
+        raise
+    try:
         con.execute("CHECKPOINT")
     except duckdb.Error as err:
-        with contextlib.suppress(duckdb.Error):
-            con.execute("ROLLBACK")
-        raise InputError(
-            f"history store {path}: could not upgrade it to schema version {SCHEMA_VERSION} ({err}); "
-            "it was not changed"
-        ) from err
-
-
-def _legacy_table(
-    con: duckdb.DuckDBPyConnection, cols: Mapping[tuple[str, str], int]
-) -> dict[str, np.ndarray]:
-    """The case table of a store being upgraded, as `Store.case_table` reads it."""
-    version = 3 if ("cases", "params") in cols else 2
-    return Store(Path("(upgrading)"), con, False, version).case_table()
+        raise InputError(f"history store {path}: {checkpoint or failed} ({err})") from err
 
 
 @contextmanager
@@ -891,11 +637,10 @@ def open_store(
                 new = True
             if new:
                 _create(p, con)
-            version = _check_schema(p, con)
-            if write and _outdated(con, version):
-                _upgrade(p, con, version)
-                version = SCHEMA_VERSION
-            yield Store(p, con, write, version)
+            _check_schema(p, con)
+            if write:
+                _add_columns(p, con)
+            yield Store(p, con, write)
         except BaseException:
             if new and write:  # a refused first write leaves no empty store behind
                 con.close()
@@ -925,8 +670,7 @@ def _half_created(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def _create(path: Path, con: duckdb.DuckDBPyConnection) -> None:
-    try:
-        con.execute("BEGIN TRANSACTION")
+    with _transaction(con, path, "could not create it", checkpoint=None):
         con.execute(_SCHEMA)
         con.executemany(
             "INSERT INTO meta VALUES (?, ?)",
@@ -936,7 +680,3 @@ def _create(path: Path, con: duckdb.DuckDBPyConnection) -> None:
                 ("created_at", dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")),
             ],
         )
-        con.execute("COMMIT")
-        con.execute("CHECKPOINT")
-    except duckdb.Error as err:
-        raise InputError(f"history store {path}: could not create it ({err})") from err
