@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,9 @@ for _name in [n for n in os.environ if n.startswith("PYTEST_XDIST_")]:
 
 # Under pytest-xdist's loadgroup, the tests that use one of these module- or session-scoped
 # fixtures run on one worker, which builds it once (seconds to a minute each: two smoke runs of
-# the suite, a synthetic history store, AOT compiles); every other test goes to whichever worker
-# is free.
+# the suite, a synthetic history store, AOT compiles, the repositories `tilegate init` made for
+# tests/test_installed.py and tests/test_newcomer.py, pytest-benchmark's own results, the GPU
+# image's wheels); every other test goes to whichever worker is free.
 SHARED_FIXTURES = (
     "smoke_runs",
     "step_history",
@@ -25,6 +27,10 @@ SHARED_FIXTURES = (
     "toy_page",
     "recorded",
     "recorded_ws",
+    "toy",
+    "newbie",  # its SIGINT test then finds the earlier run it needs
+    "results",
+    "wheelhouse",
 )
 
 
@@ -81,3 +87,27 @@ def aa_history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Pat
     from tests._synthetic_history import build_store
 
     return build_store(tmp_path_factory.mktemp("aa-history"), step=False, seed=7, salt="aa")
+
+
+@pytest.fixture(scope="session")
+def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tilegate's wheel, built from this checkout and installed with pip --target
+    (tests/test_installed.py, tests/test_newcomer.py): built once per session, by whichever
+    pytest-xdist worker asks first (under a file lock in the directory the workers share)."""
+    from filelock import FileLock
+
+    from tests.test_installed import build_site
+
+    root = tmp_path_factory.getbasetemp()
+    if hasattr(request.config, "workerinput"):  # an xdist worker: its basetemp's parent is shared
+        root = root.parent
+    target, built = root / "tilegate-site", root / "tilegate-site.built"
+    with FileLock(str(root / "tilegate-site.lock")):
+        if not built.is_file():
+            for partial in (target, root / "tilegate-wheel"):  # a failed build's, if any
+                shutil.rmtree(partial, ignore_errors=True)
+            build_site(root / "tilegate-wheel", target)
+            built.touch()
+    assert (target / "tilegate" / "cli.py").is_file()
+    assert not (target / "kernels").exists(), "this repository's benchmark is not in the wheel"
+    return target

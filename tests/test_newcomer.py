@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_installed import _env, _git, _said, _sh, site  # noqa: F401 (a fixture)
+from tests.test_installed import _env, _git, _said, _sh
 
 # words of this repository's own benchmark, or of what an init'ed repository does not have
 FOREIGN = (
@@ -43,7 +43,7 @@ def _foreign(text: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def newbie(site: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noqa: F811
+def newbie(site: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = tmp_path_factory.mktemp("newbie")
     _git(repo, "init", "-q")
     made = _sh([str(site / "bin" / "tilegate"), "init"], repo, _env(site))
@@ -57,7 +57,7 @@ def newbie(site: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noq
 
 @pytest.mark.interpreter
 def test_pytest_perf_tests_runs_the_suite_and_another_pytest_skips_it_saying_how(
-    site: Path,  # noqa: F811
+    site: Path,
     newbie: Path,
 ) -> None:
     env = _env(site)
@@ -84,7 +84,7 @@ def test_pytest_perf_tests_runs_the_suite_and_another_pytest_skips_it_saying_how
 
 
 @pytest.mark.interpreter
-def test_the_defaults_name_what_the_repository_has(site: Path, newbie: Path) -> None:  # noqa: F811
+def test_the_defaults_name_what_the_repository_has(site: Path, newbie: Path) -> None:
     script = str(site / "bin" / "tilegate")
     env = _env(site)
     # no --profile: the benchmark's default (quick), which needs a GPU: said, before measuring
@@ -128,7 +128,7 @@ def _hints_run(script: Path, texts: list[str], cwd: Path, env: dict[str, str]) -
 
 @pytest.mark.interpreter
 def test_perf_from_a_subdirectory_and_every_hint_of_its_report_as_printed(
-    site: Path,  # noqa: F811
+    site: Path,
     newbie: Path,
 ) -> None:
     """`tilegate perf` from perf_tests/ measures into the root's .perf/ and leaves no partial
@@ -160,7 +160,7 @@ def test_perf_from_a_subdirectory_and_every_hint_of_its_report_as_printed(
 
 @pytest.mark.interpreter
 def test_sigint_during_perf_is_exit_2_in_one_line_and_leaves_perf_consistent(
-    site: Path,  # noqa: F811
+    site: Path,
     newbie: Path,
 ) -> None:
     perf_dir = newbie / ".perf"
@@ -194,7 +194,7 @@ def test_sigint_during_perf_is_exit_2_in_one_line_and_leaves_perf_consistent(
 
 @pytest.mark.interpreter
 def test_a_smoke_ab_of_a_num_warps_change_prints_one_report_and_is_not_failed_by_timings(
-    site: Path,  # noqa: F811
+    site: Path,
     newbie: Path,
 ) -> None:
     env = _env(site)
