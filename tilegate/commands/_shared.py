@@ -79,7 +79,7 @@ class Shared:
         self.no_plots.add_argument("--no-plots", action="store_true", help="no plots")
 
     def outputs(
-        self, *, default_report: str | None, default_plots: str | None
+        self, default_report: str | None, default_plots: str | None
     ) -> argparse.ArgumentParser:
         """compare, report: where the report and its plots go (each command its defaults)."""
         p = _parent()
@@ -131,9 +131,9 @@ class Shared:
         return bool(self.argv) and command in self.argv[:1]
 
 
-def top_parser() -> tuple[
-    argparse.ArgumentParser, argparse._SubParsersAction[argparse.ArgumentParser]
-]:
+def build_parser(argv: Sequence[str], commands: Sequence[ModuleType]) -> argparse.ArgumentParser:
+    """`tilegate`'s parser: each command's from its module's data (NAME, HELP, DESCRIPTION; the
+    shared options it takes: MEASURE, PROFILE, PARENTS, OUTPUTS), then `arguments(p, shared)`."""
     parser = argparse.ArgumentParser(
         prog="tilegate",
         description="CI performance gate for Triton kernels. Exit 0: holds; 1: regression or broken "
@@ -141,7 +141,20 @@ def top_parser() -> tuple[
     )
     parser.add_argument("--version", action="version", version=f"tilegate {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    return parser, sub
+    shared = Shared(argv)
+    for c in commands:
+        parents = [shared.measure(c.MEASURE)] if hasattr(c, "MEASURE") else []
+        if hasattr(c, "PROFILE"):
+            parents.append(shared.profile(c.NAME, use=c.PROFILE))
+        parents += [getattr(shared, name) for name in getattr(c, "PARENTS", ())]
+        if hasattr(c, "OUTPUTS"):
+            parents.append(shared.outputs(*c.OUTPUTS))
+        description = getattr(c, "DESCRIPTION", None)
+        p = sub.add_parser(c.NAME, help=c.HELP, description=description, parents=parents)
+        p.set_defaults(func=c.run)
+        if hasattr(c, "arguments"):
+            c.arguments(p, shared)
+    return parser
 
 
 def _run(args: argparse.Namespace) -> int:

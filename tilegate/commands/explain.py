@@ -18,21 +18,16 @@ from tilegate.fileio import read_json
 from tilegate.report.why import text
 
 NAME = "explain"
+HELP = "say why each decided case of an A/B results file changed (launches, compile facts)"
+DESCRIPTION = f"""For a results file written earlier (an A/B run, e.g. a CI artifact): per case
+whose code changed and whose verdict is decided, what differs between base and head: launches added
+or dropped with their share of the GPU time, and per changed Triton kernel its compile facts (at
+most {MAX_LINES} lines a case). Name cases to explain them whatever their verdict. Exit 0; 2 for a
+bad file or an unknown case."""
+PARENTS = ("baselines",)  # its <gpu-slug>.ab.json, for the verdicts
 
 
-def add(sub: Any, shared: Shared) -> None:
-    p = sub.add_parser(
-        NAME,
-        help="say why each decided case of an A/B results file changed (launches, compile facts)",
-        description=(
-            "For a results file written earlier (an A/B run, e.g. a CI artifact): per case whose "
-            "code changed and whose verdict is decided, what differs between base and head: "
-            "launches added or dropped with their share of the GPU time, and per changed Triton "
-            f"kernel its compile facts (at most {MAX_LINES} lines a case). Name cases to explain "
-            "them whatever their verdict. Exit 0; 2 for a bad file or an unknown case."
-        ),
-        parents=[shared.baselines],  # its <gpu-slug>.ab.json, for the verdicts
-    )
+def arguments(p: argparse.ArgumentParser, shared: Shared) -> None:
     p.add_argument("results", metavar="RESULTS", help="a results JSON written by `tilegate perf`")
     p.add_argument("cases", nargs="*", metavar="CASE", help="case ids (default: the decided ones)")
     p.add_argument(
@@ -41,7 +36,6 @@ def add(sub: Any, shared: Shared) -> None:
         help="also write explanations.json into DIR, and each case's TTGIR diff where both "
         "sides' TTGIR is at hand (explain/ir/ beside RESULTS, as `tilegate perf` leaves it)",
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,7 +22,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from tilegate.commands._shared import Shared, say
 from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
@@ -31,20 +30,14 @@ from tilegate.run.profiles import add_profile_argument, check_profile
 
 NAME = "fingerprint"
 HELP = "compile the kernels ahead of time and check their TTGIR / ptxas facts (no GPU)"
+DESCRIPTION = """Compile fingerprint gate: compile every Triton variant for sm_90 and sm_120 without
+a GPU and catch pipelining regressions (fusion, multi-buffering, wgmma wait, shared memory,
+registers, spills)."""
 
 
-def add(sub: Any, shared: Shared) -> None:
-    if not shared.wanted(NAME):
-        sub.add_parser(NAME, help=HELP, add_help=False)
+def arguments(p: argparse.ArgumentParser, shared: Shared) -> None:
+    if not shared.wanted(NAME):  # its modules are imported only when it runs
         return
-    p = sub.add_parser(
-        NAME,
-        help=HELP,
-        description="Compile fingerprint gate: compile every Triton variant for sm_90 and sm_120 "
-        "without a GPU and catch pipelining regressions (fusion, multi-buffering, wgmma wait, "
-        "shared memory, registers, spills).",
-    )
-    p.set_defaults(func=run)
     try:
         _arguments(p, shared.profile_names(NAME))
     except ImportError as err:

@@ -42,7 +42,12 @@ else:
     MISSING = None
 
 NAME = "history"
-HELP = "the history store, its change points and the dashboard page"
+HELP = MISSING or "the history store, its change points and the dashboard page"
+DESCRIPTION = (
+    None
+    if MISSING
+    else "Record runs in a DuckDB history, find change points, write the dashboard page."
+)
 
 DEFAULT_DASHBOARD = Path(".perf/dashboard.html")
 
@@ -395,24 +400,14 @@ def _subcommands(parser: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_cmd_prune)
 
 
-def add(sub: Any, shared: Shared) -> None:
-    if MISSING is not None:
-        p = sub.add_parser(NAME, help=MISSING)
+def arguments(p: argparse.ArgumentParser, shared: Shared) -> None:
+    if MISSING is None:
+        _subcommands(p)  # each subcommand sets its own `func`
+    else:
         p.add_argument("rest", nargs=argparse.REMAINDER)
-        p.set_defaults(func=_unavailable)
-        return
-    p = sub.add_parser(
-        NAME,
-        help=HELP,
-        description="Record runs in a DuckDB history, find change points, write the dashboard page.",
-    )
-    _subcommands(p)  # each subcommand sets its own `func`
 
 
-def _unavailable(_args: argparse.Namespace) -> int:
+def run(_args: argparse.Namespace) -> int:
+    """Without the `history` extra: say what to install (a subcommand runs its own `func`)."""
     say(str(MISSING))
     return EXIT_CANNOT_JUDGE
-
-
-def run(args: argparse.Namespace) -> int:
-    return int(args.func(args))
