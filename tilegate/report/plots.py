@@ -213,31 +213,17 @@ def _crosstile(
                 if (c.expectation.faster, c.expectation.than, dict(c.expectation.where))
                 == (f.faster, f.than, dict(f.where))
             ]
-            if checks:
-                ax.scatter(
-                    [c.value for c in checks],
-                    [c.max_ratio for c in checks],
-                    marker="v",
-                    s=60,
-                    color=colour,
-                    edgecolor="black",
-                    zorder=5,
-                    label=f"{label}: max ratio allowed",
-                )
-                hi = max(hi, *(c.max_ratio for c in checks))
-                failed = [c for c in checks if c.status is Status.FAIL and c.ratio is not None]
-                if failed:
-                    ax.scatter(
-                        [c.value for c in failed],
-                        [c.ratio for c in failed],
-                        marker="o",
-                        s=220,
-                        facecolor="none",
-                        edgecolor="#d62728",
-                        lw=2,
-                        zorder=6,
-                        label=f"{label}: expectation broken",
-                    )
+            broken = [c for c in checks if c.status is Status.FAIL and c.ratio is not None]
+            v = dict(marker="v", s=60, color=colour, edgecolor="black", zorder=5)
+            o = dict(marker="o", s=220, facecolor="none", edgecolor="#d62728", lw=2, zorder=6)
+            for marked, y, what, style in (
+                (checks, "max_ratio", "max ratio allowed", v),
+                (broken, "ratio", "expectation broken", o),
+            ):
+                if marked:
+                    ys = [getattr(c, y) for c in marked]
+                    ax.scatter([c.value for c in marked], ys, label=f"{label}: {what}", **style)
+            hi = max([hi, *(c.max_ratio for c in checks)])
         cross = CrossTilePair.crossover(f.now)
         if cross is not None:
             ax.axvline(cross, color=colour, ls=":", lw=1.2)
