@@ -1,4 +1,4 @@
-"""What a project declares to be gated: its benchmark (docs/plugin.md).
+"""What a project declares to be gated: its benchmark (docs/plugin.md). No torch, no Triton here.
 
 A project writes one `Benchmark`, a module-level BENCHMARK of its protocol
 (`perf_tests/test_<name>.py`), and names its code in its pyproject.toml::
@@ -9,14 +9,11 @@ A project writes one `Benchmark`, a module-level BENCHMARK of its protocol
     protocol = "perf_tests"
     baselines = "baselines"
 
-tilegate measures and judges; everything about the kernels (which variants, which shapes, the
-reference, the correctness tolerance, the work done per call, the relations between variants)
-is data of the declaration. Nothing here imports torch or Triton.
-
-A case is one variant at one point of the profile's grid: its parameters are the profile's
-axis values plus its `fixed` values. Its id is the variant's name and the axis labels joined by
-"-" (``xtile_persistent-fp16-nt-K128``); the cases of one grid point form a group
-(``fp16-nt-K128``), timed together round by round, so ratios between its rows are paired.
+Everything about the kernels (variants, shapes, reference, correctness tolerance, work per call,
+relations between variants) is data of the declaration; tilegate measures and judges. A case is
+one variant at one grid point (the profile's axis values plus its `fixed` values); its id joins
+the variant and the axis labels with "-" (``xtile_persistent-fp16-nt-K128``); a grid point's cases
+form a group (``fp16-nt-K128``), timed together round by round, so their ratios are paired.
 """
 
 from __future__ import annotations

@@ -1,26 +1,18 @@
-"""The perf suite as a pytest plugin: options, parametrization from the declared benchmark, machine_info.
+"""The perf suite as a pytest plugin (the `pytest11` entry point): options, the declared
+benchmark's cases, machine_info.
 
-Installed, pytest finds it through the `pytest11` entry point. It runs the suite when the run
-asks for it with `--tilegate` (as `tilegate perf` does), or when the command line names the
-protocol directory (`pytest perf_tests`, a file or a test in it); any other pytest run of a
-user's repository is untouched (a test taking `tilegate_case` is skipped, its reason naming the
-command). The benchmark is the module-level BENCHMARK of the protocol directory [tool.tilegate]
-names (tilegate.protocol; perf_tests/ by default), in the repository holding the working
-directory; every test taking `tilegate_case` is parametrized with its cases. Without
-`--perf-profile`, the benchmark's default profile, or on a machine without a CUDA GPU its
-interpreter profile (Triton's CPU interpreter, TRITON_INTERPRET=1, set before the kernels are
-decorated). Directly:
+It runs with `--tilegate` (as `tilegate perf` does) or when the command line names the protocol
+directory (`pytest perf_tests`, a file or a test in it); in any other pytest run of the repository
+a test taking `tilegate_case` is skipped, its reason naming the command. The benchmark is the
+protocol's BENCHMARK (tilegate.protocol); without `--perf-profile`, its default profile, or with no
+CUDA GPU its interpreter profile (TRITON_INTERPRET=1, set before the kernels are decorated):
 
-    pytest perf_tests                                    # the default profile (no GPU: interpreter)
     pytest perf_tests --perf-profile quick --benchmark-json .perf/results.json
 
-What the run must cover (tilegate.judge.coverage) is recorded in machine_info.tilegate.coverage:
-the cases and expectations of the base's protocol in an A/B run (its own otherwise), the cases a
-person left out with --perf-variants / --perf-axis / --perf-set, and each case skipped or failed.
-
-Each case's timings are device times measured by `tilegate.harness.measure` (CUDA events, L2
-flushed, variants interleaved per round) and handed to pytest-benchmark, so its JSON, its
-terminal table and its own `pytest-benchmark compare` all show GPU time per call.
+machine_info.tilegate.coverage: what the run must cover (the base's protocol in an A/B run, else
+its own), what --perf-variants / --perf-axis / --perf-set left out, each case skipped or failed.
+The timings handed to pytest-benchmark are device times (tilegate.harness.measure: CUDA events,
+L2 flushed, variants interleaved per round): its JSON, table and `compare` show GPU time per call.
 """
 
 from __future__ import annotations

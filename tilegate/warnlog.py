@@ -1,11 +1,10 @@
 """Warnings from third-party packages (Triton, torch): recorded and reported, never raised.
 
-A Triton upgrade is exactly when new warnings appear (Triton 3.9: `TRITON_DEFAULT_FP_FUSION is
-unset` at every compile, docs/pitfalls.md); with pytest's `filterwarnings = error` each one
-would kill a measurement or a compile that is otherwise fine. Inside `recording()`, a warning
-whose source file lies in one of those packages is recorded (and shown in the report); any other
-warning, our own code's included, is re-issued unchanged when the block ends, so the filters in
-force (an error under pytest) still apply to it.
+A Triton upgrade is when new warnings appear (Triton 3.9: `TRITON_DEFAULT_FP_FUSION is unset` at
+every compile, docs/pitfalls.md); under pytest's `filterwarnings = error` each would kill a sound
+measurement. Inside `recording()` a warning from one of those packages' files is recorded (and
+reported); any other, ours included, is re-issued unchanged when the block ends, under the filters
+in force.
 """
 
 from __future__ import annotations

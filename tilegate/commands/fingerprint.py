@@ -1,19 +1,11 @@
-"""`tilegate fingerprint` (also what the nox sessions run: `python -m tilegate fingerprint`):
-compile the kernels ahead of time and check their compile facts (tilegate.fingerprint).
+"""`tilegate fingerprint` (what the nox sessions run): compile the kernels ahead of time and check
+their compile facts (tilegate.fingerprint; docs/fingerprint.md).
 
-    tilegate fingerprint                 # check: compile, rules, diff vs baseline
-    tilegate fingerprint --record        # re-record this Triton version's fingerprints
-    tilegate fingerprint --arch sm_90 --variant 'xtile_*'
-    tilegate fingerprint --upgrade-from 3.6.0  # what this Triton changes vs 3.6.0's
-
-It needs none of the judge's packages (scipy): the nox sessions run it in a venv that has only
-the kernels' (pyproject's `kernels` group). Its modules are imported only when the command line
-asks for it; without them the command says what is missing (exit 2).
-
-Exit codes: 0 every rule holds and every fingerprint equals the recorded one; 1 a rule is broken
-or a fingerprint changed; 2 cannot judge (no fingerprint for this Triton version, a corrupt file,
-a kernel that does not compile, a crash): then the report says CANNOT JUDGE and why, and the
-previous run's outputs are gone.
+It needs none of the judge's packages (scipy): the nox sessions run it in a venv with only the
+kernels' group. Its modules are imported only when the command line asks for it; without them it
+says what is missing (exit 2). Exit 0: every rule holds and every fingerprint equals the recorded
+one; 1: a rule broke or a fingerprint changed; 2: cannot judge (no fingerprint for this Triton, a
+corrupt file, a kernel that does not compile, a crash), the report then CANNOT JUDGE and why.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
-"""PNG plots linked from the report (matplotlib, Agg backend: the `plots` extra).
+"""PNG plots linked from the report (matplotlib, Agg backend: the `plots` extra; without it the
+import raises ImportError, which tilegate.run.gate reports).
 
-The x axis is the axis the benchmark's expectations run along (else its last axis); per setting
-of the other axes (``fp16-nt`` for matmul):
-* ``times-<setting>.png``: throughput (TFLOP/s, else GB/s, as the rows record) against x per
-  variant, beside each row's change against the baseline as bars, with the row's tolerance
-  marked and the verdict as the colour;
-* ``crosstile-<setting>.png``: the declared pairs' same-run time ratio against x, now and at
-  rebaseline, with the expectation's max_ratio and the crossover.
-
-Importing this module without matplotlib raises ImportError (tilegate.run.gate reports it).
+The x axis is the axis the expectations run along (else the last axis); per setting of the other
+axes (``fp16-nt`` for matmul): ``times-<setting>.png``, throughput (TFLOP/s, else GB/s) against x
+per variant beside each row's change against the baseline as bars (tolerance marked, verdict as
+the colour); ``crosstile-<setting>.png``, the declared pairs' same-run time ratio against x, now
+and at rebaseline, with the expectation's max_ratio and the crossover.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """The report: markdown for the terminal, `.perf/report.md` and a pull-request comment.
 
-Order of sections, most useful first: the headline (the first line, which other tools read); the
-banners (what makes the numbers less than a measurement); `## Deciding cases`, a table with one
-row per thing that decides the exit code (the PR comment copies this section, see
-`deciding_section`); the A/B verdict; the stored-baseline verdict; the environment and what
-differs from the baseline; the relational pairs (an expectation's `faster` against its
-`than`); the expectations; every row.
-
-What is not measured or did not change is folded into `<details>` blocks (nothing is dropped:
-the rows are all there, one click away), so a run where nothing changed reads in one screen.
+Most useful first: the headline (the first line, which other tools read); the banners (what makes
+the numbers less than a measurement); `## Deciding cases`, one row per thing that decides the exit
+code (the PR comment copies it); the A/B verdict; the stored-baseline verdict; the environment;
+the relational pairs; the expectations; every row. What is not measured or did not change is
+folded into `<details>` blocks (nothing dropped), so a run where nothing changed reads in one screen.
 """
 
 from __future__ import annotations
@@ -203,18 +199,13 @@ def _deciding_rows(judged: Judgement) -> list[_Row]:
 
 def _deciding(judged: Judgement) -> list[str]:
     """One row per thing that decides the exit code; a sentence when nothing does."""
-    cmp, ab, coverage, report_only = (
-        judged.comparison,
-        judged.ab,
-        judged.coverage,
-        judged.report_only,
-    )
+    cmp, ab, coverage = judged.comparison, judged.ab, judged.coverage
     if cmp is None and ab is None and (coverage is None or not coverage.fails):
         return []
     result = judged.outcome
     rows = _deciding_rows(judged)
     out = [DECIDING, ""]
-    if report_only:
+    if judged.report_only:
         out += [
             "Report only: the timings' verdicts would decide; this run does not fail on them"
             + (" (it fails on what it did not measure)." if coverage and coverage.fails else "."),
@@ -281,11 +272,12 @@ def _coverage(coverage: Coverage | None) -> list[str]:
     return out
 
 
-def _bullet(out: list[str], title: str, items: Sequence[str], hint: str = "") -> None:
+def _bullet(title: str, items: Sequence[str], hint: str = "") -> list[str]:
     """A summary line: the title, how many, the first eight items, what to do."""
-    if items:
-        shown = "; ".join(items[:8]) + (f"; and {len(items) - 8} more" if len(items) > 8 else "")
-        out.append(f"- **{title}** ({len(items)}): {shown}" + (f". {hint}" if hint else ""))
+    if not items:
+        return []
+    shown = "; ".join(items[:8]) + (f"; and {len(items) - 8} more" if len(items) > 8 else "")
+    return [f"- **{title}** ({len(items)}): {shown}" + (f". {hint}" if hint else "")]
 
 
 def _hint(what: str, run: Run) -> str:
@@ -306,12 +298,7 @@ def _find_the_commit(cmp: Comparison, result: Outcome) -> list[str]:
 def _summary_failing(cmp: Comparison, result: Outcome) -> list[str]:
     """The summary's bullets of what fails, or would but for the base or the machine."""
     rebaseline = _hint("rebaseline --measure 3", cmp.run)
-    out: list[str] = []
-
-    def bullet(title: str, items: Sequence[str], hint: str = "") -> None:
-        _bullet(out, title, items, hint)
-
-    bullet(
+    out = _bullet(
         "Regressed",
         [f"`{r.key}` {pct(r.delta)}" for r in result.regressions if r.tolerance],
         "Slower than the tolerance and significant"
@@ -319,19 +306,19 @@ def _summary_failing(cmp: Comparison, result: Outcome) -> list[str]:
         + ", and not a shift the reference shared (docs/gate.md).",
     )
     out += _find_the_commit(cmp, result) if out else []
-    bullet(
+    out += _bullet(
         "Baseline rows of a variant that no longer exists",
         [f"`{r.key}`" for r in result.gone],
         "Removed from the registry, not renamed (`renamed_from=`): they and their expectations "
         "would escape the gate. Fails until the baseline drops them, reviewed (docs/gate.md).",
     )
-    bullet(
+    out += _bullet(
         "Slower than the baseline, code unchanged by this pull request",
         [f"`{r.key}` {pct(r.delta)}" for r in result.drift],
         "Their compiled code is the base's (A/B above): drift since the baseline, not this "
         f"change. Not a failure here; {rebaseline} once understood.",
     )
-    bullet(
+    out += _bullet(
         "Slower than the baseline, no slower than the base",
         [f"`{r.key}` {pct(r.delta)} (A/B {pct((c.ratio or 1) - 1)})" for r, c in result.cleared],
         "This pull request changed their code, and the A/B, timing them beside the base in the "
@@ -339,7 +326,7 @@ def _summary_failing(cmp: Comparison, result: Outcome) -> list[str]:
         "the baseline, drift since the baseline, not this change. Not a failure here; "
         f"{rebaseline} once understood.",
     )
-    bullet(
+    out += _bullet(
         "GPUs off",
         [
             f"GPU {g.index}" + (f" ({g.serial})" if g.serial else "") + f": {g.why}"
@@ -353,11 +340,7 @@ def _summary_failing(cmp: Comparison, result: Outcome) -> list[str]:
 
 def _summary(cmp: Comparison, result: Outcome) -> list[str]:
     out = _summary_failing(cmp, result)
-
-    def bullet(title: str, items: Sequence[str], hint: str = "") -> None:
-        _bullet(out, title, items, hint)
-
-    bullet(
+    out += _bullet(
         "Shifted with the machine",
         [
             f"`{r.key}` {pct(r.delta)} (vs the reference {pct(r.rel_delta)})"
@@ -366,7 +349,7 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         "Slower, but so was the reference in the same rounds and the code did not change: "
         "the GPU's power budget or a neighbour moved, not these rows. Not failures.",
     )
-    bullet(
+    out += _bullet(
         "Broken expectations",
         [
             f"`{c.expectation.faster}` / `{c.expectation.than}` {_where(c.expectation.where)} {c.at}"
@@ -375,13 +358,13 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         ],
         "Ratio and bound in the deciding cases above.",
     )
-    bullet(
+    out += _bullet(
         "Unsure, measure again",
         [f"`{r.key}` {pct(r.delta)}" for r in _by(cmp.rows, Verdict.UNSURE)],
         f"Not counted as failures: re-measure them ({_hint('perf', cmp.run)} does; by hand, "
         "`--suspects-out` then `--confirm`).",
     )
-    bullet(
+    out += _bullet(
         "Reference rows slower",
         [
             f"`{r.key}` {pct(r.delta)}"
@@ -391,7 +374,7 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         f"The reference (`{cmp.run.reference or 'reference'}`) is not the code under test: when it "
         "moves, suspect the machine, the driver or the libraries it calls.",
     )
-    bullet(
+    out += _bullet(
         "Improved",
         [f"`{r.key}` {pct(r.delta)}" for r in _by(cmp.rows, Verdict.IMPROVED)],
         # what rebaseline writes in the repository, not where this run read its baseline (a
@@ -399,18 +382,18 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         f"Not a failure. Lock it in: {_hint('rebaseline --measure 3', cmp.run)} on this GPU (writes "
         f"{DEFAULT_DIR / Path(cmp.baseline.path).name}).",
     )
-    bullet(
+    out += _bullet(
         "Faster than the tolerance, not significant",
         [f"`{r.key}` {pct(r.delta)}" for r in _by(cmp.rows, Verdict.OK) if not _within(r)],
         "Not a failure, not yet an improvement: measure more before a rebaseline locks it in.",
     )
-    bullet(
+    out += _bullet(
         "New rows",
         [f"`{r.key}`" for r in _by(cmp.rows, Verdict.NEW)],
         "Not in the baseline, not judged: rebaseline to start judging them.",
     )
     missing = list(cmp.missing_allowed)
-    bullet(
+    out += _bullet(
         "Missing rows",
         [f"`{k}`" for k in missing],
         "Their groups ran but they did not (--allow-missing): see the pytest log.",
@@ -449,13 +432,10 @@ def _flip(c: ABCase) -> str:
 
 
 def _ab_summary(ab: ABComparison) -> list[str]:
-    out: list[str] = []
-
     def case(c: Any) -> str:  # the interval and tolerance: the deciding cases and the table
         return f"`{c.key}` {pct((c.ratio or 1) - 1)}"
 
-    _bullet(
-        out,
+    out = _bullet(
         "Slower than the base",
         [case(c) for c in _by(ab.cases, ABVerdict.SLOWER)],
         "Paired per round with the base's own kernel"
@@ -469,17 +449,15 @@ def _ab_summary(ab: ABComparison) -> list[str]:
         )
         + "; intervals in the deciding cases above.",
     )
-    _bullet(
-        out,
+    out += _bullet(
         "Ambiguous, measure more",
         [case(c) for c in _by(ab.cases, ABVerdict.AMBIGUOUS)],
         "The interval crosses the tolerance: not a failure. Where the note says slower or "
         "faster, the change is real and about the size of its tolerance: more rounds narrow the "
         "interval around the tolerance and seldom decide it.",
     )
-    _bullet(out, "Faster than the base", [case(c) for c in _by(ab.cases, ABVerdict.FASTER)])
-    _bullet(
-        out,
+    out += _bullet("Faster than the base", [case(c) for c in _by(ab.cases, ABVerdict.FASTER)])
+    out += _bullet(
         "Unstable: two modes, not decided on the mixture",
         [f"`{c.key}`" for c in _by(ab.cases, ABVerdict.UNSTABLE)],
         "Its modes and where they came from (run, rounds) in the deciding cases above.",
@@ -498,27 +476,24 @@ def _ab_summary(ab: ABComparison) -> list[str]:
         + ". A case whose code is the base's cannot be blamed."
     )
     out += _bounds(ab.cases)
-    _bullet(
-        out,
+    out += _bullet(
         "Tuner flips (the same source and configs, another autotuner pick; not blamed)",
         [_flip(c) for c in ab.cases if c.explained_by == TUNER_FLIP],
         "Each case's picks in its note and its why. A flip is re-timed with both sides on the "
         "base's pick, and judged on that time: within its tolerance there, the pick explains "
         "the difference; a difference that remains is judged as a code change.",
     )
-    _bullet(
-        out, "New in the head (not judged)", [f"`{c.key}`" for c in _by(ab.cases, ABVerdict.NEW)]
+    out += _bullet(
+        "New in the head (not judged)", [f"`{c.key}`" for c in _by(ab.cases, ABVerdict.NEW)]
     )
-    _bullet(
-        out,
+    out += _bullet(
         "The code is the same but the time moved",
         [f"`{c.key}` {pct((c.ratio or 1) - 1)}" for c in _by(ab.cases, ABVerdict.INCONSISTENT)],
         "Identical identity on both sides, a paired ratio A/A noise cannot give (> 5 x its "
         "tolerance and > 3 %): something outside the identity changed. Cannot judge (exit 2).",
     )
     removed = _by(ab.cases, ABVerdict.REMOVED)
-    _bullet(
-        out,
+    out += _bullet(
         "Removed from the head"
         + ("" if all(c.acknowledged for c in removed) else ", fails until acknowledged"),
         [f"`{c.key}`" for c in removed],

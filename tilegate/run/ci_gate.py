@@ -2,13 +2,11 @@
 gate; a push to main by the stored baseline (`--history STORE`: its results added to the store).
 
 A pull request: a git worktree of the base, the pull request's source (the BASE's [tool.tilegate]
-source) copied over it, and there `tilegate perf --ab SHA --baselines-from SHA`: the base's
-protocol measures both sides, the base's baselines/ and noise file judge (tilegate's own
-repository: the base's tilegate/ too, the worktree first on PYTHONPATH; any other: the installed
-tilegate). A gate change (the protocol, GATE_PATHS, PYPROJECT_PARTS): the head's gate judges too,
-both verdicts are shown, the base's decides where it judged, and without --accept-gate-change
-the pull request fails. Out dir: report.md, verdicts.json (with the decision under `ci`),
-gate.json, comment.md, summary.md.
+source) copied over it, and there `tilegate perf --ab SHA --baselines-from SHA` (tilegate's own
+repository: the base's tilegate/ too, first on PYTHONPATH; any other: the installed tilegate). A
+gate change (the protocol, GATE_PATHS, PYPROJECT_PARTS): the head's gate judges too, both verdicts
+are shown, the base's decides where it judged, and without --accept-gate-change the pull request
+fails. Out dir: report.md, verdicts.json (the decision under `ci`), gate.json, comment.md, summary.md.
 """
 
 from __future__ import annotations

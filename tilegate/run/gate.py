@@ -1,11 +1,9 @@
 """The gate: a results file (and its re-measurements) against its GPU's baseline -> report, exit code.
 
-`gate` is what `tilegate compare` / `tilegate report` and the `tilegate perf` loop call: it judges
-(tilegate.judge.gate: the facts, a Judgement), renders it (tilegate.report.render) and writes the
-report, the Judgement's record beside it (`verdicts.json`: what `tilegate explain` prints), the
-plots and the suspects. It raises nothing for bad input: a problem it cannot judge becomes exit 2 with
-the reason, and the report file, when one is asked for, then says CANNOT JUDGE (never a stale
-report).
+`gate` (`tilegate compare / report`, the `tilegate perf` loop) judges (tilegate.judge.gate: a
+Judgement), renders it (tilegate.report.render) and writes the report, the Judgement's record
+beside it (`verdicts.json`: what `tilegate explain` prints), the plots and the suspects. Bad input
+raises nothing: exit 2 with the reason, the report (when asked for) CANNOT JUDGE, never stale.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """The perf loop: measure -> judge -> re-measure the suspects -> judge again, and its rebaseline twin.
 
-`nox -s perf` is `tilegate perf`, and `nox -s rebaseline` is `tilegate rebaseline --measure N`:
-the orchestration lives here, where it is tested (tests/test_perf_loop.py), not in the noxfile.
-The suite runs as a pytest subprocess on this interpreter (a GPU runner's own CUDA torch and
-Triton); its results file is written atomically, so a crashed run leaves none. What the re-measurement
-times is tilegate.judge.confirm's rule (A/B: the suspect cases and their base partners, through a
-file of pytest ids, the suite's --perf-cases-of; stored baseline: the suspects' groups,
---perf-groups-of); it skips the soak while the GPU is still warm (--warm-within).
+`nox -s perf` is `tilegate perf`, `nox -s rebaseline` is `tilegate rebaseline --measure N`: the
+orchestration lives here, tested (tests/test_perf_loop.py). The suite runs as a pytest subprocess on
+this interpreter (a GPU runner's CUDA torch and Triton), its results written atomically (a crashed
+run leaves none). The re-measurement times what tilegate.judge.confirm says (A/B: the suspects and
+their base partners, `--perf-cases-of`; stored baseline: their groups, `--perf-groups-of`),
+without the soak while the GPU is still warm (--warm-within).
 """
 
 from __future__ import annotations
