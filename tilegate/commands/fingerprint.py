@@ -38,13 +38,8 @@ def arguments(p: argparse.ArgumentParser, shared: Shared) -> None:
 
 def _arguments(parser: argparse.ArgumentParser, profiles: Sequence[str] | None) -> None:
     """The fingerprint's options; `profiles`: the configured benchmark's, for --help to list."""
+    from tilegate.fingerprint import gate
     from tilegate.fingerprint.compile import DEFAULT_CACHE_DIR
-    from tilegate.fingerprint.gate import (
-        DEFAULT_JSON_DIR,
-        DEFAULT_REPORT,
-        UPGRADE_JSON_DIR,
-        UPGRADE_REPORT,
-    )
     from tilegate.fingerprint.rules import DEFAULT_RULES
     from tilegate.store.fingerprints import DEFAULT_DIR
 
@@ -109,13 +104,13 @@ def _arguments(parser: argparse.ArgumentParser, profiles: Sequence[str] | None) 
     parser.add_argument(
         "--report",
         type=Path,
-        help=f"Markdown report (default: {DEFAULT_REPORT}; upgrade: {UPGRADE_REPORT})",
+        help=f"Markdown report (default: {gate.DEFAULT_REPORT}; upgrade: {gate.UPGRADE_REPORT})",
     )
     parser.add_argument(
         "--json-dir",
         type=Path,
-        help=f"the facts compiled now, one <arch>.json each (default: {DEFAULT_JSON_DIR}; "
-        f"upgrade: {UPGRADE_JSON_DIR})",
+        help=f"the facts compiled now, one <arch>.json each (default: {gate.DEFAULT_JSON_DIR}; "
+        f"upgrade: {gate.UPGRADE_JSON_DIR})",
     )
     parser.add_argument(
         "--quiet", action="store_true", help="print only the verdict line, not the report"
