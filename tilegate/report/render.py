@@ -65,10 +65,8 @@ def _pretty(variant: str) -> str:
 
 
 def _fold(summary: str, body: Sequence[str]) -> list[str]:
-    """A `<details>` block: `summary` (plain text, `code` spans allowed) shown, `body` folded.
-
-    The blank lines around the body are what lets GitHub render the markdown inside it.
-    """
+    """A `<details>` block: `summary` (plain text, `code` spans allowed) shown, `body` folded
+    (the blank lines around it let GitHub render the markdown inside)."""
     text = html.escape(summary, quote=False)
     text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text).replace("**", "")
     return [f"<details><summary>{text}</summary>", "", *body, "", "</details>", ""]
@@ -1136,10 +1134,9 @@ def render(
     suspects_path: Path | None = None,
     explanations: Sequence[Any] = (),
 ) -> str:
-    """The whole report of a Judgement (tilegate.judge.gate) as markdown: its headline, the
-    pull request's baselines/ changes under it (tilegate.judge.integrity), what decides the exit
-    code, the rest. It renders the Judgement and decides nothing. `explanations`:
-    tilegate.explain.diff's, under the deciding cases (so in the PR comment)."""
+    """The whole report of a Judgement as markdown (it decides nothing): its headline, the pull
+    request's baselines/ changes, what decides the exit code, the rest; `explanations`
+    (tilegate.explain.diff's) under the deciding cases (so in the PR comment)."""
     run, cmp, ab = judged.run, judged.comparison, judged.ab
     banner = judged.integrity.banner() if judged.integrity is not None else ""
     out = [f"# {judged.headline}", ""]

@@ -97,11 +97,8 @@ def gate(
     integrity: Integrity | None = None,
 ) -> Gated:
     """Judge `results` against `baseline` (default: the results' GPU's file in `baselines_dir`).
-
-    `report_only` never fails (exit 0), and without a baseline reports the run alone. The
-    report is written to `report_path` (atomically) when given, in every outcome; the case ids
-    to measure again (`Judgement.suspects`) to `suspects_path`, one a line.
-    """
+    `report_only` never fails (exit 0; no baseline: the run alone). The report goes to
+    `report_path` in every outcome, the cases to measure again to `suspects_path`, one a line."""
     try:
         judged = judge_files(
             results,

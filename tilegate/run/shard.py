@@ -35,10 +35,8 @@ def group_cost(work: Any, kernels: int, min_rounds: int, min_time_s: float) -> f
 
 
 def plan(groups: Mapping[str, float], shards: int) -> list[list[str]]:
-    """Groups (name -> estimated seconds) onto `shards` GPUs, largest first onto the least loaded.
-
-    Deterministic (ties by name), every group on exactly one shard, never split.
-    """
+    """Groups (name -> estimated seconds) onto `shards` GPUs, largest first onto the least loaded;
+    deterministic (ties by name), every group on exactly one shard, never split."""
     if shards < 1:
         raise ValueError(f"shards must be >= 1, got {shards}")
     out: list[list[str]] = [[] for _ in range(shards)]
@@ -63,10 +61,7 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 def merge(parts: Sequence[Path], out: Path) -> None:
     """Join the shards' results files into one: rows tagged with their GPU, the GPUs listed.
-
-    Refuses (InputError) shards of different GPU models, profiles or shapes, and a case that two
-    shards measured: each group belongs to one GPU.
-    """
+    InputError: shards of different GPUs, profiles or shapes, or a case two shards measured."""
     if not parts:
         raise InputError("nothing to merge: no shard wrote results")
     merged: dict[str, Any] | None = None
