@@ -68,13 +68,10 @@ def _source(filename: str, lineno: int, dirs: Sequence[tuple[str, Path]]) -> str
 
 @contextmanager
 def recording(packages: Sequence[str] = THIRD_PARTY) -> Iterator[list[Warned]]:
-    """Record the warnings `packages` issue inside the block (into the yielded list).
-
-    Every other warning is issued again, unchanged, when the block ends. A third-party warning
-    is recorded each time the package issues it, whatever Python's "once per location" filter
-    would show; a package that issues a warning only once per process (Triton 3.9's
-    `warn_once`) gives one record, in the first block that triggers it.
-    """
+    """Record the warnings `packages` issue inside the block (into the yielded list); every other
+    is issued again, unchanged, when it ends. Each issue is recorded, whatever Python's "once per
+    location" filter would show; one a package issues once per process (Triton 3.9's
+    `warn_once`) is recorded in the first block that triggers it."""
     dirs = _package_dirs(packages)
     got: list[Warned] = []
     ours = []

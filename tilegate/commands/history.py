@@ -139,10 +139,8 @@ def _cmd_add(args: argparse.Namespace) -> int:
 
 
 def _is_results(path: Path) -> bool:
-    """Whether a JSON file is a tilegate results file (then it must load, or exit 2).
-
-    A file that is not valid JSON is an error, not a skip: it may be a results file cut short.
-    """
+    """Whether a JSON file is a tilegate results file (then it must load, or exit 2); one that is
+    not valid JSON is an error, not a skip: it may be a results file cut short."""
     data: Any = read_json(path, "file under the import directory", allow_nan=True)
     mi = data.get("machine_info") if isinstance(data, dict) else None
     return (

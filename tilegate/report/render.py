@@ -833,11 +833,8 @@ def _pair(f: CrossTilePair, checks: Sequence[ExpectationResult], with_baseline: 
 
 def _pair_changed(f: CrossTilePair, checks: Any) -> bool:
     """A pair to show in full: an expectation of it broke, or its crossover moved."""
-    if any(c.status is Status.FAIL for c in checks):
-        return True
-    if not f.base:
-        return False
-    return f.crossover_base != f.crossover_now
+    moved = bool(f.base) and f.crossover_base != f.crossover_now
+    return moved or any(c.status is Status.FAIL for c in checks)
 
 
 def _pairs(fams: Sequence[CrossTilePair], cmp: Comparison | None) -> list[str]:
@@ -863,23 +860,18 @@ def _pairs(fams: Sequence[CrossTilePair], cmp: Comparison | None) -> list[str]:
 # --- expectations and rows -------------------------------------------------------------------------------
 
 
+_STATUS = {Status.PASS: "PASS", Status.FAIL: "**FAIL**", Status.NOT_MEASURED: "not measured"}
+
+
 def _expectations(cmp: Comparison) -> list[str]:
     if not cmp.expectations:
-        return [
-            "## Expectations",
-            "",
-            "The baseline holds no expectations (no clear win of a declared pair at rebaseline).",
-            "",
-        ]
+        none = "The baseline holds no expectations (no clear win of a declared pair at rebaseline)."
+        return ["## Expectations", "", none, ""]
     per_run = any(len(c.run_ratios) > 1 for c in cmp.expectations)
     rows: dict[Status, list[list[str]]] = {s: [] for s in Status}
     for c in cmp.expectations:
         e = c.expectation
-        status = {
-            Status.PASS: "PASS",
-            Status.FAIL: "**FAIL**",
-            Status.NOT_MEASURED: "not measured",
-        }[c.status]
+        status = _STATUS[c.status]
         cells = [
             f"`{e.faster}` / `{e.than}`, {_where(e.where)}",
             c.at,

@@ -77,11 +77,8 @@ def guarded(
     directory: Path = CRASH_DIR,
     say: Callable[[str], None] = _stderr,
 ) -> int:
-    """Run a command's body; an InputError or any other exception escaping it is exit 2.
-
-    `say` gets one line (the command line's stderr); `reports` are the files the command would
-    have written its report to.
-    """
+    """Run a command's body; an InputError or any other exception escaping it is exit 2. `say`
+    gets one line (stderr); `reports`: the files the command would have written its report to."""
     try:
         return body()
     except InputError as err:  # bad input that the command did not catch itself: no traceback
