@@ -50,9 +50,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _recorded(results: Path) -> dict[str, Any] | None:
-    """The Judgement's record the run wrote beside `results` (tilegate.judge.gate.VERDICTS,
-    tilegate.run.gate.record), if it is this file's: its headline, verdicts and the decided
-    cases, confirmations included. None when there is none, or it is of another file."""
+    """The Judgement's record the run wrote beside `results` (judge.gate.VERDICTS: headline,
+    verdicts, decided cases, confirmations included); None: there is none, or of another file."""
     from tilegate.judge.gate import VERDICTS, VERDICTS_SCHEMA
 
     path = results.parent / VERDICTS
@@ -91,10 +90,9 @@ def explain_command(
     baselines: Path = Path("baselines"),
     out: Path | None = None,
 ) -> tuple[int, str]:
-    """(exit code, text) of `tilegate explain`: the run's headline and the explanation of each
-    decided case with changed code, with the verdicts of the run that wrote `results` (its
-    record beside it, confirmations included; judged again when there is none). 2 with the
-    reason for a file that is not tilegate results or a case it does not hold; 0 otherwise."""
+    """(exit code, text) of `tilegate explain`: the run's headline, each decided case with changed
+    code explained, with the verdicts of the run's record (judged again without one). 2 with why
+    for a file that is not tilegate results or a case it does not hold; 0 otherwise."""
     from tilegate.store.files import load_results
 
     try:

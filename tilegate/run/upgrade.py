@@ -142,8 +142,7 @@ def side_versions(path: Path | None, names: Sequence[str]) -> dict[str, str]:
 
 def fingerprint_diff(new_path: Path, old_triton: str, out: Path) -> str | None:
     """The fingerprint's upgrade report under the new Triton against `old_triton`'s recording;
-    None when `new_path` holds no Triton (a library upgrade: the compiled-code fingerprint is
-    this repository's matmul kernels')."""
+    None when `new_path` holds no Triton (a library upgrade: it fingerprints our own kernels)."""
     from tilegate.run.loop import HOME, repo_root
 
     if not (new_path / "triton").is_dir():
