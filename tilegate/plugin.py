@@ -445,14 +445,8 @@ def _coverage_facts(
 ) -> dict[str, Any]:
     """What this run must measure (the base's protocol in an A/B run, else its own), what it
     measures before narrowing, and what a person narrowed it to (tilegate.judge.coverage)."""
-    narrowing = (
-        "--perf-variants",
-        "--perf-axis",
-        "--perf-set",
-        "--perf-groups-of",
-        "--perf-cases-of",
-    )
-    given = {opt: config.getoption(opt) for opt in narrowing}
+    narrowing = ("--perf-variants", "--perf-axis", "--perf-set", "--perf-groups-of")
+    given = {opt: config.getoption(opt) for opt in (*narrowing, "--perf-cases-of")}
     narrowed = [
         f"{opt} {v}" for opt, g in given.items() for v in (g if isinstance(g, list) else [g]) if v
     ]
