@@ -138,9 +138,8 @@ def decision(record: Mapping[str, Any]) -> tuple[str, int | None]:
     one (a gate change leads the report), else the Judgement's."""
     ci = record.get("ci") or {}
     rc = ci.get("exit", record.get("exit_code"))
-    return str(ci.get("headline") or record.get("headline") or ""), rc if isinstance(
-        rc, int
-    ) else None
+    words = str(ci.get("headline") or record.get("headline") or "")
+    return words, rc if isinstance(rc, int) else None
 
 
 def summary_of(

@@ -118,8 +118,8 @@ def run_logged(cmd: Sequence[str], cwd: Path, log_path: Path) -> int:
 
 
 def judge_of(tree: Path) -> str:
-    """Which tilegate `python -m tilegate` runs in `tree`: the tree's own tilegate/ where it has
-    one (tilegate's repository: the base's copy judges), else the installed one."""
+    """Which tilegate `python -m tilegate` runs in `tree`: its own tilegate/ where it has one
+    (tilegate's repository: the base's copy judges), else the installed one."""
     done = subprocess.run(
         [sys.executable, "-c", "import tilegate; print(tilegate.__file__)"],
         cwd=tree, env=_env(tree), capture_output=True, text=True, check=False,
@@ -363,8 +363,8 @@ class CI:
         return config_of(text, "this pull request", self.repo)
 
     def _resolve(self, ref: str) -> tuple[str, Config, list[str]]:
-        """The base's commit (an ancestor of HEAD, else InputError naming the fix), its
-        configuration, and what of the pull request changes the gate."""
+        """The base's commit (an ancestor of HEAD, else InputError), its configuration, and what
+        of the pull request changes the gate."""
         repo = self.repo
         sha = git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
         sha = sha.strip()
