@@ -79,15 +79,12 @@ def build_cases(
     only: frozenset[str] | None = None,
     base_variants: Sequence[str] = (),
 ) -> list[Case]:
-    """All cases of a profile, by grid point, in `variants` order inside a group.
+    """All cases of a profile, by grid point, in `variants` (run) order inside a group.
 
-    `axes` replaces some axes' values, `fixed` some fixed values (--perf-axis, --perf-set).
-    `variants` is in run order (`select_variants`). `base_variants` (an A/B run) adds, right
-    after each variant, its base version where the base has it; a variant only the base has
-    ("removed" in the head) comes last. `only` keeps the groups that contain at least one of the
-    given case ids (a re-measurement of suspect rows re-times their whole group so that
-    same-run ratios stay paired).
-    """
+    `axes` and `fixed` replace some values (--perf-axis, --perf-set). `base_variants` (A/B) adds
+    each variant's base version right after it; a variant only the base has comes last. `only`
+    keeps the groups holding one of these case ids (a re-measurement re-times whole groups, so
+    same-run ratios stay paired)."""
     axes = dict(axes or {})
     unknown = sorted(set(axes) - {a.name for a in profile.axes})
     if unknown:

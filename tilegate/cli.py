@@ -7,7 +7,6 @@ Exit codes (docs/architecture.md): 0 everything holds, 1 a regression or a broke
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 
@@ -29,25 +28,17 @@ from tilegate.commands import (
     summary,
     upgrade_ab,
 )
-from tilegate.commands._shared import Shared, dispatch, top_parser
+from tilegate.commands._shared import build_parser, dispatch
 
 # in the order `tilegate --help` lists them
 COMMANDS = [compare, perf, baseline_diff, report, rebaseline, ab_noise, upgrade_ab, fingerprint]
 COMMANDS += [history, init, explain, bisect, ci, comment, summary, gpu]
 
 
-def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
-    parser, sub = top_parser()
-    shared = Shared(argv)
-    for command in COMMANDS:
-        command.add(sub, shared)
-    return parser
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; exit 0, 1 or 2. Whatever escapes a command is exit 2 (tilegate.run.crash)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    return dispatch(build_parser(args), args, {c.NAME: c for c in COMMANDS})
+    return dispatch(build_parser(args, COMMANDS), args, {c.NAME: c for c in COMMANDS})
 
 
 if __name__ == "__main__":

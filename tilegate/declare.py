@@ -1,4 +1,4 @@
-"""What a project declares to be gated: its benchmark (docs/plugin.md).
+"""What a project declares to be gated: its benchmark (docs/plugin.md). No torch, no Triton here.
 
 A project writes one `Benchmark`, a module-level BENCHMARK of its protocol
 (`perf_tests/test_<name>.py`), and names its code in its pyproject.toml::
@@ -9,14 +9,11 @@ A project writes one `Benchmark`, a module-level BENCHMARK of its protocol
     protocol = "perf_tests"
     baselines = "baselines"
 
-tilegate measures and judges; everything about the kernels (which variants, which shapes, the
-reference, the correctness tolerance, the work done per call, the relations between variants)
-is data of the declaration. Nothing here imports torch or Triton.
-
-A case is one variant at one point of the profile's grid: its parameters are the profile's
-axis values plus its `fixed` values. Its id is the variant's name and the axis labels joined by
-"-" (``xtile_persistent-fp16-nt-K128``); the cases of one grid point form a group
-(``fp16-nt-K128``), timed together round by round, so ratios between its rows are paired.
+Everything about the kernels (variants, shapes, reference, correctness tolerance, work per call,
+relations between variants) is data of the declaration; tilegate measures and judges. A case is
+one variant at one grid point (the profile's axis values plus its `fixed` values); its id joins
+the variant and the axis labels with "-" (``xtile_persistent-fp16-nt-K128``); a grid point's cases
+form a group (``fp16-nt-K128``), timed together round by round, so their ratios are paired.
 """
 
 from __future__ import annotations
@@ -44,11 +41,8 @@ RESERVED = frozenset(
 
 @dataclass(frozen=True)
 class Axis:
-    """A named parameter of the grid and the values a profile measures it at.
-
-    `label` gives a value's part of the case id: a format string (``"K{}"``) or a function;
-    by default the value itself (``fp16``).
-    """
+    """A named parameter of the grid and the values a profile measures it at. `label`: a value's
+    part of the case id, a format string (``"K{}"``) or a function; default the value (``fp16``)."""
 
     name: str
     values: tuple[Any, ...]
@@ -87,15 +81,13 @@ class Profile:
 class Variant:
     """One implementation, timed beside the others of its group.
 
-    `unsupported(capability)` says why it cannot run on a GPU of that compute capability (None:
-    it can; capability None is the CPU interpreter); declared with a second parameter,
-    `unsupported(capability, params)`, it is asked per case (its parameters; empty where no case
-    is asked about, as the AOT fingerprint's plans): a library that refuses some cases on some
-    GPUs (fla-core's gated backward on Hopper with Triton < 3.7.1). A case it keeps off a
-    machine is skipped with its reason, on both sides of an A/B alike (no one's doing: not a
-    shrunk coverage). `plan` is optional: what the AOT
-    fingerprint compiles (tilegate.fingerprint). `renamed_from`: the names it had before, so an
-    A/B run pairs it with the base commit's variant of the old name.
+    `unsupported(capability)`: why it cannot run on a GPU of that compute capability (None: it
+    can; capability None: the CPU interpreter); `unsupported(capability, params)` is asked per
+    case (params empty where no case is asked, as for the AOT fingerprint's plans): a library that
+    refuses some cases on some GPUs (fla-core's gated backward on Hopper with Triton < 3.7.1). A
+    case it keeps off a machine is skipped with its reason on both sides of an A/B (no one's
+    doing: not a shrunk coverage). `plan` (optional): what the AOT fingerprint compiles.
+    `renamed_from`: its former names, so that an A/B pairs it with the base's variant of one.
     """
 
     name: str
@@ -139,10 +131,9 @@ def _takes_params(fn: Callable[..., Any]) -> bool:
 class Expectation:
     """`faster` beats `than`: their same-run time ratio stays below a bound at each value of `per`.
 
-    Which values and what bound are data of the baseline: a rebaseline adds a bound where
-    `faster` won clearly in every run (the policy's win_below and ratio_slack), and the gate
-    checks it on the ratio measured in the same rounds. `where` limits it to some parameter
-    values (``{"dtype": ("fp16",)}``); empty: wherever both are measured.
+    The values and bounds are the baseline's: a rebaseline adds one where `faster` won clearly in
+    every run (the policy's win_below and ratio_slack); the gate checks it on the same rounds'
+    ratio. `where` limits it (``{"dtype": ("fp16",)}``); empty: wherever both are measured.
     """
 
     faster: str
@@ -193,13 +184,12 @@ class Benchmark:
 
     inputs(params, device, seed): the group's inputs, drawn once and shared by its variants.
     reference_output(params, inputs): the exact answer, in higher precision than the variants.
-    tolerance: the error allowed, per dtype name (``params["dtype"]``) or a function of the
-    parameters. error(output, reference_output, params): the correctness metric compared with
-    the tolerance; None: the relative Frobenius error ||out - ref|| / ||ref||, the largest over
-    the tensors of a tuple output (tilegate.harness.correctness.relative_error). It runs after
-    the structural checks (count, shapes, unwritten NaN), so it may assume matching shapes.
-    work(params): a `Work` or a mapping {"flops", "bytes"}.
-    tolerance_axes: the axes a tolerance override and the shard cost may name besides variant.
+    tolerance: the error allowed, per dtype name (``params["dtype"]``) or a function of params.
+    error(output, reference_output, params): the metric compared with it, run after the
+    structural checks (count, shapes, unwritten NaN); None: the relative Frobenius error
+    ||out - ref|| / ||ref||, the largest over a tuple's tensors (correctness.relative_error).
+    work(params): a `Work` or a mapping {"flops", "bytes"}. tolerance_axes: the axes a tolerance
+    override and the shard cost may name besides variant.
     """
 
     name: str
@@ -208,7 +198,6 @@ class Benchmark:
     inputs: Callable[[Params, str, int], Any]
     reference_output: Callable[[Params, Any], Any]
     tolerance: Mapping[str, float] | Callable[[Params], float]
-    # the correctness metric (output, reference_output, params) -> float; None: relative_error
     error: Callable[[Any, Any, Params], float] | None = None
     work: Callable[[Params], Work | Mapping[str, float]] | None = None
     expectations: tuple[Expectation, ...] = ()
@@ -246,17 +235,12 @@ class Benchmark:
         return found
 
     def tolerance_for(self, params: Params) -> float:
-        if callable(self.tolerance):
-            return float(self.tolerance(params))
-        return float(self.tolerance[params["dtype"]])
+        tol = self.tolerance
+        return float(tol(params) if callable(tol) else tol[params["dtype"]])
 
     def work_for(self, params: Params) -> Work:
-        if self.work is None:
-            return Work()
-        got = self.work(params)
-        if isinstance(got, Work):
-            return got
-        return Work(flops=got.get("flops"), bytes=got.get("bytes"))
+        got = Work() if self.work is None else self.work(params)
+        return got if isinstance(got, Work) else Work(got.get("flops"), got.get("bytes"))
 
     def problems(self) -> list[str]:
         """What is wrong with this declaration (empty: nothing), each naming the part."""

@@ -16,11 +16,8 @@ from tilegate.errors import InputError
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write text to path so that readers see the old file or the new one, never half of it.
-
-    A target that is a directory, or a directory this user may not write, is an InputError
-    naming it (exit 2): the command was given a wrong path, nothing is written.
-    """
+    """Write text to path so that readers see the old file or the new one, never half of it. A
+    target that is a directory, or in one this user may not write, is an InputError naming it."""
     target = Path(path)
     if target.is_dir():
         raise InputError(
@@ -67,11 +64,9 @@ def _alive(pid: int) -> bool:
 def remove_stale_temps(target: str | os.PathLike[str]) -> list[Path]:
     """Remove the temp files that killed writers of `target` left beside it; return them.
 
-    A writer killed between creating its temp file and renaming it (SIGKILL, OOM, a cancelled CI
-    job) leaves `.<name>.<pid>.<random>.tmp`; the next write of the same file removes those whose
-    process is gone. A live writer's file is left alone, and so is one without a pid unless it
-    is older than STALE_AFTER_S. (They are git-ignored too: `.*.tmp` in .gitignore.)
-    """
+    A writer killed before its rename (SIGKILL, OOM, a cancelled CI job) leaves
+    `.<name>.<pid>.<random>.tmp`: the next write removes those whose process is gone (one without
+    a pid once older than STALE_AFTER_S). They are git-ignored too (`.*.tmp`)."""
     target = Path(target)
     removed = []
     for tmp in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
@@ -92,11 +87,8 @@ def remove_stale_temps(target: str | os.PathLike[str]) -> list[Path]:
 
 
 def format_json(data: Any, *, inline_scalar_lists: bool = False) -> str:
-    """Stable, reviewable JSON: sorted keys, 2-space indent, no NaN, a final newline.
-
-    With `inline_scalar_lists`, a list of numbers or strings stays on one line, so that a
-    baseline's sample list changes as one line in a diff instead of forty.
-    """
+    """Stable, reviewable JSON: sorted keys, 2-space indent, no NaN, a final newline; with
+    `inline_scalar_lists` a list of numbers or strings on one line (one diff line, not forty)."""
     if not inline_scalar_lists:
         return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
@@ -157,10 +149,8 @@ def read_json(
     path: str | os.PathLike[str], what: str, *, allow_nan: bool = False, remedy: str = REMEDY
 ) -> Any:
     """Read a JSON file; a missing, unreadable, non-UTF-8 or corrupt file is an InputError naming it.
-
-    `allow_nan` accepts the NaN / Infinity literals Python's json writes (pytest-benchmark does),
-    so that the caller can name the row that holds one instead of rejecting the whole file.
-    """
+    `allow_nan` accepts Python's NaN / Infinity (pytest-benchmark writes them): the caller names
+    the row that holds one instead of rejecting the whole file."""
     p = Path(path)
     text = read_text(p, what, remedy=remedy)
     try:

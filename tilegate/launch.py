@@ -1,11 +1,10 @@
-"""What one kernel launch is, as a benchmark declares it (tilegate.declare.Variant's `plan`): the
-single description shared by the variant's call and the AOT fingerprint (no torch, no Triton).
+"""What one kernel launch is, as a benchmark declares it (tilegate.declare.Variant's `plan`): one
+description for the variant's call and the AOT fingerprint (no torch, no Triton).
 
-A variant's `plan(...)` returns a `KernelLaunch`. The variant's code binds its `args` to real
-tensors and launches `fn`; `tilegate.fingerprint` turns the same object into a
-`triton.compile(ASTSource(...))` call, so the kernel compiled in CI is the kernel that runs on
-the GPU. The fingerprint takes its launches from the declaration only: a repository whose
-variants declare a `plan` returning these gets fingerprinted.
+The variant's code binds a `KernelLaunch`'s `args` to real tensors and launches `fn`;
+tilegate.fingerprint turns the same object into `triton.compile(ASTSource(...))`, so the kernel
+compiled in CI is the one that runs on the GPU. A repository whose variants declare a `plan`
+returning these gets fingerprinted (the fingerprint takes its launches from the declaration only).
 """
 
 from __future__ import annotations

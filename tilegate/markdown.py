@@ -18,11 +18,8 @@ def cell(value: object) -> str:
 
 
 def table(header: Sequence[str], align: str, rows: Iterable[Sequence[object]]) -> list[str]:
-    """A Markdown table as lines; `align` has one letter per column: l(eft) or r(ight).
-
-    Every cell, header included, goes through `cell`; a row whose length differs from the
-    header's is a programming error (ValueError), not a silently shifted table.
-    """
+    """A Markdown table as lines; `align`: one letter per column, l(eft) or r(ight). Every cell
+    goes through `cell`; a row whose length differs from the header's is a ValueError."""
     if len(align) != len(header) or set(align) - set(_RULE):
         raise ValueError(f"align {align!r}: one of 'l'/'r' per column ({len(header)} columns)")
     lines = [

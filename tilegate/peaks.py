@@ -1,13 +1,11 @@
 """The GPUs' peaks, and a case's percent of the bound its declared work gives.
 
-A row: HBM (or GDDR) bandwidth in GB/s and dense tensor-core TFLOP/s per precision (fp32: the
-non-tensor FP32 rate), keyed by the GPU's slug (tilegate.harness.device.slugify of the name
-torch reports). Dense: the datasheets' "with sparsity" figures halved. A project adds or
-overrides a row in `[tool.tilegate] peaks` (tilegate.config); the run records the row it used
-(machine_info.tilegate.peaks). The bound of a case's declared work (tilegate.declare.Work):
-bytes -> the time at peak bandwidth; FLOPs -> at the peak of its `dtype`; both -> the roofline
-(the larger of the two times). Its percent: that time over the measured median, i.e. the larger
-of TFLOP/s / peak and GB/s / peak. No row, no dtype peak, no work: no percentage.
+A row, keyed by the GPU's slug (tilegate.harness.device.slugify): HBM (or GDDR) GB/s and dense
+tensor-core TFLOP/s per precision (fp32: the non-tensor rate; dense: the datasheets' "with
+sparsity" figures halved). `[tool.tilegate] peaks` adds or overrides rows; the run records the
+row it used (machine_info.tilegate.peaks). The bound of a case's work (tilegate.declare.Work):
+bytes -> the time at peak bandwidth, FLOPs -> at its `dtype`'s peak, both -> the roofline (the
+larger time). Its percent: that time over the measured median. No row, dtype peak or work: none.
 """
 
 from __future__ import annotations

@@ -1,26 +1,18 @@
-"""The perf suite as a pytest plugin: options, parametrization from the declared benchmark, machine_info.
+"""The perf suite as a pytest plugin (the `pytest11` entry point): options, the declared
+benchmark's cases, machine_info.
 
-Installed, pytest finds it through the `pytest11` entry point. It runs the suite when the run
-asks for it with `--tilegate` (as `tilegate perf` does), or when the command line names the
-protocol directory (`pytest perf_tests`, a file or a test in it); any other pytest run of a
-user's repository is untouched (a test taking `tilegate_case` is skipped, its reason naming the
-command). The benchmark is the module-level BENCHMARK of the protocol directory [tool.tilegate]
-names (tilegate.protocol; perf_tests/ by default), in the repository holding the working
-directory; every test taking `tilegate_case` is parametrized with its cases. Without
-`--perf-profile`, the benchmark's default profile, or on a machine without a CUDA GPU its
-interpreter profile (Triton's CPU interpreter, TRITON_INTERPRET=1, set before the kernels are
-decorated). Directly:
+It runs with `--tilegate` (as `tilegate perf` does) or when the command line names the protocol
+directory (`pytest perf_tests`, a file or a test in it); in any other pytest run of the repository
+a test taking `tilegate_case` is skipped, its reason naming the command. The benchmark is the
+protocol's BENCHMARK (tilegate.protocol); without `--perf-profile`, its default profile, or with no
+CUDA GPU its interpreter profile (TRITON_INTERPRET=1, set before the kernels are decorated):
 
-    pytest perf_tests                                    # the default profile (no GPU: interpreter)
     pytest perf_tests --perf-profile quick --benchmark-json .perf/results.json
 
-What the run must cover (tilegate.judge.coverage) is recorded in machine_info.tilegate.coverage:
-the cases and expectations of the base's protocol in an A/B run (its own otherwise), the cases a
-person left out with --perf-variants / --perf-axis / --perf-set, and each case skipped or failed.
-
-Each case's timings are device times measured by `tilegate.harness.measure` (CUDA events, L2
-flushed, variants interleaved per round) and handed to pytest-benchmark, so its JSON, its
-terminal table and its own `pytest-benchmark compare` all show GPU time per call.
+machine_info.tilegate.coverage: what the run must cover (the base's protocol in an A/B run, else
+its own), what --perf-variants / --perf-axis / --perf-set left out, each case skipped or failed.
+The timings handed to pytest-benchmark are device times (tilegate.harness.measure: CUDA events,
+L2 flushed, variants interleaved per round): its JSON, table and `compare` show GPU time per call.
 """
 
 from __future__ import annotations
@@ -453,14 +445,8 @@ def _coverage_facts(
 ) -> dict[str, Any]:
     """What this run must measure (the base's protocol in an A/B run, else its own), what it
     measures before narrowing, and what a person narrowed it to (tilegate.judge.coverage)."""
-    narrowing = (
-        "--perf-variants",
-        "--perf-axis",
-        "--perf-set",
-        "--perf-groups-of",
-        "--perf-cases-of",
-    )
-    given = {opt: config.getoption(opt) for opt in narrowing}
+    narrowing = ("--perf-variants", "--perf-axis", "--perf-set", "--perf-groups-of")
+    given = {opt: config.getoption(opt) for opt in (*narrowing, "--perf-cases-of")}
     narrowed = [
         f"{opt} {v}" for opt, g in given.items() for v in (g if isinstance(g, list) else [g]) if v
     ]
@@ -515,26 +501,12 @@ def _coverage_facts(
     }
 
 
-def _soak_s(config: pytest.Config, profile_s: float) -> float:
-    """--perf-soak when given (>= 0), else the profile's soak."""
-    given = config.getoption("--perf-soak")
-    if given is None:
-        return profile_s
-    if given < 0:
-        raise pytest.UsageError(f"--perf-soak {given}: must be >= 0 seconds")
-    return float(given)
-
-
-def _compile_threads(config: pytest.Config) -> int:
-    """--perf-compile-threads when given (>= 1), else the cores (at most 16)."""
-    from tilegate.harness.precompile import default_threads
-
-    given = config.getoption("--perf-compile-threads")
-    if given is None:
-        return default_threads()
-    if given < 1:
-        raise pytest.UsageError(f"--perf-compile-threads {given}: must be >= 1")
-    return int(given)
+def _given(config: pytest.Config, option: str, least: int, default: Any, unit: str = "") -> Any:
+    """`option` when given (at least `least`: a usage error otherwise), else `default`."""
+    given = config.getoption(option)
+    if given is not None and given < least:
+        raise pytest.UsageError(f"{option} {given}: must be >= {least}{unit}")
+    return default if given is None else type(default)(given)
 
 
 def _my_shard(cases: list[Case], spec: str, profile: Any, bench: Any) -> list[Case]:
@@ -542,15 +514,38 @@ def _my_shard(cases: list[Case], spec: str, profile: Any, bench: Any) -> list[Ca
     from tilegate.run.shard import group_cost, parse_shard, plan
 
     index, count = parse_shard(spec)
-    groups: dict[str, list[Case]] = {}
-    for case in cases:
-        groups.setdefault(case.group, []).append(case)
     costs = {
         g: group_cost(bench.work_for(cs[0].params), len(cs), profile.rounds, profile.min_time_s)
-        for g, cs in groups.items()
+        for g, cs in _grouped(cases).items()
     }
     mine = set(plan(costs, count)[index])
     return [c for c in cases if c.group in mine]
+
+
+def _grouped(cases: list[Case]) -> dict[str, list[Case]]:
+    groups: dict[str, list[Case]] = {}
+    for case in cases:
+        groups.setdefault(case.group, []).append(case)
+    return groups
+
+
+def _gpu(bench: Any) -> Any:
+    """This machine's GPU; without one pytest exits 2, saying how a CPU runs the benchmark."""
+    from tilegate.harness.device import gpu_info
+
+    try:
+        return gpu_info()
+    except RuntimeError as err:
+        interp = [p.name for p in bench.profiles if p.interpreter]
+        pytest.exit(
+            f"tilegate: cannot measure: {err}. "
+            + (
+                f"On a CPU: --perf-profile {interp[0]} (the interpreter profile)."
+                if interp
+                else f"Benchmark {bench.name!r} declares no interpreter profile for a CPU."
+            ),
+            returncode=2,
+        )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -608,17 +603,17 @@ class PerfRun:
 
     def __init__(self, config: pytest.Config) -> None:
         from tilegate.harness.base import registry_facts
-        from tilegate.harness.device import gpu_info, software_versions
+        from tilegate.harness.device import software_versions
         from tilegate.harness.gpu_state import StateLog, StateSampler
         from tilegate.harness.measure import GroupMeasurer
+        from tilegate.harness.precompile import default_threads
         from tilegate.harness.sides import TimerFacts
         from tilegate.harness.timing import CudaTimer, HostTimer, TimerConfig
 
         self.config = config
         self._t0 = time.monotonic()  # progress lines carry the seconds since
         bench = self.benchmark = config.stash[BENCH]
-        profile = bench.profile(config.getoption("--perf-profile"))
-        self.profile = profile
+        profile = self.profile = bench.profile(config.getoption("--perf-profile"))
         self.smoke = profile.interpreter
         self.injected = list(config.getoption("--inject"))
         variants = dict(bench.variant_map)
@@ -644,33 +639,18 @@ class PerfRun:
             hold_host=profile.hold_host,
         )
         self.cases: list[Case] = config.stash[CASES]
-        self.groups: dict[str, list[Case]] = {}
-        for case in self.cases:
-            self.groups.setdefault(case.group, []).append(case)
+        self.groups = _grouped(self.cases)
         self.software = software_versions()
         self.sampler: Any = None
+        self.gpu: Any = None
+        self.state: Any = None
         if self.smoke:
-            self.gpu = None
-            self.state = None
             self.timer: Any = (
                 TimerFacts(timer_config, HostTimer.name) if self.sides else HostTimer(timer_config)
             )
             device, capability = "cpu", None
         else:
-            try:
-                gpu = gpu_info()
-            except RuntimeError as err:
-                interp = [p.name for p in bench.profiles if p.interpreter]
-                pytest.exit(
-                    f"tilegate: cannot measure: {err}. "
-                    + (
-                        f"On a CPU: --perf-profile {interp[0]} (the interpreter profile)."
-                        if interp
-                        else f"Benchmark {bench.name!r} declares no interpreter profile for a CPU."
-                    ),
-                    returncode=2,
-                )
-            self.gpu = gpu
+            gpu = self.gpu = _gpu(bench)
             self.state = StateLog()
             self.state.sample("start")
             self.sampler = StateSampler().start()
@@ -682,8 +662,10 @@ class PerfRun:
                 if self.sides
                 else CudaTimer(timer_config, l2_bytes=gpu.l2_bytes)
             )
+        threads = _given(config, "--perf-compile-threads", 1, default_threads())
+        soak = 0.0 if fixed_rounds else _given(config, "--perf-soak", 0, profile.soak_s, " seconds")
         if self.sides:
-            self._setup_sides(registry, config, device, capability, _compile_threads(config))
+            self._setup_sides(registry, config, device, capability, threads)
         self.measurer = GroupMeasurer(
             benchmark=bench,
             groups=self.groups,
@@ -693,13 +675,13 @@ class PerfRun:
             device=device,
             capability=capability,
             warmup_first_s=0.0 if self.smoke else 2.0,
-            soak_s=0.0 if fixed_rounds else _soak_s(config, profile.soak_s),
+            soak_s=soak,
             sampler=self.sampler,
             on_group=self._on_group,
             on_progress=self._say,
             ab_budget=not config.getoption("--perf-ab-full"),
             ab_tolerances=self._ab_tolerances(config),
-            compile_threads=_compile_threads(config),
+            compile_threads=threads,
             sides=self.sides or None,
             host_procs=profile.host_procs
             if profile.host_procs is not None
@@ -709,27 +691,25 @@ class PerfRun:
 
     def _ab_facts(self, config: pytest.Config) -> dict[str, Any] | None:
         """machine_info.tilegate.ab: an A/B run's facts (the base, its sides)."""
-        return (
-            {
-                "ref": config.getoption("--perf-ab-ref"),
-                "sha": config.getoption("--perf-ab-sha"),
-                "variants": sorted(config.stash[BASE].keys()),
-                # each side a checkout, measured in a process of its own or, where its package
-                # imports itself relatively only, both in one (tilegate.harness.sides)
-                "processes": len(self.sides),
-                "sides": {
-                    name: {
-                        "tree": str(spec.root),
-                        "path_first": list(spec.path_first),
-                        "software": config.stash[SIDE_FACTS][name].software,
-                        "process": name if name in self.sides else next(iter(self.sides)),
-                    }
-                    for name, spec in config.stash[SPECS].items()
-                },
-            }
-            if self.sides
-            else None
-        )
+        if not self.sides:
+            return None
+        return {
+            "ref": config.getoption("--perf-ab-ref"),
+            "sha": config.getoption("--perf-ab-sha"),
+            "variants": sorted(config.stash[BASE].keys()),
+            # each side a checkout, measured in a process of its own or, where its package
+            # imports itself relatively only, both in one (tilegate.harness.sides)
+            "processes": len(self.sides),
+            "sides": {
+                name: {
+                    "tree": str(spec.root),
+                    "path_first": list(spec.path_first),
+                    "software": config.stash[SIDE_FACTS][name].software,
+                    "process": name if name in self.sides else next(iter(self.sides)),
+                }
+                for name, spec in config.stash[SPECS].items()
+            },
+        }
 
     def _setup_sides(
         self,

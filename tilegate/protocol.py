@@ -1,16 +1,12 @@
 """The protocol: how the code is measured, a pytest-benchmark suite in `perf_tests/` (docs/plugin.md).
 
-A project keeps its kernels and their registry of variants in the source path (`[tool.tilegate]
-source`, e.g. kernels/) and the protocol beside it (`protocol`, default perf_tests/): pytest
-modules `test_*.py`, one of which defines a module-level ``BENCHMARK`` (a
-tilegate.declare.Benchmark built from the registry's variants: the grid, the profiles, inputs,
-reference output, tolerance, work and expectations) and a test taking `tilegate_case` and
-`benchmark`, which tilegate's pytest plugin parametrizes with the benchmark's cases.
-
-`load_protocol` finds that BENCHMARK and validates it (exit 2 naming the file and what to do);
-`load_base_protocol` does the same for an A/B base's protocol, with the base's own source
-package standing in for the source while it is imported, so the base's protocol is evaluated
-with the base's variants.
+Beside the source path (`[tool.tilegate] source`: the kernels and their registry) the protocol
+directory (`protocol`, default perf_tests/) holds pytest modules `test_*.py`: one defines a
+module-level ``BENCHMARK`` (a tilegate.declare.Benchmark from the registry's variants) and a test
+taking `tilegate_case` and `benchmark`, which tilegate's plugin parametrizes with its cases.
+`load_protocol` finds and validates that BENCHMARK (exit 2 naming the file and what to do);
+`load_base_protocol` does the same for an A/B base's protocol, the base's source package standing
+in while it is imported, so that it is evaluated with the base's variants.
 """
 
 from __future__ import annotations

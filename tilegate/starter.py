@@ -1,20 +1,13 @@
 """`tilegate init`: a starting [tool.tilegate] table, a starter package and its protocol (docs/plugin.md).
 
-Writes, in the working directory (the repository root):
-
-* ``pyproject.toml``: a [tool.tilegate] table appended (the file created if absent); a
-  pyproject.toml that already has one is left alone (exit 2);
-* ``<package>/kernels.py``: the code, a Triton scale kernel and its registry of variants
-  (beside torch, the reference);
-* ``perf_tests/test_<package>.py``: the protocol, a pytest-benchmark suite (grid, profiles,
-  inputs, reference, tolerance, work, the `BENCHMARK` declaration and the test) that runs as it
-  is, under the CPU interpreter with ``--profile smoke``;
-* ``baselines/README.md``: so that baselines/ is in every clone (git keeps no empty folder, and
-  an A/B run reads the A/B noise and tolerances from it); ``tilegate rebaseline`` writes a GPU's
-  baseline beside it;
-* ``.gitignore``: ``.perf/`` (what every run generates) added, the file created if absent.
-
-An existing file is never overwritten (exit 2, nothing written).
+Writes in the working directory (the repository root): ``pyproject.toml``'s [tool.tilegate]
+table (the file created if absent; one that has the table is left alone, exit 2);
+``<package>/kernels.py``, the code (a Triton scale kernel and its registry, beside torch, the
+reference); ``perf_tests/test_<package>.py``, the protocol (a pytest-benchmark suite: grid,
+profiles, inputs, reference, tolerance, work, `BENCHMARK`, the test) that runs as it is under the
+CPU interpreter (``--profile smoke``); ``baselines/README.md``, so that baselines/ is in every
+clone (git keeps no empty folder; an A/B run reads the noise and tolerances there);
+``.gitignore`` with ``.perf/``. An existing file is never overwritten (exit 2, nothing written).
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """Warnings from third-party packages (Triton, torch): recorded and reported, never raised.
 
-A Triton upgrade is exactly when new warnings appear (Triton 3.9: `TRITON_DEFAULT_FP_FUSION is
-unset` at every compile, docs/pitfalls.md); with pytest's `filterwarnings = error` each one
-would kill a measurement or a compile that is otherwise fine. Inside `recording()`, a warning
-whose source file lies in one of those packages is recorded (and shown in the report); any other
-warning, our own code's included, is re-issued unchanged when the block ends, so the filters in
-force (an error under pytest) still apply to it.
+A Triton upgrade is when new warnings appear (Triton 3.9: `TRITON_DEFAULT_FP_FUSION is unset` at
+every compile, docs/pitfalls.md); under pytest's `filterwarnings = error` each would kill a sound
+measurement. Inside `recording()` a warning from one of those packages' files is recorded (and
+reported); any other, ours included, is re-issued unchanged when the block ends, under the filters
+in force.
 """
 
 from __future__ import annotations
@@ -69,13 +68,10 @@ def _source(filename: str, lineno: int, dirs: Sequence[tuple[str, Path]]) -> str
 
 @contextmanager
 def recording(packages: Sequence[str] = THIRD_PARTY) -> Iterator[list[Warned]]:
-    """Record the warnings `packages` issue inside the block (into the yielded list).
-
-    Every other warning is issued again, unchanged, when the block ends. A third-party warning
-    is recorded each time the package issues it, whatever Python's "once per location" filter
-    would show; a package that issues a warning only once per process (Triton 3.9's
-    `warn_once`) gives one record, in the first block that triggers it.
-    """
+    """Record the warnings `packages` issue inside the block (into the yielded list); every other
+    is issued again, unchanged, when it ends. Each issue is recorded, whatever Python's "once per
+    location" filter would show; one a package issues once per process (Triton 3.9's
+    `warn_once`) is recorded in the first block that triggers it."""
     dirs = _package_dirs(packages)
     got: list[Warned] = []
     ours = []

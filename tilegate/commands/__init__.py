@@ -1,8 +1,5 @@
-"""The commands of the `tilegate` command line: one module each (`tilegate/commands/<name>.py`,
-as asv's `asv/commands/`), each owning its arguments (`add`) and its run (`run`).
-
-A command module holds `NAME` (the command as typed), `add(sub, shared)` (its parser, from
-`tilegate.commands._shared.Shared`'s options that several commands take) and `run(args)` (exit
-0 / 1 / 2); `reports(args)`, when it writes reports, names those a crash replaces with a CANNOT
-JUDGE report. tilegate.cli imports them and only dispatches (tilegate.commands._shared.dispatch).
-"""
+"""The commands of the `tilegate` command line, one module each (asv's `asv/commands/`): as data
+`NAME`, `HELP`, `DESCRIPTION` and the `_shared.Shared` options it takes (`MEASURE`, `PROFILE`,
+`PARENTS`, `OUTPUTS`); `arguments(p, shared)` (its own), `run(args)` (exit 0 / 1 / 2) and, when it
+writes reports, `reports(args)` (those a crash replaces with CANNOT JUDGE). `_shared.build_parser`
+builds the parser; tilegate.cli lists the modules and dispatches."""

@@ -1,7 +1,6 @@
-"""What the commands share: options several of them take (written once, argparse parent
-parsers), the top-level parser, and the dispatch (the profile check, pytest's arguments, the
-crash guard). tilegate.cli builds the parser from the command modules and calls `dispatch`.
-"""
+"""What the commands share: the options several take (written once, argparse parent parsers),
+the parser built from the command modules, the dispatch (profile check, pytest's arguments, the
+crash guard)."""
 
 from __future__ import annotations
 
@@ -37,11 +36,8 @@ def _parent() -> argparse.ArgumentParser:
 
 
 class Shared:
-    """The options that several commands take, each written once: argparse parent parsers.
-
-    `argv` asking for one command's --help (build_parser) loads the configured benchmark's
-    profiles for that command's --profile choices; nothing else loads the benchmark here.
-    """
+    """The options that several commands take, each written once: argparse parent parsers. Only
+    `argv` asking for a command's --help loads the benchmark (its profiles: --profile's choices)."""
 
     def __init__(self, argv: Sequence[str]) -> None:
         self.argv = list(argv)
@@ -79,7 +75,7 @@ class Shared:
         self.no_plots.add_argument("--no-plots", action="store_true", help="no plots")
 
     def outputs(
-        self, *, default_report: str | None, default_plots: str | None
+        self, default_report: str | None, default_plots: str | None
     ) -> argparse.ArgumentParser:
         """compare, report: where the report and its plots go (each command its defaults)."""
         p = _parent()
@@ -115,8 +111,7 @@ class Shared:
         return p
 
     def profile(self, command: str, *, use: str) -> argparse.ArgumentParser:
-        """`--profile` of `command`, checked (and its default, the benchmark's, resolved) by
-        `dispatch` before the command runs (check_profile)."""
+        """`--profile` of `command`, checked (its default resolved) by `dispatch` before it runs."""
         p = _parent()
         add_profile_argument(p, use=use, names=self.profile_names(command))
         p.set_defaults(profile_checked_here=True)
@@ -131,9 +126,9 @@ class Shared:
         return bool(self.argv) and command in self.argv[:1]
 
 
-def top_parser() -> tuple[
-    argparse.ArgumentParser, argparse._SubParsersAction[argparse.ArgumentParser]
-]:
+def build_parser(argv: Sequence[str], commands: Sequence[ModuleType]) -> argparse.ArgumentParser:
+    """`tilegate`'s parser: each command's from its module's data (NAME, HELP, DESCRIPTION; the
+    shared options it takes: MEASURE, PROFILE, PARENTS, OUTPUTS), then `arguments(p, shared)`."""
     parser = argparse.ArgumentParser(
         prog="tilegate",
         description="CI performance gate for Triton kernels. Exit 0: holds; 1: regression or broken "
@@ -141,15 +136,25 @@ def top_parser() -> tuple[
     )
     parser.add_argument("--version", action="version", version=f"tilegate {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    return parser, sub
+    shared = Shared(argv)
+    for c in commands:
+        parents = [shared.measure(c.MEASURE)] if hasattr(c, "MEASURE") else []
+        if hasattr(c, "PROFILE"):
+            parents.append(shared.profile(c.NAME, use=c.PROFILE))
+        parents += [getattr(shared, name) for name in getattr(c, "PARENTS", ())]
+        if hasattr(c, "OUTPUTS"):
+            parents.append(shared.outputs(*c.OUTPUTS))
+        description = getattr(c, "DESCRIPTION", None)
+        p = sub.add_parser(c.NAME, help=c.HELP, description=description, parents=parents)
+        p.set_defaults(func=c.run)
+        if hasattr(c, "arguments"):
+            c.arguments(p, shared)
+    return parser
 
 
 def _run(args: argparse.Namespace) -> int:
-    """The command, its --profile checked first (InputError: exit 2, before any GPU work).
-
-    rebaseline and ab-noise use theirs only with --measure; fingerprint checks its own
-    (tilegate.commands.fingerprint: its CANNOT JUDGE report says why).
-    """
+    """The command, its --profile checked first (InputError: exit 2, before any GPU work);
+    rebaseline and ab-noise use theirs only with --measure; fingerprint checks its own."""
     if getattr(args, "profile_checked_here", False) and (
         not hasattr(args, "measure") or args.measure is not None
     ):
@@ -191,9 +196,8 @@ def dispatch(
 
 def _root(args: argparse.Namespace, argv: Sequence[str]) -> Path:
     """Where the command runs: the repository's root (the nearest [tool.tilegate] upward), the
-    relative paths typed in one of its subdirectories made absolute first (PATHS); the working
-    directory for `init` and outside a repository (no or a broken configuration: the command
-    says so)."""
+    relative paths typed in a subdirectory made absolute first (PATHS); the working directory for
+    `init` and outside a repository (no or a broken configuration: the command says so)."""
     from tilegate.config import find
     from tilegate.errors import InputError
 

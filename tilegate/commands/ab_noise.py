@@ -4,26 +4,20 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from tilegate.commands._shared import PERF_DIR, Shared, say
 from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
 from tilegate.store.files import load_results
 
 NAME = "ab-noise"
+HELP = "record the A/A noise of the A/B paired ratio on this GPU (sets the A/B tolerances)"
+DESCRIPTION = """Build baselines/<gpu-slug>.ab.json from A/A runs (`tilegate perf --ab HEAD`: both
+sides the same code), or measure N of them first with --measure N."""
+MEASURE = "run N A/A runs on this GPU first"
+PROFILE = "with --measure: the profile"
 
 
-def add(sub: Any, shared: Shared) -> None:
-    p = sub.add_parser(
-        NAME,
-        help="record the A/A noise of the A/B paired ratio on this GPU (sets the A/B tolerances)",
-        description="Build baselines/<gpu-slug>.ab.json from A/A runs (`tilegate perf --ab HEAD`: "
-        "both sides the same code), or measure N of them first with --measure N.",
-        parents=[
-            shared.measure("run N A/A runs on this GPU first"),
-            shared.profile("ab-noise", use="with --measure: the profile"),
-        ],
-    )
+def arguments(p: argparse.ArgumentParser, shared: Shared) -> None:
     p.add_argument("results", nargs="*", help="results JSON of A/A runs")
     p.add_argument(
         "--also",
@@ -36,7 +30,7 @@ def add(sub: Any, shared: Shared) -> None:
     )
     p.add_argument("--out", metavar="FILE", help="default: baselines/<gpu-slug>.ab.json")
     p.add_argument("--check", action="store_true", help="print the noise, write nothing")
-    p.set_defaults(func=run, takes_pytest_args=True)
+    p.set_defaults(takes_pytest_args=True)
 
 
 def _profile_count(spec: str) -> tuple[str, int]:

@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from tilegate.commands._shared import PERF_DIR, Shared
 
 NAME = "baseline-diff"
+HELP = "a pull request's baselines/ against the base's: exit 1 if it loosens the gate"
+DESCRIPTION = """Diff the working tree's baselines/ against REF's (tolerances, expectations, A/B
+noise, fingerprints) and check both against their own policy. Exit 1 when a change loosens the gate
+and --accept-baseline-change is not given; 2 on bad input."""
 
 
-def add(sub: Any, shared: Shared) -> None:
-    p = sub.add_parser(
-        NAME,
-        help="a pull request's baselines/ against the base's: exit 1 if it loosens the gate",
-        description="Diff the working tree's baselines/ against REF's (tolerances, expectations, "
-        "A/B noise, fingerprints) and check both against their own policy. Exit 1 when a change "
-        "loosens the gate and --accept-baseline-change is not given; 2 on bad input.",
-    )
+def arguments(p: argparse.ArgumentParser, shared: Shared) -> None:
     p.add_argument(
         "--base-ref", required=True, metavar="REF", help="the base commit (HEAD^1 in a PR)"
     )
@@ -26,7 +22,6 @@ def add(sub: Any, shared: Shared) -> None:
     p.add_argument("--repo", default=".", help="the git repository (default: .)")
     p.add_argument("--out", metavar="PATH", help="also write the markdown listing here")
     p.add_argument("--accept-baseline-change", action="store_true", help="acknowledged: exit 0")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,26 +7,22 @@ from __future__ import annotations
 import argparse
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from tilegate.commands._shared import PERF_DIR, Shared
 from tilegate.errors import InputError
 
 NAME = "ci"
+HELP = """what CI runs: a pull request judged by its base's gate (--base), a push by the stored
+baseline (exit 0/1/2)"""
+DESCRIPTION = """A pull request (--base SHA: HEAD^1 of GitHub's merge commit): the base's protocol
+measures the pull request's code beside the base's (each a checkout and a process) and the base's
+baselines judge; a change of the protocol, the baselines or the gate's configuration fails unless
+acknowledged. A push (no --base): `tilegate perf` against the stored baseline. Writes report.md,
+verdicts.json, gate.json, comment.md and summary.md into --out-dir. Options after -- go to `tilegate
+perf`."""
 
 
-def add(sub: Any, shared: Shared) -> None:
-    p = sub.add_parser(
-        NAME,
-        help="what CI runs: a pull request judged by its base's gate (--base), a push by the "
-        "stored baseline (exit 0/1/2)",
-        description="A pull request (--base SHA: HEAD^1 of GitHub's merge commit): the base's "
-        "protocol measures the pull request's code beside the base's (each a checkout and a "
-        "process) and the base's baselines judge; a change of the protocol, the baselines or "
-        "the gate's configuration fails unless acknowledged. A push (no --base): `tilegate "
-        "perf` against the stored baseline. Writes report.md, verdicts.json, gate.json, "
-        "comment.md and summary.md into --out-dir. Options after -- go to `tilegate perf`.",
-    )
+def arguments(p: argparse.ArgumentParser, shared: Shared) -> None:
     p.add_argument("--base", metavar="SHA", help="the pull request's base commit (HEAD^1)")
     p.add_argument(
         "--accept-gate-change",
@@ -48,7 +44,6 @@ def add(sub: Any, shared: Shared) -> None:
     )
     p.add_argument("--history", type=Path, metavar="STORE", help="a push: add the results here")
     p.add_argument("perf_args", nargs="*", help="after --: `tilegate perf`'s options")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

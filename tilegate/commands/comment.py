@@ -7,28 +7,24 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
 
 from tilegate.commands._shared import PERF_DIR, Shared
 from tilegate.errors import EXIT_OK, InputError
 
 NAME = "comment"
+HELP = "render the pull request comment from .perf/verdicts.json; `post` creates or edits it"
+DESCRIPTION = """Render one GPU's pull-request comment from verdicts.json (what `tilegate ci` and
+`tilegate perf` write) into comment.md beside it; with --pr, --head-sha and --gpu also comment.json,
+what `tilegate comment post` reads (in a workflow_run job: the default branch's code, never the pull
+request's)."""
 
 
-def add(sub: Any, shared: Shared) -> None:
-    p = sub.add_parser(
-        NAME,
-        help="render the pull request comment from .perf/verdicts.json; `post` creates or edits it",
-        description="Render one GPU's pull-request comment from verdicts.json (what `tilegate ci` "
-        "and `tilegate perf` write) into comment.md beside it; with --pr, --head-sha and --gpu "
-        "also comment.json, what `tilegate comment post` reads (in a workflow_run job: the "
-        "default branch's code, never the pull request's).",
-    )
+def arguments(p: argparse.ArgumentParser, shared: Shared) -> None:
     p.add_argument("--verdicts", type=Path, default=PERF_DIR / "verdicts.json", metavar="PATH")
     p.add_argument("--pr", type=int, help="the pull request number (writes comment.json)")
     p.add_argument("--head-sha", default="", help="the pull request's head commit measured")
     p.add_argument("--gpu", default="", help="the GPU slug (the runner's model)")
-    p.set_defaults(func=run, post=False)
+    p.set_defaults(post=False)
     post = p.add_subparsers(dest="action", metavar="post").add_parser(
         "post", help="create or edit the sticky comment from comment.json files (GITHUB_TOKEN)"
     )

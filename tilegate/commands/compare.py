@@ -4,25 +4,17 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from tilegate.commands._shared import PERF_DIR, Shared, judge_results
 
 NAME = "compare"
+HELP = "judge a results file against its GPU's baseline (exit 0/1/2)"
+DESCRIPTION = "Judge RESULTS against BASELINE: per-row verdicts, expectations, a report."
+PARENTS = ("judged", "baselines", "no_plots")
+OUTPUTS = (str(PERF_DIR / "report.md"), str(PERF_DIR))
 
 
-def add(sub: Any, shared: Shared) -> None:
-    p = sub.add_parser(
-        NAME,
-        help="judge a results file against its GPU's baseline (exit 0/1/2)",
-        description="Judge RESULTS against BASELINE: per-row verdicts, expectations, a report.",
-        parents=[
-            shared.judged,
-            shared.baselines,
-            shared.no_plots,
-            shared.outputs(default_report=str(PERF_DIR / "report.md"), default_plots=str(PERF_DIR)),
-        ],
-    )
+def arguments(p: argparse.ArgumentParser, shared: Shared) -> None:
     p.add_argument(
         "--confirm",
         action="append",
@@ -39,7 +31,6 @@ def add(sub: Any, shared: Shared) -> None:
         action="store_true",
         help="never fail: without a baseline report the run alone; with one, report the verdict but exit 0",
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

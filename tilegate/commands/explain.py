@@ -18,21 +18,16 @@ from tilegate.fileio import read_json
 from tilegate.report.why import text
 
 NAME = "explain"
+HELP = "say why each decided case of an A/B results file changed (launches, compile facts)"
+DESCRIPTION = f"""For a results file written earlier (an A/B run, e.g. a CI artifact): per case
+whose code changed and whose verdict is decided, what differs between base and head: launches added
+or dropped with their share of the GPU time, and per changed Triton kernel its compile facts (at
+most {MAX_LINES} lines a case). Name cases to explain them whatever their verdict. Exit 0; 2 for a
+bad file or an unknown case."""
+PARENTS = ("baselines",)  # its <gpu-slug>.ab.json, for the verdicts
 
 
-def add(sub: Any, shared: Shared) -> None:
-    p = sub.add_parser(
-        NAME,
-        help="say why each decided case of an A/B results file changed (launches, compile facts)",
-        description=(
-            "For a results file written earlier (an A/B run, e.g. a CI artifact): per case whose "
-            "code changed and whose verdict is decided, what differs between base and head: "
-            "launches added or dropped with their share of the GPU time, and per changed Triton "
-            f"kernel its compile facts (at most {MAX_LINES} lines a case). Name cases to explain "
-            "them whatever their verdict. Exit 0; 2 for a bad file or an unknown case."
-        ),
-        parents=[shared.baselines],  # its <gpu-slug>.ab.json, for the verdicts
-    )
+def arguments(p: argparse.ArgumentParser, shared: Shared) -> None:
     p.add_argument("results", metavar="RESULTS", help="a results JSON written by `tilegate perf`")
     p.add_argument("cases", nargs="*", metavar="CASE", help="case ids (default: the decided ones)")
     p.add_argument(
@@ -41,7 +36,6 @@ def add(sub: Any, shared: Shared) -> None:
         help="also write explanations.json into DIR, and each case's TTGIR diff where both "
         "sides' TTGIR is at hand (explain/ir/ beside RESULTS, as `tilegate perf` leaves it)",
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,9 +50,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _recorded(results: Path) -> dict[str, Any] | None:
-    """The Judgement's record the run wrote beside `results` (tilegate.judge.gate.VERDICTS,
-    tilegate.run.gate.record), if it is this file's: its headline, verdicts and the decided
-    cases, confirmations included. None when there is none, or it is of another file."""
+    """The Judgement's record the run wrote beside `results` (judge.gate.VERDICTS: headline,
+    verdicts, decided cases, confirmations included); None: there is none, or of another file."""
     from tilegate.judge.gate import VERDICTS, VERDICTS_SCHEMA
 
     path = results.parent / VERDICTS
@@ -97,10 +90,9 @@ def explain_command(
     baselines: Path = Path("baselines"),
     out: Path | None = None,
 ) -> tuple[int, str]:
-    """(exit code, text) of `tilegate explain`: the run's headline and the explanation of each
-    decided case with changed code, with the verdicts of the run that wrote `results` (its
-    record beside it, confirmations included; judged again when there is none). 2 with the
-    reason for a file that is not tilegate results or a case it does not hold; 0 otherwise."""
+    """(exit code, text) of `tilegate explain`: the run's headline, each decided case with changed
+    code explained, with the verdicts of the run's record (judged again without one). 2 with why
+    for a file that is not tilegate results or a case it does not hold; 0 otherwise."""
     from tilegate.store.files import load_results
 
     try:

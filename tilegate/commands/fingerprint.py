@@ -1,19 +1,11 @@
-"""`tilegate fingerprint` (also what the nox sessions run: `python -m tilegate fingerprint`):
-compile the kernels ahead of time and check their compile facts (tilegate.fingerprint).
+"""`tilegate fingerprint` (what the nox sessions run): compile the kernels ahead of time and check
+their compile facts (tilegate.fingerprint; docs/fingerprint.md).
 
-    tilegate fingerprint                 # check: compile, rules, diff vs baseline
-    tilegate fingerprint --record        # re-record this Triton version's fingerprints
-    tilegate fingerprint --arch sm_90 --variant 'xtile_*'
-    tilegate fingerprint --upgrade-from 3.6.0  # what this Triton changes vs 3.6.0's
-
-It needs none of the judge's packages (scipy): the nox sessions run it in a venv that has only
-the kernels' (pyproject's `kernels` group). Its modules are imported only when the command line
-asks for it; without them the command says what is missing (exit 2).
-
-Exit codes: 0 every rule holds and every fingerprint equals the recorded one; 1 a rule is broken
-or a fingerprint changed; 2 cannot judge (no fingerprint for this Triton version, a corrupt file,
-a kernel that does not compile, a crash): then the report says CANNOT JUDGE and why, and the
-previous run's outputs are gone.
+It needs none of the judge's packages (scipy): the nox sessions run it in a venv with only the
+kernels' group. Its modules are imported only when the command line asks for it; without them it
+says what is missing (exit 2). Exit 0: every rule holds and every fingerprint equals the recorded
+one; 1: a rule broke or a fingerprint changed; 2: cannot judge (no fingerprint for this Triton, a
+corrupt file, a kernel that does not compile, a crash), the report then CANNOT JUDGE and why.
 """
 
 from __future__ import annotations
@@ -22,7 +14,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from tilegate.commands._shared import Shared, say
 from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
@@ -31,20 +22,14 @@ from tilegate.run.profiles import add_profile_argument, check_profile
 
 NAME = "fingerprint"
 HELP = "compile the kernels ahead of time and check their TTGIR / ptxas facts (no GPU)"
+DESCRIPTION = """Compile fingerprint gate: compile every Triton variant for sm_90 and sm_120 without
+a GPU and catch pipelining regressions (fusion, multi-buffering, wgmma wait, shared memory,
+registers, spills)."""
 
 
-def add(sub: Any, shared: Shared) -> None:
-    if not shared.wanted(NAME):
-        sub.add_parser(NAME, help=HELP, add_help=False)
+def arguments(p: argparse.ArgumentParser, shared: Shared) -> None:
+    if not shared.wanted(NAME):  # its modules are imported only when it runs
         return
-    p = sub.add_parser(
-        NAME,
-        help=HELP,
-        description="Compile fingerprint gate: compile every Triton variant for sm_90 and sm_120 "
-        "without a GPU and catch pipelining regressions (fusion, multi-buffering, wgmma wait, "
-        "shared memory, registers, spills).",
-    )
-    p.set_defaults(func=run)
     try:
         _arguments(p, shared.profile_names(NAME))
     except ImportError as err:
@@ -53,13 +38,8 @@ def add(sub: Any, shared: Shared) -> None:
 
 def _arguments(parser: argparse.ArgumentParser, profiles: Sequence[str] | None) -> None:
     """The fingerprint's options; `profiles`: the configured benchmark's, for --help to list."""
+    from tilegate.fingerprint import gate
     from tilegate.fingerprint.compile import DEFAULT_CACHE_DIR
-    from tilegate.fingerprint.gate import (
-        DEFAULT_JSON_DIR,
-        DEFAULT_REPORT,
-        UPGRADE_JSON_DIR,
-        UPGRADE_REPORT,
-    )
     from tilegate.fingerprint.rules import DEFAULT_RULES
     from tilegate.store.fingerprints import DEFAULT_DIR
 
@@ -124,13 +104,13 @@ def _arguments(parser: argparse.ArgumentParser, profiles: Sequence[str] | None) 
     parser.add_argument(
         "--report",
         type=Path,
-        help=f"Markdown report (default: {DEFAULT_REPORT}; upgrade: {UPGRADE_REPORT})",
+        help=f"Markdown report (default: {gate.DEFAULT_REPORT}; upgrade: {gate.UPGRADE_REPORT})",
     )
     parser.add_argument(
         "--json-dir",
         type=Path,
-        help=f"the facts compiled now, one <arch>.json each (default: {DEFAULT_JSON_DIR}; "
-        f"upgrade: {UPGRADE_JSON_DIR})",
+        help=f"the facts compiled now, one <arch>.json each (default: {gate.DEFAULT_JSON_DIR}; "
+        f"upgrade: {gate.UPGRADE_JSON_DIR})",
     )
     parser.add_argument(
         "--quiet", action="store_true", help="print only the verdict line, not the report"

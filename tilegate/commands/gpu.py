@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from tilegate.commands._shared import Shared
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK
 
 NAME = "gpu"
+HELP = "what this machine's GPU is (exit 2: none)"
 
 
-def add(sub: Any, shared: Shared) -> None:
-    p = sub.add_parser(NAME, help="what this machine's GPU is (exit 2: none)")
+def arguments(p: argparse.ArgumentParser, shared: Shared) -> None:
     p.add_argument(
         "--slug", action="store_true", help="print its slug only (baselines/<slug>.json)"
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

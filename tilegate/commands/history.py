@@ -42,7 +42,12 @@ else:
     MISSING = None
 
 NAME = "history"
-HELP = "the history store, its change points and the dashboard page"
+HELP = MISSING or "the history store, its change points and the dashboard page"
+DESCRIPTION = (
+    None
+    if MISSING
+    else "Record runs in a DuckDB history, find change points, write the dashboard page."
+)
 
 DEFAULT_DASHBOARD = Path(".perf/dashboard.html")
 
@@ -134,10 +139,8 @@ def _cmd_add(args: argparse.Namespace) -> int:
 
 
 def _is_results(path: Path) -> bool:
-    """Whether a JSON file is a tilegate results file (then it must load, or exit 2).
-
-    A file that is not valid JSON is an error, not a skip: it may be a results file cut short.
-    """
+    """Whether a JSON file is a tilegate results file (then it must load, or exit 2); one that is
+    not valid JSON is an error, not a skip: it may be a results file cut short."""
     data: Any = read_json(path, "file under the import directory", allow_nan=True)
     mi = data.get("machine_info") if isinstance(data, dict) else None
     return (
@@ -258,13 +261,14 @@ def _cmd_prune(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _path(
+    p: argparse.ArgumentParser, flag: str, default: str, what: str, var: str = "PATH"
+) -> None:
+    p.add_argument(flag, default=default, metavar=var, help=f"{what} (default: %(default)s)")
+
+
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--store",
-        default=str(DEFAULT_STORE),
-        metavar="PATH",
-        help="the DuckDB history file (default: %(default)s)",
-    )
+    _path(p, "--store", str(DEFAULT_STORE), "the DuckDB history file")
     p.add_argument(
         "--lock-timeout",
         type=float,
@@ -294,21 +298,22 @@ def _adding(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="skip runs already stored instead of refusing them (a run is GPU + commit + datetime + profile)",
     )
-    _repo_url(p)
-    p.add_argument(
-        "--run-url",
-        metavar="URL",
-        help="the CI run that measured it (default in GitHub Actions: this run, for one file)",
-    )
+    _urls(p, "--repo-url", "--run-url")
 
 
-def _repo_url(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--repo-url",
-        metavar="URL",
-        help="the repository's web URL, for commit links (default in GitHub Actions: "
-        "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY)",
-    )
+_URLS = {  # what it links, and its default in GitHub Actions (github_links)
+    "--repo-url": (
+        "the repository's web URL, for commit links",
+        "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY",
+    ),
+    "--run-url": ("the CI run that measured it", "this run, for one file"),
+}
+
+
+def _urls(p: argparse.ArgumentParser, *flags: str) -> None:
+    for flag in flags:
+        what, actions = _URLS[flag]
+        p.add_argument(flag, metavar="URL", help=f"{what} (default in GitHub Actions: {actions})")
 
 
 def _method_args(p: argparse.ArgumentParser) -> None:
@@ -374,19 +379,10 @@ def _subcommands(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("dashboard", help="write the self-contained HTML page")
     _common(p)
     _method_args(p)
-    p.add_argument(
-        "--out",
-        default=str(DEFAULT_DASHBOARD),
-        metavar="PATH",
-        help="the page to write (default: %(default)s)",
-    )
-    p.add_argument(
-        "--baselines",
-        default="baselines",
-        metavar="DIR",
-        help="tolerance bands for runs stored without verdicts come from DIR/<gpu-slug>.json (default: %(default)s)",
-    )
-    _repo_url(p)
+    _path(p, "--out", str(DEFAULT_DASHBOARD), "the page to write")
+    bands = "tolerance bands for runs stored without verdicts come from DIR/<gpu-slug>.json"
+    _path(p, "--baselines", "baselines", bands, "DIR")
+    _urls(p, "--repo-url")
     p.set_defaults(func=_cmd_dashboard)
 
     p = sub.add_parser("prune", help="keep only the latest N runs of each GPU")
@@ -395,24 +391,14 @@ def _subcommands(parser: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_cmd_prune)
 
 
-def add(sub: Any, shared: Shared) -> None:
-    if MISSING is not None:
-        p = sub.add_parser(NAME, help=MISSING)
+def arguments(p: argparse.ArgumentParser, shared: Shared) -> None:
+    if MISSING is None:
+        _subcommands(p)  # each subcommand sets its own `func`
+    else:
         p.add_argument("rest", nargs=argparse.REMAINDER)
-        p.set_defaults(func=_unavailable)
-        return
-    p = sub.add_parser(
-        NAME,
-        help=HELP,
-        description="Record runs in a DuckDB history, find change points, write the dashboard page.",
-    )
-    _subcommands(p)  # each subcommand sets its own `func`
 
 
-def _unavailable(_args: argparse.Namespace) -> int:
+def run(_args: argparse.Namespace) -> int:
+    """Without the `history` extra: say what to install (a subcommand runs its own `func`)."""
     say(str(MISSING))
     return EXIT_CANNOT_JUDGE
-
-
-def run(args: argparse.Namespace) -> int:
-    return int(args.func(args))

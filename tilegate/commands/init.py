@@ -5,24 +5,20 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from tilegate.commands._shared import Shared
 from tilegate.starter import init, init_ci, package_name
 
 NAME = "init"
+HELP = """write a starting [tool.tilegate], a starter package and its perf_tests/ protocol (exit 2
+if one exists)"""
+DESCRIPTION = """Write a [tool.tilegate] table into ./pyproject.toml (created if absent), a
+two-variant package PACKAGE/kernels.py (the code), perf_tests/test_PACKAGE.py (the protocol: a
+pytest-benchmark suite), baselines/README.md and .perf/ in .gitignore. Refuses (exit 2, nothing
+written) when pyproject.toml already has [tool.tilegate] or a file exists."""
 
 
-def add(sub: Any, shared: Shared) -> None:
-    p = sub.add_parser(
-        NAME,
-        help="write a starting [tool.tilegate], a starter package and its perf_tests/ protocol "
-        "(exit 2 if one exists)",
-        description="Write a [tool.tilegate] table into ./pyproject.toml (created if absent), a "
-        "two-variant package PACKAGE/kernels.py (the code), perf_tests/test_PACKAGE.py (the "
-        "protocol: a pytest-benchmark suite), baselines/README.md and .perf/ in .gitignore. Refuses (exit 2, nothing "
-        "written) when pyproject.toml already has [tool.tilegate] or a file exists.",
-    )
+def arguments(p: argparse.ArgumentParser, shared: Shared) -> None:
     p.add_argument(
         "--package",
         type=package_name,
@@ -40,7 +36,6 @@ def add(sub: Any, shared: Shared) -> None:
         metavar="L1,L2",
         help="--ci: the self-hosted GPU runner's labels (default: %(default)s)",
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,27 +4,20 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from tilegate.commands._shared import PERF_DIR, Shared
 
 NAME = "perf"
+HELP = "measure on this GPU and judge against its baseline, re-measuring suspects (exit 0/1/2)"
+DESCRIPTION = """Run the perf suite on this GPU, judge the results against
+BASELINES/<gpu-slug>.json, measure suspect rows again before accusing them, write
+.perf/results.json, report.md and plots. Unknown options go to pytest (e.g. --perf-variants,
+--perf-axis AXIS=V1,V2, --perf-set NAME=VALUE, --inject)."""
+PROFILE = "a profile of the configured benchmark"
+PARENTS = ("baselines", "no_plots")
 
 
-def add(sub: Any, shared: Shared) -> None:
-    p = sub.add_parser(
-        NAME,
-        help="measure on this GPU and judge against its baseline, re-measuring suspects (exit 0/1/2)",
-        description="Run the perf suite on this GPU, judge the results against "
-        "BASELINES/<gpu-slug>.json, measure suspect rows again before accusing them, write "
-        ".perf/results.json, report.md and plots. Unknown options go to pytest (e.g. "
-        "--perf-variants, --perf-axis AXIS=V1,V2, --perf-set NAME=VALUE, --inject).",
-        parents=[
-            shared.profile("perf", use="a profile of the configured benchmark"),
-            shared.baselines,
-            shared.no_plots,
-        ],
-    )
+def arguments(p: argparse.ArgumentParser, shared: Shared) -> None:
     p.add_argument(
         "--baseline", metavar="BASELINE", help="baseline file (default: BASELINES/<gpu-slug>.json)"
     )
@@ -70,7 +63,7 @@ def add(sub: Any, shared: Shared) -> None:
         metavar="all|N",
         help="spread the groups over the host's GPUs, one process each, results merged (default: 1)",
     )
-    p.set_defaults(func=run, takes_pytest_args=True)
+    p.set_defaults(takes_pytest_args=True)
 
 
 def run(args: argparse.Namespace) -> int:

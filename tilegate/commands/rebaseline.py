@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from tilegate.commands._shared import PERF_DIR, Shared, say
 from tilegate.errors import EXIT_CANNOT_JUDGE, InputError
@@ -14,21 +13,14 @@ from tilegate.run.crash import replace_reports
 from tilegate.store.files import load_baseline, load_results, load_tolerances, save_baseline
 
 NAME = "rebaseline"
+HELP = "build baselines/<gpu>.json from repeated runs; print old vs new"
+DESCRIPTION = """Build a baseline from RESULTS (several runs of the suite on one GPU), keep the old
+baseline's rows that were not measured, print the diff, write atomically."""
+MEASURE = "run the perf suite N times on this GPU first and rebaseline from those runs"
+PROFILE = "with --measure: the profile"
 
 
-def add(sub: Any, shared: Shared) -> None:
-    p = sub.add_parser(
-        NAME,
-        help="build baselines/<gpu>.json from repeated runs; print old vs new",
-        description="Build a baseline from RESULTS (several runs of the suite on one GPU), keep the old "
-        "baseline's rows that were not measured, print the diff, write atomically.",
-        parents=[
-            shared.measure(
-                "run the perf suite N times on this GPU first and rebaseline from those runs"
-            ),
-            shared.profile("rebaseline", use="with --measure: the profile"),
-        ],
-    )
+def arguments(p: argparse.ArgumentParser, shared: Shared) -> None:
     p.add_argument(
         "results",
         nargs="*",
@@ -58,7 +50,7 @@ def add(sub: Any, shared: Shared) -> None:
         action="store_true",
         help="write even when rows are slower than the old tolerance or an expectation breaks",
     )
-    p.set_defaults(func=run, takes_pytest_args=True)
+    p.set_defaults(takes_pytest_args=True)
 
 
 def _measured(args: argparse.Namespace) -> tuple[list[str], Path | None, int | None]:

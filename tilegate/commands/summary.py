@@ -6,22 +6,18 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
 
 from tilegate.commands._shared import PERF_DIR, Shared
 from tilegate.errors import EXIT_OK
 
 NAME = "summary"
+HELP = "the job summary from .perf/verdicts.json (append it to $GITHUB_STEP_SUMMARY)"
+DESCRIPTION = """Render the CI job's summary: the decision's headline (verdicts.json, `tilegate
+ci`'s where it decided), where the files are, then the report beside it; without a verdicts.json,
+why there is none and the end of --log."""
 
 
-def add(sub: Any, shared: Shared) -> None:
-    p = sub.add_parser(
-        NAME,
-        help="the job summary from .perf/verdicts.json (append it to $GITHUB_STEP_SUMMARY)",
-        description="Render the CI job's summary: the decision's headline (verdicts.json, "
-        "`tilegate ci`'s where it decided), where the files are, then the report beside it; "
-        "without a verdicts.json, why there is none and the end of --log.",
-    )
+def arguments(p: argparse.ArgumentParser, shared: Shared) -> None:
     p.add_argument("--verdicts", type=Path, default=PERF_DIR / "verdicts.json", metavar="PATH")
     p.add_argument("--out", type=Path, help="append the summary here (default: print it)")
     p.add_argument("--head-sha", default="", help="the commit measured")
@@ -30,7 +26,6 @@ def add(sub: Any, shared: Shared) -> None:
     p.add_argument("--log", type=Path, help="the run's log: its end is shown without a report")
     p.add_argument("--fleet-line", type=Path, metavar="PATH", help="write the fleet's row here")
     p.add_argument("--gpu", default="", help="the GPU slug of the fleet's row")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,10 +1,7 @@
-"""The CI job's summary (GitHub's job summary page): the run's decision, then its report.
-
-Rendered from verdicts.json (`tilegate ci` writes .perf/summary.md; `tilegate summary` appends
-it to $GITHUB_STEP_SUMMARY): the title is the record's headline (`tilegate ci`'s decision where
-it made one, else the Judgement's: the same words as the PR comment's and `tilegate explain`'s),
-led by a mark for the exit code; a run that wrote no record gets a title saying why there is
-no verdict, and the end of its log.
+"""The CI job's summary (GitHub's job summary page) from verdicts.json (`tilegate ci`'s summary.md,
+`tilegate summary`): its title the record's headline (`tilegate ci`'s decision where it made one,
+else the Judgement's: the PR comment's and `tilegate explain`'s words), led by a mark for the exit
+code, then the report; without a record, why there is no verdict and the end of the log.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
-"""PNG plots linked from the report (matplotlib, Agg backend: the `plots` extra).
+"""PNG plots linked from the report (matplotlib, Agg backend: the `plots` extra; without it the
+import raises ImportError, which tilegate.run.gate reports).
 
-The x axis is the axis the benchmark's expectations run along (else its last axis); per setting
-of the other axes (``fp16-nt`` for matmul):
-* ``times-<setting>.png``: throughput (TFLOP/s, else GB/s, as the rows record) against x per
-  variant, beside each row's change against the baseline as bars, with the row's tolerance
-  marked and the verdict as the colour;
-* ``crosstile-<setting>.png``: the declared pairs' same-run time ratio against x, now and at
-  rebaseline, with the expectation's max_ratio and the crossover.
-
-Importing this module without matplotlib raises ImportError (tilegate.run.gate reports it).
+The x axis is the axis the expectations run along (else the last axis); per setting of the other
+axes (``fp16-nt`` for matmul): ``times-<setting>.png``, throughput (TFLOP/s, else GB/s) against x
+per variant beside each row's change against the baseline as bars (tolerance marked, verdict as
+the colour); ``crosstile-<setting>.png``, the declared pairs' same-run time ratio against x, now
+and at rebaseline, with the expectation's max_ratio and the crossover.
 """
 
 from __future__ import annotations
@@ -213,31 +210,17 @@ def _crosstile(
                 if (c.expectation.faster, c.expectation.than, dict(c.expectation.where))
                 == (f.faster, f.than, dict(f.where))
             ]
-            if checks:
-                ax.scatter(
-                    [c.value for c in checks],
-                    [c.max_ratio for c in checks],
-                    marker="v",
-                    s=60,
-                    color=colour,
-                    edgecolor="black",
-                    zorder=5,
-                    label=f"{label}: max ratio allowed",
-                )
-                hi = max(hi, *(c.max_ratio for c in checks))
-                failed = [c for c in checks if c.status is Status.FAIL and c.ratio is not None]
-                if failed:
-                    ax.scatter(
-                        [c.value for c in failed],
-                        [c.ratio for c in failed],
-                        marker="o",
-                        s=220,
-                        facecolor="none",
-                        edgecolor="#d62728",
-                        lw=2,
-                        zorder=6,
-                        label=f"{label}: expectation broken",
-                    )
+            broken = [c for c in checks if c.status is Status.FAIL and c.ratio is not None]
+            v = dict(marker="v", s=60, color=colour, edgecolor="black", zorder=5)
+            o = dict(marker="o", s=220, facecolor="none", edgecolor="#d62728", lw=2, zorder=6)
+            for marked, y, what, style in (
+                (checks, "max_ratio", "max ratio allowed", v),
+                (broken, "ratio", "expectation broken", o),
+            ):
+                if marked:
+                    ys = [getattr(c, y) for c in marked]
+                    ax.scatter([c.value for c in marked], ys, label=f"{label}: {what}", **style)
+            hi = max([hi, *(c.max_ratio for c in checks)])
         cross = CrossTilePair.crossover(f.now)
         if cross is not None:
             ax.axvline(cross, color=colour, ls=":", lw=1.2)

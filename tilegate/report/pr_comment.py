@@ -1,25 +1,19 @@
 """The sticky pull-request comment: one per pull request, created once, then edited in place.
 
 `tilegate ci` renders one GPU's comment from its verdicts.json (`render`: comment.md); `tilegate
-comment --pr N --head-sha SHA --gpu SLUG` writes the same facts as `.perf/comment.json` into the
-GPU job's artifact (the PR's code, a read-only token); a workflow started by `workflow_run` (it
-runs the default branch's code, never the PR's) reads those files and calls `tilegate comment
-post`. The summary file, one per GPU model:
+comment --pr N --head-sha SHA --gpu SLUG` writes the same facts into `.perf/comment.json` (the GPU
+job's artifact: the PR's code, a read-only token); a `workflow_run` workflow (the default branch's
+code, never the PR's) reads those files and calls `tilegate comment post`. One file per GPU model:
 
-    {"schema": "tilegate-comment/1",
-     "pr": 123,                      # the pull request number
-     "head_sha": "<40 hex>",         # the PR head commit measured
-     "gpu": "nvidia-h200",
-     "exit_code": 0 | 1 | 2 | null,  # the gate's (`tilegate ci`'s decision where it made one)
+    {"schema": "tilegate-comment/1", "pr": 123, "head_sha": "<40 hex: the PR head measured>",
+     "gpu": "nvidia-h200", "exit_code": 0 | 1 | 2 | null,  # `tilegate ci`'s where it decided
      "judged": true,                 # false in older files: no baseline for this GPU (not judged)
-     "headline": "...",              # the decision's headline (verdicts.json)
-     "deciding": "markdown"}         # the report's `## Deciding cases` (verdicts.json's `deciding`)
+     "headline": "...", "deciding": "markdown"}  # verdicts.json's headline and `deciding`
 
-Everything in it came from a PR's run and is untrusted: the number and head commit are checked
-against the pull request through the API (a summary naming another PR or another commit is
-refused), text is cut to a bounded size and the hidden marker is removed from it, so it can
-neither post elsewhere nor take over another comment. The REST calls go through urllib (no new
-dependency) and a replaceable transport, so tests replay a recorded exchange.
+Everything in it is untrusted (a PR's run): the number and head commit are checked against the
+pull request through the API (another PR or commit is refused), text is cut to a bounded size and
+the hidden marker removed, so it can neither post elsewhere nor take over another comment. The
+REST calls go through urllib and a replaceable transport (tests replay a recorded exchange).
 """
 
 from __future__ import annotations
@@ -144,9 +138,8 @@ def decision(record: Mapping[str, Any]) -> tuple[str, int | None]:
     one (a gate change leads the report), else the Judgement's."""
     ci = record.get("ci") or {}
     rc = ci.get("exit", record.get("exit_code"))
-    return str(ci.get("headline") or record.get("headline") or ""), rc if isinstance(
-        rc, int
-    ) else None
+    words = str(ci.get("headline") or record.get("headline") or "")
+    return words, rc if isinstance(rc, int) else None
 
 
 def summary_of(

@@ -1,14 +1,10 @@
 """The report: markdown for the terminal, `.perf/report.md` and a pull-request comment.
 
-Order of sections, most useful first: the headline (the first line, which other tools read); the
-banners (what makes the numbers less than a measurement); `## Deciding cases`, a table with one
-row per thing that decides the exit code (the PR comment copies this section, see
-`deciding_section`); the A/B verdict; the stored-baseline verdict; the environment and what
-differs from the baseline; the relational pairs (an expectation's `faster` against its
-`than`); the expectations; every row.
-
-What is not measured or did not change is folded into `<details>` blocks (nothing is dropped:
-the rows are all there, one click away), so a run where nothing changed reads in one screen.
+Most useful first: the headline (the first line, which other tools read); the banners (what makes
+the numbers less than a measurement); `## Deciding cases`, one row per thing that decides the exit
+code (the PR comment copies it); the A/B verdict; the stored-baseline verdict; the environment;
+the relational pairs; the expectations; every row. What is not measured or did not change is
+folded into `<details>` blocks (nothing dropped), so a run where nothing changed reads in one screen.
 """
 
 from __future__ import annotations
@@ -69,10 +65,8 @@ def _pretty(variant: str) -> str:
 
 
 def _fold(summary: str, body: Sequence[str]) -> list[str]:
-    """A `<details>` block: `summary` (plain text, `code` spans allowed) shown, `body` folded.
-
-    The blank lines around the body are what lets GitHub render the markdown inside it.
-    """
+    """A `<details>` block: `summary` (plain text, `code` spans allowed) shown, `body` folded
+    (the blank lines around it let GitHub render the markdown inside)."""
     text = html.escape(summary, quote=False)
     text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text).replace("**", "")
     return [f"<details><summary>{text}</summary>", "", *body, "", "</details>", ""]
@@ -203,18 +197,13 @@ def _deciding_rows(judged: Judgement) -> list[_Row]:
 
 def _deciding(judged: Judgement) -> list[str]:
     """One row per thing that decides the exit code; a sentence when nothing does."""
-    cmp, ab, coverage, report_only = (
-        judged.comparison,
-        judged.ab,
-        judged.coverage,
-        judged.report_only,
-    )
+    cmp, ab, coverage = judged.comparison, judged.ab, judged.coverage
     if cmp is None and ab is None and (coverage is None or not coverage.fails):
         return []
     result = judged.outcome
     rows = _deciding_rows(judged)
     out = [DECIDING, ""]
-    if report_only:
+    if judged.report_only:
         out += [
             "Report only: the timings' verdicts would decide; this run does not fail on them"
             + (" (it fails on what it did not measure)." if coverage and coverage.fails else "."),
@@ -281,11 +270,12 @@ def _coverage(coverage: Coverage | None) -> list[str]:
     return out
 
 
-def _bullet(out: list[str], title: str, items: Sequence[str], hint: str = "") -> None:
+def _bullet(title: str, items: Sequence[str], hint: str = "") -> list[str]:
     """A summary line: the title, how many, the first eight items, what to do."""
-    if items:
-        shown = "; ".join(items[:8]) + (f"; and {len(items) - 8} more" if len(items) > 8 else "")
-        out.append(f"- **{title}** ({len(items)}): {shown}" + (f". {hint}" if hint else ""))
+    if not items:
+        return []
+    shown = "; ".join(items[:8]) + (f"; and {len(items) - 8} more" if len(items) > 8 else "")
+    return [f"- **{title}** ({len(items)}): {shown}" + (f". {hint}" if hint else "")]
 
 
 def _hint(what: str, run: Run) -> str:
@@ -306,12 +296,7 @@ def _find_the_commit(cmp: Comparison, result: Outcome) -> list[str]:
 def _summary_failing(cmp: Comparison, result: Outcome) -> list[str]:
     """The summary's bullets of what fails, or would but for the base or the machine."""
     rebaseline = _hint("rebaseline --measure 3", cmp.run)
-    out: list[str] = []
-
-    def bullet(title: str, items: Sequence[str], hint: str = "") -> None:
-        _bullet(out, title, items, hint)
-
-    bullet(
+    out = _bullet(
         "Regressed",
         [f"`{r.key}` {pct(r.delta)}" for r in result.regressions if r.tolerance],
         "Slower than the tolerance and significant"
@@ -319,19 +304,19 @@ def _summary_failing(cmp: Comparison, result: Outcome) -> list[str]:
         + ", and not a shift the reference shared (docs/gate.md).",
     )
     out += _find_the_commit(cmp, result) if out else []
-    bullet(
+    out += _bullet(
         "Baseline rows of a variant that no longer exists",
         [f"`{r.key}`" for r in result.gone],
         "Removed from the registry, not renamed (`renamed_from=`): they and their expectations "
         "would escape the gate. Fails until the baseline drops them, reviewed (docs/gate.md).",
     )
-    bullet(
+    out += _bullet(
         "Slower than the baseline, code unchanged by this pull request",
         [f"`{r.key}` {pct(r.delta)}" for r in result.drift],
         "Their compiled code is the base's (A/B above): drift since the baseline, not this "
         f"change. Not a failure here; {rebaseline} once understood.",
     )
-    bullet(
+    out += _bullet(
         "Slower than the baseline, no slower than the base",
         [f"`{r.key}` {pct(r.delta)} (A/B {pct((c.ratio or 1) - 1)})" for r, c in result.cleared],
         "This pull request changed their code, and the A/B, timing them beside the base in the "
@@ -339,7 +324,7 @@ def _summary_failing(cmp: Comparison, result: Outcome) -> list[str]:
         "the baseline, drift since the baseline, not this change. Not a failure here; "
         f"{rebaseline} once understood.",
     )
-    bullet(
+    out += _bullet(
         "GPUs off",
         [
             f"GPU {g.index}" + (f" ({g.serial})" if g.serial else "") + f": {g.why}"
@@ -353,11 +338,7 @@ def _summary_failing(cmp: Comparison, result: Outcome) -> list[str]:
 
 def _summary(cmp: Comparison, result: Outcome) -> list[str]:
     out = _summary_failing(cmp, result)
-
-    def bullet(title: str, items: Sequence[str], hint: str = "") -> None:
-        _bullet(out, title, items, hint)
-
-    bullet(
+    out += _bullet(
         "Shifted with the machine",
         [
             f"`{r.key}` {pct(r.delta)} (vs the reference {pct(r.rel_delta)})"
@@ -366,7 +347,7 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         "Slower, but so was the reference in the same rounds and the code did not change: "
         "the GPU's power budget or a neighbour moved, not these rows. Not failures.",
     )
-    bullet(
+    out += _bullet(
         "Broken expectations",
         [
             f"`{c.expectation.faster}` / `{c.expectation.than}` {_where(c.expectation.where)} {c.at}"
@@ -375,13 +356,13 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         ],
         "Ratio and bound in the deciding cases above.",
     )
-    bullet(
+    out += _bullet(
         "Unsure, measure again",
         [f"`{r.key}` {pct(r.delta)}" for r in _by(cmp.rows, Verdict.UNSURE)],
         f"Not counted as failures: re-measure them ({_hint('perf', cmp.run)} does; by hand, "
         "`--suspects-out` then `--confirm`).",
     )
-    bullet(
+    out += _bullet(
         "Reference rows slower",
         [
             f"`{r.key}` {pct(r.delta)}"
@@ -391,7 +372,7 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         f"The reference (`{cmp.run.reference or 'reference'}`) is not the code under test: when it "
         "moves, suspect the machine, the driver or the libraries it calls.",
     )
-    bullet(
+    out += _bullet(
         "Improved",
         [f"`{r.key}` {pct(r.delta)}" for r in _by(cmp.rows, Verdict.IMPROVED)],
         # what rebaseline writes in the repository, not where this run read its baseline (a
@@ -399,18 +380,18 @@ def _summary(cmp: Comparison, result: Outcome) -> list[str]:
         f"Not a failure. Lock it in: {_hint('rebaseline --measure 3', cmp.run)} on this GPU (writes "
         f"{DEFAULT_DIR / Path(cmp.baseline.path).name}).",
     )
-    bullet(
+    out += _bullet(
         "Faster than the tolerance, not significant",
         [f"`{r.key}` {pct(r.delta)}" for r in _by(cmp.rows, Verdict.OK) if not _within(r)],
         "Not a failure, not yet an improvement: measure more before a rebaseline locks it in.",
     )
-    bullet(
+    out += _bullet(
         "New rows",
         [f"`{r.key}`" for r in _by(cmp.rows, Verdict.NEW)],
         "Not in the baseline, not judged: rebaseline to start judging them.",
     )
     missing = list(cmp.missing_allowed)
-    bullet(
+    out += _bullet(
         "Missing rows",
         [f"`{k}`" for k in missing],
         "Their groups ran but they did not (--allow-missing): see the pytest log.",
@@ -449,13 +430,10 @@ def _flip(c: ABCase) -> str:
 
 
 def _ab_summary(ab: ABComparison) -> list[str]:
-    out: list[str] = []
-
     def case(c: Any) -> str:  # the interval and tolerance: the deciding cases and the table
         return f"`{c.key}` {pct((c.ratio or 1) - 1)}"
 
-    _bullet(
-        out,
+    out = _bullet(
         "Slower than the base",
         [case(c) for c in _by(ab.cases, ABVerdict.SLOWER)],
         "Paired per round with the base's own kernel"
@@ -469,17 +447,15 @@ def _ab_summary(ab: ABComparison) -> list[str]:
         )
         + "; intervals in the deciding cases above.",
     )
-    _bullet(
-        out,
+    out += _bullet(
         "Ambiguous, measure more",
         [case(c) for c in _by(ab.cases, ABVerdict.AMBIGUOUS)],
         "The interval crosses the tolerance: not a failure. Where the note says slower or "
         "faster, the change is real and about the size of its tolerance: more rounds narrow the "
         "interval around the tolerance and seldom decide it.",
     )
-    _bullet(out, "Faster than the base", [case(c) for c in _by(ab.cases, ABVerdict.FASTER)])
-    _bullet(
-        out,
+    out += _bullet("Faster than the base", [case(c) for c in _by(ab.cases, ABVerdict.FASTER)])
+    out += _bullet(
         "Unstable: two modes, not decided on the mixture",
         [f"`{c.key}`" for c in _by(ab.cases, ABVerdict.UNSTABLE)],
         "Its modes and where they came from (run, rounds) in the deciding cases above.",
@@ -498,27 +474,24 @@ def _ab_summary(ab: ABComparison) -> list[str]:
         + ". A case whose code is the base's cannot be blamed."
     )
     out += _bounds(ab.cases)
-    _bullet(
-        out,
+    out += _bullet(
         "Tuner flips (the same source and configs, another autotuner pick; not blamed)",
         [_flip(c) for c in ab.cases if c.explained_by == TUNER_FLIP],
         "Each case's picks in its note and its why. A flip is re-timed with both sides on the "
         "base's pick, and judged on that time: within its tolerance there, the pick explains "
         "the difference; a difference that remains is judged as a code change.",
     )
-    _bullet(
-        out, "New in the head (not judged)", [f"`{c.key}`" for c in _by(ab.cases, ABVerdict.NEW)]
+    out += _bullet(
+        "New in the head (not judged)", [f"`{c.key}`" for c in _by(ab.cases, ABVerdict.NEW)]
     )
-    _bullet(
-        out,
+    out += _bullet(
         "The code is the same but the time moved",
         [f"`{c.key}` {pct((c.ratio or 1) - 1)}" for c in _by(ab.cases, ABVerdict.INCONSISTENT)],
         "Identical identity on both sides, a paired ratio A/A noise cannot give (> 5 x its "
         "tolerance and > 3 %): something outside the identity changed. Cannot judge (exit 2).",
     )
     removed = _by(ab.cases, ABVerdict.REMOVED)
-    _bullet(
-        out,
+    out += _bullet(
         "Removed from the head"
         + ("" if all(c.acknowledged for c in removed) else ", fails until acknowledged"),
         [f"`{c.key}`" for c in removed],
@@ -860,11 +833,8 @@ def _pair(f: CrossTilePair, checks: Sequence[ExpectationResult], with_baseline: 
 
 def _pair_changed(f: CrossTilePair, checks: Any) -> bool:
     """A pair to show in full: an expectation of it broke, or its crossover moved."""
-    if any(c.status is Status.FAIL for c in checks):
-        return True
-    if not f.base:
-        return False
-    return f.crossover_base != f.crossover_now
+    moved = bool(f.base) and f.crossover_base != f.crossover_now
+    return moved or any(c.status is Status.FAIL for c in checks)
 
 
 def _pairs(fams: Sequence[CrossTilePair], cmp: Comparison | None) -> list[str]:
@@ -890,23 +860,18 @@ def _pairs(fams: Sequence[CrossTilePair], cmp: Comparison | None) -> list[str]:
 # --- expectations and rows -------------------------------------------------------------------------------
 
 
+_STATUS = {Status.PASS: "PASS", Status.FAIL: "**FAIL**", Status.NOT_MEASURED: "not measured"}
+
+
 def _expectations(cmp: Comparison) -> list[str]:
     if not cmp.expectations:
-        return [
-            "## Expectations",
-            "",
-            "The baseline holds no expectations (no clear win of a declared pair at rebaseline).",
-            "",
-        ]
+        none = "The baseline holds no expectations (no clear win of a declared pair at rebaseline)."
+        return ["## Expectations", "", none, ""]
     per_run = any(len(c.run_ratios) > 1 for c in cmp.expectations)
     rows: dict[Status, list[list[str]]] = {s: [] for s in Status}
     for c in cmp.expectations:
         e = c.expectation
-        status = {
-            Status.PASS: "PASS",
-            Status.FAIL: "**FAIL**",
-            Status.NOT_MEASURED: "not measured",
-        }[c.status]
+        status = _STATUS[c.status]
         cells = [
             f"`{e.faster}` / `{e.than}`, {_where(e.where)}",
             c.at,
@@ -1161,10 +1126,9 @@ def render(
     suspects_path: Path | None = None,
     explanations: Sequence[Any] = (),
 ) -> str:
-    """The whole report of a Judgement (tilegate.judge.gate) as markdown: its headline, the
-    pull request's baselines/ changes under it (tilegate.judge.integrity), what decides the exit
-    code, the rest. It renders the Judgement and decides nothing. `explanations`:
-    tilegate.explain.diff's, under the deciding cases (so in the PR comment)."""
+    """The whole report of a Judgement as markdown (it decides nothing): its headline, the pull
+    request's baselines/ changes, what decides the exit code, the rest; `explanations`
+    (tilegate.explain.diff's) under the deciding cases (so in the PR comment)."""
     run, cmp, ab = judged.run, judged.comparison, judged.ab
     banner = judged.integrity.banner() if judged.integrity is not None else ""
     out = [f"# {judged.headline}", ""]

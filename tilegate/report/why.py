@@ -1,10 +1,6 @@
-"""How explanations read: the report's "Why it changed" block, and `tilegate explain`.
-
-The facts come from tilegate.explain.diff (plain data); this module only words them. In the
-report (and so the pull-request comment, which carries the deciding cases) each explained case
-is one line, its facts folded in a `<details>` block; `tilegate explain RESULTS [CASE...]`
-prints the same, as plain text (`text`), for a results file written earlier (a CI artifact:
-tilegate.commands.explain).
+"""How explanations read: the report's "Why it changed" block (one line a case, its facts folded
+in `<details>`; so the PR comment's too) and `tilegate explain`'s plain text (`text`). The facts
+are tilegate.explain.diff's (plain data); this module only words them.
 """
 
 from __future__ import annotations

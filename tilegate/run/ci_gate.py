@@ -2,13 +2,11 @@
 gate; a push to main by the stored baseline (`--history STORE`: its results added to the store).
 
 A pull request: a git worktree of the base, the pull request's source (the BASE's [tool.tilegate]
-source) copied over it, and there `tilegate perf --ab SHA --baselines-from SHA`: the base's
-protocol measures both sides, the base's baselines/ and noise file judge (tilegate's own
-repository: the base's tilegate/ too, the worktree first on PYTHONPATH; any other: the installed
-tilegate). A gate change (the protocol, GATE_PATHS, PYPROJECT_PARTS): the head's gate judges too,
-both verdicts are shown, the base's decides where it judged, and without --accept-gate-change
-the pull request fails. Out dir: report.md, verdicts.json (with the decision under `ci`),
-gate.json, comment.md, summary.md.
+source) copied over it, and there `tilegate perf --ab SHA --baselines-from SHA` (tilegate's own
+repository: the base's tilegate/ too, first on PYTHONPATH; any other: the installed tilegate). A
+gate change (the protocol, GATE_PATHS, PYPROJECT_PARTS): the head's gate judges too, both verdicts
+are shown, the base's decides where it judged, and without --accept-gate-change the pull request
+fails. Out dir: report.md, verdicts.json (the decision under `ci`), gate.json, comment.md, summary.md.
 """
 
 from __future__ import annotations
@@ -120,8 +118,8 @@ def run_logged(cmd: Sequence[str], cwd: Path, log_path: Path) -> int:
 
 
 def judge_of(tree: Path) -> str:
-    """Which tilegate `python -m tilegate` runs in `tree`: the tree's own tilegate/ where it has
-    one (tilegate's repository: the base's copy judges), else the installed one."""
+    """Which tilegate `python -m tilegate` runs in `tree`: its own tilegate/ where it has one
+    (tilegate's repository: the base's copy judges), else the installed one."""
     done = subprocess.run(
         [sys.executable, "-c", "import tilegate; print(tilegate.__file__)"],
         cwd=tree, env=_env(tree), capture_output=True, text=True, check=False,
@@ -365,8 +363,8 @@ class CI:
         return config_of(text, "this pull request", self.repo)
 
     def _resolve(self, ref: str) -> tuple[str, Config, list[str]]:
-        """The base's commit (an ancestor of HEAD, else InputError naming the fix), its
-        configuration, and what of the pull request changes the gate."""
+        """The base's commit (an ancestor of HEAD, else InputError), its configuration, and what
+        of the pull request changes the gate."""
         repo = self.repo
         sha = git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
         sha = sha.strip()

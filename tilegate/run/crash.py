@@ -1,10 +1,10 @@
 """A crash is "cannot judge": an unexpected exception becomes exit 2, one line, its traceback saved.
 
-Exit 1 means that a regression or a broken expectation was measured; a bug in the gate, a full
-disk or a path that is a directory must never read as one, nor as a pass. Every entry point
-(`tilegate` and each subcommand, the perf loop, the nox sessions) ends an exception here: its cause on one line, the traceback in
-`<dir>/crash-<command>.txt` (default `.perf/`, which CI uploads), and the report the command
-writes replaced by a CANNOT JUDGE report, so that a stale report never stands for this run.
+Exit 1 means a measured regression or broken expectation; a bug in the gate, a full disk or a path
+that is a directory must read as neither that nor a pass. Every entry point (`tilegate` and its
+commands, the perf loop, the nox sessions) ends an exception here: its cause on one line, the
+traceback in `<dir>/crash-<command>.txt` (default `.perf/`, which CI uploads), the command's
+report replaced by a CANNOT JUDGE report (never a stale one).
 """
 
 from __future__ import annotations
@@ -77,11 +77,8 @@ def guarded(
     directory: Path = CRASH_DIR,
     say: Callable[[str], None] = _stderr,
 ) -> int:
-    """Run a command's body; an InputError or any other exception escaping it is exit 2.
-
-    `say` gets one line (the command line's stderr); `reports` are the files the command would
-    have written its report to.
-    """
+    """Run a command's body; an InputError or any other exception escaping it is exit 2. `say`
+    gets one line (stderr); `reports`: the files the command would have written its report to."""
     try:
         return body()
     except InputError as err:  # bad input that the command did not catch itself: no traceback

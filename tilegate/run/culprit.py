@@ -7,10 +7,8 @@ collapse into groups; a commit that does not build, import or run is skipped. co
 of GOOD against BAD (`tilegate perf --ab`'s suite, judge.abcase's interval). search: the first commit
 of a group against GOOD (tilegate.judge.bisection decides). sandwich: each culprit against its
 parent, more rounds, explained (tilegate.explain.diff). A point of the range is a tree with
-harness.base's SOURCE_FILE beside it; a range of Triton or library versions (`--versions`, later)
-is another list of points (one tree, each release first on its path, as run.upgrade's sides).
-`.perf/bisect/bisect.json`, state and result, is rewritten atomically after each identity pass and
-timed attempt; `--resume` replays what it holds and measures the rest.
+harness.base's SOURCE_FILE beside it. `.perf/bisect/bisect.json`, state and result, is rewritten
+atomically after each identity pass and timed attempt; `--resume` replays it and measures the rest.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The gate: a results file (and its re-measurements) against its GPU's baseline -> report, exit code.
 
-`gate` is what `tilegate compare` / `tilegate report` and the `tilegate perf` loop call: it judges
-(tilegate.judge.gate: the facts, a Judgement), renders it (tilegate.report.render) and writes the
-report, the Judgement's record beside it (`verdicts.json`: what `tilegate explain` prints), the
-plots and the suspects. It raises nothing for bad input: a problem it cannot judge becomes exit 2 with
-the reason, and the report file, when one is asked for, then says CANNOT JUDGE (never a stale
-report).
+`gate` (`tilegate compare / report`, the `tilegate perf` loop) judges (tilegate.judge.gate: a
+Judgement), renders it (tilegate.report.render) and writes the report, the Judgement's record
+beside it (`verdicts.json`: what `tilegate explain` prints), the plots and the suspects. Bad input
+raises nothing: exit 2 with the reason, the report (when asked for) CANNOT JUDGE, never stale.
 """
 
 from __future__ import annotations
@@ -99,11 +97,8 @@ def gate(
     integrity: Integrity | None = None,
 ) -> Gated:
     """Judge `results` against `baseline` (default: the results' GPU's file in `baselines_dir`).
-
-    `report_only` never fails (exit 0), and without a baseline reports the run alone. The
-    report is written to `report_path` (atomically) when given, in every outcome; the case ids
-    to measure again (`Judgement.suspects`) to `suspects_path`, one a line.
-    """
+    `report_only` never fails (exit 0; no baseline: the run alone). The report goes to
+    `report_path` in every outcome, the cases to measure again to `suspects_path`, one a line."""
     try:
         judged = judge_files(
             results,

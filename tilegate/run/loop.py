@@ -1,12 +1,11 @@
 """The perf loop: measure -> judge -> re-measure the suspects -> judge again, and its rebaseline twin.
 
-`nox -s perf` is `tilegate perf`, and `nox -s rebaseline` is `tilegate rebaseline --measure N`:
-the orchestration lives here, where it is tested (tests/test_perf_loop.py), not in the noxfile.
-The suite runs as a pytest subprocess on this interpreter (a GPU runner's own CUDA torch and
-Triton); its results file is written atomically, so a crashed run leaves none. What the re-measurement
-times is tilegate.judge.confirm's rule (A/B: the suspect cases and their base partners, through a
-file of pytest ids, the suite's --perf-cases-of; stored baseline: the suspects' groups,
---perf-groups-of); it skips the soak while the GPU is still warm (--warm-within).
+`nox -s perf` is `tilegate perf`, `nox -s rebaseline` is `tilegate rebaseline --measure N`: the
+orchestration lives here, tested (tests/test_perf_loop.py). The suite runs as a pytest subprocess on
+this interpreter (a GPU runner's CUDA torch and Triton), its results written atomically (a crashed
+run leaves none). The re-measurement times what tilegate.judge.confirm says (A/B: the suspects and
+their base partners, `--perf-cases-of`; stored baseline: their groups, `--perf-groups-of`),
+without the soak while the GPU is still warm (--warm-within).
 """
 
 from __future__ import annotations
@@ -33,13 +32,6 @@ from tilegate.run.profiles import check_profile, interpreter
 HOME = Path(__file__).resolve().parents[2]  # the directory holding the tilegate package
 
 
-def protocol_dir() -> Path:
-    """The perf suite: the repository's protocol directory ([tool.tilegate] protocol)."""
-    from tilegate.config import find
-
-    return find().protocol_dir
-
-
 def repo_root() -> Path:
     """The user's repository: the nearest pyproject.toml with [tool.tilegate] (InputError if none)."""
     from tilegate.config import find
@@ -64,6 +56,8 @@ def _suite(
     out: Path, profile: str, extra: Sequence[str], pythonpath: Path | None, gpu: int | None
 ) -> tuple[list[str], dict[str, str], Path]:
     """The pytest command line, environment and partial-results path of one suite process."""
+    from tilegate.config import find
+
     # absolute: the suite runs at the repository's root, wherever `out` was named from
     partial = out.resolve().with_name(out.name + ".partial")
     partial.unlink(missing_ok=True)
@@ -81,7 +75,7 @@ def _suite(
         "pytest",
         *_plugin_args(),
         "--tilegate",
-        str(protocol_dir()),
+        str(find().protocol_dir),  # the perf suite: [tool.tilegate] protocol
         f"--rootdir={repo_root()}",
         "-p",
         "no:cacheprovider",
@@ -105,11 +99,8 @@ def _suite(
 def run_suite(
     out: Path, profile: str, extra: Sequence[str] = (), *, pythonpath: Path | None = None
 ) -> int:
-    """Run the perf suite into `out` (written only if the suite wrote it); return pytest's code.
-
-    `pythonpath` goes first on PYTHONPATH, before the repository: a newer Triton unpacked there
-    shadows the runner's (tilegate.run.upgrade).
-    """
+    """Run the perf suite into `out` (written only if the suite wrote it); pytest's exit code.
+    `pythonpath` goes first on PYTHONPATH: a newer Triton unpacked there shadows the runner's."""
     cmd, env, partial = _suite(out, profile, extra, pythonpath, None)
     # the output goes to the terminal and to out's .log: a suite that writes no results is
     # named by its own last error lines (suite_failure), not by the file it did not write
@@ -268,11 +259,9 @@ class Perf:
             return None
 
     def run(self) -> int:
-        """Measure, judge, re-measure suspects up to `confirm_runs` times; return the exit code.
-
-        Whatever goes wrong on the way is exit 2 with a CANNOT JUDGE report: bad input with its
-        message, anything else with its traceback saved beside the report (tilegate.run.crash).
-        """
+        """Measure, judge, re-measure suspects up to `confirm_runs` times; the exit code. What
+        goes wrong is exit 2 with a CANNOT JUDGE report: bad input its message, anything else its
+        traceback saved beside the report (tilegate.run.crash)."""
         try:
             return self._run()
         except InputError as err:
@@ -416,11 +405,10 @@ class Perf:
         Baselines(baseline.parent).tolerances()
 
     def _what_to_confirm(self, judged: Gated, suspects: Path, i: int) -> str | None:
-        """The suite option that names what confirmation `i` measures, or None: nothing to.
-
-        A/B: the suspect cases with their base partners, less those beyond doubt, plus the
-        reference where a stored verdict needs it (tilegate.judge.confirm), in a file of pytest
-        ids. Stored baseline: the suspects' whole groups (their ratios to the reference)."""
+        """The suite option naming what confirmation `i` measures (None: nothing). A/B: the
+        suspects with their base partners, less those beyond doubt, plus the reference where a
+        stored verdict needs it (tilegate.judge.confirm), in a file of pytest ids. Stored
+        baseline: the suspects' whole groups (their ratios to the reference)."""
         if judged.ab is not None:
             from tilegate.judge.confirm import confirmation_cases
 

@@ -67,11 +67,8 @@ def add_profile_argument(
     names: Sequence[str] | None,
     default: str = "the benchmark's default profile",
 ) -> None:
-    """`--profile` on `parser`: `use` says what it is for; `names` (for --help) are its choices.
-
-    With `names` (the benchmark's profiles, loaded for --help) argparse lists them; without,
-    the value is any string and the command checks it (check_profile).
-    """
+    """`--profile` on `parser`: `use` says what it is for; `names` (the benchmark's profiles,
+    loaded for --help) its choices; without them any string, which check_profile checks."""
     parser.add_argument(
         "--profile",
         default=None,

@@ -1,18 +1,14 @@
 """Several GPUs of one runner: the suite's groups spread over them, one process a GPU, one results file.
 
 pytest-benchmark switches itself off under pytest-xdist ("Benchmarks are automatically disabled
-because xdist plugin is active", pytest_benchmark/session.py), and a group's rounds must stay in
-one process anyway (its variants, and every A/B pair, are timed interleaved on one GPU). So
-`tilegate perf --gpus N` starts one pytest process per GPU, each with CUDA_VISIBLE_DEVICES set to
-its GPU and `--perf-shard i/N`, which keeps the groups `plan` gives it; then `merge` joins their
-results files into one pytest-benchmark file whose rows carry their GPU's index and serial.
-
-`plan` balances by an estimate of each group's time (the profile's minimum time, or its minimum
-rounds at a per-round cost that grows with the declared work and the number of kernels in the group),
-largest first onto the least-loaded GPU: the matmul default profile's K = 4096 groups are the long ones.
-
-The fleet rule (a GPU whose reference rows sit away from the others' is not judged) is the
-judge's: tilegate.judge.offgpu.
+because xdist plugin is active"), and a group's rounds stay in one process anyway (its variants
+and A/B pairs are timed interleaved on one GPU): `tilegate perf --gpus N` starts one pytest per GPU
+(CUDA_VISIBLE_DEVICES, `--perf-shard i/N`: the groups `plan` gives it), and `merge` joins their
+results into one file whose rows carry their GPU's index and serial. `plan` balances an estimate
+of each group's time (the profile's minimum time, or its minimum rounds at a per-round cost that
+grows with the declared work and the group's kernels), largest first onto the least-loaded GPU:
+the matmul default profile's K = 4096 groups are the long ones. The fleet rule (a GPU whose
+reference rows sit away from the others' is not judged) is tilegate.judge.offgpu's.
 """
 
 from __future__ import annotations
@@ -39,10 +35,8 @@ def group_cost(work: Any, kernels: int, min_rounds: int, min_time_s: float) -> f
 
 
 def plan(groups: Mapping[str, float], shards: int) -> list[list[str]]:
-    """Groups (name -> estimated seconds) onto `shards` GPUs, largest first onto the least loaded.
-
-    Deterministic (ties by name), every group on exactly one shard, never split.
-    """
+    """Groups (name -> estimated seconds) onto `shards` GPUs, largest first onto the least loaded;
+    deterministic (ties by name), every group on exactly one shard, never split."""
     if shards < 1:
         raise ValueError(f"shards must be >= 1, got {shards}")
     out: list[list[str]] = [[] for _ in range(shards)]
@@ -67,10 +61,7 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 def merge(parts: Sequence[Path], out: Path) -> None:
     """Join the shards' results files into one: rows tagged with their GPU, the GPUs listed.
-
-    Refuses (InputError) shards of different GPU models, profiles or shapes, and a case that two
-    shards measured: each group belongs to one GPU.
-    """
+    InputError: shards of different GPUs, profiles or shapes, or a case two shards measured."""
     if not parts:
         raise InputError("nothing to merge: no shard wrote results")
     merged: dict[str, Any] | None = None

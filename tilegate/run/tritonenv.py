@@ -1,13 +1,12 @@
 """The packages of a CPU environment with a given Triton (nox's fingerprint, kernels and upgrade
 sessions: `--triton pinned | newest | X.Y.Z`).
 
-The pins live in pyproject.toml's [dependency-groups]: `kernels` (torch's CPU build, the pinned
-Triton, its NumPy) and `triton-newest` (the newest Triton release and the NumPy CI runs it
-with). Another Triton gets the `kernels` group with its own `triton==X.Y.Z` and the NumPy its
-interpreter works with: Triton 3.6's interpreter breaks on NumPy 2.4, 3.7.1 and later work with
-it (docs/pitfalls.md), so a Triton older than NUMPY_24_FROM keeps the `kernels` group's NumPy
-and a newer one takes `triton-newest`'s. Only `packaging` is imported: nox's own interpreter
-runs this, with nox (which needs packaging) and nothing else.
+The pins are pyproject.toml's [dependency-groups]: `kernels` (torch's CPU build, the pinned
+Triton, its NumPy) and `triton-newest` (the newest Triton and the NumPy CI runs it with). Another
+Triton gets `kernels` with its own `triton==X.Y.Z` and a NumPy its interpreter works with: Triton
+3.6's breaks on NumPy 2.4, 3.7.1 and later work with it (docs/pitfalls.md), so one older than
+NUMPY_24_FROM keeps `kernels`' NumPy, a newer one `triton-newest`'s. Only `packaging` is imported:
+nox's own interpreter runs this.
 """
 
 from __future__ import annotations

@@ -1,21 +1,17 @@
 """A Triton or library upgrade judged on the GPU: one tree, two environments, paired rounds.
 
-`tilegate upgrade-ab --new DIR [--old DIR]` (`nox -s upgrade_ab -- --new DIR` in this repository)
-is an A/B run of this tree against itself (tilegate.run.loop, the engine of every A/B): the head
-side's process has DIR first on its sys.path (a newer Triton unpacked there, as a runner image
-upgrade would bring, or a library's release: `pip install --no-deps --target DIR
-liger-kernel==0.8.5`), the base side's has `--old DIR` (default: the runner's own environment).
-Both processes take turns on the GPU round by round, and each case is judged on head / base
-paired per round, with the A/B's statistics and tolerances (the A/A noise file), its
-confirmation and its explanations: one engine, one statistics. A case's compiled code includes
-the Triton that compiled it (tilegate.harness.identity), so every Triton kernel is "changed"
-under another Triton; under the same Triton (a library upgrade) a kernel the release did not
-change is the same code and cannot be blamed.
+`tilegate upgrade-ab --new DIR [--old DIR]` (`nox -s upgrade_ab -- --new DIR` here) is an A/B of
+this tree against itself on the engine of every A/B (tilegate.run.loop: its statistics, A/A
+tolerances, confirmation, explanations): the head side's process has DIR first on its sys.path (a
+newer Triton unpacked there, as a runner image upgrade brings, or a library's release: `pip
+install --no-deps --target DIR liger-kernel==0.8.5`), the base side's `--old DIR` (default: the
+runner's environment). A case's compiled code includes the Triton that compiled it
+(tilegate.harness.identity): every Triton kernel is "changed" under another Triton; under the same
+Triton (a library upgrade) a kernel the release did not change cannot be blamed.
 
-The report is the A/B's, under `.perf/upgrade-ab/`, with what changed between the sides
-(``Triton 3.6.0 -> 3.9.0``, ``liger_kernel 0.8.4 -> 0.8.5``) at its top, and, for a Triton
-upgrade, the compile fingerprint's upgrade report (what changed in the compiled code,
-`tilegate/fingerprint`) at its end, when the old Triton's fingerprints are recorded.
+The report (`.perf/upgrade-ab/`) opens with what changed between the sides (``Triton 3.6.0 ->
+3.9.0``, ``liger_kernel 0.8.4 -> 0.8.5``) and, for a Triton upgrade whose old fingerprints are
+recorded, ends with the compile fingerprint's upgrade report (`tilegate/fingerprint`).
 """
 
 from __future__ import annotations
@@ -146,8 +142,7 @@ def side_versions(path: Path | None, names: Sequence[str]) -> dict[str, str]:
 
 def fingerprint_diff(new_path: Path, old_triton: str, out: Path) -> str | None:
     """The fingerprint's upgrade report under the new Triton against `old_triton`'s recording;
-    None when `new_path` holds no Triton (a library upgrade: the compiled-code fingerprint is
-    this repository's matmul kernels')."""
+    None when `new_path` holds no Triton (a library upgrade: it fingerprints our own kernels)."""
     from tilegate.run.loop import HOME, repo_root
 
     if not (new_path / "triton").is_dir():
