@@ -22,10 +22,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# Issue 51 asks for 24,500 by the end of round 18; the round ended at 26,787 with its features
-# (tilegate ci, bisect, memory, host workers) and its cuts (legacy readers, dead code): this is
-# the ratchet that keeps it from growing while the rest of the cut is made. Lower it, never raise it.
-LINES = 26_800
+# Issue 51's budget: the round's features included, tilegate/ at most 24,500 lines (24,369 on
+# 2026-12-06 after the round's cut). Lower it, never raise it.
+LINES = 24_500
 FUNCTION_LINES = 100
 DUPLICATE_PAIRS = 20
 
