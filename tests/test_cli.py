@@ -312,7 +312,11 @@ def test_usage_errors_are_2(capsys: pytest.CaptureFixture[str]) -> None:
 def test_fingerprint_is_optional(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    import tilegate.fingerprint
+
     monkeypatch.setitem(sys.modules, "tilegate.fingerprint.gate", None)  # as if it did not exist
+    # and not imported yet by another test of this process (`from package import gate` finds it)
+    monkeypatch.delattr(tilegate.fingerprint, "gate", raising=False)
     assert main(["fingerprint"]) == 2
     assert "fingerprint is not available" in capsys.readouterr().err
     assert main(["compare", "--help"]) == 0

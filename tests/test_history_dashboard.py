@@ -171,6 +171,36 @@ def test_the_page_data_holds_the_series_change_points_and_crossovers(
             assert fam["crossover"][i] == (0 if want is None else want)
 
 
+def test_a_bisect_of_a_change_points_range_shows_its_culprit_there(
+    linked_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tilegate.history import changepoints as cpmod
+    from tilegate.run.culprit import SCHEMA
+
+    with open_store(linked_store) as store:
+        runs, series = cpmod.series(store, "nvidia-h200")
+        cp = next(
+            c for c in cpmod.points(runs, series, cpmod.DEFAULT_METHOD) if c.case_id == STEPPED[0]
+        )
+    culprit = "c" * 40
+    found = {"schema": SCHEMA, "good": cp.before_run.commit, "bad": cp.after_run.commit,
+             "cases": [STEPPED[0]], "steps": [],
+             "commits": [{"sha": culprit, "subject": "bump triton"}],
+             "outcome": {"result": "found", "culprits": [{"sha": culprit}]}}  # fmt: skip
+    path = tmp_path / "bisect.json"
+    path.write_text(json.dumps(found))
+    out = tmp_path / "page.html"
+    argv = ["dashboard", "--store", str(linked_store), "--out", str(out), "--bisect", str(path)]
+    assert main(argv) == 0
+    cases = {c["id"]: c for c in _data(out.read_text())["gpus"][0]["cases"]}
+    shown = {k: p["culprit"] for k, c in cases.items() for p in c["cps"] if p["culprit"]}
+    assert shown == {STEPPED[0]: 'FOUND: cccccccccc "bump triton"'}
+    # a file that is not a finished bisect's: exit 2 naming it, and no page
+    path.write_text(json.dumps({**found, "outcome": None} | {"schema": "x"}))
+    assert main(argv) == 2 and not out.exists()
+    assert f"--bisect {path}: not a finished" in capsys.readouterr().err
+
+
 def test_1000_runs_of_96_cases_make_a_page_under_5_mb(
     step_history: tuple[Path, list[Path]], tmp_path: Path
 ) -> None:

@@ -21,7 +21,7 @@ from tilegate.peaks import lookup, percent
 from tilegate.report.pr_comment import DECIDING
 from tilegate.run.gate import gate
 from tilegate.store.files import judge_files as judge
-from tilegate.store.files import load_results, save_baseline
+from tilegate.store.files import load_baseline, load_results, save_baseline
 
 MiB = 2**20
 CASE = key("tma_xtile_persistent", K=512)
@@ -100,6 +100,21 @@ def test_more_memory_fails_and_the_report_names_it_where_time_verdicts_are(
     assert "## Memory and % of peak" in text and "MORE MEMORY (+64.0 MiB" in text
 
 
+def test_verdicts_json_and_explain_carry_the_memory_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _results(tmp_path, peaks={CASE: 128 * MiB}, ab={})
+    gate(path, None, baselines_dir=tmp_path, report_path=tmp_path / "report.md")
+    record = json.loads((tmp_path / "verdicts.json").read_text())["memory"]
+    assert record[CASE] == {"verdict": "MORE_MEMORY", "before": 64 * MiB, "after": 128 * MiB,
+                            "tolerance": "0", "against": "base"}  # fmt: skip
+    assert {v["verdict"] for k, v in record.items() if k != CASE} == {"SAME"}
+    assert main(["explain", str(path)]) == 0
+    shown = capsys.readouterr().out
+    assert f"{CASE}: MORE MEMORY against the base: peak GPU memory 64.0 MiB -> 128.0 MiB" in shown
+    assert "+64.0 MiB; tolerance 0" in shown and shown.count("MEMORY against") == 1
+
+
 def test_smoke_never_fails_on_memory(tmp_path: Path) -> None:
     path = _results(tmp_path, peaks={CASE: 128 * MiB}, ab={}, mode="smoke", profile="smoke")
     judged = judge(path, baselines_dir=tmp_path, report_only=False)
@@ -123,9 +138,13 @@ def test_the_stored_baseline_records_memory_and_judges_against_it(tmp_path: Path
     )
     # runs whose peaks differ: the baseline's peak does not repeat, and is not gated
     other = load_results(_results(tmp_path, "r3.json", peaks={CASE: 65 * MiB}, seed=3))
-    save_baseline(
-        out, rebaseline([*runs, other], out=out, old=None, tolerances=Tolerances()).baseline
-    )
+    old = load_baseline(out)
+    plan = rebaseline([*runs, other], out=out, old=old, tolerances=Tolerances())
+    row = next(ln for ln in plan.lines if ln.startswith(f"| {CASE} "))  # the reviewer's diff
+    assert "peak memory 64.0 MiB (tolerance 0) -> 65.0 MiB (tolerance 0) **LOOSENED**" in row
+    assert sum("peak memory" in ln for ln in plan.lines) == 1
+    assert "LOOSENED" in plan.warnings[0]
+    save_baseline(out, plan.baseline)
     assert _verdicts(_results(tmp_path, "now.json", peaks={CASE: 80 * MiB}), tmp_path)[CASE] == (
         "PEAK VARIES"
     )

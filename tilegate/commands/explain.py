@@ -15,6 +15,8 @@ from tilegate.commands._shared import Shared
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.explain.diff import MAX_LINES, decided, explain_cases, write
 from tilegate.fileio import read_json
+from tilegate.judge.vocabulary import MemoryVerdict
+from tilegate.markdown import mib
 from tilegate.report.why import text
 
 NAME = "explain"
@@ -79,9 +81,24 @@ def _judged_again(results: Path, baselines: Path) -> dict[str, Any] | None:
     return {
         "headline": judged.headline,
         "verdicts": judged.verdicts(),
+        "memory": judged.record()["memory"],
         "explained": decided(judged.comparison, judged.ab),
         "confirmations": [],
     }
+
+
+def _memory(record: dict[str, Any], cases: Sequence[str]) -> list[str]:
+    """The record's memory verdicts: the named cases', else those that are not SAME."""
+    found = record.get("memory") or {}
+    keys = [c for c in cases if c in found] if cases else [k for k in found
+            if found[k].get("verdict") != "SAME"]  # fmt: skip
+    return [
+        f"{k}: {MemoryVerdict[m['verdict']].value} against the {m['against']}: peak GPU memory "
+        f"{mib(m['before'])} -> {mib(m['after'])} ({mib(m['after'] - m['before'], signed=True)}"
+        f"; tolerance {m['tolerance']})"
+        for k in keys
+        for m in [found[k]]
+    ]
 
 
 def explain_command(
@@ -126,6 +143,7 @@ def explain_command(
                 str(record["headline"]),
                 f"(no record of the run beside {results}: judged again, without confirmations)",
             ]
+    head += _memory(record or {}, cases)
     # one verdict a case, named or not: the decided one's (what the report's why says), else the
     # run's verdict of it
     verdicts: dict[str, str] = dict(record.get("verdicts") or {}) if record else {}
@@ -139,6 +157,8 @@ def explain_command(
             if k in run.base_rows and h.code_hash != run.base_rows[k].code_hash
         ]
         todo = [(str(k), str(v)) for k, v in (record or {}).get("explained") or []]
+        todo += [(k, m["verdict"]) for k, m in ((record or {}).get("memory") or {}).items()
+                 if m.get("verdict") == "MORE_MEMORY" and k in changed and k not in dict(todo)]  # fmt: skip
         if record is None:  # could not judge: every changed case, without its verdict
             todo = [(k, "") for k in changed]
         if not todo:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tilegate.commands._shared import Shared, say
+from tilegate.commands._shared import PERF_DIR, Shared, say
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.fileio import read_json
 from tilegate.judge.results import Run
@@ -49,7 +49,7 @@ DESCRIPTION = (
     else "Record runs in a DuckDB history, find change points, write the dashboard page."
 )
 
-DEFAULT_DASHBOARD = Path(".perf/dashboard.html")
+DEFAULT_DASHBOARD = PERF_DIR / "dashboard.html"
 
 
 def _err(message: str) -> None:
@@ -228,6 +228,23 @@ def _previous_run(store: Any) -> int | None:
     return earlier[-1].run_id if earlier else None
 
 
+def _culprits(paths: Sequence[str] | None) -> dict[tuple[str, str], tuple[frozenset[str], str]]:
+    """The findings of `tilegate bisect` results (--bisect; default: .perf/bisect/bisect.json where
+    there is one) by range; InputError naming a file that is not one."""
+    from tilegate.run.culprit import SCHEMA, headline
+
+    found = {}
+    default = PERF_DIR / "bisect" / "bisect.json"
+    for path in paths if paths is not None else [str(default)] * default.is_file():
+        data = read_json(Path(path), "bisect result (--bisect)")
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA or "outcome" not in data:
+            raise InputError(f"--bisect {path}: not a finished `tilegate bisect`'s bisect.json "
+                             "(run the bisect to its end, or drop the option)")  # fmt: skip
+        if data["outcome"]["result"] in ("found", "several"):
+            found[(data["good"], data["bad"])] = (frozenset(data["cases"]), headline(data))
+    return found
+
+
 def _cmd_dashboard(args: argparse.Namespace) -> int:
     from tilegate.history.dashboard import write_dashboard
 
@@ -240,6 +257,7 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
                 method=_method(args),
                 baselines=Path(args.baselines) if args.baselines else None,
                 repo_url=_url(args.repo_url, "--repo-url") or github_links(os.environ).repo_url,
+                culprits=_culprits(args.bisect),
             )
     except BaseException:
         # A page left from an earlier run would look like this run's: remove it.
@@ -383,6 +401,8 @@ def _subcommands(parser: argparse.ArgumentParser) -> None:
     bands = "tolerance bands for runs stored without verdicts come from DIR/<gpu-slug>.json"
     _path(p, "--baselines", "baselines", bands, "DIR")
     _urls(p, "--repo-url")
+    p.add_argument("--bisect", action="append", metavar="PATH", help="a `tilegate bisect`'s "
+                   "bisect.json: its culprit beside its change point (default: .perf/bisect/'s)")  # fmt: skip
     p.set_defaults(func=_cmd_dashboard)
 
     p = sub.add_parser("prune", help="keep only the latest N runs of each GPU")

@@ -40,6 +40,8 @@ VERDICT_CODES = {
     "NEW": "N",
     "NOT MEASURED": "M",
 }
+# a bisect's finding by its range (GOOD, BAD): its cases and its headline (tilegate.run.culprit)
+Culprits = dict[tuple[str, str], tuple[frozenset[str], str]]
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ def _gpu_data(
     method: cpmod.Method,
     fallback: dict[str, Judged],
     repo_url: str | None = None,
+    culprits: Culprits | None = None,
 ) -> tuple[dict[str, Any], int]:
     runs, series = cpmod.series(store, gpu)
     n = len(runs)
@@ -152,7 +155,7 @@ def _gpu_data(
             "verdict": "".join(verdict),
             "band": _rle(band),
             "bandMed": _rle(band_med),
-            "cps": _cps(by_case.get(key, []), metric),
+            "cps": _cps(by_case.get(key, []), metric, culprits or {}),
         }
         cases.append(entry)
     cases.sort(key=lambda c: (c["order"], c["id"]))
@@ -167,9 +170,17 @@ def _gpu_data(
     return data, len(cps)
 
 
-def _cps(points: Sequence[cpmod.ChangePoint], metric: str) -> list[dict[str, Any]]:
-    """A case's change points for the page (times in microseconds)."""
+def _cps(
+    points: Sequence[cpmod.ChangePoint], metric: str, culprits: Culprits
+) -> list[dict[str, Any]]:
+    """A case's change points for the page (times in microseconds), each with the culprit that a
+    bisect of its range and case found."""
     scale = 1e6 if metric == "median_s" else 1
+
+    def culprit(cp: cpmod.ChangePoint) -> str:
+        cases, said = culprits.get((cp.before_run.commit, cp.after_run.commit), ((), ""))
+        return said if cp.case_id in cases else ""
+
     return [
         {
             "i": cp.index,
@@ -179,6 +190,7 @@ def _cps(points: Sequence[cpmod.ChangePoint], metric: str) -> list[dict[str, Any
             "after": _sig(cp.after * scale),
             "env": list(cp.env_change),
             "bisect": cp.bisect,
+            "culprit": culprit(cp),
         }
         for cp in points
     ]
@@ -279,6 +291,7 @@ def build_data(
     baselines: Path | None = None,
     now: dt.datetime | None = None,
     repo_url: str | None = None,
+    culprits: Culprits | None = None,
 ) -> tuple[dict[str, Any], int]:
     """The page's data object, and how many change points it holds."""
     gpus = []
@@ -286,7 +299,7 @@ def build_data(
     for gpu in store.gpus():
         path = baselines / f"{gpu}.json" if baselines is not None else None
         fallback = baseline_levels(path) if path is not None and path.is_file() else {}
-        data, cps = _gpu_data(store, gpu, method, fallback, repo_url)
+        data, cps = _gpu_data(store, gpu, method, fallback, repo_url, culprits)
         _measures(store, data)
         gpus.append(data)
         total_cps += cps
@@ -366,8 +379,9 @@ def write_dashboard(
     method: cpmod.Method = cpmod.DEFAULT_METHOD,
     baselines: Path | None = None,
     repo_url: str | None = None,
+    culprits: Culprits | None = None,
 ) -> Written:
-    data, cps = build_data(store, method, baselines, repo_url=repo_url)
+    data, cps = build_data(store, method, baselines, repo_url=repo_url, culprits=culprits)
     text = render(data)
     atomic_write_text(out, text)
     runs, _ = store.count()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tilegate.errors import EXIT_FAIL, EXIT_OK
-from tilegate.judge import autotune, stats
+from tilegate.judge import autotune, memory, stats
 from tilegate.judge.baseline import Baseline, BaselineRow
 from tilegate.judge.policy import Policy, Tolerances
 from tilegate.judge.results import Run, row_order
@@ -162,6 +162,10 @@ def _row_diff(
             notes.append("tightened")
         if row.too_noisy and row.variant not in reference:
             notes.append("too noisy")
+        moved = memory.baseline_change(before.memory, row.memory) if before else None
+        if moved:  # peak memory and its tolerance (tilegate.judge.memory)
+            loosened += moved[1]
+            notes.append(moved[0] + (" **LOOSENED**" if moved[1] else ""))
         change = ""
         if before is not None and key in per_key:
             delta = stats.rel_change(row.median_s, before.median_s)

@@ -260,7 +260,7 @@
         ? el("a", { href: repo + "/compare/" + g.runs.commit[before] + "..." + g.runs.commit[p.i], "data-run": String(g.runs.id[p.i]), "data-before": String(g.runs.id[before]), "data-kind": "compare", text: short(g.runs.commit[before]) + ".." + short(g.runs.commit[p.i]) })
         : el("code", { text: short(g.runs.commit[before]) + ".." + short(g.runs.commit[p.i]) });
       const tr = el("tr", { class: "pick", onclick: (e) => { if (e.target.closest("a")) return; state.caseId = c.id; state.run = p.i; update(["case", "run", "ratio-k"]); $("case-section").scrollIntoView(); } }, [
-        el("td", { text: c.id }), el("td", {}, [range, el("div", {}, [el("code", { text: p.bisect || "" })])]),
+        el("td", { text: c.id }), el("td", {}, [range, el("div", {}, [el("code", { text: p.bisect || "" })]), p.culprit ? el("div", { class: "culprit", text: "bisect " + p.culprit }) : ""]),
         el("td", { class: "num " + (p.size > 0 ? "slower" : "faster"), text: pct(p.size) }),
         el("td", { class: "num", text: String(p.p) }), el("td", { text: p.env.join(", ") || "-" }), el("td", {}, [runLink(g, p.i)]),
       ]);
