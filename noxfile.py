@@ -307,8 +307,9 @@ _UV_FROM_PIP = {"find-links": "--find-links", "index-url": "--index-url",
 
 def _install(session: nox.Session, python: str, reqs: list[str]) -> None:
     """`reqs` into the virtualenv of `python`: with uv where it is on PATH (.ci/run installs it:
-    a fifth of pip's CPU time, torch included), told pip's configuration, pip's choice among
-    indexes and its bytecode; with pip where there is no uv or uv fails."""
+    about half of pip's CPU time and a quarter of its wall, torch included), told pip's
+    configuration, pip's choice among indexes and its bytecode; with pip where there is no uv
+    or uv fails."""
     uv = shutil.which("uv")
     if uv is not None:
         listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"],
