@@ -172,7 +172,10 @@ def test_the_page_data_holds_the_series_change_points_and_crossovers(
 
 
 def test_a_bisect_of_a_change_points_range_shows_its_culprit_there(
-    linked_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    linked_store: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from tilegate.history import changepoints as cpmod
     from tilegate.run.culprit import SCHEMA
@@ -195,7 +198,16 @@ def test_a_bisect_of_a_change_points_range_shows_its_culprit_there(
     cases = {c["id"]: c for c in _data(out.read_text())["gpus"][0]["cases"]}
     shown = {k: p["culprit"] for k, c in cases.items() for p in c["cps"] if p["culprit"]}
     assert shown == {STEPPED[0]: 'FOUND: cccccccccc "bump triton"'}
-    # a file that is not a finished bisect's: exit 2 naming it, and no page
+    # without --bisect: .perf/bisect/bisect.json, once finished (a running one shows nothing)
+    monkeypatch.chdir(tmp_path)
+    default = tmp_path / ".perf" / "bisect" / "bisect.json"
+    default.parent.mkdir(parents=True)
+    for outcome, want in ((None, {}), (found["outcome"], shown)):
+        default.write_text(json.dumps({**found, "outcome": outcome}))
+        assert main(argv[:-2]) == 0
+        cases = {c["id"]: c for c in _data(out.read_text())["gpus"][0]["cases"]}
+        assert {k: p["culprit"] for k, c in cases.items() for p in c["cps"] if p["culprit"]} == want
+    # a file given that is not a finished bisect's: exit 2 naming it, and no page
     path.write_text(json.dumps({**found, "outcome": None} | {"schema": "x"}))
     assert main(argv) == 2 and not out.exists()
     assert f"--bisect {path}: not a finished" in capsys.readouterr().err

@@ -230,14 +230,17 @@ def _previous_run(store: Any) -> int | None:
 
 def _culprits(paths: Sequence[str] | None) -> dict[tuple[str, str], tuple[frozenset[str], str]]:
     """The findings of `tilegate bisect` results (--bisect; default: .perf/bisect/bisect.json where
-    there is one) by range; InputError naming a file that is not one."""
+    there is a finished one) by range; InputError naming a given file that is not one."""
     from tilegate.run.culprit import SCHEMA, headline
 
     found = {}
     default = PERF_DIR / "bisect" / "bisect.json"
     for path in paths if paths is not None else [str(default)] * default.is_file():
         data = read_json(Path(path), "bisect result (--bisect)")
-        if not isinstance(data, dict) or data.get("schema") != SCHEMA or "outcome" not in data:
+        ok = isinstance(data, dict) and data.get("schema") == SCHEMA
+        if not (ok and isinstance(data.get("outcome"), dict)):
+            if paths is None and ok:  # the default, still running or interrupted: no culprit yet
+                continue
             raise InputError(f"--bisect {path}: not a finished `tilegate bisect`'s bisect.json "
                              "(run the bisect to its end, or drop the option)")  # fmt: skip
         if data["outcome"]["result"] in ("found", "several"):
