@@ -78,20 +78,14 @@ def _judged_again(results: Path, baselines: Path) -> dict[str, Any] | None:
         judged = judge_files(results, baselines_dir=baselines)
     except InputError:
         return None
-    return {
-        "headline": judged.headline,
-        "verdicts": judged.verdicts(),
-        "memory": judged.record()["memory"],
-        "explained": decided(judged.comparison, judged.ab),
-        "confirmations": [],
-    }
+    return {**judged.record(), "explained": decided(judged.comparison, judged.ab)}
 
 
-def _memory(record: dict[str, Any], cases: Sequence[str]) -> list[str]:
-    """The record's memory verdicts: the named cases', else those that are not SAME."""
-    found = record.get("memory") or {}
+def _memory(found: dict[str, Any], cases: Sequence[str]) -> list[str]:
+    """A record's memory verdicts: the named cases', else those that are not SAME."""
+    same = MemoryVerdict.SAME.name
     keys = [c for c in cases if c in found] if cases else [k for k in found
-            if found[k].get("verdict") != "SAME"]  # fmt: skip
+            if found[k]["verdict"] != same]  # fmt: skip
     return [
         f"{k}: {MemoryVerdict[m['verdict']].value} against the {m['against']}: peak GPU memory "
         f"{mib(m['before'])} -> {mib(m['after'])} ({mib(m['after'] - m['before'], signed=True)}"
@@ -143,7 +137,8 @@ def explain_command(
                 str(record["headline"]),
                 f"(no record of the run beside {results}: judged again, without confirmations)",
             ]
-    head += _memory(record or {}, cases)
+    memory: dict[str, Any] = (record or {}).get("memory") or {}
+    head += _memory(memory, cases)
     # one verdict a case, named or not: the decided one's (what the report's why says), else the
     # run's verdict of it
     verdicts: dict[str, str] = dict(record.get("verdicts") or {}) if record else {}
@@ -157,8 +152,9 @@ def explain_command(
             if k in run.base_rows and h.code_hash != run.base_rows[k].code_hash
         ]
         todo = [(str(k), str(v)) for k, v in (record or {}).get("explained") or []]
-        todo += [(k, m["verdict"]) for k, m in ((record or {}).get("memory") or {}).items()
-                 if m.get("verdict") == "MORE_MEMORY" and k in changed and k not in dict(todo)]  # fmt: skip
+        explained, more = dict(todo), MemoryVerdict.MORE_MEMORY.name
+        todo += [(k, more) for k, m in memory.items()
+                 if m["verdict"] == more and k in changed and k not in explained]  # fmt: skip
         if record is None:  # could not judge: every changed case, without its verdict
             todo = [(k, "") for k in changed]
         if not todo:

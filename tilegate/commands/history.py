@@ -15,7 +15,7 @@ import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tilegate.commands._shared import PERF_DIR, Shared, say
 from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
@@ -34,6 +34,9 @@ try:
         Links,
         open_store,
     )
+
+    if TYPE_CHECKING:
+        from tilegate.history.dashboard import Culprits
 except ImportError as err:  # without the `history` extra
     MISSING: str | None = (
         f"history is not available here: {err} (install it with `pip install 'tilegate[history]'`)"
@@ -228,14 +231,15 @@ def _previous_run(store: Any) -> int | None:
     return earlier[-1].run_id if earlier else None
 
 
-def _culprits(paths: Sequence[str] | None) -> dict[tuple[str, str], tuple[frozenset[str], str]]:
+def _culprits(paths: Sequence[str] | None) -> Culprits:
     """The findings of `tilegate bisect` results (--bisect; default: .perf/bisect/bisect.json where
     there is a finished one) by range; InputError naming a given file that is not one."""
     from tilegate.run.culprit import SCHEMA, headline
 
-    found = {}
+    found: Culprits = {}
     default = PERF_DIR / "bisect" / "bisect.json"
-    for path in paths if paths is not None else [str(default)] * default.is_file():
+    given = paths if paths is not None else [str(default)] if default.is_file() else []
+    for path in given:
         data = read_json(Path(path), "bisect result (--bisect)")
         ok = isinstance(data, dict) and data.get("schema") == SCHEMA
         if not (ok and isinstance(data.get("outcome"), dict)):

@@ -86,13 +86,8 @@ class Judgement:
             "headline": self.headline,
             "exit_code": self.code,
             "verdicts": self.verdicts(),
-            "memory": {m.key: _memory_json(m) for m in self.memory},
+            "memory": {m.key: m.as_json() for m in self.memory},
         }
-
-
-def _memory_json(m: MemoryCase) -> dict[str, Any]:
-    keys = ("before", "after", "tolerance", "against")
-    return {"verdict": m.verdict.name, **{k: getattr(m, k) for k in keys}}
 
 
 VERDICTS = "verdicts.json"  # the Judgement's record, beside the report (Judgement.record)

@@ -84,6 +84,12 @@ class MemoryCase:
     def fails(self) -> bool:
         return self.verdict is MemoryVerdict.MORE_MEMORY
 
+    def as_json(self) -> dict[str, Any]:
+        """verdicts.json's record of the case (its verdict by name, as `verdicts`)."""
+        return {k: v for k, v in asdict(self).items() if k != "key"} | {
+            "verdict": self.verdict.name
+        }
+
 
 def judge_memory(run: Run, baseline: Baseline | None = None) -> tuple[MemoryCase, ...]:
     """Each case with a memory on both sides: A/B against its base, else against `baseline`."""
