@@ -24,7 +24,12 @@
 #   noise       this GPU's A/A noise (`tilegate ab-noise --measure 3`, quick) committed into the base,
 #               as a maintainer calibrates a new GPU model (docs/ci.md); steps after it use it
 #   temp64      the host wrapper allocates a 64 MiB temporary per call: MORE MEMORY
-# Environment: EXTRA="..." more options for tilegate perf in every step.
+#   bisect20    20 commits on the base (every third a comment in kernels/_host.py, the others a
+#               docs file, the 13th onepct's plan edit with CUT programs fewer, default 4), then
+#               `tilegate bisect HEAD~20 HEAD --case tma_xtile_persistent-fp16-nt-K128` (quick):
+#               the culprit named by compiled identity first, then paired steps, explained
+# Environment: EXTRA="..." more options for tilegate perf in every step; bisect20's CUT, and its
+# PROFILE and CASE (a dry run on a CPU: PROFILE=smoke CASE=tma_xtile_persistent-fp16-nt-K24).
 set -uo pipefail
 out=${1:?usage: tools/gpu-ci-path.sh OUTDIR STEP...}; shift
 out=$(mkdir -p "$out" && cd "$out" && pwd); summary=$out/summary.txt; touch "$summary"
@@ -117,6 +122,29 @@ for spec in "$@"; do
         edit kernels/_host.py '    values = bind(variant, launch, a, b, c)' '    values = bind(variant, launch, a, b, c)
     _tmp = torch.empty(64 << 20, dtype=torch.int8, device=c.device)'
         step temp64 ;;
+      bisect20)
+        for c in $(seq 1 20); do
+          if [ "$c" = 13 ]; then
+            edit kernels/tma.py 'programs = min(cfg.programs_per_sm * num_sms, num_tiles)' \
+              "programs = min(cfg.programs_per_sm * num_sms - (${CUT:-4} if flatten else 0), num_tiles)"
+          elif [ $((c % 3)) = 0 ]; then
+            echo "# bisect20: host comment $c" >> kernels/_host.py
+          else
+            echo "bisect20: line $c" >> docs/bisect-range.txt && git add docs/bisect-range.txt
+          fi
+          git -c user.name=gpu -c user.email=gpu@localhost commit -qam "bisect20: commit $c"
+        done
+        t0=$(date +%s.%N)
+        python3 -m tilegate bisect HEAD~20 HEAD --case "${CASE:-tma_xtile_persistent-fp16-nt-K128}" \
+          --profile "${PROFILE:-quick}" \
+          2>&1 | stamp > "$out/bisect20.log"
+        rc=${PIPESTATUS[0]}
+        printf '%-12s exit %s %6.1f s  %s (CUT=%s; culprit: commit 13, %s)\n' bisect20 "$rc" \
+          "$(python3 -c "import time;print(time.time()-$t0)")" "$(head -n 1 .perf/bisect/report.md 2>/dev/null)" \
+          "${CUT:-4}" "$(git log -1 --format=%h HEAD~7)" | tee -a "$summary"
+        cp .perf/bisect/report.md "$out/bisect20.report.md" 2>/dev/null
+        cp .perf/bisect/bisect.json "$out/bisect20.bisect.json" 2>/dev/null
+        git reset -q --hard "$base" ;;
       *) echo "unknown step $spec" | tee -a "$summary" ;;
     esac
   done
