@@ -482,6 +482,9 @@ def test_a_side_whose_process_dies_mid_run_cannot_judge_and_leaves_no_results(
 HOST_ONLY = """
 
 def _host_a(params, x):
+    with open(os.environ["HOST_A_CPUS"], "a") as f:  # the CPUs each process made it on
+        f.write(" ".join(map(str, sorted(os.sched_getaffinity(0)))) + "\\n")
+
     def call():
         time.sleep(0.001)
         return x * 2
@@ -509,7 +512,8 @@ def test_host_time_is_judged_over_worker_processes_when_the_sides_are_two(
     host-bound cases timed again in 4 fresh workers per side, alternated. 2 ms more of
     `time.sleep` in host_b's wrapper is SLOWER on its host time, its interval over the process
     pairs, the grown function named from the two sides' profiles; host_a, the same code on both
-    sides (an A/A), is SAME on it. The per-process medians are in the results."""
+    sides (an A/A), is SAME on it. The per-process medians are in the results, and every worker
+    ran on the one CPU the run names."""
     from tilegate.judge.abcompare import compare_ab
     from tilegate.judge.vocabulary import ABVerdict
     from tilegate.store.files import load_results
@@ -519,14 +523,16 @@ def test_host_time_is_judged_over_worker_processes_when_the_sides_are_two(
     text = protocol.read_text()
     protocol.write_text(text.replace("interpreter=True,", "interpreter=True, host_procs=4,", 1))
     kernels = repo / "hostbench" / "kernels.py"
-    kernels.write_text("import time\n" + kernels.read_text() + HOST_ONLY)
+    kernels.write_text("import os\nimport time\n" + kernels.read_text() + HOST_ONLY)
     _git(repo, "commit", "-qam", "host-only variants, 4 host workers a side")
     text = kernels.read_text()
     cut = text.rindex("time.sleep(0.001)")  # host_b's
     kernels.write_text(text[:cut] + "time.sleep(0.003)" + text[cut + len("time.sleep(0.001)") :])
     _git(repo, "commit", "-qam", "host_b: 2 ms more per call")
     out = repo / ".perf" / "ab"
-    done = _sh([sys.executable, "-m", "tilegate", "perf", "--ab", "HEAD~1", *ONE, "--out-dir", str(out)], repo, _env(site))  # fmt: skip
+    cpus = tmp_path / "host_a-cpus.txt"
+    env = {**_env(site), "HOST_A_CPUS": str(cpus)}
+    done = _sh([sys.executable, "-m", "tilegate", "perf", "--ab", "HEAD~1", *ONE, "--out-dir", str(out)], repo, env)  # fmt: skip
     assert done.returncode == 0, _said(done)  # smoke: its timings set no exit code
     cases = {c.variant: c for c in compare_ab(load_results(out / "results.json"), None).cases}
     for case in cases.values():
@@ -542,3 +548,7 @@ def test_host_time_is_judged_over_worker_processes_when_the_sides_are_two(
     assert same.note.endswith("host tolerance: SAME"), same.note
     info = json.loads((out / "results.json").read_text())["machine_info"]["tilegate"]
     assert info["pairing"]["host_procs"]["per_side"] == 4
+    cpu = max(os.sched_getaffinity(0))
+    assert info["pairing"]["host_procs"]["cpu"] == cpu
+    made_on = cpus.read_text().splitlines()  # the sides' own processes, then the 8 workers
+    assert made_on.count(str(cpu)) >= 8 and len(made_on) >= 10, made_on

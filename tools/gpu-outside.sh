@@ -11,6 +11,8 @@
 # Steps:
 #   rebaseline  `tilegate rebaseline --measure 3`, the baseline committed (the stored check then
 #               runs beside every A/B: head-only sweeps against it)
+#   noise   `tilegate ab-noise --measure 3`, this GPU's A/A noise committed (then the A/B's
+#           tolerance is calibrated, not the 3 % ceiling: on the H100 num_warps 8 -> 4 read +2.9 %)
 #   aa      nothing changed (an empty commit): A/A
 #   warps   the softmax's num_warps 8 -> 4 (a change only the base's own code can show; round 4
 #           measured +8.1 % at 16384 columns)
@@ -175,6 +177,11 @@ PY
       edit selfbench/_launch.py '    rows, cols = x.shape' '    rows, cols = x.shape
     _tmp = torch.empty(64 << 20, dtype=torch.int8, device=x.device)'
       step temp64 ;;
+    noise)
+      "$site/bin/tilegate" ab-noise --measure 3 --profile "${PROFILE:-quick}" 2>&1 | stamp > "$out/noise.log"
+      printf '%-8s exit %s  %s\n' noise "${PIPESTATUS[0]}" "$(ls baselines/*.ab.json 2>/dev/null | tr '\n' ' ')" \
+        | tee -a "$summary"
+      g add -A baselines && g commit -qm "A/A noise" && base=$(git rev-parse HEAD) ;;
     rebaseline)
       "$site/bin/tilegate" rebaseline --measure 3 --profile "${PROFILE:-quick}" 2>&1 \
         | stamp > "$out/rebaseline.log"

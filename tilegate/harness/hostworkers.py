@@ -3,6 +3,8 @@
 Two processes' host times do not pair (one's Python runs 20-80 % slower than another's), so
 after the paired rounds `measure` times `Profile.host_procs` fresh workers a side, one at a time,
 AB BA BA AB: worker i of each side is a pair; the first of each side also profiles the call.
+Every worker runs on one CPU, the same for all (`pin_cpu`): a process's Python pace moves with
+the core it lands on, and the pairs should differ only by their code.
 The verdict: tilegate.judge.hostprocs (docs/measuring.md).
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import cProfile
 import math
+import os
 import pstats
 import statistics
 import time
@@ -34,6 +37,13 @@ def orders(procs: int) -> list[tuple[str, str]]:
     return [("head", "base") if i % 4 in (0, 3) else ("base", "head") for i in range(procs)]
 
 
+def pin_cpu() -> int | None:
+    """The CPU that every host worker runs on: the highest this process may use (CPU 0 takes
+    most interrupts); None where the OS has no CPU affinity (macOS)."""
+    allowed = getattr(os, "sched_getaffinity", None)
+    return max(allowed(0)) if allowed is not None else None
+
+
 def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
     """Time the host-bound pairs in `procs` fresh workers per side (a failing one: SideFailure)."""
     todo: dict[str, dict[str, list[Any]]] = {"head": {}, "base": {}}
@@ -48,7 +58,7 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
                 rows[(prep.group, res.case.slot)] = res
     if procs < MIN_PAIRS or len(measurer.sides) < 2 or not todo["head"]:  # no verdict below
         return
-    t0 = time.perf_counter()
+    t0, cpu = time.perf_counter(), pin_cpu()
     groups = {
         side: [(g, [portable(c) for c in cs], group_seed(g)) for g, cs in by.items()]
         for side, by in todo.items()
@@ -59,7 +69,7 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
         started = [pool.submit(measurer.sides[s].fresh, logs / f"{s}-{i}") for i, s in plan]
     try:
         for (i, side), worker in zip(plan, [f.result() for f in started], strict=True):
-            answer = worker.request("host", groups=groups[side], first=i == 0)
+            answer = worker.request("host", groups=groups[side], first=i == 0, cpu=cpu)
             worker.close()
             for (group, slot), facts in answer.items():
                 extra = rows[(group, slot)].extra
@@ -69,10 +79,11 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
         for f in started:
             if f.exception() is None:
                 f.result().kill()
-    measurer.host_timing = {"per_side": procs, "seconds": round(time.perf_counter() - t0, 2)}
+    seconds = round(time.perf_counter() - t0, 2)
+    measurer.host_timing = {"per_side": procs, "seconds": seconds, "cpu": cpu}
     measurer.on_progress(
-        f"host time of {len(rows) // 2} host-bound pair(s) in {procs} processes per side: "
-        f"{measurer.host_timing['seconds']:.1f} s"
+        f"host time of {len(rows) // 2} host-bound pair(s) in {procs} processes per side"
+        f"{'' if cpu is None else f' on CPU {cpu}'}: {seconds:.1f} s"
     )
 
 
@@ -80,9 +91,12 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
 
 
 def time_host(
-    measurer: Any, groups: list[Any], root: Path, *, first: bool
+    measurer: Any, groups: list[Any], root: Path, *, first: bool, cpu: int | None
 ) -> dict[tuple[str, str], Any]:
-    """A worker's host times: {(group, slot): {"median_s", first: "host_profile", ...}}."""
+    """A worker's host times, on CPU `cpu` where one is given: {(group, slot): {"median_s",
+    first: "host_profile", ...}}."""
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})  # type: ignore[attr-defined,unused-ignore]
     out: dict[tuple[str, str], Any] = {}
     for group, wired, seed in groups:
         cases = [local(c) for c in wired]

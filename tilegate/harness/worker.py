@@ -201,10 +201,10 @@ class Worker:
             raise AttributeError(verb)
         return getattr(self.measurer, verb)
 
-    def host(self, groups: list[Any], first: bool) -> Any:
+    def host(self, groups: list[Any], first: bool, cpu: int | None) -> Any:
         from tilegate.harness.hostworkers import time_host
 
-        return time_host(self.measurer, groups, self.root, first=first)
+        return time_host(self.measurer, groups, self.root, first=first, cpu=cpu)
 
     def warnings_seen(self) -> Any:
         if self.measurer is None:
