@@ -30,6 +30,7 @@ TOL = 0.01
 BIMODAL = [1.0 + 0.06 * (i % 2) + 0.001 * (i % 5) for i in range(64)]  # two modes, 6 % apart
 SHIFTED = [1.05 + 0.002 * ((i * 7) % 5 - 2) for i in range(64)]  # +5 %, tight
 STILL = [1.0 + 0.001 * ((i * 3) % 5 - 2) for i in range(64)]  # around 1, tight
+WIDE = [1.0 + 0.03 * (i % 2 * 2 - 1) + 0.001 * (i % 3) for i in range(64)]  # +-3 %, median ~1
 
 
 def test_a_clear_shift_is_different_only_on_the_side_the_range_moved() -> None:
@@ -129,6 +130,21 @@ def test_the_search_times_only_each_groups_first_commit_and_sandwiches_the_culpr
     b, asked = _recorded_bisect(tmp_path, groups, dict.fromkeys(range(8), STILL))
     assert b.run() == 0 and [a[0] for a in asked] == ["confirm"]
     assert "NONE: no change in this range: `k` +0.00%" in (tmp_path / "report.md").read_text()
+    # GOOD against BAD UNKNOWN at the cap, its median inside the tolerance: never "no change"
+    b, asked = _recorded_bisect(tmp_path, groups, dict.fromkeys(range(7), STILL) | {7: WIDE})
+    assert b.run() == 0 and [a[3] for a in asked] == [16, 32, 64]
+    out = b.state["outcome"]
+    assert out["result"] == "ambiguous" and out["left"] == [
+        "c2",
+        "c4",
+        "c5",
+        "c6",
+        "c7",
+        "c9",
+        "c10",
+    ]
+    assert "AMBIGUOUS: candidates left c2, c4" in (tmp_path / "report.md").read_text()
+    assert "(the range's change is UNKNOWN at the cap: `k` " in (tmp_path / "report.md").read_text()
 
 
 def test_the_cases_come_from_a_pattern_or_a_failed_runs_verdicts_and_must_exist_at_good(

@@ -112,7 +112,7 @@ def test_verdicts_json_and_explain_carry_the_memory_verdict(
     assert main(["explain", str(path)]) == 0
     shown = capsys.readouterr().out
     assert f"{CASE}: MORE MEMORY against the base: peak GPU memory 64.0 MiB -> 128.0 MiB" in shown
-    assert "+64.0 MiB; tolerance 0" in shown and shown.count("MEMORY against") == 1
+    assert "(+64.0 MiB (+100.0%); tolerance 0)" in shown and shown.count("MEMORY against") == 1
 
 
 def test_smoke_never_fails_on_memory(tmp_path: Path) -> None:

@@ -50,6 +50,12 @@ def mib(n: float | None, *, signed: bool = False) -> str:
     return "" if n is None else f"{n / 2**20:{'+' if signed else ''}.1f} MiB"
 
 
+def mib_change(before: int, after: int) -> str:
+    """A change of bytes: "+64.0 MiB (+100.0%)" (no share where `before` is 0)."""
+    share = f" ({(after - before) / before:+.1%})" if before else ""
+    return f"{mib(after - before, signed=True)}{share}"
+
+
 def p_value(p: float | None) -> str:
     """A p-value as the reports print it ("" for None)."""
     if p is None:

@@ -16,7 +16,7 @@ from tilegate.errors import EXIT_CANNOT_JUDGE, EXIT_OK, InputError
 from tilegate.explain.diff import MAX_LINES, decided, explain_cases, write
 from tilegate.fileio import read_json
 from tilegate.judge.vocabulary import MemoryVerdict
-from tilegate.markdown import mib
+from tilegate.markdown import mib, mib_change
 from tilegate.report.why import text
 
 NAME = "explain"
@@ -88,7 +88,7 @@ def _memory(found: dict[str, Any], cases: Sequence[str]) -> list[str]:
             if found[k]["verdict"] != same]  # fmt: skip
     return [
         f"{k}: {MemoryVerdict[m['verdict']].value} against the {m['against']}: peak GPU memory "
-        f"{mib(m['before'])} -> {mib(m['after'])} ({mib(m['after'] - m['before'], signed=True)}"
+        f"{mib(m['before'])} -> {mib(m['after'])} ({mib_change(m['before'], m['after'])}"
         f"; tolerance {m['tolerance']})"
         for k in keys
         for m in [found[k]]

@@ -4,16 +4,9 @@ and a table of every row's peak GPU memory and its percent of the bound its decl
 
 from __future__ import annotations
 
-from typing import Any
-
 from tilegate.judge.gate import Judgement
-from tilegate.markdown import mib, table
+from tilegate.markdown import mib, mib_change, table
 from tilegate.peaks import HOW_TO_ADD
-
-
-def _change(m: Any) -> str:
-    share = f" ({m.delta / m.before:+.1%})" if m.before else ""
-    return f"{mib(m.delta, signed=True)}{share}"
 
 
 def deciding_rows(judged: Judgement) -> list[tuple[str, str, str, str, str]]:
@@ -23,7 +16,7 @@ def deciding_rows(judged: Judgement) -> list[tuple[str, str, str, str, str]]:
         (
             f"`{m.key}`",
             f"MORE MEMORY than the {m.against}: peak GPU memory of one call",
-            _change(m),
+            mib_change(m.before, m.after),
             f"{mib(m.before)} -> {mib(m.after)}",
             m.tolerance
             if any(c.isalpha() or c == "%" for c in m.tolerance)
@@ -55,7 +48,7 @@ def section(judged: Judgement) -> list[str]:
             f"`{key}`",
             f"{before}{mib(r.memory.peak_bytes)}" if r.memory else "",
             mib(r.memory.held_bytes) if r.memory else "",
-            (f"{m.verdict.value}" + (f" ({_change(m)})" if m.delta else "") if m else "")
+            (f"{m.verdict.value}" + (f" ({mib_change(m.before, m.after)})" if m.delta else "") if m else "")
             + ("" if r.memory is None or r.memory.repeats else " (peak did not repeat)"),
             f"{p[0]:.0%} of {p[1]}" if p else "",
         ))  # fmt: skip

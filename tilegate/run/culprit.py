@@ -334,6 +334,9 @@ class Bisect:
         last = rows[-1]["group"]
         self.states = {0: (False,), last: (True,)}  # for the estimate until the confirm says
         moved, unsure = self._step("confirm", self.ends[1], self.ends[0], self.state["rounds"])
+        if not any(moved) and unsure:  # UNKNOWN at the cap, its median inside: not "no change"
+            note, rest = "the range's change is UNKNOWN at the cap", outcome["candidates"]
+            return self._finish(outcome | {"result": "ambiguous", "left": rest, "note": note})
         if not any(moved):
             return self._finish(outcome | {"result": "none", "note": "no change in this range"})
         confirm = self.state["steps"][-1]["cases"]
@@ -410,11 +413,13 @@ def headline(data: dict[str, Any]) -> str:
     candidates left, NONE with why (and the confirm step's figure)."""
     out = data["outcome"]
     subject = {r["sha"]: r.get("subject", "") for r in data["commits"]}
+    confirm = [s["cases"] for s in data["steps"] if s["kind"] == "confirm"][-1:]
+    said = f"{out.get('note', '')}" + "".join(f": {_size(c)}" for c in confirm)
     if out["result"] == "none":
-        confirm = [s["cases"] for s in data["steps"] if s["kind"] == "confirm"][-1:]
-        return f"NONE: {out['note']}" + "".join(f": {_size(c)}" for c in confirm)
+        return f"NONE: {said}"
     if out["result"] == "ambiguous":
-        return f"AMBIGUOUS: candidates left {', '.join(map(short_sha, out['left']))}"
+        why = f" ({said})" if "note" in out else ""
+        return f"AMBIGUOUS: candidates left {', '.join(map(short_sha, out['left']))}{why}"
     found = [f'{short_sha(c["sha"])} "{subject[c["sha"]]}"' for c in out["culprits"]]
     return f"{out['result'].upper()}: {', '.join(found)}"
 
