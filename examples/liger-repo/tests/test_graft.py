@@ -173,12 +173,31 @@ def test_make_bundle_replays_each_pr_as_two_commits_without_history(tmp_path: Pa
     pr = git(liger, "rev-parse", "HEAD").strip()
     bundle = tmp_path / "out" / "liger.bundle"
     proc = run(tmp_path, str(HERE / "tools" / "make-bundle.py"), str(liger / ".git"), str(bundle),
-               "--pr", f"7={pr[:10]}")  # fmt: skip
+               "--pr", f"7={pr[:10]}", "--range", "1")  # fmt: skip
     assert proc.returncode == 0, _why(proc)
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(bundle), str(clone))
     refs = git(clone, "for-each-ref", "--format=%(refname:short)", "refs/remotes").split()
-    assert sorted(refs) == ["origin/HEAD", "origin/aa", "origin/pr-7-base", "origin/pr-7-head"]
+    ranges = ["origin/range-bad", "origin/range-good", "origin/range-seeded"]
+    assert sorted(refs) == [
+        "origin/HEAD",
+        "origin/aa",
+        "origin/pr-7-base",
+        "origin/pr-7-head",
+        *ranges,
+    ]
+    # the bisect range: the PR's parent's first-parent history, grafted, the seed from its 1st on
+    good, bad, seeded = (f"origin/range-{r}" for r in ("good", "bad", "seeded"))
+    assert git(clone, "rev-parse", bad) == git(clone, "rev-parse", seeded)
+    assert git(clone, "rev-parse", f"{bad}^") == git(clone, "rev-parse", good)
+    assert git(clone, "rev-list", "--count", bad).strip() == "2"
+    assert git(clone, "diff", "--name-only", good, bad).split() == [
+        "README.md",
+        "src/liger_kernel/ops/rms_norm.py",
+    ]
+    seed = "Y[: n_rows // 128].mul_(1.0)"
+    assert seed in git(clone, "show", f"{bad}:src/liger_kernel/ops/rms_norm.py")
+    assert seed not in git(clone, "show", f"{good}:src/liger_kernel/ops/rms_norm.py")
     base, head, aa = (f"origin/{r}" for r in ("pr-7-base", "pr-7-head", "aa"))
     assert git(clone, "rev-list", "--count", base).strip() == "1"  # no Liger history
     assert git(clone, "rev-parse", f"{head}^") == git(clone, "rev-parse", base)

@@ -23,6 +23,10 @@
 #          buffer in place (a library change, not the protocol's), base aa: MORE MEMORY expected
 #   host10 head aa + about 10 us of host work in each call of rms_norm's forward wrapper, base
 #          aa: SLOWER on its host time expected (judged over worker processes)
+#   bisect `tilegate bisect range-good range-bad --case 'liger-rms_norm-fwd-*'` over the bundle's
+#          range (make-bundle.py --range 32: 32 real commits, range-seeded slows rms_norm's
+#          forward): the culprit must be range-seeded. BISECT_STATE=TGZ resumes a cut one
+#          (--resume); the state goes to OUT/bisect-state.tgz either way
 #
 # No baseline is stored (baselines/ holds a README only): each run is judged by its A/B, within
 # the 3 % ceiling (no A/A noise file). Into OUT (3 files): summary.md (per step: exit code, wall
@@ -183,6 +187,34 @@ step() { # step NAME HEAD_REF BASE_REF
     done
 }
 
+bisect_step() { # the range's bisect, in the clone checked out at range-bad
+    local good bad seeded left rc t0 resume=() dir=$WORK/steps/bisect
+    good=$(ref range-good) && bad=$(ref range-bad) && seeded=$(ref range-seeded) || return
+    left=$((DEADLINE_S - ($(date +%s) - START)))
+    say "bisect: range-good ${good:0:12} .. range-bad ${bad:0:12} (seeded ${seeded:0:12}), ${left}s left"
+    git -C "$CLONE" checkout -q --detach "$bad" || die "cannot check out range-bad"
+    if [ -n "${BISECT_STATE:-}" ]; then
+        mkdir -p "$CLONE/.perf" && tar xzf "$BISECT_STATE" -C "$CLONE/.perf" && resume=(--resume)
+    fi
+    t0=$(date +%s)
+    (cd "$CLONE" && timeout "$left" "$PY" -m tilegate bisect "$good" "$bad" \
+        --case 'liger-rms_norm-fwd-*' --profile "$PROFILE" "${resume[@]}") 2>&1 | tee "$WORK/bisect.log"
+    rc=${PIPESTATUS[0]}
+    mkdir -p "$dir" && cp "$WORK/bisect.log" "$dir/"
+    cp "$CLONE/.perf/bisect/report.md" "$CLONE/.perf/bisect/bisect.json" "$dir/" 2>/dev/null
+    tar czf "$OUT/bisect-state.tgz" -C "$CLONE/.perf" --exclude=bisect/trees bisect 2>/dev/null
+    local head_line named=no
+    head_line=$(head -1 "$dir/report.md" 2>/dev/null | sed 's/^# *//')
+    grep -q "${seeded:0:12}" <<<"$head_line" && named=yes
+    ROWS+=("bisect $rc $(($(date +%s) - t0)) culprit=range-seeded:$named ${head_line:-(no report)}")
+    {
+        printf '\n## bisect: exit %s, %s s (range-good %s .. range-bad %s, seeded %s: named %s)\n\n' \
+            "$rc" "$(($(date +%s) - t0))" "${good:0:12}" "${bad:0:12}" "${seeded:0:12}" "$named"
+        sed -n '1,/^## Steps/p' "$dir/report.md" 2>/dev/null | head -40
+        awk '/^## Steps/{on=1} on' "$dir/report.md" 2>/dev/null | head -30
+    } >>"$SUMMARY"
+}
+
 for s in "${RUN[@]}"; do
     case $s in
     945 | 1266) step "$s" "pr-$s-head" "pr-$s-base" ;;
@@ -202,7 +234,8 @@ for s in "${RUN[@]}"; do
 "
         step host10 edit-host10 aa ;;
     aa) for i in $(seq 1 "$AA"); do step "aa-$i" aa pr-945-head; done ;;
-    *) die "unknown step $s (known: 945 1266 aa dx host10)" ;;
+    bisect) bisect_step ;;
+    *) die "unknown step $s (known: 945 1266 aa dx host10 bisect)" ;;
     esac
 done
 

@@ -12,7 +12,15 @@ a squash merge of one parent), two commits of fresh history:
     pr-N-head   pr-N-base + the PR's own diff (`git diff PARENT PR`, applied), the PR's title
 
 and `aa`, the first PR's head tree again as its child (pr-945-head's: `--base pr-945-head` on a
-checkout of `aa` is an A/A, the same code on both sides). HEAD is `aa`. Files whose blobs the
+checkout of `aa` is an A/A, the same code on both sides). HEAD is `aa`.
+
+With `--range N` (a bisect's range, `tilegate bisect range-good range-bad`), also a chain of N + 1
+commits: `range-good`, the tree of the commit N first-parent steps before the first PR's parent
+(or `--range-end`), then each of the N real commits after it up to that parent, each tree + the
+graft, each the child of the one before. From the `--seed-at K`-th of them on (default N * 5 / 8,
+at least 1), SEED slows rms_norm's forward (one more kernel over 1/128 of its rows, as a pull
+request that adds a small op would): `range-seeded` is that commit, the culprit a bisect must
+name, and `range-bad` the last. Files whose blobs the
 clone lacks (a partial clone's large test data) are left out and listed. The bundle is a few MB
 (the limit a device call carries is 64 MiB; this refuses over 20 MiB). Standard library and the
 git command line only.
@@ -28,11 +36,18 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parents[1]  # examples/liger-repo
 # PR number -> its merge commit on Liger-Kernel's main (squash merges: one parent)
 PRS = {945: "540575bc", 1266: "8832b2e7"}
 LIMIT = 20 * 1024 * 1024
+# the bisect range's seeded slowdown: (file, the line it goes before, the line)
+SEED = (
+    "src/liger_kernel/ops/rms_norm.py",
+    "    return Y.view(*shape), X, RSTD, BLOCK_SIZE, num_warps, casting_mode\n",
+    "    Y[: n_rows // 128].mul_(1.0)  # seeded: one more kernel, over 1/128 of the rows\n",
+)
 # fresh history, the same bytes from one build to the next
 IDENTITY = {
     "GIT_AUTHOR_NAME": "tilegate liger-repo",
@@ -118,8 +133,52 @@ def load_graft():  # type: ignore[no-untyped-def]
     return module
 
 
-def build(liger: Path, out: Path, work: Path, prs: dict[int, str]) -> dict[str, str]:
-    """The small repository's refs {name: sha}; the bundle written to out."""
+def commit_range(
+    liger: Path, small: Path, work: Path, graft: Any, end: str, n: int, seed_at: int
+) -> dict[str, str]:
+    """The bisect range's refs: END's N first-parent predecessors' and END's trees, each + the
+    graft, chained; SEED in the seed_at-th after range-good and every later one."""
+    listed = git("rev-list", "--first-parent", f"--max-count={n + 1}", end, git_dir=liger)
+    commits = listed.decode().split()[::-1]
+    if len(commits) != n + 1:
+        raise Refused(f"--range {n}: {end} has only {len(commits) - 1} first-parent ancestors")
+    parent: str | None = None
+    refs: dict[str, str] = {}
+    for i, sha in enumerate(commits):
+        tree_dir = work / f"range-{i}"
+        tree_dir.mkdir()
+        missing = export_tree(liger, sha, tree_dir)
+        if missing:
+            print(f"range {i}: left out (blobs absent from the clone): {', '.join(missing)}")
+        graft.graft(tree_dir)
+        subject = git("log", "-1", "--format=%s", sha, git_dir=liger).decode().strip()
+        body = f"Liger-Kernel {sha} + tilegate graft; fresh history."
+        if i >= seed_at:
+            path, before, line = SEED
+            text = (tree_dir / path).read_text(encoding="utf-8")
+            if text.count(before) != 1:
+                raise Refused(f"range {i} ({sha[:8]}): {path} lacks the seed's place {before!r}")
+            (tree_dir / path).write_text(text.replace(before, line + before), encoding="utf-8")
+            body += f" Seeded ({path}): {line.strip()}"
+        parent = commit_tree(small, tree_dir, f"{subject}\n\n{body}", parent)
+        shutil.rmtree(tree_dir)
+        if i == 0:
+            refs["range-good"] = parent
+        if i == seed_at:
+            refs["range-seeded"] = parent
+    refs["range-bad"] = parent
+    return refs
+
+
+def build(
+    liger: Path,
+    out: Path,
+    work: Path,
+    prs: dict[int, str],
+    span: tuple[str | None, int, int] | None = None,
+) -> dict[str, str]:
+    """The small repository's refs {name: sha}; the bundle written to out. span: the bisect
+    range's (end, N, seed_at), end None for the first PR's parent."""
     graft = load_graft()
     small = work / "small.git"
     subprocess.run(["git", "init", "-q", "--bare", str(small)], check=True, capture_output=True)
@@ -164,6 +223,9 @@ def build(liger: Path, out: Path, work: Path, prs: dict[int, str]) -> dict[str, 
             base,
         )
     first = next(iter(prs))
+    if span:
+        end = span[0] or git("rev-parse", f"{prs[first]}^1", git_dir=liger).decode().strip()
+        refs.update(commit_range(liger, small, work, graft, end, span[1], span[2]))
     head = refs[f"pr-{first}-head"]
     aa_tree = git("rev-parse", f"{head}^{{tree}}", git_dir=small).decode().strip()
     refs["aa"] = (
@@ -211,7 +273,22 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N=COMMIT",
         help=f"a pull request to replay, its number and merge commit (default: {PRS})",
     )
+    p.add_argument(
+        "--range",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also a bisect range of N real commits after range-good, seeded (module docstring)",
+    )
+    p.add_argument("--range-end", metavar="COMMIT", help="the range's last commit (default: the "
+                   "first PR's parent)")  # fmt: skip
+    p.add_argument("--seed-at", type=int, metavar="K", help="the range's seeded commit, 1..N "
+                   "(default N * 5 / 8, at least 1)")  # fmt: skip
     args = p.parse_args(argv)
+    seed_at = args.seed_at if args.seed_at is not None else max(1, args.range * 5 // 8)
+    if args.range < 0 or (args.range and not 1 <= seed_at <= args.range):
+        p.error(f"--range {args.range} --seed-at {seed_at}: need N >= 1 and 1 <= K <= N")
+    span = (args.range_end, args.range, seed_at) if args.range else None
     prs = dict(PRS)
     if args.pr:
         try:
@@ -224,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="liger-bundle-"))
     try:
-        refs = build(args.liger_git_dir.resolve(), out, work, prs)
+        refs = build(args.liger_git_dir.resolve(), out, work, prs, span)
     except Refused as err:
         print(f"make-bundle.py: {err}", file=sys.stderr)
         return 2
