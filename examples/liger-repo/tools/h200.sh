@@ -23,6 +23,9 @@
 #          buffer in place (a library change, not the protocol's), base aa: MORE MEMORY expected
 #   host10 head aa + about 10 us of host work in each call of rms_norm's forward wrapper, base
 #          aa: SLOWER on its host time expected (judged over worker processes)
+#   noise  `tilegate ab-noise --measure 3` on aa (the GPU time's and, over host workers, the host
+#          time's A/A noise), committed onto aa: the steps after it (dx, host10) are judged by
+#          calibrated tolerances, not the 3 % / 25 % ceilings (a 10 us host change is ~5 %)
 #   bisect `tilegate bisect range-good range-bad --case 'liger-rms_norm-fwd-*'` over the bundle's
 #          range (make-bundle.py --range 32: 32 real commits, range-seeded slows rms_norm's
 #          forward): the culprit must be range-seeded. BISECT_STATE=TGZ resumes a cut one
@@ -205,12 +208,12 @@ bisect_step() { # the range's bisect, in the clone checked out at range-bad
     tar czf "$OUT/bisect-state.tgz" -C "$CLONE/.perf" --exclude=bisect/trees bisect 2>/dev/null
     local head_line named=no
     head_line=$(head -1 "$dir/report.md" 2>/dev/null | sed 's/^# *//')
-    grep -q "${seeded:0:12}" <<<"$head_line" && named=yes
+    grep -q "FOUND: ${seeded:0:10}" <<<"$head_line" && named=yes
     ROWS+=("bisect $rc $(($(date +%s) - t0)) culprit=range-seeded:$named ${head_line:-(no report)}")
     {
         printf '\n## bisect: exit %s, %s s (range-good %s .. range-bad %s, seeded %s: named %s)\n\n' \
             "$rc" "$(($(date +%s) - t0))" "${good:0:12}" "${bad:0:12}" "${seeded:0:12}" "$named"
-        sed -n '1,/^## Steps/p' "$dir/report.md" 2>/dev/null | head -40
+        sed -n '/^## Steps/q;p' "$dir/report.md" 2>/dev/null | head -40
         awk '/^## Steps/{on=1} on' "$dir/report.md" 2>/dev/null | head -30
     } >>"$SUMMARY"
 }
@@ -235,7 +238,15 @@ for s in "${RUN[@]}"; do
         step host10 edit-host10 aa ;;
     aa) for i in $(seq 1 "$AA"); do step "aa-$i" aa pr-945-head; done ;;
     bisect) bisect_step ;;
-    *) die "unknown step $s (known: 945 1266 aa dx host10 bisect)" ;;
+    noise)
+        git -C "$CLONE" checkout -q --detach "$(ref aa)" || die "cannot check out aa"
+        (cd "$CLONE" && "$PY" -m tilegate ab-noise --measure 3 --profile "$PROFILE") 2>&1 | tee "$WORK/noise.log"
+        rc=${PIPESTATUS[0]}
+        mkdir -p "$WORK/steps/noise" && cp "$WORK/noise.log" "$CLONE"/baselines/*.ab.json "$WORK/steps/noise/" 2>/dev/null
+        git -C "$CLONE" add baselines && git -C "$CLONE" commit -qm "A/A noise" &&
+            git -C "$CLONE" update-ref refs/remotes/origin/aa HEAD # aa, for the steps after it
+        ROWS+=("noise $rc - $(ls "$CLONE"/baselines/*.ab.json 2>/dev/null | xargs -n1 basename)") ;;
+    *) die "unknown step $s (known: 945 1266 aa dx host10 noise bisect)" ;;
     esac
 done
 
