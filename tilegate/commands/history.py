@@ -24,33 +24,14 @@ from tilegate.judge.results import Run
 from tilegate.markdown import short_sha
 from tilegate.store.files import load_results
 
-try:
+if TYPE_CHECKING:
     from tilegate.history import changepoints as cpmod
-    from tilegate.history.verdicts import baseline_for, judge, read_verdicts
-    from tilegate.store.historydb import (
-        DEFAULT_LOCK_TIMEOUT_S,
-        DEFAULT_STORE,
-        Judged,
-        Links,
-        open_store,
-    )
-
-    if TYPE_CHECKING:
-        from tilegate.history.dashboard import Culprits
-except ImportError as err:  # without the `history` extra
-    MISSING: str | None = (
-        f"history is not available here: {err} (install it with `pip install 'tilegate[history]'`)"
-    )
-else:
-    MISSING = None
+    from tilegate.history.dashboard import Culprits
+    from tilegate.store.historydb import Judged, Links
 
 NAME = "history"
-HELP = MISSING or "the history store, its change points and the dashboard page"
-DESCRIPTION = (
-    None
-    if MISSING
-    else "Record runs in a DuckDB history, find change points, write the dashboard page."
-)
+HELP = "the history store, its change points and the dashboard page"
+DESCRIPTION = "Record runs in a DuckDB history, find change points, write the dashboard page."
 
 DEFAULT_DASHBOARD = PERF_DIR / "dashboard.html"
 
@@ -61,6 +42,8 @@ def _err(message: str) -> None:
 
 def _loaded(paths: Sequence[Path], args: argparse.Namespace) -> list[tuple[Run, dict[str, Judged]]]:
     """Load and judge every results file first: one bad file and nothing is added."""
+    from tilegate.history.verdicts import baseline_for, judge, read_verdicts
+
     if args.verdicts and len(paths) != 1:
         raise InputError("--verdicts FILE belongs to one results file; give exactly one RESULTS")
     out = []
@@ -87,6 +70,8 @@ def _loaded(paths: Sequence[Path], args: argparse.Namespace) -> list[tuple[Run, 
 def github_links(env: Mapping[str, str]) -> Links:
     """The repository and this workflow run's URLs from GitHub Actions' variables (any host:
     GITHUB_SERVER_URL is github.com or a GitHub Enterprise server); none outside Actions."""
+    from tilegate.store.historydb import Links
+
     server = env.get("GITHUB_SERVER_URL", "").rstrip("/")
     repo = env.get("GITHUB_REPOSITORY", "")
     if not server or not repo:
@@ -110,6 +95,8 @@ def _url(text: str | None, option: str) -> str | None:
 def _links(args: argparse.Namespace, paths: Sequence[Path]) -> dict[Path, Links]:
     """--repo-url / --run-url, else GitHub Actions' variables (the run URL only for one file: an
     import of many files was not measured by this run)."""
+    from tilegate.store.historydb import Links
+
     from_env = github_links(os.environ)
     repo = _url(args.repo_url, "--repo-url") or from_env.repo_url
     run = _url(args.run_url, "--run-url") or (from_env.run_url if len(paths) == 1 else None)
@@ -117,6 +104,8 @@ def _links(args: argparse.Namespace, paths: Sequence[Path]) -> dict[Path, Links]
 
 
 def _add(paths: Sequence[Path], args: argparse.Namespace) -> int:
+    from tilegate.store.historydb import open_store
+
     runs = _loaded(paths, args)
     links = _links(args, [r.path for r, _ in runs])
     with open_store(args.store, write=True, lock_timeout=args.lock_timeout) as store:
@@ -168,6 +157,8 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    from tilegate.store.historydb import open_store
+
     with open_store(args.store, lock_timeout=args.lock_timeout) as store:
         runs = store.runs(args.gpu)
         table = store.case_table(args.gpu)
@@ -194,10 +185,15 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _method(args: argparse.Namespace) -> cpmod.Method:
+    from tilegate.history import changepoints as cpmod
+
     return cpmod.Method(alpha=args.alpha, min_size=args.min_size, min_effect=args.min_effect)
 
 
 def _cmd_changepoints(args: argparse.Namespace) -> int:
+    from tilegate.history import changepoints as cpmod
+    from tilegate.store.historydb import open_store
+
     method = _method(args)
     with open_store(args.store, lock_timeout=args.lock_timeout) as store:
         if store.count()[0] == 0:
@@ -254,6 +250,7 @@ def _culprits(paths: Sequence[str] | None) -> Culprits:
 
 def _cmd_dashboard(args: argparse.Namespace) -> int:
     from tilegate.history.dashboard import write_dashboard
+    from tilegate.store.historydb import open_store
 
     out = Path(args.out)
     try:
@@ -279,6 +276,8 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def _cmd_prune(args: argparse.Namespace) -> int:
+    from tilegate.store.historydb import open_store
+
     with open_store(args.store, write=True, lock_timeout=args.lock_timeout) as store:
         gone = store.prune(args.keep)
         left, _ = store.count()
@@ -293,6 +292,8 @@ def _path(
 
 
 def _common(p: argparse.ArgumentParser) -> None:
+    from tilegate.store.historydb import DEFAULT_LOCK_TIMEOUT_S, DEFAULT_STORE
+
     _path(p, "--store", str(DEFAULT_STORE), "the DuckDB history file")
     p.add_argument(
         "--lock-timeout",
@@ -342,6 +343,8 @@ def _urls(p: argparse.ArgumentParser, *flags: str) -> None:
 
 
 def _method_args(p: argparse.ArgumentParser) -> None:
+    from tilegate.history import changepoints as cpmod
+
     d = cpmod.Method()
     p.add_argument(
         "--alpha",
@@ -419,13 +422,18 @@ def _subcommands(parser: argparse.ArgumentParser) -> None:
 
 
 def arguments(p: argparse.ArgumentParser, shared: Shared) -> None:
-    if MISSING is None:
-        _subcommands(p)  # each subcommand sets its own `func`
-    else:
+    if not shared.wanted(NAME):  # its modules (duckdb's among them) are imported only when it runs
+        return
+    try:
+        from tilegate.history import changepoints, verdicts  # noqa: F401  (the extra's imports)
+    except ImportError as err:  # without the `history` extra
         p.add_argument("rest", nargs=argparse.REMAINDER)
+        p.set_defaults(missing=f"{err} (install it with `pip install 'tilegate[history]'`)")
+        return
+    _subcommands(p)  # each subcommand sets its own `func`
 
 
-def run(_args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Without the `history` extra: say what to install (a subcommand runs its own `func`)."""
-    say(str(MISSING))
+    say(f"history is not available here: {args.missing}")
     return EXIT_CANNOT_JUDGE
