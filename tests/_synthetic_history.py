@@ -230,9 +230,12 @@ STEPPED = (
 STEP_AT = 37
 
 
-def build_store(directory: Path, *, step: bool, seed: int, salt: str) -> tuple[Path, list[Path]]:
-    """A 60-commit synthetic history in a store (verdicts from the real baseline): with a +3 %
-    step of STEPPED at commit STEP_AT, where Triton also changes to 3.9.0, or an A/A history."""
+def build_store(
+    directory: Path, *, step: bool, seed: int, salt: str, verdicts: bool = True
+) -> tuple[Path, list[Path]]:
+    """A 60-commit synthetic history in a store (with `verdicts`, each run judged against the
+    real baseline): with a +3 % step of STEPPED at commit STEP_AT, where Triton also changes to
+    3.9.0, or an A/A history."""
     from tilegate.cli import main as tilegate_main
 
     def main(argv: list[str]) -> int:
@@ -247,16 +250,8 @@ def build_store(directory: Path, *, step: bool, seed: int, salt: str) -> tuple[P
         salt=salt,
     )
     store = directory / "history.duckdb"
-    code = main(
-        [
-            "import",
-            str(directory / "runs"),
-            "--store",
-            str(store),
-            "--baselines",
-            str(REAL_BASELINES),
-        ]
-    )
+    judged = ["--baselines", str(REAL_BASELINES)] if verdicts else []
+    code = main(["import", str(directory / "runs"), "--store", str(store), *judged])
     assert code == 0
     return store, paths
 

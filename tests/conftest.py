@@ -83,10 +83,14 @@ def step_history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[P
 
 @pytest.fixture(scope="session")
 def aa_history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
-    """A SYNTHETIC 60-commit A/A history: the same code at every commit."""
+    """A SYNTHETIC 60-commit A/A history: the same code at every commit. Without verdicts: its
+    one test reads its change points, which the verdicts do not enter (step_history's runs are
+    stored with theirs)."""
     from tests._synthetic_history import build_store
 
-    return build_store(tmp_path_factory.mktemp("aa-history"), step=False, seed=7, salt="aa")
+    return build_store(
+        tmp_path_factory.mktemp("aa-history"), step=False, seed=7, salt="aa", verdicts=False
+    )
 
 
 @pytest.fixture(scope="session")
