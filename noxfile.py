@@ -239,12 +239,19 @@ def liger(session: nox.Session) -> None:
         )
 
 
+# The virtualenvs of bench_adapter and lint (a few pure wheels each) are uv's where uv is on PATH:
+# 0.2 CPU-s to create where `python -m venv` and its pip take 4, and installed by uv (`_install`).
+UV_VENV = "uv|venv"
+
+
 # 5.3.1 with pytest 9.0.3 is the `test` group's pin: `tests` runs tests/test_bench_adapter.py
 # under it already (a second virtualenv of the same pins was a second run of the same tests).
-@nox.session(allow_parallel=True)
+@nox.session(allow_parallel=True, venv_backend=UV_VENV)
 def bench_adapter(session: nox.Session) -> None:
     """Pin the pytest-benchmark adapter's behaviour on the GPU image's pytest-benchmark (5.2.3)."""
-    session.install("pytest-benchmark==5.2.3", "pytest==8.4.2")
+    _install(
+        session, str(Path(session.bin) / "python"), ["pytest-benchmark==5.2.3", "pytest==8.4.2"]
+    )
     session.run(
         "python",
         "-m",
@@ -256,10 +263,10 @@ def bench_adapter(session: nox.Session) -> None:
     )
 
 
-@nox.session(allow_parallel=True)
+@nox.session(allow_parallel=True, venv_backend=UV_VENV)
 def lint(session: nox.Session) -> None:
     """Lint and type-check the code; lint and audit the GitHub workflows (actionlint, zizmor)."""
-    _install_group(session, "lint")
+    _install(session, str(Path(session.bin) / "python"), _group("lint"))
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy", "--package", "tilegate")
