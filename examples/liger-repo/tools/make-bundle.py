@@ -286,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
                    "(default N * 5 / 8, at least 1)")  # fmt: skip
     args = p.parse_args(argv)
     seed_at = args.seed_at if args.seed_at is not None else max(1, args.range * 5 // 8)
+    if not args.range and (args.range_end or args.seed_at is not None):
+        p.error("--range-end and --seed-at belong to a range: give --range N too")
     if args.range < 0 or (args.range and not 1 <= seed_at <= args.range):
         p.error(f"--range {args.range} --seed-at {seed_at}: need N >= 1 and 1 <= K <= N")
     span = (args.range_end, args.range, seed_at) if args.range else None
