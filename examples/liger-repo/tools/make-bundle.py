@@ -133,6 +133,17 @@ def load_graft():  # type: ignore[no-untyped-def]
     return module
 
 
+def grafted_tree(liger: Path, graft: Any, commit: str, tree_dir: Path) -> Path:
+    """COMMIT's files written to tree_dir (a new directory), with the graft; what the clone
+    lacks is listed."""
+    tree_dir.mkdir()
+    missing = export_tree(liger, commit, tree_dir)
+    if missing:
+        print(f"{tree_dir.name}: left out (blobs absent from the clone): {', '.join(missing)}")
+    graft.graft(tree_dir)
+    return tree_dir
+
+
 def commit_range(
     liger: Path, small: Path, work: Path, graft: Any, end: str, n: int, seed_at: int
 ) -> dict[str, str]:
@@ -145,12 +156,7 @@ def commit_range(
     parent: str | None = None
     refs: dict[str, str] = {}
     for i, sha in enumerate(commits):
-        tree_dir = work / f"range-{i}"
-        tree_dir.mkdir()
-        missing = export_tree(liger, sha, tree_dir)
-        if missing:
-            print(f"range {i}: left out (blobs absent from the clone): {', '.join(missing)}")
-        graft.graft(tree_dir)
+        tree_dir = grafted_tree(liger, graft, sha, work / f"range-{i}")
         subject = git("log", "-1", "--format=%s", sha, git_dir=liger).decode().strip()
         body = f"Liger-Kernel {sha} + tilegate graft; fresh history."
         if i >= seed_at:
@@ -187,12 +193,7 @@ def build(
         pr_sha = git("rev-parse", "--verify", f"{pr}^{{commit}}", git_dir=liger).decode().strip()
         parent = git("rev-parse", "--verify", f"{pr_sha}^1", git_dir=liger).decode().strip()
         title = git("log", "-1", "--format=%s", pr_sha, git_dir=liger).decode().strip()
-        tree_dir = work / f"pr-{number}"
-        tree_dir.mkdir()
-        missing = export_tree(liger, parent, tree_dir)
-        if missing:
-            print(f"pr-{number}: left out (blobs absent from the clone): {', '.join(missing)}")
-        graft.graft(tree_dir)
+        tree_dir = grafted_tree(liger, graft, parent, work / f"pr-{number}")
         refs[f"pr-{number}-base"] = base = commit_tree(
             small,
             tree_dir,
