@@ -10,15 +10,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.test_installed import _git
 from tilegate.cli import main
+from tilegate.judge import stats
+from tilegate.judge.abnoise import ABPolicy
 from tilegate.judge.bisection import (
     Answer,
+    Read,
+    answer,
     attempts,
     culprits,
-    from_rounds,
     next_group,
     state,
     steps_left,
@@ -31,6 +35,12 @@ BIMODAL = [1.0 + 0.06 * (i % 2) + 0.001 * (i % 5) for i in range(64)]  # two mod
 SHIFTED = [1.05 + 0.002 * ((i * 7) % 5 - 2) for i in range(64)]  # +5 %, tight
 STILL = [1.0 + 0.001 * ((i * 3) % 5 - 2) for i in range(64)]  # around 1, tight
 WIDE = [1.0 + 0.03 * (i % 2 * 2 - 1) + 0.001 * (i % 3) for i in range(64)]  # +-3 %, median ~1
+
+
+def from_rounds(key: str, rounds: list[float], tolerance: float, direction: int) -> Read:
+    """A case's read from its per-round ratios, with the A/B's interval (stats.median_ci)."""
+    ci = stats.median_ci(rounds, ABPolicy().confidence)
+    return Read(key, float(np.median(rounds)), ci, tolerance, answer(ci, tolerance, direction))
 
 
 def test_a_clear_shift_is_different_only_on_the_side_the_range_moved() -> None:

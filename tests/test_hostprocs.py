@@ -3,9 +3,11 @@ tilegate.judge.hostprocs, and the A/B's case judged on it where the sides are tw
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tests._factories import bench, key, make_run, write
@@ -99,3 +101,45 @@ def test_an_aa_noise_file_takes_its_host_noise_from_the_process_pairs(tmp_path: 
     ]
     noise = build_noise(runs, tmp_path / "noise.json")
     assert noise.rows[host_key(CASE)].run_ratios == pytest.approx(factors)
+
+
+def _blocks_results(tmp_path: Path, factor: float, blocks: bool = True) -> Path:
+    """Six process pairs whose blocks (10 each, alternated) run at the machine's moment: 1 x or
+    1.9 x, the same for a pair's two blocks of one moment but for one flip between them in every
+    process pair, so each process's median lands on either pace; the head `factor` x the base."""
+    path = _results(tmp_path, BASE_MS)
+    data = json.loads(path.read_text())
+    for param, scale in ((CASE, factor), (f"{CASE}@base", 1.0)):
+        tg, per_proc = bench(data, param)["extra_info"]["tilegate"], []
+        for i in range(6):
+            slow = set(range(i % 3, i % 3 + 5))  # 5 of 10 blocks at the slow moment
+            if param == CASE:  # the head's block of one moment fell on the other side of a flip
+                slow ^= {(i % 3 + 5) if i % 2 else i % 3}
+            jitter = [1 + 0.004 * ((3 * i + 7 * b + scale) % 5 - 2) for b in range(10)]
+            per_proc.append(
+                [0.2e-3 * scale * (1.9 if b in slow else 1) * jitter[b] for b in range(10)]
+            )
+        tg["host_procs_s"] = [float(np.median(b)) for b in per_proc]
+        tg["host_blocks_s"] = per_proc if blocks else None
+    return write(path, data)
+
+
+def test_a_pair_is_its_blocks_median_ratio_so_a_moment_of_the_machine_is_not_a_verdict(
+    tmp_path: Path,
+) -> None:
+    """Round 19 on the H100: Liger's worker medians were 65 us or 105 us whatever the side; a
+    shared 2-core VM's Python pace flips 2 x for 50-300 ms. The blocks' paired ratios see past it."""
+    aa = _case(_blocks_results(tmp_path / "aa", 1.0))
+    assert aa.verdict is ABVerdict.SAME and aa.ci is not None, aa.note
+    assert aa.ci[0] > 0.98 and aa.ci[1] < 1.02, aa.ci
+    # the same processes judged on their medians alone (a file without blocks): undecided
+    medians = _case(_blocks_results(tmp_path / "medians", 1.0, blocks=False))
+    assert medians.verdict is ABVerdict.AMBIGUOUS, medians.note
+    slower = _case(_blocks_results(tmp_path / "slower", 1.4))  # beyond the 25 % ceiling
+    assert slower.verdict is ABVerdict.SLOWER and slower.ci is not None, slower.note
+    assert slower.ci[0] > 1.37 and slower.ci[1] < 1.43, slower.ci
+    bad = _blocks_results(tmp_path / "bad", 1.0)
+    data = json.loads(bad.read_text())
+    bench(data, CASE)["extra_info"]["tilegate"]["host_blocks_s"][2][0] = -1.0
+    with pytest.raises(InputError, match="host_blocks_s"):
+        load_results(write(bad, data))

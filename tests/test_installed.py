@@ -509,11 +509,12 @@ def test_host_time_is_judged_over_worker_processes_when_the_sides_are_two(
     site: Path, tmp_path: Path
 ) -> None:
     """Issue 50, item 2: a package that imports itself by name (each side a process), its
-    host-bound cases timed again in 4 fresh workers per side, alternated. 2 ms more of
+    host-bound cases timed again in 4 fresh workers per side, in alternated blocks. 2 ms more of
     `time.sleep` in host_b's wrapper is SLOWER on its host time, its interval over the process
     pairs, the grown function named from the two sides' profiles; host_a, the same code on both
     sides (an A/A), is SAME on it. The per-process medians are in the results, and every worker
     ran on the one CPU the run names."""
+    from tilegate.harness.hostworkers import BLOCKS
     from tilegate.judge.abcompare import compare_ab
     from tilegate.judge.vocabulary import ABVerdict
     from tilegate.store.files import load_results
@@ -537,6 +538,8 @@ def test_host_time_is_judged_over_worker_processes_when_the_sides_are_two(
     cases = {c.variant: c for c in compare_ab(load_results(out / "results.json"), None).cases}
     for case in cases.values():
         assert len(case.head.host_procs_s) == len(case.base.host_procs_s) == 4, case
+        blocks = case.head.host_blocks_s, case.base.host_blocks_s  # each process's, alternated
+        assert [len(b) for side in blocks for b in side] == [BLOCKS] * 8, blocks
     slower, same = cases["host_b"], cases["host_a"]
     assert slower.verdict is ABVerdict.SLOWER and slower.judged_on == "host", slower
     assert slower.ci is not None and slower.ci[0] > 1.25, slower.ci
@@ -546,6 +549,7 @@ def test_host_time_is_judged_over_worker_processes_when_the_sides_are_two(
     ), slower.note
     assert same.verdict is ABVerdict.UNCHANGED and "process pairs" in same.note, same
     assert same.note.endswith("host tolerance: SAME"), same.note
+    assert "blocks alternated" in same.note, same.note
     info = json.loads((out / "results.json").read_text())["machine_info"]["tilegate"]
     assert info["pairing"]["host_procs"]["per_side"] == 4
     cpu = max(os.sched_getaffinity(0))

@@ -1,10 +1,11 @@
 """Host time across processes: the host-bound pairs of a two-process A/B timed in fresh workers.
 
 Two processes' host times do not pair (one's Python runs 20-80 % slower than another's), so
-after the paired rounds `measure` times `Profile.host_procs` fresh workers a side, one at a time,
-AB BA BA AB: worker i of each side is a pair; the first of each side also profiles the call.
-Every worker runs on one CPU, the same for all (`pin_cpu`): a process's Python pace moves with
-the core it lands on, and the pairs should differ only by their code.
+after the paired rounds `measure` times `Profile.host_procs` fresh workers a side: worker i of
+each side is a pair, and the pair's two workers time each call in BLOCKS blocks, alternated AB BA
+BA AB. A machine's pace moves for a while at a time (on a shared 2-core VM, 2 x for 50-300 ms:
+docs/measuring.md), and both of a pair's blocks fall in the same moment; the first pair also
+profiles the calls. Every worker runs on one CPU, the same for all (`pin_cpu`).
 The verdict: tilegate.judge.hostprocs (docs/measuring.md).
 """
 
@@ -25,16 +26,17 @@ from tilegate.harness.measure import group_seed
 from tilegate.harness.sides import local, portable
 from tilegate.judge.hostprocs import MIN_PAIRS
 
-HOST_CALLS_S = 0.2  # each worker times each call for about this long ...
-MIN_CALLS, MAX_CALLS = 7, 500  # ... in this many calls
-PROFILE_CALLS = 20  # calls profiled in each side's first worker
+BLOCKS, BLOCK_S = 10, 0.02  # each worker times each call in this many blocks of about this long
+MIN_CALLS, MAX_CALLS = 3, 50  # ... each of this many calls
+PROFILE_CALLS = 20  # calls profiled in the first pair's workers
 PROFILE_TOP = 25  # functions kept, by cumulative time per call
 SYNC_PROBE_MIN_S = 0.002  # the busy-wait queued ahead of a call: at least this, 4 x its host time
+SIDES = ("head", "base")
 
 
-def orders(procs: int) -> list[tuple[str, str]]:
-    """Which side's worker of pair i times first: AB BA BA AB (a trend falls on both alike)."""
-    return [("head", "base") if i % 4 in (0, 3) else ("base", "head") for i in range(procs)]
+def orders(blocks: int) -> list[tuple[str, str]]:
+    """Which side's block i times first: AB BA BA AB (a trend falls on both alike)."""
+    return [SIDES if i % 4 in (0, 3) else SIDES[::-1] for i in range(blocks)]
 
 
 def pin_cpu() -> int | None:
@@ -46,17 +48,18 @@ def pin_cpu() -> int | None:
 
 def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
     """Time the host-bound pairs in `procs` fresh workers per side (a failing one: SideFailure)."""
-    todo: dict[str, dict[str, list[Any]]] = {"head": {}, "base": {}}
-    rows: dict[tuple[str, str], Any] = {}
+    todo: dict[str, dict[str, list[Any]]] = {s: {} for s in SIDES}
+    couples, rows = [], {}
     for prep in prepared:
-        for head, base in prep.pairs.items():
-            pair = [prep.results[s] for s in (head, base)]
-            if measurer.device == "cuda" and not any(r.extra.get("host_bound") for r in pair):
+        for pair in prep.pairs.items():
+            got = [prep.results[s] for s in pair]
+            if measurer.device == "cuda" and not any(r.extra.get("host_bound") for r in got):
                 continue  # under the interpreter every call is host
-            for res in pair:
+            couples.append({prep.fns[s]: (prep.group, s) for s in pair})
+            for res in got:
                 todo[prep.fns[res.case.slot]].setdefault(prep.group, []).append(res.case)
                 rows[(prep.group, res.case.slot)] = res
-    if procs < MIN_PAIRS or len(measurer.sides) < 2 or not todo["head"]:  # no verdict below
+    if procs < MIN_PAIRS or len(measurer.sides) < 2 or not couples:  # no verdict below
         return
     t0, cpu = time.perf_counter(), pin_cpu()
     groups = {
@@ -64,66 +67,89 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
         for side, by in todo.items()
     }
     logs = measurer.sides["head"].log_path.parent / "host"
-    plan = [(i, side) for i, order in enumerate(orders(procs)) for side in order]
+    plan = [(i, side) for i in range(procs) for side in SIDES]
     with ThreadPoolExecutor(len(plan)) as pool:  # side by side; all up before one is timed
         started = [pool.submit(measurer.sides[s].fresh, logs / f"{s}-{i}") for i, s in plan]
     try:
-        for (i, side), worker in zip(plan, [f.result() for f in started], strict=True):
-            answer = worker.request("host", groups=groups[side], first=i == 0, cpu=cpu)
-            worker.close()
-            for (group, slot), facts in answer.items():
-                extra = rows[(group, slot)].extra
-                extra.setdefault("host_procs_s", []).append(facts.pop("median_s"))
-                extra.update(facts)  # the first worker's profile and syncs_inside
+        workers = [f.result() for f in started]
+        for i in range(procs):
+            pair = dict(zip(SIDES, workers[2 * i : 2 * i + 2], strict=True))
+            for side, worker in pair.items():
+                worker.request("host", "setup", groups[side], cpu)
+            for couple in couples:
+                _time_couple(pair, couple, rows)
+            for worker in pair.values():
+                for key, facts in (worker.request("host", "facts") if i == 0 else {}).items():
+                    rows[key].extra.update(facts)  # the first pair's profiles and syncs_inside
+                worker.close()
     finally:
         for f in started:
             if f.exception() is None:
                 f.result().kill()
     seconds = round(time.perf_counter() - t0, 2)
-    measurer.host_timing = {"per_side": procs, "seconds": seconds, "cpu": cpu}
+    measurer.host_timing = {"per_side": procs, "seconds": seconds, "cpu": cpu, "blocks": BLOCKS}
     measurer.on_progress(
-        f"host time of {len(rows) // 2} host-bound pair(s) in {procs} processes per side"
+        f"host time of {len(couples)} host-bound pair(s) in {procs} processes per side"
         f"{'' if cpu is None else f' on CPU {cpu}'}: {seconds:.1f} s"
     )
+
+
+def _time_couple(pair: dict[str, Any], couple: dict[str, Any], rows: dict[Any, Any]) -> None:
+    """One case pair in one pair of workers: BLOCKS blocks a side, alternated, as many calls in
+    each side's block (from the slower side's pace): `host_blocks_s` and their median."""
+    pace = max(pair[s].request("host", "pace", couple[s]) for s in SIDES)
+    calls = min(MAX_CALLS, max(MIN_CALLS, math.ceil(BLOCK_S / max(pace, 1e-9))))
+    blocks: dict[str, list[float]] = {s: [] for s in SIDES}
+    for order in orders(BLOCKS):
+        for side in order:
+            blocks[side].append(pair[side].request("host", "block", couple[side], calls))
+    for side in SIDES:
+        extra = rows[couple[side]].extra
+        extra.setdefault("host_blocks_s", []).append(blocks[side])
+        extra.setdefault("host_procs_s", []).append(statistics.median(blocks[side]))
 
 
 # --- in the worker ---------------------------------------------------------------------------
 
 
-def time_host(
-    measurer: Any, groups: list[Any], root: Path, *, first: bool, cpu: int | None
-) -> dict[tuple[str, str], Any]:
-    """A worker's host times, on CPU `cpu` where one is given: {(group, slot): {"median_s",
-    first: "host_profile", ...}}."""
-    if cpu is not None:
-        os.sched_setaffinity(0, {cpu})  # type: ignore[attr-defined,unused-ignore]
-    out: dict[tuple[str, str], Any] = {}
-    for group, wired, seed in groups:
-        cases = [local(c) for c in wired]
-        params = cases[0].params
-        inputs = measurer.benchmark.inputs(params, measurer.device, seed)
-        for case in cases:
-            variant = measurer.runnable(case.slot, case.variant, params)[0]
-            if variant is not None:
-                call = variant.make(params, inputs)
-                out[(group, case.slot)] = _host_of(measurer, call, root, first=first)
-        del inputs
-    return out
+class HostCalls:
+    """A worker's host-bound calls, made and warmed once (`setup`), then timed block by block."""
 
+    def __init__(self, measurer: Any, root: Path, groups: list[Any], cpu: int | None) -> None:
+        if cpu is not None:
+            os.sched_setaffinity(0, {cpu})  # type: ignore[attr-defined,unused-ignore]
+        self.measurer, self.root = measurer, root
+        self.calls: dict[tuple[str, str], Callable[[], Any]] = {}
+        self.inputs: list[Any] = []  # each group's, alive while its calls are timed
+        self.last: dict[tuple[str, str], float] = {}  # each call's last block's host seconds
+        for group, wired, seed in groups:
+            cases = [local(c) for c in wired]
+            params = cases[0].params
+            self.inputs.append(measurer.benchmark.inputs(params, measurer.device, seed))
+            for case in cases:
+                variant = measurer.runnable(case.slot, case.variant, params)[0]
+                if variant is not None:
+                    self.calls[(group, case.slot)] = variant.make(params, self.inputs[-1])
 
-def _host_of(measurer: Any, call: Callable[[], Any], root: Path, *, first: bool) -> dict[str, Any]:
-    timer, gpu = measurer.timer, measurer.device == "cuda"
-    # a fresh process compiles, tunes, allocates in its first calls: the last sets the pace
-    pace = timer.host_times({"c": call}, 3)["c"][-1]
-    calls = min(MAX_CALLS, max(MIN_CALLS, math.ceil(HOST_CALLS_S / max(pace, 1e-9))))
-    host = statistics.median(timer.host_times({"c": call}, calls)["c"])
-    got: dict[str, Any] = {"median_s": host}
-    if first:
-        sync = measurer.torch.cuda.synchronize if gpu else None
-        got["host_profile"] = _profile(call, min(calls, PROFILE_CALLS), root, sync)
-    if first and gpu:
-        got["syncs_inside"] = _waits_inside(measurer.torch, call, host)
-    return got
+    def pace(self, key: tuple[str, str]) -> float:
+        """A fresh process compiles, tunes, allocates in a call's first calls: the last sets it."""
+        return self.measurer.timer.host_times({"c": self.calls[key]}, 3)["c"][-1]
+
+    def block(self, key: tuple[str, str], calls: int) -> float:
+        """The median host seconds of `calls` calls, nothing queued ahead of each."""
+        got = self.measurer.timer.host_times({"c": self.calls[key]}, calls)["c"]
+        self.last[key] = statistics.median(got)
+        return self.last[key]
+
+    def facts(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """Each call's profile and, on a GPU, whether it waits on the GPU inside."""
+        torch, gpu = self.measurer.torch, self.measurer.device == "cuda"
+        sync = torch.cuda.synchronize if gpu else None
+        return {
+            key: {"host_profile": _profile(call, PROFILE_CALLS, self.root, sync)}
+            | ({"syncs_inside": _waits_inside(torch, call, self.last[key])} if gpu else {})
+            for key, call in self.calls.items()
+        }
 
 
 def _waits_inside(torch: Any, call: Callable[[], Any], host_s: float) -> bool:

@@ -93,6 +93,7 @@ class Worker:
         self.alias: Any = None  # the base's benchmark, in a one-process A/B
         self.measurer: Any = None
         self.root = Path()
+        self.host_calls: Any = None  # tilegate.harness.hostworkers.HostCalls, once set up
 
     def hello(self, spec: Any, profile: str | None, alias: Any = None, sha: str = "") -> Any:
         """Load the side's code and protocol (`alias`: the base's too, beside); what it declares."""
@@ -201,10 +202,14 @@ class Worker:
             raise AttributeError(verb)
         return getattr(self.measurer, verb)
 
-    def host(self, groups: list[Any], first: bool, cpu: int | None) -> Any:
-        from tilegate.harness.hostworkers import time_host
+    def host(self, what: str, *args: Any) -> Any:
+        """tilegate.harness.hostworkers' HostCalls: "setup" makes them, then its verbs."""
+        from tilegate.harness.hostworkers import HostCalls
 
-        return time_host(self.measurer, groups, self.root, first=first, cpu=cpu)
+        if what == "setup":
+            self.host_calls = HostCalls(self.measurer, self.root, *args)
+            return None
+        return getattr(self.host_calls, what)(*args)
 
     def warnings_seen(self) -> Any:
         if self.measurer is None:

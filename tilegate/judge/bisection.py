@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import itertools
 import math
-import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from tilegate.judge import stats
-from tilegate.judge.abnoise import ABPolicy
 from tilegate.markdown import short_sha
 
 
@@ -49,13 +46,6 @@ class Read:  # one case read in one attempt of a step
     ci: tuple[float, float]
     tolerance: float
     answer: Answer
-
-
-def from_rounds(key: str, rounds: Sequence[float], tolerance: float, direction: int) -> Read:
-    """A case's read from its per-round ratios (the A/B's interval: stats.median_ci)."""
-    ci = stats.median_ci(rounds, ABPolicy().confidence)
-    ratio = float(statistics.median(rounds))
-    return Read(key, ratio, ci, tolerance, answer(ci, tolerance, direction))
 
 
 def attempts(measure: Callable[[int], list[Read]], rounds: int, cap: int) -> list[list[Read]]:

@@ -1,7 +1,8 @@
 """The host verdict of a two-process A/B over worker processes (tilegate.harness.hostworkers).
 
-Worker i of the head and of the base are a pair: one log(head_i / base_i) each, every run's
-pooled; their mean, its Student t interval and a one-sided t-test (a Wilcoxon test needs 7 pairs
+Worker i of the head and of the base are a pair, their blocks timed alternately: one log-ratio
+each, the median of its blocks' (a file without blocks: of the two workers' medians), every
+run's pooled; their mean, its Student t interval and a one-sided t-test (a Wilcoxon test needs 7 pairs
 to reach p < 0.01 at all) are decided as the GPU time is, against the host tolerance; the note
 names the functions that grew per call. A call that waits on the GPU inside (`syncs_inside`) is
 not judged here: its "host" time is its wall time (`waits_inside`).
@@ -38,15 +39,11 @@ def judge(
     """The host verdict over process pairs; None without them or where a call waits inside."""
     from tilegate.judge.abcase import ABCase
 
-    got = [
-        (h.host_procs_s, b.host_procs_s)
-        for _, h, b in pairs
-        if h.host_procs_s and b.host_procs_s and len(h.host_procs_s) == len(b.host_procs_s)
-    ]
-    if not got or waits_inside(pairs):
+    used = [(h, b, logs) for _, h, b in pairs if (logs := pair_logs(h, b))]
+    per_run = [logs for *_, logs in used]
+    if not per_run or waits_inside(pairs):
         return None
-    per_run = [np.log(np.divide(h, b)) for h, b in got]
-    logs = np.concatenate(per_run).tolist()
+    logs = [x for run in per_run for x in run]
     if len(logs) < MIN_PAIRS:
         return None
     log_mean, log_lo, log_hi, p_slower, p_faster = stats.mean_t_test(logs, policy.confidence)
@@ -57,7 +54,7 @@ def judge(
     )
     _, head, base = pairs[0]
     note = (
-        f"host time over {len(logs)} process pairs (fresh workers, alternated): "
+        f"host time over {len(logs)} process pairs (fresh workers, blocks alternated): "
         f"{mean - 1:+.1%} [{lo - 1:+.1%} .. {hi - 1:+.1%}] against its {tolerance:.1%} host "
         f"tolerance: {verdict.value}"
     )
@@ -67,20 +64,29 @@ def judge(
             f"`{n}` {d * 1e3:+.3g} ms" for n, d in grown
         )
     changed = head.code_hash != base.code_hash if head.code_hash and base.code_hash else None
-    head_s, base_s = (statistics.median(x for pair in got for x in pair[i]) for i in (0, 1))
+    head_s = statistics.median(x for h, _, _ in used for x in h.host_procs_s or ())
+    base_s = statistics.median(x for _, b, _ in used for x in b.host_procs_s or ())
     return ABCase(
         key, verdict, head, base, mean, (lo, hi), run_ratios, p_slower, p_faster, tolerance,
         tolerance_source, changed, note, head_median_s=head_s, base_median_s=base_s,
     )  # fmt: skip
 
 
+def pair_logs(head: Row, base: Row) -> list[float] | None:
+    """log(head / base) of each process pair: the median over its blocks' ratios (timed
+    alternately, a moment's pace falls on both), else of the two workers' medians; None without."""
+    hb, bb = head.host_blocks_s, base.host_blocks_s
+    if hb and bb and len(hb) == len(bb):
+        return [float(np.median(np.log(np.divide(h, b)))) for h, b in zip(hb, bb, strict=True)]
+    h, b = head.host_procs_s, base.host_procs_s
+    return np.log(np.divide(h, b)).tolist() if h and b and len(h) == len(b) else None
+
+
 def run_ratio(head: Row, base: Row) -> float | None:
     """One run's host ratio over its process pairs (the geometric mean): an A/A run's `#host`
     noise where the sides were two processes (tilegate.judge.abnoise.build_noise); None without."""
-    h, b = head.host_procs_s, base.host_procs_s
-    if not h or not b or len(h) != len(b) or len(h) < MIN_PAIRS:
-        return None
-    return math.exp(float(np.mean(np.log(np.divide(h, b)))))
+    logs = pair_logs(head, base)
+    return math.exp(float(np.mean(logs))) if logs and len(logs) >= MIN_PAIRS else None
 
 
 def grew(

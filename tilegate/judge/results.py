@@ -207,6 +207,7 @@ class Row:
     held: bool = False
     # a host-bound case of a two-process A/B (tilegate.harness.hostworkers)
     host_procs_s: tuple[float, ...] | None = None
+    host_blocks_s: tuple[tuple[float, ...], ...] | None = None  # each process's, alternated
     host_profile: tuple[tuple[str, float], ...] = ()
     syncs_inside: bool | None = None
     pinned: Row | None = None  # a tuner flip re-timed on the base's pick, as a row of its own

@@ -237,14 +237,20 @@ def parse_row(path: Path, index: int, bench: Any) -> Row:
 def _host_procs(where: str, tg: Mapping[str, Any]) -> Mapping[str, Any]:
     """A row's host times over worker processes (tilegate.harness.hostworkers), checked."""
     procs, prof = tg.get("host_procs_s"), tg.get("host_profile", [])
+    blocks = tg.get("host_blocks_s")
     procs_ok = procs is None or (isinstance(procs, list) and all(map(is_finite_positive, procs)))
-    if not procs_ok or not isinstance(prof, list) or not all(_pair(p) for p in prof):
+    blocks_ok = blocks is None or (
+        isinstance(blocks, list)
+        and all(isinstance(b, list) and b and all(map(is_finite_positive, b)) for b in blocks)
+    )
+    if not procs_ok or not blocks_ok or not isinstance(prof, list) or not all(map(_pair, prof)):
         raise InputError(
-            f"{where}: extra_info.tilegate.host_procs_s / host_profile are {procs!r} / {prof!r}; "
-            "expected host seconds per worker process, [function, seconds] pairs; re-run the suite"
+            f"{where}: extra_info.tilegate.host_procs_s / host_blocks_s / host_profile are {procs!r}"
+            f" / {blocks!r} / {prof!r}, not seconds / lists of them / [function, seconds]; re-run"
         )
     return {
         "host_procs_s": tuple(map(float, procs)) if procs else None,
+        "host_blocks_s": tuple(tuple(map(float, b)) for b in blocks) if blocks else None,
         "host_profile": tuple((n, float(t)) for n, t in prof),
         "syncs_inside": tg["syncs_inside"] if isinstance(tg.get("syncs_inside"), bool) else None,
     }
