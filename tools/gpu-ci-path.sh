@@ -28,7 +28,8 @@
 #               docs file, the 13th onepct's plan edit with CUT programs fewer, default 4), then
 #               `tilegate bisect HEAD~20 HEAD --case tma_xtile_persistent-fp16-nt-K128` (quick):
 #               the culprit named by compiled identity first, then paired steps, explained
-# Environment: EXTRA="..." more options for tilegate perf in every step; bisect20's CUT, and its
+# Environment: PACK=1 leaves OUTDIR as summary.txt and steps.tgz (a lent machine returns a few
+# files a call); EXTRA="..." more options for tilegate perf in every step; bisect20's CUT, and its
 # PROFILE and CASE (a dry run on a CPU: PROFILE=smoke CASE=tma_xtile_persistent-fp16-nt-K24).
 set -uo pipefail
 out=${1:?usage: tools/gpu-ci-path.sh OUTDIR STEP...}; shift
@@ -40,7 +41,7 @@ fi
 base=$(git rev-parse HEAD)
 trap 'git reset -q --hard "$base"' EXIT
 # shellcheck source=tools/gpu-lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"  # edit, stamp
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"  # edit, stamp, pack
 step() {  # step NAME [tilegate perf options...]: commit the work tree as the PR, judge it
   local name=$1; shift; local t0 rc dir gate cache
   while [ -e "$out/$name.log" ]; do name="$name+"; done
@@ -149,3 +150,4 @@ for spec in "$@"; do
     esac
   done
 done
+pack "$out"

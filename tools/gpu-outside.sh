@@ -22,8 +22,9 @@
 #           num_stages 1/2, keyed on the row length: issue 39's case, whose two processes can
 #           pick differently); steps after it (rebaseline, aa) run on that code
 # Each step's exit code, wall time and headline go to OUTDIR/summary.txt, its report to
-# OUTDIR/<step>.report.md. PROFILE=smoke: a dry run on a CPU (the interpreter; timings mean
-# nothing), with a python3 that has CPU torch and Triton first on PATH.
+# OUTDIR/<step>.report.md (PACK=1: all but summary.txt packed into OUTDIR/steps.tgz).
+# PROFILE=smoke: a dry run on a CPU (the interpreter; timings mean nothing), with a python3
+# that has CPU torch and Triton first on PATH.
 set -uo pipefail
 out=${1:?usage: tools/gpu-outside.sh OUTDIR STEP...}; shift
 out=$(mkdir -p "$out" && cd "$out" && pwd); summary=$out/summary.txt; touch "$summary"
@@ -130,7 +131,7 @@ def test_softmax(tilegate_case, perf_run, benchmark):
     measure_case(tilegate_case, perf_run, benchmark)
 PY
 # shellcheck source=tools/gpu-lib.sh
-source "$here/tools/gpu-lib.sh"  # edit, stamp
+source "$here/tools/gpu-lib.sh"  # edit, stamp, pack
 printf '.perf/\n__pycache__/\n' > .gitignore
 g() { git -c user.name=gpu -c user.email=gpu@localhost "$@"; }
 g init -q && g add -A && g commit -qm "tilegate init, importing itself by name"
@@ -190,3 +191,4 @@ PY
     *) echo "unknown step $spec" | tee -a "$summary" ;;
   esac
 done
+pack "$out"
