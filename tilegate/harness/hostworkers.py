@@ -1,12 +1,10 @@
 """Host time across processes: the host-bound pairs of a two-process A/B timed in fresh workers.
 
-Two processes' host times do not pair (one's Python runs 20-80 % slower than another's), so
-after the paired rounds `measure` times `Profile.host_procs` fresh workers a side: worker i of
-each side is a pair, and the pair's two workers time each call in BLOCKS blocks, alternated AB BA
-BA AB. A machine's pace moves for a while at a time (on a shared 2-core VM, 2 x for 50-300 ms:
-docs/measuring.md), and both of a pair's blocks fall in the same moment; the first pair also
-profiles the calls. Every worker runs on one CPU, the same for all (`pin_cpu`).
-The verdict: tilegate.judge.hostprocs (docs/measuring.md).
+After the paired rounds `measure` times `Profile.host_procs` fresh workers a side, worker i of
+each side a pair, whose two workers time each call in BLOCKS blocks alternated AB BA BA AB: a
+machine's pace moves for a while at a time, and both sides' blocks of one moment share it. The
+first pair profiles the calls; every worker runs on one CPU (`pin_cpu`). Why and the verdict
+(tilegate.judge.hostprocs): docs/measuring.md.
 """
 
 from __future__ import annotations
@@ -97,8 +95,10 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
 def _time_couple(pair: dict[str, Any], couple: dict[str, Any], rows: dict[Any, Any]) -> None:
     """One case pair in one pair of workers: BLOCKS blocks a side, alternated, as many calls in
     each side's block (from the slower side's pace): `host_blocks_s` and their median."""
-    pace = max(pair[s].request("host", "pace", couple[s]) for s in SIDES)
-    calls = min(MAX_CALLS, max(MIN_CALLS, math.ceil(BLOCK_S / max(pace, 1e-9))))
+    paces = [pair[s].request("host", "pace", couple[s]) for s in SIDES]
+    if None in paces:  # a side that cannot run it here: no pair, so no verdict
+        return
+    calls = min(MAX_CALLS, max(MIN_CALLS, math.ceil(BLOCK_S / max(*paces, 1e-9))))
     blocks: dict[str, list[float]] = {s: [] for s in SIDES}
     for order in orders(BLOCKS):
         for side in order:
@@ -131,9 +131,10 @@ class HostCalls:
                 if variant is not None:
                     self.calls[(group, case.slot)] = variant.make(params, self.inputs[-1])
 
-    def pace(self, key: tuple[str, str]) -> float:
+    def pace(self, key: tuple[str, str]) -> float | None:
         """A fresh process compiles, tunes, allocates in a call's first calls: the last sets it."""
-        return self.measurer.timer.host_times({"c": self.calls[key]}, 3)["c"][-1]
+        call = self.calls.get(key)
+        return None if call is None else self.measurer.timer.host_times({"c": call}, 3)["c"][-1]
 
     def block(self, key: tuple[str, str], calls: int) -> float:
         """The median host seconds of `calls` calls, nothing queued ahead of each."""
