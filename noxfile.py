@@ -318,6 +318,9 @@ def _install(session: nox.Session, python: str, reqs: list[str]) -> None:
     configuration, pip's choice among indexes and its bytecode; with pip where there is no uv
     or uv fails."""
     uv = shutil.which("uv")
+    # Bytecode compiled at install, beside the sources, is never read under a pycache prefix
+    # (.ci/run's): Python writes there what is imported (4,000 of the test virtualenv's 10,000)
+    ahead = not sys.pycache_prefix
     if uv is not None:
         listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"],
                                 capture_output=True, text=True, check=False).stdout  # fmt: skip
@@ -330,13 +333,13 @@ def _install(session: nox.Session, python: str, reqs: list[str]) -> None:
         flags = [w for k, v in conf.items() for path in v.split() for w in (_UV_FROM_PIP[k], path)]
         cmd = [uv, "pip", "install", "--python", python, "--index-strategy", "unsafe-best-match"]
         try:
-            session.run_install(
-                *cmd, "--compile-bytecode", *flags, *reqs, external=True, silent=True
-            )
+            cmd += ["--compile-bytecode"] * ahead
+            session.run_install(*cmd, *flags, *reqs, external=True, silent=True)
             return
         except nox.command.CommandFailed:
             session.warn("uv could not install the requirements: pip installs them")
-    session.run_install(python, "-m", "pip", "install", *reqs, external=True, silent=True)
+    pip = [python, "-m", "pip", "install", *["--no-compile"] * (not ahead)]
+    session.run_install(*pip, *reqs, external=True, silent=True)
 
 
 def _test_env(session: nox.Session, triton: str = "pinned") -> tuple[str, str]:
@@ -345,15 +348,16 @@ def _test_env(session: nox.Session, triton: str = "pinned") -> tuple[str, str]:
 
     One per Triton version, shared by `tests`, `liger`, `kernels` and `fingerprint` (the `kernels`
     group it needs is part of `test`), in nox's cache directory (.nox/.cache/): torch and Triton
-    install once per version, not once per session. Built afresh when the requirements or the
-    Python nox runs on change; sessions run side by side (`nox -j`) wait for one another's build."""
+    install once per version, not once per session. Built afresh when the requirements, the
+    Python nox runs on or its pycache prefix (where the bytecode goes, `_install`) change;
+    sessions run side by side (`nox -j`) wait for one another's build."""
     import fcntl  # POSIX, as every CPU session here
 
     version = _triton_version(session, triton)
     reqs = list(_tritonenv().requirements(_group("test"), _group("triton-newest"), version))
     where = session.cache_dir.resolve() / f"test-triton-{version}"  # absolute: sessions move
     stamp = where / "tilegate-requirements.txt"  # written once the install has succeeded
-    want = "\n".join([sys.executable, sys.version, *reqs]) + "\n"
+    want = "\n".join([sys.executable, sys.version, str(sys.pycache_prefix), *reqs]) + "\n"
     with (session.cache_dir / f"test-triton-{version}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if stamp.is_file() and stamp.read_text() == want:
