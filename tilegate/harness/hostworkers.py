@@ -25,7 +25,7 @@ from tilegate.harness.sides import local, portable
 from tilegate.judge.hostprocs import MIN_PAIRS
 
 BLOCKS, BLOCK_S = 10, 0.02  # each worker times each call in this many blocks of about this long
-MIN_CALLS, MAX_CALLS = 3, 50  # ... each of this many calls
+MIN_CALLS, MAX_CALLS = 1, 50  # ... each of this many calls (an interpreted call: 10 in all, not 30)
 PROFILE_CALLS = 20  # calls profiled in the first pair's workers
 PROFILE_TOP = 25  # functions kept, by cumulative time per call
 SYNC_PROBE_MIN_S = 0.002  # the busy-wait queued ahead of a call: at least this, 4 x its host time
