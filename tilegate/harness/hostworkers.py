@@ -25,7 +25,7 @@ from tilegate.harness.sides import local, portable
 from tilegate.judge.hostprocs import MIN_PAIRS
 
 BLOCKS, BLOCK_S = 10, 0.02  # each worker times each call in this many blocks of about this long
-MIN_CALLS, MAX_CALLS = 1, 50  # ... each of this many calls (an interpreted call: 10 in all, not 30)
+MIN_CALLS, MAX_CALLS = 1, 50  # ... each of this many calls (a slow interpreted call: 10 a side)
 PROFILE_CALLS = 20  # calls profiled in the first pair's workers
 PROFILE_TOP = 25  # functions kept, by cumulative time per call
 SYNC_PROBE_MIN_S = 0.002  # the busy-wait queued ahead of a call: at least this, 4 x its host time
@@ -113,7 +113,7 @@ def _time_couple(pair: dict[str, Any], couple: dict[str, Any], rows: dict[Any, A
 
 
 class HostCalls:
-    """A worker's host-bound calls, made and warmed once (`setup`), then timed block by block."""
+    """A worker's host-bound calls, made once (`setup`), warmed by `pace`, timed by `block`."""
 
     def __init__(self, measurer: Any, root: Path, groups: list[Any], cpu: int | None) -> None:
         if cpu is not None:
@@ -143,13 +143,13 @@ class HostCalls:
         return self.last[key]
 
     def facts(self) -> dict[tuple[str, str], dict[str, Any]]:
-        """Each call's profile and, on a GPU, whether it waits on the GPU inside."""
+        """Each timed call's profile and, on a GPU, whether it waits on the GPU inside."""
         torch, gpu = self.measurer.torch, self.measurer.device == "cuda"
         sync = torch.cuda.synchronize if gpu else None
         return {
-            key: {"host_profile": _profile(call, PROFILE_CALLS, self.root, sync)}
-            | ({"syncs_inside": _waits_inside(torch, call, self.last[key])} if gpu else {})
-            for key, call in self.calls.items()
+            key: {"host_profile": _profile(self.calls[key], PROFILE_CALLS, self.root, sync)}
+            | ({"syncs_inside": _waits_inside(torch, self.calls[key], host)} if gpu else {})
+            for key, host in self.last.items()
         }
 
 
