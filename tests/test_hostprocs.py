@@ -138,6 +138,10 @@ def test_a_pair_is_its_blocks_median_ratio_so_a_moment_of_the_machine_is_not_a_v
     slower = _case(_blocks_results(tmp_path / "slower", 1.4))  # beyond the 25 % ceiling
     assert slower.verdict is ABVerdict.SLOWER and slower.ci is not None, slower.note
     assert slower.ci[0] > 1.37 and slower.ci[1] < 1.43, slower.ci
+    short = _blocks_results(tmp_path / "short", 1.0)  # blocks that do not pair: the medians judge
+    data = json.loads(short.read_text())
+    del bench(data, CASE)["extra_info"]["tilegate"]["host_blocks_s"][0][-1]
+    assert _case(write(short, data)).verdict is ABVerdict.AMBIGUOUS
     bad = _blocks_results(tmp_path / "bad", 1.0)
     data = json.loads(bad.read_text())
     bench(data, CASE)["extra_info"]["tilegate"]["host_blocks_s"][2][0] = -1.0

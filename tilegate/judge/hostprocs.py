@@ -1,8 +1,8 @@
 """The host verdict of a two-process A/B over worker processes (tilegate.harness.hostworkers).
 
 Worker i of the head and of the base are a pair, their blocks timed alternately: one log-ratio
-each, the median of its blocks' (a file without blocks: of the two workers' medians), every
-run's pooled; their mean, its Student t interval and a one-sided t-test (a Wilcoxon test needs 7 pairs
+each, the median of its blocks' (a file without blocks: of the two workers' medians), every run's
+pooled; their mean, its Student t interval and a one-sided t-test (a Wilcoxon test needs 7 pairs
 to reach p < 0.01 at all) are decided as the GPU time is, against the host tolerance; the note
 names the functions that grew per call. A call that waits on the GPU inside (`syncs_inside`) is
 not judged here: its "host" time is its wall time (`waits_inside`).
@@ -76,7 +76,7 @@ def pair_logs(head: Row, base: Row) -> list[float] | None:
     """log(head / base) of each process pair: the median over its blocks' ratios (timed
     alternately, a moment's pace falls on both), else of the two workers' medians; None without."""
     hb, bb = head.host_blocks_s, base.host_blocks_s
-    if hb and bb and len(hb) == len(bb):
+    if hb and bb and list(map(len, hb)) == list(map(len, bb)):  # pairs of blocks, block by block
         return [float(np.median(np.log(np.divide(h, b)))) for h, b in zip(hb, bb, strict=True)]
     h, b = head.host_procs_s, base.host_procs_s
     return np.log(np.divide(h, b)).tolist() if h and b and len(h) == len(b) else None
