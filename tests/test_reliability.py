@@ -146,7 +146,7 @@ CRASHES = {
     ),
     "ab-noise": ("tilegate.judge.abnoise.build_noise", [str(RECORDED), "--check"], None),
     "fingerprint": ("tilegate.fingerprint.gate.check", ["--json-dir", "facts"], "--report"),
-    "history": ("tilegate.commands.history._loaded", [], None),
+    "history": ("tilegate.commands._history._loaded", [], None),
 }
 
 
