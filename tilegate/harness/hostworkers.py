@@ -3,7 +3,8 @@
 After the paired rounds `measure` times `Profile.host_procs` fresh workers a side, worker i of
 each side a pair, whose two workers time each call in BLOCKS blocks alternated AB BA BA AB: a
 machine's pace moves for a while at a time, and both sides' blocks of one moment share it. The
-first pair profiles the calls; every worker runs on one CPU (`pin_cpu`). Why and the verdict
+first pair profiles the calls. The workers make their calls side by side, then each pair is
+pinned to one CPU (`pin_cpu`) for its turn, so only the timing is serial. Why and the verdict
 (tilegate.judge.hostprocs): docs/measuring.md.
 """
 
@@ -68,12 +69,13 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
     plan = [(i, side) for i in range(procs) for side in SIDES]
     with ThreadPoolExecutor(len(plan)) as pool:  # side by side; all up before one is timed
         started = [pool.submit(measurer.sides[s].fresh, logs / f"{s}-{i}") for i, s in plan]
+        made = [pool.submit(_set_up, f, groups[s]) for f, (_, s) in zip(started, plan, strict=True)]
     try:
-        workers = [f.result() for f in started]
+        workers = [f.result() for f in made]
         for i in range(procs):
             pair = dict(zip(SIDES, workers[2 * i : 2 * i + 2], strict=True))
-            for side, worker in pair.items():
-                worker.request("host", "setup", groups[side], cpu)
+            for worker in pair.values():
+                worker.request("host", "pin", cpu)
             for couple in couples:
                 _time_couple(pair, couple, rows)
             for worker in pair.values():
@@ -90,6 +92,13 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
         f"host time of {len(couples)} host-bound pair(s) in {procs} processes per side"
         f"{'' if cpu is None else f' on CPU {cpu}'}: {seconds:.1f} s"
     )
+
+
+def _set_up(started: Any, groups: list[Any]) -> Any:
+    """A worker's calls made (inputs, compiles) while the others' are: not on the timing CPU."""
+    worker = started.result()
+    worker.request("host", "setup", groups)
+    return worker
 
 
 def _time_couple(pair: dict[str, Any], couple: dict[str, Any], rows: dict[Any, Any]) -> None:
@@ -115,9 +124,7 @@ def _time_couple(pair: dict[str, Any], couple: dict[str, Any], rows: dict[Any, A
 class HostCalls:
     """A worker's host-bound calls, made once (`setup`), warmed by `pace`, timed by `block`."""
 
-    def __init__(self, measurer: Any, root: Path, groups: list[Any], cpu: int | None) -> None:
-        if cpu is not None:
-            os.sched_setaffinity(0, {cpu})  # type: ignore[attr-defined,unused-ignore]
+    def __init__(self, measurer: Any, root: Path, groups: list[Any]) -> None:
         self.measurer, self.root = measurer, root
         self.calls: dict[tuple[str, str], Callable[[], Any]] = {}
         self.inputs: list[Any] = []  # each group's, alive while its calls are timed
@@ -130,6 +137,11 @@ class HostCalls:
                 variant = measurer.runnable(case.slot, case.variant, params)[0]
                 if variant is not None:
                     self.calls[(group, case.slot)] = variant.make(params, self.inputs[-1])
+
+    def pin(self, cpu: int | None) -> None:
+        """From here on, this worker runs on `cpu` only (its pair's turn to be timed)."""
+        if cpu is not None:
+            os.sched_setaffinity(0, {cpu})  # type: ignore[attr-defined,unused-ignore]
 
     def pace(self, key: tuple[str, str]) -> float | None:
         """A fresh process compiles, tunes, allocates in a call's first calls: the last sets it."""
