@@ -22,13 +22,8 @@ from tilegate.judge.results import Run
 from tilegate.markdown import short_sha
 from tilegate.run.culprit import SCHEMA, headline
 from tilegate.store.files import load_results
-from tilegate.store.historydb import (
-    DEFAULT_LOCK_TIMEOUT_S,
-    DEFAULT_STORE,
-    Judged,
-    Links,
-    open_store,
-)
+from tilegate.store.historydb import DEFAULT_LOCK_TIMEOUT_S as LOCK_S
+from tilegate.store.historydb import DEFAULT_STORE, Judged, Links, open_store
 
 DEFAULT_DASHBOARD = PERF_DIR / "dashboard.html"
 
@@ -273,7 +268,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--lock-timeout",
         type=float,
-        default=DEFAULT_LOCK_TIMEOUT_S,
+        default=LOCK_S,
         metavar="S",
         help="wait this long for another process using the store (default: %(default)s s)",
     )
