@@ -147,3 +147,27 @@ def test_a_pair_is_its_blocks_median_ratio_so_a_moment_of_the_machine_is_not_a_v
     bench(data, CASE)["extra_info"]["tilegate"]["host_blocks_s"][2][0] = -1.0
     with pytest.raises(InputError, match="host_blocks_s"):
         load_results(write(bad, data))
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="pinning is Linux's")
+def test_a_pinned_worker_runs_every_thread_it_has_on_the_timing_cpu() -> None:
+    """A worker is pinned after its setup started threads (the CUDA driver's, torch's): each of
+    them moves to the timing CPU, not only the thread that asks."""
+    import os
+    import threading
+
+    from tilegate.harness.hostworkers import HostCalls, pin_cpu
+
+    cpu, before = pin_cpu(), os.sched_getaffinity(0)
+    release = threading.Event()
+    started = threading.Thread(target=release.wait)
+    started.start()
+    try:
+        HostCalls.pin(None, cpu)  # type: ignore[arg-type]  # it reads nothing of the worker
+        assert started.native_id is not None and cpu is not None
+        assert os.sched_getaffinity(started.native_id) == {cpu} == os.sched_getaffinity(0)
+    finally:
+        for task in Path("/proc/self/task").iterdir():
+            os.sched_setaffinity(int(task.name), before)
+        release.set()
+        started.join()

@@ -28,10 +28,6 @@ from tilegate.store.historydb import DEFAULT_STORE, Judged, Links, open_store
 DEFAULT_DASHBOARD = PERF_DIR / "dashboard.html"
 
 
-def _err(message: str) -> None:
-    print(f"tilegate history: {message}", file=sys.stderr)
-
-
 def _loaded(paths: Sequence[Path], args: argparse.Namespace) -> list[tuple[Run, dict[str, Judged]]]:
     """Load and judge every results file first: one bad file and nothing is added."""
     if args.verdicts and len(paths) != 1:
@@ -240,7 +236,7 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     except BaseException:
         # A page left from an earlier run would look like this run's: remove it.
         out.unlink(missing_ok=True)
-        _err(f"no page written ({out} removed if it was there)")
+        print(f"tilegate history: no page written ({out} removed if it was there)", file=sys.stderr)
         raise
     print(
         f"page: {out} ({info.size_bytes / 1e6:.2f} MB; {info.runs} runs, {info.cases} cases, "

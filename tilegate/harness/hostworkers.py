@@ -10,6 +10,7 @@ pinned to one CPU (`pin_cpu`) for its turn, so only the timing is serial. Why an
 
 from __future__ import annotations
 
+import contextlib
 import cProfile
 import math
 import os
@@ -139,9 +140,13 @@ class HostCalls:
                     self.calls[(group, case.slot)] = variant.make(params, self.inputs[-1])
 
     def pin(self, cpu: int | None) -> None:
-        """From here on, this worker runs on `cpu` only (its pair's turn to be timed)."""
-        if cpu is not None:
-            os.sched_setaffinity(0, {cpu})  # type: ignore[attr-defined,unused-ignore]
+        """From here on, this worker runs on `cpu` only (its pair's turn to be timed): every thread
+        of it, those its setup started too (the CUDA driver's, torch's), and those started later."""
+        if cpu is None:
+            return
+        for task in Path("/proc/self/task").iterdir():  # Linux's (pin_cpu: None elsewhere)
+            with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+                os.sched_setaffinity(int(task.name), {cpu})  # type: ignore[attr-defined,unused-ignore]
 
     def pace(self, key: tuple[str, str]) -> float | None:
         """A fresh process compiles, tunes, allocates in a call's first calls: the last sets it."""
