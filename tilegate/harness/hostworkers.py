@@ -96,7 +96,7 @@ def measure(measurer: Any, prepared: Sequence[Any], procs: int) -> None:
 
 
 def _set_up(started: Any, groups: list[Any]) -> Any:
-    """A worker's calls made (inputs, compiles) while the others' are: not on the timing CPU."""
+    """A worker's calls made (inputs, compiles) beside the others', before any pair is timed."""
     worker = started.result()
     worker.request("host", "setup", groups)
     return worker
