@@ -123,7 +123,7 @@ def _time_couple(pair: dict[str, Any], couple: dict[str, Any], rows: dict[Any, A
 
 
 class HostCalls:
-    """A worker's host-bound calls: made once (`setup`), `pin`ned, warmed by `pace`, timed by `block`."""
+    """A worker's host-bound calls: made (`setup`), `pin`ned, warmed (`pace`), timed (`block`)."""
 
     def __init__(self, measurer: Any, root: Path, groups: list[Any]) -> None:
         self.measurer, self.root = measurer, root
