@@ -142,6 +142,12 @@ def test_a_pair_is_its_blocks_median_ratio_so_a_moment_of_the_machine_is_not_a_v
     data = json.loads(short.read_text())
     del bench(data, CASE)["extra_info"]["tilegate"]["host_blocks_s"][0][-1]
     assert _case(write(short, data)).verdict is ABVerdict.AMBIGUOUS
+    bare = _blocks_results(tmp_path / "bare", 1.4)  # blocks without the medians derived from them
+    data = json.loads(bare.read_text())
+    for param in (CASE, f"{CASE}@base"):
+        del bench(data, param)["extra_info"]["tilegate"]["host_procs_s"]
+    judged = _case(write(bare, data))
+    assert (judged.verdict, judged.ci, judged.note) == (slower.verdict, slower.ci, slower.note)
     bad = _blocks_results(tmp_path / "bad", 1.0)
     data = json.loads(bad.read_text())
     bench(data, CASE)["extra_info"]["tilegate"]["host_blocks_s"][2][0] = -1.0

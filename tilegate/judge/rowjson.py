@@ -248,6 +248,7 @@ def _host_procs(where: str, tg: Mapping[str, Any]) -> Mapping[str, Any]:
             f"{where}: extra_info.tilegate.host_procs_s / host_blocks_s / host_profile are {procs!r}"
             f" / {blocks!r} / {prof!r}, not seconds / lists of them / [function, seconds]; re-run"
         )
+    procs = procs or ([statistics.median(b) for b in blocks] if blocks else None)  # derivable
     return {
         "host_procs_s": tuple(map(float, procs)) if procs else None,
         "host_blocks_s": tuple(tuple(map(float, b)) for b in blocks) if blocks else None,
